@@ -1,0 +1,186 @@
+"""The `perfsite` command: parse options, call one library function, format its result.
+
+This is the only module that prints or exits. A `PerfsiteError` from anywhere becomes one paragraph on stderr
+and exit status 1; any other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+import generator
+from generator.errors import PerfsiteError
+
+app = typer.Typer(
+    name="perfsite",
+    help="Inference-performance reports for ONNX models: YAML specs in git, Parquet results, a static site.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_INTERRUPTED = 130
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"perfsite {generator.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """perfsite: is the INT8 version really faster, where does the time go, and did this change make it slower?"""
+
+
+def _default_results(start: Path) -> Path:
+    from generator.paths import project_root
+
+    return project_root(start) / "results"
+
+
+@app.command()
+def run(
+    specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML).", show_default=False)],
+    results: Annotated[
+        Path | None, typer.Option(help="Results root; each experiment goes to DIR/<spec name>/.")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Measure again trials that are already stored.")] = False,
+    only: Annotated[
+        str | None, typer.Option(help="Run only matching trials, e.g. version=fp32,batch=1 (same key twice: either).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option(help="List the trials and an estimated duration; measure nothing.")] = False,
+    quick: Annotated[
+        bool, typer.Option(help="Shrink measurement for previews and tests (also PERFSITE_QUICK=1); pages mark it.")
+    ] = False,
+    allow_outside: Annotated[
+        bool, typer.Option(help="Allow spec paths that leave the spec's project root.")
+    ] = False,
+) -> None:
+    """Measure the trials of each spec (versions × configurations) and store them as Parquet results."""
+    from generator.cli_format import ProgressBar, print_dry_run, print_run_summary
+    from generator.runner.orchestrate import RunOptions, run_experiment
+    from generator.spec import load_spec
+
+    interrupted = False
+    for spec_path in specs:
+        loaded = load_spec(spec_path, allow_outside=allow_outside)
+        root = results or _default_results(loaded.path.parent)
+        options = RunOptions(results_dir=root / loaded.spec.name, force=force, only=only, dry_run=dry_run, quick=quick)
+        with ProgressBar(loaded.spec.name) as bar:
+            summary = run_experiment(loaded, options, bar)
+        (print_dry_run if dry_run else print_run_summary)(summary)
+        interrupted = summary.interrupted
+        if interrupted:
+            break
+    if interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+@app.command()
+def validate(
+    specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML).", show_default=False)],
+    allow_outside: Annotated[bool, typer.Option(help="Allow spec paths that leave the project root.")] = False,
+) -> None:
+    """Check specs: YAML, keys, types, values, version references and sweep placeholders."""
+    from generator.plan import plan_trials
+    from generator.spec import load_spec
+
+    for path in specs:
+        loaded = load_spec(path, allow_outside=allow_outside)
+        n = len(plan_trials(loaded.spec))
+        typer.echo(f"ok  {path}: experiment {loaded.spec.name!r}, {len(loaded.spec.models)} versions, {n} trials")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of experiment specs (for editors: yaml-language-server, VS Code)."""
+    from generator.spec import spec_json_schema
+
+    typer.echo(json.dumps(spec_json_schema(), indent=2, sort_keys=True))
+
+
+@app.command()
+def build(
+    results: Annotated[Path | None, typer.Option(help="Results root to render (default: <project>/results).")] = None,
+    site: Annotated[Path | None, typer.Option(help="Where to write the site (default: <project>/site).")] = None,
+) -> None:
+    """Render every experiment under the results directory into a static site (never runs a model)."""
+    from generator.paths import project_root
+    from generator.site import build_site
+
+    root = project_root(Path.cwd())
+    out = build_site(results or root / "results", site or root / "site", root, progress=_echo_err)
+    typer.echo(f"Site built in {out}. Open {out / 'index.html'} or run `perfsite serve --site {out}`.")
+
+
+@app.command()
+def serve(
+    site: Annotated[Path | None, typer.Option(help="Built site folder (default: <project>/site).")] = None,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8000,
+) -> None:
+    """Preview a built site on http://127.0.0.1:PORT/ (Ctrl-C stops)."""
+    from generator.paths import project_root
+    from generator.site.serve import serve_forever
+
+    folder = site or project_root(Path.cwd()) / "site"
+    typer.echo(f"Serving {folder} on http://127.0.0.1:{port}/ (Ctrl-C stops)")
+    serve_forever(folder, port)
+
+
+@app.command("example-models")
+def example_models(
+    out: Annotated[Path, typer.Argument(help="Folder for the example models.")] = Path("experiments/models"),
+) -> None:
+    """Build the example models (a ResNet-style CNN and a transformer encoder) from code, no downloads."""
+    from generator.models import build_example_models
+
+    for path in build_example_models(out):
+        typer.echo(f"wrote {path}")
+
+
+def _echo_err(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+def main() -> None:
+    """Console-script entry: run the app, turning user errors into one paragraph and exit status 1."""
+    try:
+        rc = app(standalone_mode=False)
+        sys.exit(rc if isinstance(rc, int) else 0)
+    except PerfsiteError as e:
+        typer.echo(_paragraph(f"error: {e}"), err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("Interrupted. Every finished trial is kept; run the same command again to finish.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as e:  # click's usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            # Usage errors are user errors: exit 1, keeping 2 and 3 for `perfsite diff` verdicts.
+            sys.exit(1)
+        raise
+
+
+def _paragraph(text: str) -> str:
+    return "\n".join(textwrap.fill(p, width=100) for p in text.splitlines() if p.strip())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""Terminal output of the CLI: the progress bar and the summaries. Only the CLI imports this."""
+
+from __future__ import annotations
+
+import sys
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from generator.plan import Trial
+from generator.runner.orchestrate import RunSummary
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+
+
+class ProgressBar:
+    """Progress over the trials with an ETA, drawn on stderr; messages (model building) go above it."""
+
+    def __init__(self, experiment: str):
+        self.experiment = experiment
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            TextColumn("{task.fields[last]}"), console=err, transient=not sys.stderr.isatty(),
+        )
+        self.task = None
+
+    def __enter__(self) -> ProgressBar:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.__exit__(*exc)
+
+    def message(self, text: str) -> None:
+        self.bar.console.print(text, markup=False)
+
+    def start(self, total: int, estimate_s: float) -> None:
+        self.message(f"{self.experiment}: {total} trials to measure, about {_duration(estimate_s)}")
+        self.task = self.bar.add_task(self.experiment, total=total, last="")
+
+    def trial_done(self, trial: Trial, status: str) -> None:
+        mark = "" if status == "ok" else f" ({status})"
+        self.bar.update(self.task, advance=1, last=f"{trial.label}{mark}")
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def print_dry_run(summary: RunSummary) -> None:
+    table = Table(title=f"{summary.experiment}: {len(summary.planned)} trials", title_justify="left")
+    for col in ("version", "configuration", "trial key", "state"):
+        table.add_column(col)
+    for p in summary.planned:
+        table.add_row(p.trial.version, p.trial.config.label, p.key, "stored" if p.stored else "to measure")
+    out.print(table)
+    out.print(
+        f"{len(summary.to_measure)} to measure, about {_duration(summary.estimate_s)}; "
+        f"results in {summary.results_dir}"
+    )
+
+
+def print_run_summary(summary: RunSummary) -> None:
+    stored = len(summary.planned) - len(summary.to_measure)
+    parts = [f"{len(summary.measured) - len(summary.failed)} measured", f"{stored} already stored"]
+    if summary.failed:
+        parts.append(f"{len(summary.failed)} failed")
+    if summary.skipped_locked:
+        parts.append(f"{len(summary.skipped_locked)} left to another perfsite run in progress")
+    out.print(f"{summary.experiment}: " + ", ".join(parts) + f". Results in {summary.results_dir}")
+    for label, reason in summary.failed:
+        out.print(f"  failed: {label}: {reason}", markup=False)
+    if summary.interrupted:
+        out.print("Interrupted: finished trials are kept; run the same command again to measure the rest.")

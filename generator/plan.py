@@ -1,0 +1,174 @@
+"""The plan: versions × configurations of a spec, less `exclude`, filtered by `--only`, with trial keys."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from generator.errors import RunError
+
+# Axes every configuration has, in the order a label and a sort use them.
+STANDARD_AXES = (
+    "batch",
+    "threads",
+    "concurrency",
+    "optimization_level",
+    "provider",
+    "spinning",
+    "inter_op_threads",
+)
+AXIS_DEFAULTS: dict[str, Any] = {
+    "batch": 1,
+    "threads": 1,
+    "concurrency": 1,
+    "optimization_level": "all",
+    "provider": "cpu",
+    "spinning": True,
+    "inter_op_threads": 1,
+}
+
+
+@dataclass(frozen=True, order=True)
+class Configuration:
+    """One point of the sweep. `dims` binds the spec's other shape placeholders (e.g. seq_len)."""
+
+    batch: int = 1
+    threads: int = 1
+    concurrency: int = 1
+    optimization_level: str = "all"
+    provider: str = "cpu"
+    spinning: bool = True
+    inter_op_threads: int = 1
+    dims: tuple[tuple[str, int], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """Flat mapping of every axis, placeholders included."""
+        d = {a: getattr(self, a) for a in STANDARD_AXES}
+        d.update(dict(self.dims))
+        return d
+
+    def binding(self) -> dict[str, int]:
+        """Values of the shape placeholders: `batch` and the other sweep dims."""
+        return {"batch": self.batch, **dict(self.dims)}
+
+    @property
+    def label(self) -> str:
+        """Short label: batch, threads, concurrency always; other axes only when not at their default."""
+        parts = [f"b{self.batch}", f"t{self.threads}", f"c{self.concurrency}"]
+        if self.optimization_level != "all":
+            parts.append(f"opt={self.optimization_level}")
+        if self.provider != "cpu":
+            parts.append(self.provider)
+        if not self.spinning:
+            parts.append("nospin")
+        if self.inter_op_threads != 1:
+            parts.append(f"inter{self.inter_op_threads}")
+        parts += [f"{k}={v}" for k, v in self.dims]
+        return " ".join(parts)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Configuration:
+        std = {a: values.get(a, AXIS_DEFAULTS[a]) for a in STANDARD_AXES}
+        dims = tuple(sorted((k, int(v)) for k, v in values.items() if k not in STANDARD_AXES))
+        return cls(**std, dims=dims)
+
+    def matches(self, partial: Mapping[str, Any]) -> bool:
+        """True when every axis named in `partial` has that value here."""
+        mine = self.as_dict()
+        return all(k in mine and mine[k] == v for k, v in partial.items())
+
+
+@dataclass(frozen=True)
+class Trial:
+    version: str
+    config: Configuration
+
+    @property
+    def label(self) -> str:
+        return f"{self.version} {self.config.label}"
+
+
+def sweep_axes(sweep: Any) -> dict[str, list[Any]]:
+    """Every axis of a validated sweep with its values, standard axes first, placeholders after (sorted)."""
+    raw = sweep.model_dump() if hasattr(sweep, "model_dump") else dict(sweep)
+    axes = {a: list(raw.get(a) or [AXIS_DEFAULTS[a]]) for a in STANDARD_AXES}
+    for name in sorted(k for k in raw if k not in STANDARD_AXES):
+        axes[name] = list(raw[name])
+    return axes
+
+
+def plan_configurations(spec: Any) -> list[Configuration]:
+    """The sweep's cartesian product less every combination an `exclude` entry matches."""
+    axes = sweep_axes(spec.sweep)
+    names = list(axes)
+    configs = [Configuration.from_mapping(dict(zip(names, combo))) for combo in itertools.product(*axes.values())]
+    excludes = list(spec.exclude or [])
+    return [c for c in configs if not any(c.matches(e) for e in excludes)]
+
+
+def plan_trials(spec: Any) -> list[Trial]:
+    """Configurations outermost, versions inside, in spec order: the order the runner interleaves them."""
+    return [Trial(v, c) for c in plan_configurations(spec) for v in spec.models]
+
+
+def parse_only(only: str | None, allowed: Sequence[str]) -> dict[str, set[str]]:
+    """`version=fp32,batch=1,batch=4` -> {version: {fp32}, batch: {1, 4}} (same key twice means either)."""
+    filters: dict[str, set[str]] = {}
+    for item in (only or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in allowed:
+            raise RunError(
+                f"--only {only!r}: {item!r} is not KEY=VALUE with a known key. Allowed keys: "
+                f"{', '.join(allowed)}; separate several with commas, e.g. --only version=fp32,batch=1."
+            )
+        filters.setdefault(key, set()).add(value.strip().lower())
+    return filters
+
+
+def filter_trials(trials: Iterable[Trial], only: str | None, axes: Sequence[str]) -> list[Trial]:
+    """Keep the trials that match every key of `--only` (values compared as text, case-insensitive)."""
+    filters = parse_only(only, ["version", *axes])
+    kept = []
+    for t in trials:
+        values = {"version": t.version, **t.config.as_dict()}
+        if all(str(values.get(k)).lower() in vals for k, vals in filters.items()):
+            kept.append(t)
+    return kept
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def trial_key(
+    trial: Trial,
+    *,
+    model_sha256: str,
+    inputs: Mapping[str, Any],
+    measure: Mapping[str, Any],
+    quick: bool,
+    env_fingerprint: str,
+) -> str:
+    """Hash of everything that makes two measurements comparable; equal keys are the same trial.
+
+    The version name is part of it so that two versions built to byte-identical files stay two trials; a changed
+    model file changes the key through its sha256, so stale results are never reused.
+    """
+    payload = {
+        "version": trial.version,
+        "model_sha256": model_sha256,
+        "config": trial.config.as_dict(),
+        "inputs": inputs,
+        "measure": measure,
+        "quick": quick,
+        "env": env_fingerprint,
+    }
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:20]

@@ -1,0 +1,200 @@
+"""The results schema: every table, every column, its type, unit and meaning. The only place they are defined.
+
+Bump ``SCHEMA_VERSION`` when a column changes meaning or disappears; adding a nullable column at the end is a
+minor change that older readers tolerate, but it still bumps the version so that files say what wrote them.
+Readers refuse files written by a newer version (see ``store.check_version``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+METADATA_KEY = b"perfsite.schema_version"
+TABLE_METADATA_KEY = b"perfsite.table"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: pa.DataType
+    unit: str
+    meaning: str
+    nullable: bool = True
+
+
+def _c(name: str, type_: pa.DataType, unit: str, meaning: str, nullable: bool = True) -> Column:
+    return Column(name, type_, unit, meaning, nullable)
+
+
+STR, F64, I64, BOOL = pa.string(), pa.float64(), pa.int64(), pa.bool_()
+STR_LIST = pa.list_(pa.string())
+
+# Configuration axes, shared by `trials` (and joined into other tables by trial_key).
+CONFIG_COLUMNS = (
+    _c("batch", I64, "items", "batch size bound to the `batch` placeholder", False),
+    _c("threads", I64, "threads", "intra-op threads of the session", False),
+    _c("concurrency", I64, "requests", "requests in flight at once on one shared session", False),
+    _c("optimization_level", STR, "", "graph optimization level: disable, basic, extended, all", False),
+    _c("provider", STR, "", "execution provider asked for: cpu, cuda, ...", False),
+    _c("spinning", BOOL, "", "intra-op thread spinning allowed", False),
+    _c("inter_op_threads", I64, "threads", "inter-op threads (parallel execution mode when > 1)", False),
+    _c("dims", STR, "", "JSON object of the other sweep placeholders, e.g. {\"seq_len\": 128}", False),
+    _c("config_label", STR, "", "short human label of the configuration, e.g. `b1 t2 c1`", False),
+)
+
+TRIALS = (
+    _c("experiment", STR, "", "spec name", False),
+    _c("trial_key", STR, "", "hash of model sha256, configuration, inputs, measure settings, environment", False),
+    _c("run_id", STR, "", "the `perfsite run` that measured it (see runs)", False),
+    _c("env_id", STR, "", "environment it was measured on (see environments)", False),
+    _c("spec_sha256", STR, "", "validated spec it was measured with (specs/<sha>.json)", False),
+    _c("version", STR, "", "model version name from the spec", False),
+    _c("model_sha256", STR, "", "sha256 of the model file that ran", False),
+    _c("model_bytes", I64, "bytes", "size of the model file that ran"),
+    *CONFIG_COLUMNS,
+    _c("status", STR, "", "ok or failed", False),
+    _c("error", STR, "", "why the trial failed (crash, timeout, error message)"),
+    _c("quick", BOOL, "", "measured in quick mode (shrunk measurement, for tests and previews)", False),
+    _c("percentile", STR, "", "the spec's headline percentile: p50, p90, p95 or p99"),
+    _c("latency_mean_ms", F64, "ms", "mean request latency over all processes"),
+    _c("latency_p50_ms", F64, "ms", "median request latency"),
+    _c("latency_p90_ms", F64, "ms", "90th percentile request latency"),
+    _c("latency_p95_ms", F64, "ms", "95th percentile request latency"),
+    _c("latency_p99_ms", F64, "ms", "99th percentile; null below 460 samples, too few to estimate it"),
+    _c("latency_std_ms", F64, "ms", "standard deviation of request latency"),
+    _c("latency_min_ms", F64, "ms", "fastest request"),
+    _c("latency_max_ms", F64, "ms", "slowest request"),
+    _c("latency_headline_ms", F64, "ms", "latency at the spec's percentile (the figure charts use)"),
+    _c("throughput_ips", F64, "items/s", "items completed / wall time, median over processes"),
+    _c("iterations", I64, "requests", "timed requests over all processes"),
+    _c("duration_s", F64, "s", "timed wall time over all processes"),
+    _c("cv", F64, "ratio", "coefficient of variation of request latency (std / mean)"),
+    _c("processes", I64, "processes", "measurement processes (the unit of repetition)"),
+    _c("process_median_spread", F64, "ratio", "(max - min) / median of the per-process medians"),
+    _c("cores_used", F64, "cores", "median over processes of CPU time / wall time of the timed phase"),
+    _c("cores_expected", F64, "cores", "min(threads × concurrency, logical cores)"),
+    _c("noisy", BOOL, "", "a noise rule fired (see noise_reasons)"),
+    _c("noise_reasons", STR, "", "semicolon-separated reasons: cv, spread, cores"),
+    _c("load_ms", F64, "ms", "cold start: model load + session creation, median over processes"),
+    _c("first_run_ms", F64, "ms", "cold start: first request after session creation, median over processes"),
+    _c("peak_rss_mb", F64, "MiB", "peak resident memory of a measurement process, max over processes"),
+    _c("arena_mb", F64, "MiB", "onnxruntime CPU arena in use after the timed loop, when reported"),
+    _c("profiled", BOOL, "", "a profiled pass was recorded in `nodes`"),
+    _c("profile_error", STR, "", "why the profiled pass failed, when it did (latency figures still hold)"),
+    _c("model_run_us", F64, "µs", "profiled pass: mean onnxruntime model_run duration per inference"),
+    _c("kernel_sum_us", F64, "µs", "profiled pass: mean sum of top-level kernel times per inference"),
+    _c("profiled_latency_us", F64, "µs", "profiled pass: mean end-to-end session.run time per inference"),
+    _c("started_at", STR, "", "ISO 8601 UTC time the trial started"),
+    _c("finished_at", STR, "", "ISO 8601 UTC time the trial was written"),
+)
+
+PROCESSES = (
+    _c("trial_key", STR, "", "the trial", False),
+    _c("process", I64, "", "index of the measurement process within the trial", False),
+    _c("round", I64, "", "interleaving round it ran in (versions alternate A B A B ...)"),
+    _c("iterations", I64, "requests", "timed requests in this process"),
+    _c("items", I64, "items", "items completed (requests × batch)"),
+    _c("wall_s", F64, "s", "timed wall time, common start until every stream drained"),
+    _c("cpu_s", F64, "s", "CPU time the process used during the timed phase"),
+    _c("cores_used", F64, "cores", "cpu_s / wall_s"),
+    _c("latency_median_ms", F64, "ms", "median request latency in this process"),
+    _c("latency_mean_ms", F64, "ms", "mean request latency in this process"),
+    _c("throughput_ips", F64, "items/s", "items / wall_s"),
+    _c("load_ms", F64, "ms", "model load + session creation"),
+    _c("first_run_ms", F64, "ms", "first request after session creation"),
+    _c("peak_rss_mb", F64, "MiB", "peak resident memory of the process"),
+    _c("arena_mb", F64, "MiB", "onnxruntime arena in use, when reported"),
+)
+
+LATENCIES = (
+    _c("trial_key", STR, "", "the trial", False),
+    _c("process", I64, "", "measurement process", False),
+    _c("stream", I64, "", "request stream within the process (0 .. concurrency-1)", False),
+    _c("iteration", I64, "", "request index within the stream", False),
+    _c("latency_ms", F64, "ms", "request latency (session.run wall time)", False),
+)
+
+NODES = (
+    _c("trial_key", STR, "", "the trial", False),
+    _c("exec_order", I64, "", "position in execution order of the profiled inference", False),
+    _c("node_name", STR, "", "executed node name as onnxruntime reports it (untrusted text)", False),
+    _c("op_type", STR, "", "executed operator type (untrusted text)", False),
+    _c("provider", STR, "", "execution provider that ran the node"),
+    _c("parent", STR, "", "enclosing If/Loop/Scan node for sub-graph nodes; null at top level"),
+    _c("calls", I64, "", "kernel calls per inference (sub-graph nodes may run several times)"),
+    _c("dur_mean_us", F64, "µs", "mean time per inference over the profiled iterations"),
+    _c("dur_p50_us", F64, "µs", "median time per inference"),
+    _c("dur_min_us", F64, "µs", "fastest"),
+    _c("dur_max_us", F64, "µs", "slowest"),
+    _c("dur_std_us", F64, "µs", "standard deviation"),
+    _c("input_shapes", STR, "", "JSON list of input shapes as profiled"),
+    _c("output_shapes", STR, "", "JSON list of output shapes as profiled"),
+    _c("input_types", STR, "", "JSON list of input element types"),
+    _c("output_types", STR, "", "JSON list of output element types"),
+    _c("runtime_precision", STR, "", "FP32, FP16, INT8, mixed or other, from the kernel's element types"),
+    _c("original_nodes", STR_LIST, "", "nodes of the version's model file this executed node covers"),
+    _c("weights", STR_LIST, "", "initializer (weight) names consumed by those nodes"),
+    _c("activation_bytes", I64, "bytes", "input activation size reported by onnxruntime"),
+    _c("parameter_bytes", I64, "bytes", "parameter size reported by onnxruntime"),
+    _c("output_bytes", I64, "bytes", "output size reported by onnxruntime"),
+    _c("pool_share", F64, "ratio", "share of the node's work run on the intra-op pool's other threads"),
+    _c("thread_id", I64, "", "thread that ran the node in the profiled pass"),
+    _c("start_offset_us", F64, "µs", "median start of the node relative to its inference's model_run start"),
+)
+
+ENVIRONMENTS = (
+    _c("env_id", STR, "", "first 12 hex digits of the fingerprint", False),
+    _c("fingerprint", STR, "", "sha256 of the hardware and software description", False),
+    _c("hostname", STR, "", "machine name (not part of the fingerprint)"),
+    _c("cpu_model", STR, "", "CPU model name"),
+    _c("physical_cores", I64, "cores", "physical cores"),
+    _c("logical_cores", I64, "cores", "logical CPUs"),
+    _c("isa", STR_LIST, "", "instruction-set extensions that matter for inference (AVX2, AVX-512, VNNI, AMX, ...)"),
+    _c("memory_gb", F64, "GiB", "total memory"),
+    _c("os", STR, "", "operating system and kernel"),
+    _c("python", STR, "", "Python version"),
+    _c("onnxruntime", STR, "", "onnxruntime version"),
+    _c("onnx", STR, "", "onnx version"),
+    _c("numpy", STR, "", "numpy version"),
+    _c("providers", STR_LIST, "", "execution providers available"),
+    _c("peak_gflops_fp32", F64, "GFLOP/s", "measured FP32 GEMM peak through onnxruntime, when probed"),
+    _c("peak_gops_int8", F64, "GOP/s", "measured INT8 GEMM peak, when probed"),
+    _c("bandwidth_gbs", F64, "GB/s", "measured memory bandwidth (large copy), when probed"),
+    _c("captured_at", STR, "", "ISO 8601 UTC time of capture"),
+)
+
+RUNS = (
+    _c("run_id", STR, "", "unique id of one `perfsite run`", False),
+    _c("experiment", STR, "", "spec name", False),
+    _c("spec_sha256", STR, "", "validated spec", False),
+    _c("env_id", STR, "", "environment", False),
+    _c("started_at", STR, "", "ISO 8601 UTC"),
+    _c("git_commit", STR, "", "commit of the experiments' repository, when in git"),
+    _c("git_dirty", BOOL, "", "the repository had uncommitted changes"),
+    _c("perfsite_version", STR, "", "perfsite version that measured"),
+    _c("quick", BOOL, "", "quick mode"),
+    _c("command", STR, "", "the command line"),
+)
+
+TABLES: dict[str, tuple[Column, ...]] = {
+    "trials": TRIALS,
+    "processes": PROCESSES,
+    "latencies": LATENCIES,
+    "nodes": NODES,
+    "environments": ENVIRONMENTS,
+    "runs": RUNS,
+}
+
+
+def arrow_schema(table: str) -> pa.Schema:
+    """The Arrow schema of a table, with the schema version and table name in its metadata."""
+    fields = [pa.field(c.name, c.type, nullable=c.nullable) for c in TABLES[table]]
+    meta = {METADATA_KEY: str(SCHEMA_VERSION).encode(), TABLE_METADATA_KEY: table.encode()}
+    return pa.schema(fields, metadata=meta)
+
+
+def column_names(table: str) -> list[str]:
+    return [c.name for c in TABLES[table]]

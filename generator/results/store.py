@@ -1,0 +1,258 @@
+"""The results directory: atomic per-trial files in, whole tables out.
+
+Layout (see docs/architecture.md)::
+
+    results/<experiment>/trials/<trial_key>.parquet      written last: its presence means "finished"
+    results/<experiment>/{processes,latencies,nodes}/<trial_key>.parquet
+    results/<experiment>/environments/<env_id>.parquet
+    results/<experiment>/runs/<run_id>.parquet
+    results/<experiment>/specs/<spec_sha256>.json
+
+Every file is first written under a dot-prefixed temporary name in its final folder and then renamed, which is
+atomic on POSIX: a reader (pyarrow datasets skip dot files) never sees a half-written file, whatever moment the
+writer dies at. A trial's side tables are renamed into place before its `trials` row, so a trial either has all
+its files or is not in `trials` at all; rows of other tables whose trial is not in `trials` are dropped on read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from generator.errors import ResultsError
+from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
+
+TRIAL_TABLES = ("processes", "latencies", "nodes")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see either the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def table_to_parquet_bytes(table: str, rows: Iterable[Mapping[str, Any]]) -> bytes:
+    """Rows (dicts keyed by column name; missing keys are null) -> Parquet bytes with the table's schema."""
+    schema = arrow_schema(table)
+    names = schema.names
+    rows = list(rows)
+    unknown = {k for r in rows for k in r} - set(names)
+    if unknown:
+        # A column not in the schema is a bug in perfsite, not a user error.
+        raise ValueError(f"columns not in the {table} schema: {sorted(unknown)}")
+    columns = {n: [r.get(n) for r in rows] for n in names}
+    arrow = pa.Table.from_pydict(columns, schema=schema)
+    sink = pa.BufferOutputStream()
+    pq.write_table(arrow, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+@dataclass(frozen=True)
+class TrialFiles:
+    """Everything one finished trial writes: its row and the rows of its side tables."""
+
+    trial: Mapping[str, Any]
+    processes: list[Mapping[str, Any]]
+    latencies: list[Mapping[str, Any]] | pa.Table
+    nodes: list[Mapping[str, Any]]
+
+
+class ResultsDir:
+    """One experiment's results folder."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def _file(self, table: str, key: str) -> Path:
+        return self.path / table / f"{key}.parquet"
+
+    def ensure_writable(self) -> None:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            probe = self.path / f".write-probe-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:
+            raise ResultsError(
+                f"Cannot write results to {self.path}: {e.strerror or e}. Choose a writable folder with "
+                "--results DIR, or fix the folder's permissions."
+            ) from e
+
+    def write_trial(self, files: TrialFiles) -> None:
+        """Write a trial's side tables, then its `trials` row (the commit point)."""
+        key = files.trial["trial_key"]
+        for table in TRIAL_TABLES:
+            rows = getattr(files, table)
+            data = _latency_bytes(rows) if isinstance(rows, pa.Table) else table_to_parquet_bytes(table, rows)
+            atomic_write_bytes(self._file(table, key), data)
+        atomic_write_bytes(self._file("trials", key), table_to_parquet_bytes("trials", [files.trial]))
+
+    def write_row(self, table: str, key: str, row: Mapping[str, Any]) -> None:
+        atomic_write_bytes(self._file(table, key), table_to_parquet_bytes(table, [row]))
+
+    def write_spec(self, sha256: str, canonical_json: str) -> None:
+        path = self.path / "specs" / f"{sha256}.json"
+        if not path.exists():
+            atomic_write_bytes(path, canonical_json.encode())
+
+    def stored_trial_keys(self) -> set[str]:
+        folder = self.path / "trials"
+        if not folder.is_dir():
+            return set()
+        return {p.stem for p in folder.glob("*.parquet") if not p.name.startswith(".")}
+
+    def stored_ok_keys(self) -> set[str]:
+        """Trials finished with status ok; failed ones are measured again by the next run."""
+        if not self.stored_trial_keys():
+            return set()
+        trials = self.read_table("trials")
+        return set(trials.loc[trials["status"] == "ok", "trial_key"])
+
+    def remove_trial(self, key: str) -> None:
+        """Forget a stored trial (for --force): the `trials` row first, so no reader sees a partial trial."""
+        for table in ("trials", *TRIAL_TABLES):
+            self._file(table, key).unlink(missing_ok=True)
+
+    def read_spec_json(self, sha256: str) -> dict:
+        path = self.path / "specs" / f"{sha256}.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise ResultsError(
+                f"The stored spec {path} is missing or unreadable ({e}); the results in {self.path} cannot be "
+                "rendered without it. Re-run the experiment with `perfsite run SPEC --results "
+                f"{self.path.parent}` to store it again."
+            ) from e
+
+    def read_table(self, table: str) -> pd.DataFrame:
+        """A whole table as a DataFrame with the schema's columns (empty with the right columns if none)."""
+        folder = self.path / table
+        files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.is_dir() else []
+        if not files:
+            return arrow_schema(table).empty_table().to_pandas()
+        parts = [_read_file(f, table) for f in files]
+        return pa.concat_tables(parts, promote_options="default").to_pandas()
+
+
+def _latency_bytes(table: pa.Table) -> bytes:
+    table = table.cast(arrow_schema("latencies"))
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+def _read_file(path: Path, table: str) -> pa.Table:
+    try:
+        pf = pq.ParquetFile(path)
+        check_version(path, pf.schema_arrow.metadata or {})
+        return pf.read().cast(arrow_schema(table), safe=False) if _same_columns(pf, table) else pf.read()
+    except ResultsError:
+        raise
+    except Exception as e:  # pyarrow raises several types for corrupt files
+        raise ResultsError(
+            f"The results file {path} is not readable Parquet ({type(e).__name__}: {e}). It was probably "
+            "damaged outside perfsite; delete it (its trial will be measured again by the next `perfsite run`)."
+        ) from e
+
+
+def _same_columns(pf: pq.ParquetFile, table: str) -> bool:
+    return pf.schema_arrow.names == arrow_schema(table).names
+
+
+def check_version(path: Path, metadata: Mapping[bytes, bytes]) -> None:
+    """Refuse files from a newer perfsite; there are no older schema versions yet to migrate from."""
+    raw = metadata.get(METADATA_KEY)
+    if raw is None:
+        raise ResultsError(
+            f"{path} has no perfsite schema version in its metadata: it was not written by perfsite. Remove it "
+            "from the results directory."
+        )
+    try:
+        version = int(raw)
+    except ValueError:
+        version = -1
+    if version > SCHEMA_VERSION:
+        raise ResultsError(
+            f"{path} was written with results schema version {version}, newer than this perfsite reads "
+            f"({SCHEMA_VERSION}). Upgrade perfsite (`pip install -U perfsite`) to read it."
+        )
+    if version < 1:
+        raise ResultsError(f"{path} has an invalid schema version {raw!r}; remove the file.")
+
+
+@dataclass(frozen=True)
+class ExperimentResults:
+    """Everything stored for one experiment, with orphan rows (unfinished trials) dropped."""
+
+    name: str
+    path: Path
+    spec_json: dict
+    trials: pd.DataFrame
+    processes: pd.DataFrame
+    latencies: pd.DataFrame
+    nodes: pd.DataFrame
+    environments: pd.DataFrame
+    runs: pd.DataFrame
+
+    @property
+    def spec(self):
+        """The validated spec record of the newest run (stored copies are validated again on read)."""
+        from generator.spec import spec_from_json
+
+        return spec_from_json(self.spec_json)
+
+
+def load_experiment(path: Path) -> ExperimentResults:
+    """Read one experiment's results folder. The spec shown is the one of the most recent trial."""
+    rd = ResultsDir(path)
+    trials = rd.read_table("trials")
+    if trials.empty:
+        raise ResultsError(f"{path} holds no finished trial; run `perfsite run SPEC` first.")
+    trials = trials.sort_values(["finished_at", "trial_key"], kind="stable").reset_index(drop=True)
+    keys = set(trials["trial_key"])
+    tables = {t: _only_keys(rd.read_table(t), keys) for t in TRIAL_TABLES}
+    spec_json = rd.read_spec_json(trials["spec_sha256"].iloc[-1])
+    return ExperimentResults(
+        name=path.name,
+        path=path,
+        spec_json=spec_json,
+        trials=trials,
+        environments=rd.read_table("environments").drop_duplicates("env_id").reset_index(drop=True),
+        runs=rd.read_table("runs").sort_values("started_at", kind="stable").reset_index(drop=True),
+        **tables,
+    )
+
+
+def _only_keys(df: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
+    return df[df["trial_key"].isin(keys)].reset_index(drop=True)
+
+
+def find_experiments(results_root: Path) -> list[Path]:
+    """Experiment folders under a results root (or the root itself when it is one), sorted by name."""
+    root = Path(results_root)
+    if not root.is_dir():
+        raise ResultsError(
+            f"The results directory {root} does not exist. Run `perfsite run SPEC` first, or point "
+            "--results at the folder that holds your experiments' results."
+        )
+    if (root / "trials").is_dir():
+        return [root]
+    return sorted(p for p in root.iterdir() if (p / "trials").is_dir())

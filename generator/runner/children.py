@@ -1,0 +1,83 @@
+"""Run one worker child process and read what it reported.
+
+Each measurement runs in its own process so that a crash (segfault, out of memory) or a hang is contained:
+the parent records it as the trial's failure reason and the sweep goes on. The worker protocol is two JSON
+files (job in, outcome out) plus one .npy of latencies per request stream; see generator.runner.worker.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from generator.runner.aggregate import ProcessOutcome
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    output: dict[str, Any]
+    error: str | None
+
+
+def run_child(job: dict[str, Any], timeout_s: float) -> ChildResult:
+    """Run the worker on `job`; a crash, a timeout or an error becomes `error` (one line), never an exception."""
+    work = Path(job["work_dir"])
+    job_path, out_path = work / "job.json", work / "out.json"
+    job_path.write_text(json.dumps(job))
+    cmd = [sys.executable, "-m", "generator.runner.worker", str(job_path), str(out_path)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return ChildResult({}, f"timed out after {timeout_s:g} s (measure.timeout_s)")
+    output = _read_output(out_path)
+    if proc.returncode == 0 and "error" not in output:
+        return ChildResult(output, None)
+    return ChildResult(output, _failure_reason(proc, output))
+
+
+def _read_output(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _failure_reason(proc: subprocess.CompletedProcess, output: dict[str, Any]) -> str:
+    if "error" in output:
+        return str(output["error"])
+    if proc.returncode < 0:
+        name = signal.Signals(-proc.returncode).name
+        return f"the measurement process crashed ({name}){_stderr_tail(proc.stderr)}"
+    if "MemoryError" in (proc.stderr or ""):
+        return "the measurement process ran out of memory"
+    return f"the measurement process exited with status {proc.returncode}{_stderr_tail(proc.stderr)}"
+
+
+def _stderr_tail(stderr: str | None) -> str:
+    lines = [ln for ln in (stderr or "").strip().splitlines() if ln.strip()]
+    return f": {lines[-1].strip()[:300]}" if lines else ""
+
+
+def process_outcome(output: dict[str, Any], process: int, rnd: int) -> ProcessOutcome:
+    """The outcome of a measure-mode worker as a typed record, latencies loaded from its .npy files."""
+    latencies = tuple(np.load(p) for p in output["latency_files"])
+    return ProcessOutcome(
+        process=process,
+        round=rnd,
+        iterations=int(output["iterations"]),
+        items=int(output["items"]),
+        wall_s=float(output["wall_s"]),
+        cpu_s=float(output["cpu_s"]),
+        load_ms=float(output["load_ms"]),
+        first_run_ms=float(output["first_run_ms"]),
+        peak_rss_mb=output.get("peak_rss_mb"),
+        arena_mb=output.get("arena_mb"),
+        latencies_ms=latencies,
+    )
