@@ -89,17 +89,16 @@ def run(
 
 @app.command()
 def validate(
-    specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML).", show_default=False)],
+    specs: Annotated[list[Path], typer.Argument(help="Spec files, or folders of them.", show_default=False)],
     allow_outside: Annotated[bool, typer.Option(help="Allow spec paths that leave the project root.")] = False,
 ) -> None:
     """Check specs: YAML, keys, types, values, version references and sweep placeholders."""
     from generator.plan import plan_trials
-    from generator.spec import load_spec
+    from generator.spec import validate_specs
 
-    for path in specs:
-        loaded = load_spec(path, allow_outside=allow_outside)
+    for loaded in validate_specs(specs, allow_outside=allow_outside):
         n = len(plan_trials(loaded.spec))
-        typer.echo(f"ok  {path}: experiment {loaded.spec.name!r}, {len(loaded.spec.models)} versions, {n} trials")
+        typer.echo(f"ok  {loaded.path}: experiment {loaded.spec.name!r}, {len(loaded.spec.models)} versions, {n} trials")
 
 
 @app.command()

@@ -29,7 +29,7 @@ from generator.results.store import ResultsDir, TrialFiles
 from generator.runner import aggregate, children
 from generator.runner.environment import Environment, capture_environment
 from generator.runner.locks import TrialLock
-from generator.spec import LoadedSpec
+from generator.spec import LoadedSpec, spec_to_json
 from generator.versions import ModelVersion, prepare_versions
 
 QUICK_ENV = "PERFSITE_QUICK"
@@ -175,7 +175,8 @@ def _start_run(results: ResultsDir, loaded: LoadedSpec, env: Environment, quick:
 
     run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     commit, dirty = git_state(loaded.root)
-    results.write_spec(loaded.sha256, loaded.canonical_json())
+    # Stored in spec order (versions as written), under the sha256 of the canonical form.
+    results.write_spec(loaded.sha256, spec_to_json(loaded.spec))
     results.write_row("environments", env.env_id, env.row())
     results.write_row("runs", run_id, {
         "run_id": run_id, "experiment": loaded.spec.name, "spec_sha256": loaded.sha256, "env_id": env.env_id,

@@ -1,0 +1,343 @@
+"""Input tensors for one configuration: random data, fixed values or arrays from ``.npy``/``.npz`` files.
+
+The spec's ``inputs`` are checked against what the model declares (names, dtypes, ranks, fixed dims) so that a
+mistake is reported with the spec file, the ``inputs.<name>`` entry and the model's own declaration,
+instead of an onnxruntime error from deep inside a child process.
+"""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import onnx
+
+from generator.errors import RunError, SpecError
+
+DEFAULT_INT_RANGE = (0, 100)
+Dim = int | str | None
+
+
+class ModelInput(NamedTuple):
+    """One input the model declares: dims are ints (fixed), names (``dim_param``) or None (unnamed)."""
+
+    name: str
+    dtype: np.dtype | None
+    shape: tuple[Dim, ...] | None
+
+
+def describe_model_inputs(model_path: Path) -> list[ModelInput]:
+    """The inputs a caller must feed (graph inputs that no initializer provides), in the model's order."""
+    return [i for i, optional in _declared(Path(model_path)) if not optional]
+
+
+def format_input(decl: ModelInput) -> str:
+    """``input_ids: int64 [batch, seq_len]`` (``?`` for unnamed dims)."""
+    dtype = decl.dtype.name if decl.dtype is not None else "non-tensor"
+    dims = (
+        "unknown rank"
+        if decl.shape is None
+        else "[" + ", ".join("?" if d is None else str(d) for d in decl.shape) + "]"
+    )
+    return f"{decl.name}: {dtype} {dims}"
+
+
+def _declared(model_path: Path) -> tuple[tuple[ModelInput, bool], ...]:
+    stat = model_path.stat()
+    return _declared_cached(str(model_path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _declared_cached(path: str, _mtime_ns: int, _size: int) -> tuple[tuple[ModelInput, bool], ...]:
+    # The weights are not needed to read the declarations: skip external data, keep memory small.
+    graph = onnx.load(path, load_external_data=False).graph
+    with_default = {t.name for t in graph.initializer}
+    return tuple((_model_input(v), v.name in with_default) for v in graph.input)
+
+
+def _model_input(value: onnx.ValueInfoProto) -> ModelInput:
+    if not value.type.HasField("tensor_type"):
+        return ModelInput(value.name, None, None)
+    tensor = value.type.tensor_type
+    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+    if not tensor.HasField("shape"):
+        return ModelInput(value.name, dtype, None)
+    dims: list[Dim] = []
+    for d in tensor.shape.dim:
+        kind = d.WhichOneof("value")
+        dims.append(d.dim_value if kind == "dim_value" else d.dim_param if kind == "dim_param" else None)
+    return ModelInput(value.name, dtype, tuple(dims))
+
+
+class _Feeder:
+    """Builds the feeds of one model for one binding; knows where it is, to word its errors."""
+
+    def __init__(self, loaded: Any, model_path: Path, binding: Mapping[str, int], seed: int) -> None:
+        self.loaded, self.model_path, self.seed = loaded, Path(model_path), seed
+        self.binding = dict(binding)
+        # Sizes of the model's named dims learnt from the tensors made so far (N of `input [N, 3, H, W]`),
+        # so that a fixed value or an undescribed input sharing that dim gets the same size.
+        self.dims: dict[str, int] = dict(binding)
+
+    def fail(self, name: str, problem: str, decl: ModelInput | None = None) -> RunError:
+        declared = f" The model {self.model_path} declares {format_input(decl)}." if decl else ""
+        return RunError(f"{self.loaded.path}: inputs.{name}: {problem}.{declared}")
+
+    def rng(self, name: str) -> np.random.Generator:
+        # One stream per input name: adding an input to the spec does not change the others' data.
+        return np.random.default_rng([self.seed, zlib.crc32(name.encode())])
+
+    def learn(self, decl: ModelInput, array: np.ndarray) -> None:
+        for dim, size in zip(decl.shape or (), array.shape, strict=False):
+            if isinstance(dim, str):
+                self.dims.setdefault(dim, int(size))
+
+    def target_dtype(self, name: str, spec: Any, decl: ModelInput) -> np.dtype:
+        if decl.dtype is None or decl.dtype.kind in "OUS":
+            raise self.fail(name, "perfsite can only feed numeric and bool tensors", decl)
+        # No dtype (allowed with `file`) follows the model. Between float types the model wins too: one spec
+        # feeds an fp32 version and an fp16 version made without `keep_io_types`.
+        if getattr(spec, "dtype", None) is not None:
+            wanted = _spec_dtype(self, name, spec.dtype)
+            if wanted != decl.dtype and not (wanted.kind == "f" and decl.dtype.kind == "f"):
+                raise self.fail(
+                    name, f"dtype {spec.dtype} does not match the model's {decl.dtype.name}", decl
+                )
+        return decl.dtype
+
+    def check_shape(self, name: str, shape: Sequence[int], decl: ModelInput, what: str) -> None:
+        if decl.shape is None:
+            return
+        if len(shape) != len(decl.shape):
+            raise self.fail(
+                name,
+                f"{what} has rank {len(shape)} {list(shape)}, the model wants rank {len(decl.shape)}",
+                decl,
+            )
+        for axis, (size, dim) in enumerate(zip(shape, decl.shape, strict=True)):
+            if isinstance(dim, int) and dim > 0 and size != dim:
+                raise self.fail(name, f"{what} has {size} on axis {axis} where the model fixes {dim}", decl)
+
+    def model_shape(self, decl: ModelInput) -> tuple[int, ...] | None:
+        """The declared shape with named dims bound; None if a dim cannot be bound."""
+        if decl.shape is None:
+            return None
+        out = []
+        for dim in decl.shape:
+            if isinstance(dim, int) and dim > 0:
+                out.append(dim)
+            elif isinstance(dim, str) and dim in self.dims:
+                out.append(int(self.dims[dim]))
+            else:
+                return None
+        return tuple(out)
+
+
+def _spec_dtype(feeder: _Feeder, name: str, dtype: str) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError as e:
+        raise feeder.fail(
+            name, f"dtype {dtype!r} is not a numpy dtype name (float32, int64, bool, ...)"
+        ) from e
+
+
+def make_feeds(
+    loaded: Any, model_path: Path, binding: Mapping[str, int], seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Arrays for every input the model needs, in the model's input order; the same arguments give equal data.
+
+    Spec inputs come first (``shape`` -> random, ``value`` -> broadcast, ``file`` -> loaded), then the model's
+    other inputs get random data when every dim is bound by ``binding`` or by a dim learnt from the others.
+    Arrays take the model's dtype: a spec dtype must match it, except that any float type feeds any other.
+    """
+    feeder = _Feeder(loaded, model_path, binding, seed)
+    declared = {decl.name: decl for decl, _ in _declared(feeder.model_path)}
+    required = [d.name for d in describe_model_inputs(feeder.model_path)]
+    specs = dict(loaded.spec.inputs)
+    _check_names(feeder, specs, declared)
+    # Fixed values last: broadcasting one may need a dim learnt from a random or file input.
+    ordered = sorted(specs.items(), key=lambda item: getattr(item[1], "value", None) is not None)
+    feeds = {name: _from_spec(feeder, name, spec, declared[name]) for name, spec in ordered}
+    missing = [declared[n] for n in required if n not in feeds]
+    for decl in missing:
+        array = _undescribed(feeder, decl)
+        if array is not None:
+            feeds[decl.name] = array
+            feeder.learn(decl, array)
+    unbound = [d for d in missing if d.name not in feeds]
+    if unbound:
+        raise _unbound_error(feeder, unbound)
+    order = [d.name for d, _ in _declared(feeder.model_path)]
+    return {name: feeds[name] for name in order if name in feeds}
+
+
+def _check_names(feeder: _Feeder, specs: Mapping[str, Any], declared: Mapping[str, ModelInput]) -> None:
+    unknown = [n for n in specs if n not in declared]
+    if unknown:
+        known = "; ".join(format_input(d) for d in declared.values()) or "no inputs"
+        raise RunError(
+            f"{feeder.loaded.path}: inputs.{unknown[0]}: the model {feeder.model_path} has no input named "
+            f"{unknown[0]!r}. It declares: {known}. Rename or remove the entry."
+        )
+
+
+def _from_spec(feeder: _Feeder, name: str, spec: Any, decl: ModelInput) -> np.ndarray:
+    dtype = feeder.target_dtype(name, spec, decl)
+    if getattr(spec, "file", None) is not None:
+        array = _from_file(feeder, name, spec, decl, dtype)
+    elif getattr(spec, "value", None) is not None:
+        array = _from_value(feeder, name, spec.value, decl, dtype)
+    else:
+        array = _random_from_spec(feeder, name, spec, decl, dtype)
+    feeder.learn(decl, array)
+    return array
+
+
+def _random_from_spec(feeder: _Feeder, name: str, spec: Any, decl: ModelInput, dtype: np.dtype) -> np.ndarray:
+    shape = []
+    for i, dim in enumerate(spec.shape or []):
+        if isinstance(dim, str):
+            if dim not in feeder.binding:
+                raise SpecError(
+                    f"{feeder.loaded.path}: inputs.{name}.shape[{i}] is the placeholder {dim!r}, which the "
+                    f"sweep does not bind. Add `sweep.{dim}: [...]` or write a number."
+                )
+            dim = feeder.binding[dim]
+        shape.append(int(dim))
+    feeder.check_shape(name, shape, decl, f"shape {spec.shape}")
+    return random_array(
+        feeder.rng(name), dtype, tuple(shape), getattr(spec, "range", None), feeder.fail, name
+    )
+
+
+def random_array(
+    rng: np.random.Generator,
+    dtype: np.dtype,
+    shape: tuple[int, ...],
+    bounds: Sequence[float] | None,
+    fail: Any,
+    name: str,
+) -> np.ndarray:
+    """Standard normal floats (uniform in ``bounds`` if given), uniform ints in [low, high), fair bools."""
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        low, high = bounds if bounds is not None else DEFAULT_INT_RANGE
+        info = np.iinfo(dtype)
+        if int(low) < info.min or int(high) - 1 > info.max or int(high) <= int(low):
+            raise fail(name, f"range [{low}, {high}) does not fit {dtype.name} ({info.min}..{info.max})")
+        return rng.integers(int(low), int(high), shape, dtype=dtype)
+    if dtype.kind == "f":
+        if bounds is not None:
+            return rng.uniform(float(bounds[0]), float(bounds[1]), shape).astype(dtype)
+        return rng.standard_normal(shape).astype(dtype)
+    raise fail(name, f"cannot make random {dtype.name} data")
+
+
+def _from_value(feeder: _Feeder, name: str, value: Any, decl: ModelInput, dtype: np.dtype) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as e:
+        raise feeder.fail(name, f"value {value!r} cannot be read as {dtype.name}: {e}", decl) from e
+    rank = len(decl.shape) if decl.shape is not None else array.ndim
+    if array.ndim == rank:
+        feeder.check_shape(name, array.shape, decl, f"value of shape {list(array.shape)}")
+        return array
+    if array.ndim > rank:
+        raise feeder.fail(name, f"value has rank {array.ndim}, more than the model's {rank}", decl)
+    shape = feeder.model_shape(decl)
+    if shape is None:
+        raise feeder.fail(
+            name,
+            "the value must be broadcast to the model's shape, but some of its dims are not bound by the "
+            "sweep; give the value with its full shape, or use `shape:` with placeholders",
+            decl,
+        )
+    try:
+        return np.broadcast_to(array, shape).copy()
+    except ValueError as e:
+        raise feeder.fail(
+            name, f"value of shape {list(array.shape)} cannot be broadcast to {list(shape)}", decl
+        ) from e
+
+
+def _from_file(feeder: _Feeder, name: str, spec: Any, decl: ModelInput, dtype: np.dtype) -> np.ndarray:
+    array = load_array_file(feeder.loaded, spec.file, getattr(spec, "key", None), f"inputs.{name}")
+    if not np.can_cast(array.dtype, dtype, casting="same_kind"):
+        raise feeder.fail(
+            name,
+            f"file {spec.file} holds {array.dtype.name} data, which does not convert to "
+            f"{dtype.name} without changing its kind; save it as {dtype.name}",
+            decl,
+        )
+    array = array.astype(dtype, copy=False)
+    if decl.shape and array.ndim >= 1 and not (isinstance(decl.shape[0], int) and decl.shape[0] > 0):
+        first = decl.shape[0]
+        batch = (
+            feeder.binding.get(first)
+            if isinstance(first, str) and first in feeder.binding
+            else feeder.binding.get("batch")
+        )
+        if batch is not None:
+            array = fit_first_dim(array, int(batch))
+    feeder.check_shape(name, array.shape, decl, f"the array of shape {list(array.shape)} from {spec.file}")
+    return array
+
+
+def fit_first_dim(array: np.ndarray, size: int) -> np.ndarray:
+    """Repeat the rows (tile) when there are fewer than ``size``, keep the first ``size`` when more."""
+    n = array.shape[0]
+    if n == size or n == 0:
+        return array
+    if n > size:
+        return array[:size]
+    reps = -(-size // n)
+    return np.concatenate([array] * reps, axis=0)[:size]
+
+
+def load_array_file(loaded: Any, file: str, key: str | None, field: str) -> np.ndarray:
+    """Read an array from a spec-relative ``.npy``, or ``.npz`` (member ``key``, or its only member)."""
+    path = loaded.resolve(file, f"{field}.file")
+    if not path.is_file():
+        raise RunError(
+            f"{loaded.path}: {field}.file: {path} does not exist (paths are relative to the spec file)."
+        )
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise RunError(f"{loaded.path}: {field}.file: {path} is not a readable .npy or .npz file: {e}") from e
+    if isinstance(data, np.ndarray):
+        return data
+    with data:
+        keys = list(data.files)
+        if key is None and len(keys) == 1:
+            key = keys[0]
+        if key not in keys:
+            raise RunError(
+                f"{loaded.path}: {field}.key: {path} holds the arrays {keys}; set `key:` to one of them"
+                + (f" (not {key!r})." if key is not None else ".")
+            )
+        return data[key]
+
+
+def _undescribed(feeder: _Feeder, decl: ModelInput) -> np.ndarray | None:
+    """Random data for an input the spec does not mention, when its whole shape is known."""
+    shape = feeder.model_shape(decl)
+    if shape is None or decl.dtype is None or decl.dtype.kind not in "biuf":
+        return None
+    return random_array(feeder.rng(decl.name), decl.dtype, shape, None, feeder.fail, decl.name)
+
+
+def _unbound_error(feeder: _Feeder, unbound: Sequence[ModelInput]) -> RunError:
+    listed = "; ".join(format_input(d) for d in unbound)
+    bound = ", ".join(f"{k}={v}" for k, v in sorted(feeder.dims.items())) or "nothing"
+    return RunError(
+        f"{feeder.loaded.path}: inputs: the model {feeder.model_path} needs inputs the spec does not "
+        f"describe and whose shape perfsite cannot derive ({listed}; bound dims: {bound}). Describe each "
+        "under `inputs:` with `shape` (placeholders such as batch are bound by the sweep), `value` or `file`."
+    )

@@ -1,0 +1,105 @@
+"""The project root and the safe resolution of file paths written in a spec.
+
+A spec names model files, input files and calibration data relative to itself. Those paths must stay
+inside the project (the git work tree holding the spec) so that anyone with a clone can re-run the
+experiment; `--allow-outside` lifts the rule for local experiments, and `package:` names models shipped
+inside an installed Python package. Symlinks are resolved before the check, so a link cannot escape.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from generator.errors import SpecError
+
+
+def _real(path: Path) -> Path:
+    """The real absolute path (symlinks resolved); SpecError for paths the OS cannot even represent."""
+    try:
+        return Path(os.path.realpath(os.path.expanduser(path)))
+    except (OSError, ValueError) as exc:  # ValueError: embedded NUL byte
+        raise SpecError(f"The path `{path}` cannot be used: {exc}.") from None
+
+
+def project_root(path: Path) -> Path:
+    """The git top level holding `path`'s real location (a folder with `.git`), else the file's folder.
+
+    `.git` may be a folder or, in worktrees and submodules, a file; both mark the top level. Git itself is
+    not run: the answer must not depend on git being installed.
+    """
+    real = _real(path)
+    start = real if real.is_dir() else real.parent
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def _where(spec_file: Path | None, what: str, line: int | None) -> str:
+    at_line = f", line {line}" if line else ""
+    return f"Spec `{spec_file}`{at_line}, `{what}`" if spec_file else f"`{what}`"
+
+
+def resolve_in_project(
+    base_dir: Path,
+    rel: str,
+    root: Path,
+    allow_outside: bool,
+    what: str,
+    spec_file: Path | None = None,
+    *,
+    must_exist: bool = False,
+    line: int | None = None,
+) -> Path:
+    """Resolve `rel` (relative to `base_dir`, or absolute) to a real path inside `root`.
+
+    Raises SpecError naming the spec file, the field `what` (e.g. `models.fp32.path`) and the path when
+    the real path leaves `root` and `allow_outside` is false, or when `must_exist` and nothing is there.
+    Absolute paths follow the same rule. Existence is not checked otherwise: the stage that reads the
+    file reports a missing one.
+    """
+    where = _where(spec_file, what, line)
+    if not rel or "\x00" in rel:
+        raise SpecError(f"{where}: `{rel!r}` is not a usable file path.")
+    candidate = Path(os.path.expanduser(rel))
+    real = _real(candidate if candidate.is_absolute() else Path(base_dir) / candidate)
+    real_root = _real(root)
+    if not allow_outside and not real.is_relative_to(real_root):
+        raise SpecError(
+            f"{where}: `{rel}` resolves to `{real}`, outside the project root `{real_root}`. Spec paths stay "
+            "inside the project so that a clone can re-run the experiment: move the file into the project, "
+            "use `package:` for a model shipped in an installed Python package, or pass `--allow-outside`."
+        )
+    if must_exist and not real.exists():
+        raise SpecError(f"{where}: `{rel}` does not exist (looked for `{real}`).")
+    return real
+
+
+def resolve_package_path(
+    package: str, rel: str, what: str, spec_file: Path | None = None, *, must_exist: bool = False
+) -> Path:
+    """Resolve `rel` inside the folder of the installed package `package`.
+
+    A top-level package is found without being imported; a dotted name imports its parent packages.
+
+    Raises SpecError when the package is not installed, is a single module rather than a package, or the
+    path leaves the package folder (`..`, absolute paths, escaping symlinks).
+    """
+    where = _where(spec_file, what, None)
+    try:
+        found = importlib.util.find_spec(package)
+    except (ImportError, ValueError) as exc:  # a parent package that is missing or broken
+        raise SpecError(f"{where}: package `{package}` cannot be found ({exc}).") from None
+    folders = list(found.submodule_search_locations or []) if found else []
+    if not folders:
+        state = "is not installed" if found is None else "is a module, not a package folder"
+        raise SpecError(f"{where}: package `{package}` {state}; install it (pip install ...) or use a path.")
+    base = _real(Path(folders[0]))
+    real = _real(base / rel)
+    if not real.is_relative_to(base) or Path(rel).is_absolute():
+        raise SpecError(f"{where}: `{rel}` leaves the folder of package `{package}` ({base}).")
+    if must_exist and not real.exists():
+        raise SpecError(f"{where}: `{rel}` is not in package `{package}` (looked for `{real}`).")
+    return real

@@ -1,0 +1,247 @@
+"""One child process: a measurement process or the profiled pass of one trial.
+
+Usage: ``python -m generator.runner.worker JOB.json OUT.json``
+
+JOB.json::
+
+    {"mode": "measure" | "profile", "model_path": ..., "original_model_path": ...,
+     "config": {batch, threads, concurrency, optimization_level, provider, spinning, inter_op_threads, ...},
+     "feeds_path": "<inputs>.npz", "work_dir": "<dir for profiles, the optimized model and latency files>",
+     "measure": {warmup, min_iterations, min_seconds, max_seconds, profile_iterations, ...}}
+
+OUT.json, measure mode: iterations, items, wall_s, cpu_s, cores_used, latency_median_ms, latency_mean_ms,
+throughput_ips, load_ms, first_run_ms, peak_rss_mb, arena_mb, latency_files (one float64 .npy of request
+latencies in ms per stream, next to OUT.json). Profile mode: nodes (``nodes`` table records, mapped to the
+original graph), model_run_us, kernel_sum_us, profiled_latency_us (means per inference), runs, arena_mb,
+optimized_model, profile_file, load_ms.
+
+Exit status 0 when OUT.json holds the outcome. Any exception writes ``{"error": "<one line>"}`` and exits 3;
+user errors (PerfsiteError) keep their message, others are prefixed by their type and their traceback goes to
+stderr. A crash (signal) leaves no OUT.json and a negative status for the parent.
+
+Test hook: ``PERFSITE_TEST_FAULT=crash|hang|oom`` makes the worker segfault, sleep forever or run out of
+memory right after session creation, when ``PERFSITE_TEST_FAULT_VERSION`` is unset or a substring of the
+model path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from generator.errors import PerfsiteError, RunError
+from generator.runner import measure, profiling
+from generator.runner.session import open_session
+
+EXIT_OK = 0
+EXIT_ERROR = 3
+PROFILE_WARMUP_MAX = 5  # untimed runs before the profiled ones: enough to settle arenas and caches
+
+
+def run_job(job: Mapping[str, Any], out_path: Path) -> dict[str, Any]:
+    """Run one job and return what OUT.json should hold (the latency .npy files are written here)."""
+    mode = job.get("mode")
+    if mode == "measure":
+        return measure_process(job, out_path)
+    if mode == "profile":
+        return profile_pass(job)
+    raise RunError(f"Job field `mode` is {mode!r}; allowed: measure, profile.")
+
+
+def _feeds(job: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    path = Path(job["feeds_path"])
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {name: npz[name] for name in npz.files}
+    except (OSError, ValueError) as e:
+        raise RunError(f"Cannot read the input feeds {path}: {e}.") from e
+
+
+def measure_process(job: Mapping[str, Any], out_path: Path) -> dict[str, Any]:
+    """Measure mode: open the session (load_ms), then the timed loop (first run, warmup, timed phase)."""
+    config, settings = job["config"], job["measure"]
+    feeds = _feeds(job)
+    session, load_ms = open_session(job["model_path"], config)
+    _test_fault(job["model_path"])
+    loop = measure.timed_loop(
+        session, feeds, warmup=int(settings["warmup"]), min_iterations=int(settings["min_iterations"]),
+        min_seconds=float(settings["min_seconds"]), max_seconds=float(settings["max_seconds"]),
+        concurrency=int(config.get("concurrency", 1)), batch=int(config.get("batch", 1)),
+    )
+    latency_files = []
+    for i, lat_ns in enumerate(loop.latencies_ns):
+        path = out_path.with_name(f"{out_path.stem}.stream{i}.latency_ms.npy")
+        np.save(path, lat_ns.astype(np.float64) / 1e6)
+        latency_files.append(str(path))
+    all_ms = loop.all_latencies_ms()
+    return {
+        "iterations": loop.iterations, "items": loop.items, "wall_s": loop.wall_s, "cpu_s": loop.cpu_s,
+        "cores_used": loop.cores_used, "latency_median_ms": float(np.median(all_ms)),
+        "latency_mean_ms": float(all_ms.mean()), "throughput_ips": loop.throughput_ips, "load_ms": load_ms,
+        "first_run_ms": loop.first_run_ms, "peak_rss_mb": peak_rss_mb(),
+        # onnxruntime's Python API exposes no allocator statistics (the C API's AllocatorGetStats is not
+        # bound), so the arena is only known from a profiled pass (profile mode reports it).
+        "arena_mb": None, "latency_files": latency_files,
+    }
+
+
+def profile_pass(job: Mapping[str, Any]) -> dict[str, Any]:
+    """Profile mode: a separate session with onnxruntime's profiler on; per-node statistics, mapped."""
+    config, settings = job["config"], job["measure"]
+    work = Path(job["work_dir"])
+    work.mkdir(parents=True, exist_ok=True)
+    optimized = work / "optimized.onnx"
+    feeds = _feeds(job)
+    session, load_ms = open_session(job["model_path"], config, profile_dir=work, optimized_path=optimized)
+    _test_fault(job["model_path"])
+    warmup = max(1, min(int(settings.get("warmup", 1)), PROFILE_WARMUP_MAX))
+    run = session.run
+    for _ in range(warmup):
+        run(None, feeds)
+    iterations = max(1, int(settings.get("profile_iterations", 10)))
+    latencies_ns = np.empty(iterations, dtype=np.int64)
+    for i in range(iterations):
+        t0 = time.perf_counter_ns()
+        run(None, feeds)
+        latencies_ns[i] = time.perf_counter_ns() - t0
+    profile_file = Path(session.end_profiling())
+    recording = profiling.parse_profile(profile_file, skip_runs=warmup)
+    stats = profiling.node_statistics(recording)
+    mapped = _map_nodes(job.get("original_model_path", job["model_path"]), optimized, stats)
+    arena = recording.arena_held_bytes
+    return {
+        "nodes": [{**s.as_dict(), **m} for s, m in zip(stats, mapped, strict=True)],
+        "model_run_us": float(np.mean(recording.model_run_us)),
+        "kernel_sum_us": float(np.mean(recording.kernel_sum_us)),
+        "profiled_latency_us": float(latencies_ns.mean() / 1e3),
+        "runs": len(recording.runs), "arena_mb": arena / 2**20 if arena is not None else None,
+        "optimized_model": str(optimized), "profile_file": str(profile_file), "load_ms": load_ms,
+    }
+
+
+def _map_nodes(original_path: str | Path, optimized_path: Path,
+               stats: list[profiling.NodeStat]) -> list[dict[str, Any]]:
+    """Executed nodes -> original nodes, weights and the rule that found them, through
+    generator.layers.mapping (imported here: only the profiled pass needs it)."""
+    try:
+        from generator.layers.mapping import ExecutedNode, map_executed_nodes
+    except ImportError as e:
+        raise ImportError(
+            "generator.layers.mapping.map_executed_nodes is needed to map profiled nodes back to the model's "
+            f"graph but cannot be imported ({e}); the profiled pass cannot complete without it."
+        ) from e
+    executed = [
+        ExecutedNode(name=s.node_name, op_type=s.op_type, node_index=s.node_index, exec_order=s.exec_order,
+                     input_shapes=_shapes(s.input_shapes), output_shapes=_shapes(s.output_shapes))
+        for s in stats
+    ]
+    mapped = map_executed_nodes(Path(original_path), optimized_path, executed)
+    return [{"original_nodes": list(m.original_nodes), "weights": list(m.weights), "mapping_method": m.method}
+            for m in mapped]
+
+
+def _shapes(shapes_json: str) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(shape) for shape in json.loads(shapes_json))
+
+
+def peak_rss_mb() -> float | None:
+    """Peak resident memory of this process in MiB (ru_maxrss is KiB on Linux, bytes on macOS)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return _psutil_peak_mb()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 2**20 if sys.platform == "darwin" else rss / 1024
+
+
+def _psutil_peak_mb() -> float | None:
+    try:
+        import psutil
+
+        peak = getattr(psutil.Process().memory_info(), "peak_wset", None)
+        return peak / 2**20 if peak else None
+    except Exception:  # psutil missing: the column is nullable
+        return None
+
+
+def _test_fault(model_path: str) -> None:
+    """The orchestrator's tests make one version's worker crash, hang or run out of memory."""
+    fault = os.environ.get("PERFSITE_TEST_FAULT")
+    target = os.environ.get("PERFSITE_TEST_FAULT_VERSION", "")
+    if not fault or target not in str(model_path):
+        return
+    if fault == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif fault == "hang":
+        while True:
+            time.sleep(3600)
+    elif fault == "oom":
+        _exhaust_memory()
+
+
+def _exhaust_memory() -> None:
+    """Allocate until MemoryError, under an address-space cap so that the test never starves the machine."""
+    try:
+        import resource
+
+        cap = _address_space_bytes() + 512 * 2**20
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY or soft > cap:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, OSError, ValueError):
+        pass  # no cap possible here: the allocation below still ends in MemoryError or the OOM killer
+    hoard = []
+    while True:
+        hoard.append(bytearray(64 * 2**20))
+
+
+def _address_space_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    raise OSError("VmSize not found")
+
+
+def _error_line(e: BaseException) -> str:
+    if isinstance(e, MemoryError):
+        return "the measurement process ran out of memory (MemoryError)"
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if isinstance(e, PerfsiteError) else f"{type(e).__name__}: {text}"
+
+
+def _write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Write to a temporary name and rename, so the parent never reads half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, allow_nan=True))
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        sys.stderr.write("usage: python -m generator.runner.worker JOB.json OUT.json\n")
+        return 2
+    job_path, out_path = Path(args[0]), Path(args[1])
+    try:
+        job = json.loads(job_path.read_text())
+        outcome = run_job(job, out_path)
+    except Exception as e:  # every failure must reach the parent as one line
+        if not isinstance(e, PerfsiteError | MemoryError):
+            traceback.print_exc(file=sys.stderr)
+        _write_json(out_path, {"error": _error_line(e)})
+        return EXIT_ERROR
+    _write_json(out_path, outcome)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

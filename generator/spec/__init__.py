@@ -1,0 +1,56 @@
+"""The experiment spec: YAML loading, validation into frozen pydantic records, JSON Schema.
+
+`load_spec(path)` is the entry point; after it returns, code trusts the records (STYLE 4).
+"""
+
+from generator.spec.loader import (
+    LoadedSpec,
+    canonical_json,
+    load_spec,
+    load_spec_text,
+    spec_from_json,
+    spec_json_schema,
+    spec_to_json,
+    validate_specs,
+)
+from generator.spec.model import (
+    BUILTIN_AXES,
+    DTYPES,
+    TRANSFORM_FIELDS,
+    Calibration,
+    ComparePair,
+    Fp16Options,
+    InputSpec,
+    Measure,
+    ModelSpec,
+    QuantizeOptions,
+    Regression,
+    Spec,
+    Sweep,
+    Tolerance,
+)
+
+__all__ = [
+    "BUILTIN_AXES",
+    "DTYPES",
+    "TRANSFORM_FIELDS",
+    "Calibration",
+    "ComparePair",
+    "Fp16Options",
+    "InputSpec",
+    "LoadedSpec",
+    "Measure",
+    "ModelSpec",
+    "QuantizeOptions",
+    "Regression",
+    "Spec",
+    "Sweep",
+    "Tolerance",
+    "canonical_json",
+    "load_spec",
+    "load_spec_text",
+    "spec_from_json",
+    "spec_json_schema",
+    "spec_to_json",
+    "validate_specs",
+]

@@ -1,0 +1,65 @@
+"""The content-hash cache of derived model files, and the hashing of model files with their external data.
+
+A derived file lives at ``<cache_dir>/<key>.onnx`` where the key hashes the source model's content, the
+transform, its options (and calibration data) and the transform's code version: a changed input gives a new
+file, an unchanged one is built once and reused. Files are written under a temporary name and renamed into
+place, so a run killed mid-build never leaves a half file that a later run would trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+CHUNK_BYTES = 1 << 20
+
+
+def model_digest(model_path: Path, external_files: Sequence[Path] = ()) -> tuple[str, int]:
+    """(sha256, total bytes) of a model file followed by its external-data files (in the order given)."""
+    digest = hashlib.sha256()
+    total = 0
+    for path in (model_path, *external_files):
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK_BYTES):
+                digest.update(chunk)
+                total += len(chunk)
+    return digest.hexdigest(), total
+
+
+def file_sha256(path: Path) -> str:
+    return model_digest(path)[0]
+
+
+def cache_key(source_sha256: str, transform: str, token: str, code_version: str) -> str:
+    payload = "\n".join([source_sha256, transform, token, code_version])
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def cached_model_path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / f"{key}.onnx"
+
+
+def read_notes(model_path: Path) -> tuple[str, ...]:
+    """Notes stored beside a cached model by :func:`store`; empty when the sidecar is missing."""
+    try:
+        data = json.loads(model_path.with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    notes = data.get("notes") if isinstance(data, dict) else None
+    return tuple(str(n) for n in notes) if isinstance(notes, list) else ()
+
+
+def store(built: Path, dst: Path, notes: Sequence[str], about: dict) -> None:
+    """Move ``built`` to ``dst`` (same file system) atomically, sidecar first: the model marks completion."""
+    sidecar = dst.with_suffix(".json")
+    _atomic_write_text(sidecar, json.dumps({**about, "notes": list(notes)}, indent=1, sort_keys=True))
+    os.replace(built, dst)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

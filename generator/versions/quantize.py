@@ -1,0 +1,185 @@
+"""The ``quantize`` transform: onnxruntime's dynamic and static (QDQ or QOperator) INT8 quantization.
+
+Static modes calibrate on ``calibration.samples`` batches of one item, drawn from the spec's inputs (seeded)
+or read from ``calibration.data`` (an ``.npz`` with one array per model input, first axis = samples).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    QuantFormat,
+    QuantType,
+    quantize_dynamic,
+    quantize_static,
+)
+
+from generator.errors import ModelError
+from generator.inputs import describe_model_inputs, make_feeds
+from generator.versions.cache import file_sha256
+from generator.versions.registry import TransformContext, canonical_json, options_data, register
+
+QUANT_TYPES = {"int8": QuantType.QInt8, "uint8": QuantType.QUInt8}
+STATIC_FORMATS = {"static_qdq": QuantFormat.QDQ, "static_qoperator": QuantFormat.QOperator}
+# quant_pre_process's symbolic shape inference gives up on some real models with this message; the
+# documented workaround is to skip that step (onnxruntime's quantization README, "pre-processing").
+SYMBOLIC_SHAPE_FAILURE = "Incomplete symbolic shape inference"
+
+
+class FeedsReader(CalibrationDataReader):
+    """Hands onnxruntime's calibrator one feed dict at a time."""
+
+    def __init__(self, batches: Iterator[dict[str, np.ndarray]]) -> None:
+        self._batches = batches
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._batches, None)
+
+
+class QuantizeTransform:
+    code_version = f"quantize-1/onnxruntime-{onnxruntime.__version__}"
+
+    def label(self, options: Any) -> str:
+        return f"quantize({options.mode})"
+
+    def describe(self, options: Any) -> str:
+        return f"quantize {options.mode}"
+
+    def cache_token(self, options: Any, context: TransformContext) -> str:
+        payload: dict[str, Any] = {"options": options_data(options)}
+        if options.mode in STATIC_FORMATS:
+            payload["calibration"] = _calibration_identity(options, context)
+        return canonical_json(payload)
+
+    def apply(self, src: Path, dst: Path, options: Any, context: TransformContext) -> None:
+        model_in = _preprocess(src, context) if getattr(options, "preprocess", False) else src
+        excluded = _checked_exclude_nodes(src, model_in, options, context)
+        common = {
+            "op_types_to_quantize": list(options.op_types) if options.op_types else None,
+            "per_channel": bool(options.per_channel),
+            "reduce_range": bool(options.reduce_range),
+            "weight_type": _quant_type(options.weight_type, context, "weight_type"),
+            "nodes_to_exclude": excluded or None,
+        }
+        if options.mode == "dynamic":
+            quantize_dynamic(model_in, dst, **common)
+            return
+        quantize_static(
+            model_in,
+            dst,
+            calibration_data_reader=FeedsReader(_calibration_batches(src, options, context)),
+            quant_format=STATIC_FORMATS[options.mode],
+            activation_type=_quant_type(options.activation_type, context, "activation_type"),
+            **common,
+        )
+
+
+def _quant_type(name: str, context: TransformContext, what: str) -> QuantType:
+    if name not in QUANT_TYPES:
+        raise ModelError(
+            f"{context.loaded.path}: {context.field}.{what}: {name!r} is not supported; use one of "
+            f"{', '.join(QUANT_TYPES)}."
+        )
+    return QUANT_TYPES[name]
+
+
+def _calibration_identity(options: Any, context: TransformContext) -> dict[str, Any]:
+    """What the calibration data depends on: the data file's content, or the inputs spec and binding."""
+    data = options.calibration.data
+    if data is not None:
+        path = context.loaded.resolve(data, f"{context.field}.calibration.data")
+        return {"data_sha256": file_sha256(path) if path.is_file() else None}
+    inputs = {name: options_data(spec) for name, spec in context.loaded.spec.inputs.items()}
+    files = {}
+    for name, spec in context.loaded.spec.inputs.items():
+        if getattr(spec, "file", None) is not None:
+            path = context.loaded.resolve(spec.file, f"inputs.{name}.file")
+            files[name] = file_sha256(path) if path.is_file() else None
+    return {"inputs": inputs, "input_files_sha256": files, "binding": context.calibration_binding}
+
+
+def _calibration_batches(
+    src: Path, options: Any, context: TransformContext
+) -> Iterator[dict[str, np.ndarray]]:
+    cal = options.calibration
+    if cal.data is None:
+        for i in range(int(cal.samples)):
+            yield make_feeds(context.loaded, src, context.calibration_binding, seed=int(cal.seed) + i)
+        return
+    arrays = _calibration_arrays(src, cal.data, context)
+    rows = min([len(a) for a in arrays.values() if a.ndim > 0] or [1])
+    for i in range(min(int(cal.samples), rows)):
+        yield {name: a[i : i + 1] if a.ndim > 0 else a for name, a in arrays.items()}
+
+
+def _calibration_arrays(src: Path, data: str, context: TransformContext) -> dict[str, np.ndarray]:
+    """One array per model input from the calibration ``.npz``, keyed by input name."""
+    field = f"{context.field}.calibration.data"
+    path = context.loaded.resolve(data, field)
+    if not path.is_file():
+        raise ModelError(f"{context.loaded.path}: {field}: {path} does not exist (paths are spec-relative).")
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"{context.loaded.path}: {field}: {path} is not a readable .npz file: {e}") from e
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise ModelError(
+            f"{context.loaded.path}: {field}: {path} is a single array; calibration needs an .npz."
+        )
+    with npz:
+        arrays = {name: npz[name] for name in npz.files}
+    missing = [d.name for d in describe_model_inputs(src) if d.name not in arrays]
+    if missing:
+        raise ModelError(
+            f"{context.loaded.path}: {field}: {path} must hold one array per model input (first axis = "
+            f"samples); it lacks {', '.join(missing)} (it holds {', '.join(arrays) or 'nothing'})."
+        )
+    return {d.name: arrays[d.name] for d in describe_model_inputs(src)}
+
+
+def _preprocess(src: Path, context: TransformContext) -> Path:
+    """quant_pre_process (shape inference + basic optimizations), skipping the symbolic pass if it fails."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    out = context.work_dir / "preprocessed.onnx"
+    try:
+        quant_pre_process(src, out)
+        context.notes.append("quant_pre_process ran with symbolic shape inference.")
+    except Exception as e:  # onnxruntime raises a bare Exception for this case
+        if SYMBOLIC_SHAPE_FAILURE not in str(e):
+            raise
+        quant_pre_process(src, out, skip_symbolic_shape=True)
+        context.notes.append(
+            f"quant_pre_process: symbolic shape inference failed ({SYMBOLIC_SHAPE_FAILURE}); "
+            "ran with skip_symbolic_shape=True."
+        )
+    return out
+
+
+def _checked_exclude_nodes(src: Path, model_in: Path, options: Any, context: TransformContext) -> list[str]:
+    excluded = list(getattr(options, "exclude_nodes", None) or [])
+    if not excluded:
+        return []
+    names: set[str] = set()
+    for path in {src, model_in}:
+        names.update(n.name for n in onnx.load(str(path), load_external_data=False).graph.node)
+    unknown = [n for n in excluded if n not in names]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(names), n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ModelError(
+            f"{context.loaded.path}: {context.field}.exclude_nodes: the model {src} has no node named "
+            f"{unknown[0]!r}.{hint} Names are the nodes' `name` fields, e.g. as shown by Netron."
+        )
+    return excluded
+
+
+register("quantize", QuantizeTransform())

@@ -1,0 +1,126 @@
+"""The timed loop on real onnxruntime sessions, and the latency statistics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from generator.runner.measure import P99_MIN_SAMPLES, LoopResult, latency_stats, timed_loop
+
+
+def _session(batch_dim: str | int = "batch") -> ort.InferenceSession:
+    w = numpy_helper.from_array(np.random.default_rng(0).random((32, 32), dtype=np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Relu", ["m"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch_dim, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch_dim, 32])],
+        [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+FEEDS = {"x": np.ones((2, 32), dtype=np.float32)}
+
+
+def _loop(concurrency: int, **kw) -> LoopResult:
+    settings = {"warmup": 2, "min_iterations": 51, "min_seconds": 0.05, "max_seconds": 5.0, **kw}
+    return timed_loop(_session(), FEEDS, concurrency=concurrency, batch=2, **settings)
+
+
+def test_one_stream_meets_both_minimums():
+    r = _loop(1)
+    assert len(r.latencies_ns) == 1
+    lat = r.latencies_ns[0]
+    assert lat.dtype == np.int64 and len(lat) >= 51 and (lat > 0).all()
+    assert r.iterations == len(lat) and r.items == 2 * len(lat)
+    assert 0.05 <= r.wall_s < 5.0
+    # Requests run back to back: their latencies cannot add up to more than the wall time.
+    assert lat.sum() <= r.wall_ns
+    assert r.cpu_s > 0 and r.first_run_ms > 0
+    assert r.throughput_ips == pytest.approx(r.items / r.wall_s)
+
+
+def test_two_streams_share_the_minimum_iterations():
+    r = _loop(2)
+    assert len(r.latencies_ns) == 2
+    per_stream = math.ceil(51 / 2)
+    assert all(len(lat) >= per_stream for lat in r.latencies_ns)
+    assert r.items == 2 * sum(len(lat) for lat in r.latencies_ns)
+    assert r.wall_s >= 0.05
+    # Each stream's requests fit in the common wall time.
+    assert all(lat.sum() <= r.wall_ns for lat in r.latencies_ns)
+    assert r.all_latencies_ms().shape == (r.iterations,)
+
+
+def test_max_seconds_stops_the_loop():
+    r = _loop(1, min_iterations=10**9, min_seconds=0.0, max_seconds=0.1)
+    assert 0.1 <= r.wall_s < 1.0
+    assert r.iterations < 10**9
+
+
+def test_a_failing_request_is_raised_not_a_broken_barrier():
+    with pytest.raises(Exception) as info:
+        timed_loop(_session(), {"not_an_input": FEEDS["x"]}, warmup=1, min_iterations=5, min_seconds=0.0,
+                   max_seconds=1.0, concurrency=2, batch=2)
+    assert "not_an_input" in str(info.value) or "x" in str(info.value)
+
+
+def test_a_failing_stream_after_warmup_reports_its_error():
+    class Flaky:
+        """A session whose 20th request fails: the error surfaces and the other stream stops early."""
+
+        def __init__(self):
+            self.inner = _session()
+            self.calls = 0
+
+        def run(self, names, feeds):
+            self.calls += 1
+            if self.calls == 20:
+                raise RuntimeError("request 20 failed")
+            return self.inner.run(names, feeds)
+
+    with pytest.raises(RuntimeError, match="request 20 failed"):
+        timed_loop(Flaky(), FEEDS, warmup=1, min_iterations=10**6, min_seconds=0.0, max_seconds=3.0,
+                   concurrency=2, batch=2)
+
+
+def test_latency_stats_values():
+    s = latency_stats(np.arange(1, 101, dtype=np.float64))
+    assert s["mean"] == 50.5 and s["min"] == 1.0 and s["max"] == 100.0
+    assert s["p50"] == pytest.approx(50.5) and s["p90"] == pytest.approx(90.1)
+    assert s["p95"] == pytest.approx(95.05)
+    assert s["p99"] is None  # 100 samples are too few
+    assert s["std"] == pytest.approx(np.std(np.arange(1, 101), ddof=1))
+    assert s["cv"] == pytest.approx(s["std"] / 50.5)
+
+
+def test_p99_needs_460_samples():
+    assert P99_MIN_SAMPLES == 460
+    assert latency_stats(np.ones(459))["p99"] is None
+    expected = np.percentile(np.arange(460), 99)
+    assert latency_stats(np.arange(460, dtype=float))["p99"] == pytest.approx(expected)
+
+
+def test_latency_stats_edge_cases():
+    one = latency_stats([3.0])
+    assert one["std"] == 0.0 and one["cv"] == 0.0 and one["p50"] == 3.0
+    with pytest.raises(ValueError):
+        latency_stats([])
+
+
+def test_the_latency_buffer_grows_without_losing_samples(monkeypatch):
+    from generator.runner import measure
+
+    monkeypatch.setattr(measure, "INITIAL_BUFFER_MAX", 8)
+    r = _loop(1, min_seconds=0.0)
+    lat = r.latencies_ns[0]
+    assert len(lat) >= 51 and (lat > 0).all()

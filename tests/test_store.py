@@ -1,0 +1,116 @@
+"""The results store: atomic files, whole-table reads with plain pandas, schema versions, corrupt files."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from generator.errors import ResultsError
+from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
+from generator.results.store import ResultsDir, TrialFiles, find_experiments, load_experiment
+
+
+def _trial(key: str, status: str = "ok", **extra) -> dict:
+    return {
+        "experiment": "exp", "trial_key": key, "run_id": "r1", "env_id": "e1", "spec_sha256": "s" * 64,
+        "version": "fp32", "model_sha256": "m" * 64, "batch": 1, "threads": 1, "concurrency": 1,
+        "optimization_level": "all", "provider": "cpu", "spinning": True, "inter_op_threads": 1, "dims": "{}",
+        "config_label": "b1 t1 c1", "status": status, "quick": True, "finished_at": f"2026-01-01T00:00:{key[-1]}",
+        **extra,
+    }
+
+
+def _write(rd: ResultsDir, key: str, **extra) -> None:
+    lat = pa.table({"trial_key": [key] * 3, "process": [0, 0, 1], "stream": [0, 0, 0], "iteration": [0, 1, 0],
+                    "latency_ms": [1.0, 2.0, 3.0]})
+    rd.write_trial(TrialFiles(trial=_trial(key, **extra), processes=[{"trial_key": key, "process": 0}],
+                              latencies=lat, nodes=[]))
+
+
+def test_every_column_has_unit_and_meaning():
+    for table, cols in TABLES.items():
+        names = [c.name for c in cols]
+        assert len(names) == len(set(names)), table
+        assert all(c.meaning for c in cols), table
+
+
+def test_written_tables_read_with_plain_pandas_and_carry_schema_version(tmp_path):
+    rd = ResultsDir(tmp_path / "exp")
+    _write(rd, "k1")
+    _write(rd, "k2")
+    rd.write_spec("s" * 64, '{"name": "exp"}')
+    trials = pd.read_parquet(tmp_path / "exp" / "trials")
+    assert sorted(trials["trial_key"]) == ["k1", "k2"]
+    lat = pd.read_parquet(tmp_path / "exp" / "latencies")
+    assert len(lat) == 6
+    meta = pq.read_schema(tmp_path / "exp" / "trials" / "k1.parquet").metadata
+    assert int(meta[METADATA_KEY]) == SCHEMA_VERSION
+    assert rd.stored_ok_keys() == {"k1", "k2"}
+
+
+def test_failed_trials_are_not_counted_as_stored(tmp_path):
+    rd = ResultsDir(tmp_path / "exp")
+    _write(rd, "k1", status="failed", error="crashed (SIGSEGV)")
+    assert rd.stored_trial_keys() == {"k1"}
+    assert rd.stored_ok_keys() == set()
+
+
+def test_leftover_temporary_files_are_invisible(tmp_path):
+    rd = ResultsDir(tmp_path / "exp")
+    _write(rd, "k1")
+    # What a writer killed between write and rename leaves behind.
+    (tmp_path / "exp" / "trials" / ".k2.parquet.abc.tmp").write_bytes(b"PAR1 half a file")
+    assert list(pd.read_parquet(tmp_path / "exp" / "trials")["trial_key"]) == ["k1"]
+    assert rd.stored_trial_keys() == {"k1"}
+
+
+def test_orphan_side_rows_are_dropped(tmp_path):
+    rd = ResultsDir(tmp_path / "exp")
+    _write(rd, "k1")
+    rd.write_spec("s" * 64, '{"name": "exp"}')
+    # Side tables of a trial whose `trials` row never landed (killed before the commit point).
+    (tmp_path / "exp" / "trials" / "k1.parquet").rename(tmp_path / "exp" / "trials" / ".gone")
+    _write(rd, "k2")
+    (tmp_path / "exp" / "trials" / ".gone").rename(tmp_path / "exp" / "trials" / "k1.parquet")
+    (tmp_path / "exp" / "trials" / "k2.parquet").unlink()
+    rd_tables = rd.read_table("latencies")
+    assert set(rd_tables["trial_key"]) == {"k1", "k2"}
+    exp = load_experiment(tmp_path / "exp")
+    assert set(exp.latencies["trial_key"]) == {"k1"}
+
+
+def test_corrupt_parquet_names_the_file(tmp_path):
+    rd = ResultsDir(tmp_path / "exp")
+    _write(rd, "k1")
+    bad = tmp_path / "exp" / "trials" / "k2.parquet"
+    bad.write_bytes(b"this is not parquet")
+    with pytest.raises(ResultsError, match="k2.parquet"):
+        rd.read_table("trials")
+
+
+def test_newer_schema_version_is_refused(tmp_path):
+    folder = tmp_path / "exp" / "trials"
+    folder.mkdir(parents=True)
+    schema = arrow_schema("trials").with_metadata({METADATA_KEY: str(SCHEMA_VERSION + 1).encode()})
+    pq.write_table(schema.empty_table(), folder / "k9.parquet")
+    with pytest.raises(ResultsError, match="newer"):
+        ResultsDir(tmp_path / "exp").read_table("trials")
+
+
+def test_find_experiments(tmp_path):
+    _write(ResultsDir(tmp_path / "b"), "k1")
+    _write(ResultsDir(tmp_path / "a"), "k1")
+    (tmp_path / "not-an-experiment").mkdir()
+    assert [p.name for p in find_experiments(tmp_path)] == ["a", "b"]
+    assert find_experiments(tmp_path / "a") == [tmp_path / "a"]
+    with pytest.raises(ResultsError, match="does not exist"):
+        find_experiments(tmp_path / "missing")
+
+
+def test_unwritable_results_dir_is_a_user_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ResultsError, match="Cannot write results"):
+        ResultsDir(blocker / "exp").ensure_writable()
