@@ -178,7 +178,11 @@ def main() -> None:
 
 
 def _paragraph(text: str) -> str:
-    return "\n".join(textwrap.fill(p, width=100) for p in text.splitlines() if p.strip())
+    # Never split a path or a YAML path: users copy them from the message.
+    return "\n".join(
+        textwrap.fill(p, width=100, break_long_words=False, break_on_hyphens=False)
+        for p in text.splitlines() if p.strip()
+    )
 
 
 if __name__ == "__main__":

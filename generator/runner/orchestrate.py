@@ -142,7 +142,8 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
                      quick=quick, env_fingerprint=env.fingerprint)
         for t in trials
     }
-    stored = set() if options.force else results.stored_ok_keys()
+    preexisting = results.stored_ok_keys()
+    stored = set() if options.force else preexisting
     planned = [PlannedTrial(t, keys[t], keys[t] in stored) for t in trials]
     summary = RunSummary(spec.name, results.path, planned, estimate_trial_s(settings) * sum(not p.stored for p in planned))
     if options.dry_run or not summary.to_measure:
@@ -150,7 +151,7 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
     results.ensure_writable()
     run_id = _start_run(results, loaded, env, quick)
     progress.start(len(summary.to_measure), summary.estimate_s)
-    context = _SweepContext(loaded, results, env, versions, settings, quick, run_id, progress, summary)
+    context = _SweepContext(loaded, results, env, versions, settings, quick, run_id, progress, summary, preexisting)
     try:
         for config, group in _groups(summary.to_measure):
             context.measure_group(config, group)
@@ -198,11 +199,14 @@ class _SweepContext:
     run_id: str
     progress: Progress
     summary: RunSummary
+    preexisting: set[str]
 
     def measure_group(self, config: Configuration, group: list[PlannedTrial]) -> None:
         """All versions at one configuration: interleaved rounds, then the profiled passes, then write."""
         with TrialLock.many(self.results.path, [p.key for p in group]) as held:
-            mine = [p for p in group if p.key in held and p.key not in self.results.stored_ok_keys()]
+            # A trial another run finished while we waited for it is not measured again (--force included).
+            done_meanwhile = self.results.stored_ok_keys() - self.preexisting
+            mine = [p for p in group if p.key in held and p.key not in done_meanwhile]
             self.summary.skipped_locked += [p.key for p in group if p.key not in held]
             if not mine:
                 return

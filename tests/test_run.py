@@ -1,0 +1,154 @@
+"""The sweep end to end: real child processes on the example CNN, real Parquet files, real signals."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from conftest import perfsite, write_spec
+from generator.results.store import load_experiment
+from generator.runner.orchestrate import RunOptions, run_experiment
+from generator.spec import load_spec
+
+
+def _run(project, **options):
+    loaded = load_spec(project / "spec.yaml")
+    return run_experiment(loaded, RunOptions(results_dir=project / "results" / "tiny", **options))
+
+
+def test_run_writes_every_table_and_skips_stored_trials(cnn_project):
+    summary = _run(cnn_project)
+    assert len(summary.measured) == 4 and not summary.failed
+    exp = load_experiment(cnn_project / "results" / "tiny")
+    trials = exp.trials
+    assert set(trials["status"]) == {"ok"} and trials["quick"].all()
+    assert (trials["throughput_ips"] > 0).all() and (trials["latency_p50_ms"] > 0).all()
+    # Quick mode: two processes a trial, every request kept with its process.
+    assert (trials["processes"] == 2).all()
+    assert set(exp.processes.groupby("trial_key").size()) == {2}
+    assert len(exp.latencies) == trials["iterations"].sum()
+    # The profiled pass mapped executed kernels back to the model's nodes and weights.
+    assert trials["profiled"].all()
+    assert exp.nodes["original_nodes"].map(len).gt(0).mean() > 0.9
+    assert any("conv1.weight" in list(w) for w in exp.nodes["weights"])
+    assert len(exp.environments) == 1 and len(exp.runs) == 1
+    # Versions interleave: round 0 of both versions before round 1 of either, per configuration.
+    assert list(exp.spec.models) == ["fp32", "int8"]
+    again = _run(cnn_project)
+    assert again.measured == [] and len(again.planned) == 4 and all(p.stored for p in again.planned)
+
+
+def test_adding_a_batch_size_measures_only_the_new_trials(cnn_project):
+    _run(cnn_project)
+    spec = cnn_project / "spec.yaml"
+    spec.write_text(spec.read_text().replace("batch: [1, 2]", "batch: [1, 2, 3]"))
+    summary = _run(cnn_project)
+    measured = {p.trial.config.batch for p in summary.planned if p.key in summary.measured}
+    assert measured == {3} and len(summary.measured) == 2
+    trials = pd.read_parquet(cnn_project / "results" / "tiny" / "trials")
+    assert len(trials) == 6 and trials["trial_key"].is_unique
+
+
+def test_force_measures_again(cnn_project):
+    _run(cnn_project, only="version=fp32,batch=1")
+    summary = _run(cnn_project, only="version=fp32,batch=1", force=True)
+    assert len(summary.measured) == 1
+    assert len(pd.read_parquet(cnn_project / "results" / "tiny" / "trials")) == 1
+
+
+def test_crashing_trial_is_recorded_and_the_sweep_goes_on(cnn_project, monkeypatch):
+    monkeypatch.setenv("PERFSITE_TEST_FAULT", "crash")
+    monkeypatch.setenv("PERFSITE_TEST_FAULT_VERSION", "cnn.onnx")  # only the FP32 file, not the INT8 one
+    summary = _run(cnn_project, only="batch=1")
+    trials = pd.read_parquet(cnn_project / "results" / "tiny" / "trials").set_index("version")
+    assert trials.loc["fp32", "status"] == "failed" and "SIGSEGV" in trials.loc["fp32", "error"]
+    assert trials.loc["int8", "status"] == "ok"
+    assert len(summary.failed) == 1
+    # A failed trial is measured again by the next run.
+    monkeypatch.delenv("PERFSITE_TEST_FAULT")
+    again = _run(cnn_project, only="batch=1")
+    assert len(again.measured) == 1
+    assert set(pd.read_parquet(cnn_project / "results" / "tiny" / "trials")["status"]) == {"ok"}
+
+
+def test_hanging_trial_times_out(cnn_project, monkeypatch):
+    spec = cnn_project / "spec.yaml"
+    spec.write_text(spec.read_text().replace("profile_iterations: 2}", "profile_iterations: 2, max_seconds: 1, timeout_s: 3}"))
+    monkeypatch.setenv("PERFSITE_TEST_FAULT", "hang")
+    monkeypatch.setenv("PERFSITE_TEST_FAULT_VERSION", "cnn.onnx")
+    _run(cnn_project, only="batch=1,version=fp32")
+    row = pd.read_parquet(cnn_project / "results" / "tiny" / "trials").iloc[0]
+    assert row["status"] == "failed" and "timed out after 3 s" in row["error"]
+
+
+def _wait_for_trials(folder, count, proc, limit_s=120):
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if folder.is_dir() and len([p for p in folder.glob("*.parquet")]) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {count} finished trials in {folder} (exit {proc.poll()})")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_killed_run_keeps_finished_trials_and_rerun_completes_the_rest(cnn_project, sig):
+    results = cnn_project / "results"
+    cmd = [sys.executable, "-m", "generator.cli", "run", "spec.yaml", "--results", str(results)]
+    proc = subprocess.Popen(cmd, cwd=cnn_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_trials(results / "tiny" / "trials", 2, proc)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130, err
+        assert "finished trials are kept" in out + err
+    kept = set(pd.read_parquet(results / "tiny" / "trials")["trial_key"])
+    assert 2 <= len(kept) <= 4
+    rerun = perfsite("run", "spec.yaml", "--results", str(results), cwd=cnn_project)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{4 - len(kept)} measured, {len(kept)} already stored" in rerun.stdout
+    trials = pd.read_parquet(results / "tiny" / "trials")
+    assert len(trials) == 4 and trials["trial_key"].is_unique and set(trials["status"]) == {"ok"}
+    # Every side table is readable whole and holds each trial once.
+    assert set(pd.read_parquet(results / "tiny" / "processes")["trial_key"]) == set(trials["trial_key"])
+
+
+def test_two_runs_on_one_results_directory_measure_each_trial_once(cnn_project):
+    results = cnn_project / "results"
+    cmd = [sys.executable, "-m", "generator.cli", "run", "spec.yaml", "--results", str(results)]
+    # Build the INT8 version first so both processes start measuring at once rather than quantizing twice.
+    assert perfsite("run", "spec.yaml", "--dry-run", "--results", str(results), cwd=cnn_project).returncode == 0
+    procs = [subprocess.Popen(cmd, cwd=cnn_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    trials = pd.read_parquet(results / "tiny" / "trials")
+    assert len(trials) == 4 and trials["trial_key"].is_unique
+    lat = pd.read_parquet(results / "tiny" / "latencies")
+    assert lat.groupby("trial_key")["process"].nunique().eq(2).all()
+
+
+def test_dry_run_lists_trials_and_measures_nothing(cnn_project):
+    out = perfsite("run", "spec.yaml", "--dry-run", "--results", str(cnn_project / "r"), cwd=cnn_project)
+    assert out.returncode == 0, out.stderr
+    assert "4 to measure" in out.stdout and "b2 t1 c1" in out.stdout
+    assert not (cnn_project / "r" / "tiny" / "trials").exists()
+
+
+def test_transformer_example_runs_with_a_seq_len_sweep(tmp_path, example_models):
+    (tmp_path / "models").mkdir()
+    shutil.copy(example_models["transformer"], tmp_path / "models" / "transformer.onnx")
+    from conftest import ROOT
+
+    spec = write_spec(tmp_path, (ROOT / "experiments" / "transformer.yaml").read_text(), "transformer.yaml")
+    out = perfsite("run", str(spec), "--only", "batch=1,version=fp32", "--results", str(tmp_path / "r"),
+                   cwd=tmp_path, env={"PERFSITE_QUICK": "1"})
+    assert out.returncode == 0, out.stderr
+    trials = pd.read_parquet(tmp_path / "r" / "transformer" / "trials")
+    assert sorted(trials["dims"]) == ['{"seq_len": 128}', '{"seq_len": 32}']
+    assert set(trials["status"]) == {"ok"}
