@@ -98,7 +98,8 @@ def validate(
 
     for loaded in validate_specs(specs, allow_outside=allow_outside):
         n = len(plan_trials(loaded.spec))
-        typer.echo(f"ok  {loaded.path}: experiment {loaded.spec.name!r}, {len(loaded.spec.models)} versions, {n} trials")
+        versions = len(loaded.spec.models)
+        typer.echo(f"ok  {loaded.path}: experiment {loaded.spec.name!r}, {versions} versions, {n} trials")
 
 
 @app.command()

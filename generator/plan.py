@@ -105,7 +105,8 @@ def plan_configurations(spec: Any) -> list[Configuration]:
     """The sweep's cartesian product less every combination an `exclude` entry matches."""
     axes = sweep_axes(spec.sweep)
     names = list(axes)
-    configs = [Configuration.from_mapping(dict(zip(names, combo))) for combo in itertools.product(*axes.values())]
+    combos = itertools.product(*axes.values())
+    configs = [Configuration.from_mapping(dict(zip(names, combo, strict=True))) for combo in combos]
     excludes = list(spec.exclude or [])
     return [c for c in configs if not any(c.matches(e) for e in excludes)]
 

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from perfsite_testing import write_spec
 
 from generator.models import build_example_models
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
@@ -28,12 +23,6 @@ def _quick_mode(monkeypatch):
     # Tests measure in quick mode so that `make test` stays near ten minutes; tests that need the spec's own
     # settings unset it.
     monkeypatch.setenv("PERFSITE_QUICK", "1")
-
-
-def write_spec(folder: Path, text: str, name: str = "spec.yaml") -> Path:
-    path = folder / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 @pytest.fixture
@@ -55,11 +44,3 @@ def cnn_project(tmp_path, example_models) -> Path:
         latency_threshold_ms: 50
         """)
     return tmp_path
-
-
-def perfsite(*args: str, cwd: Path | None = None, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
-    """Run the real `perfsite` command line in a child process."""
-    return subprocess.run(
-        [sys.executable, "-m", "generator.cli", *args], cwd=cwd, capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, **kw,
-    )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from perfsite_testing import ROOT, perfsite, write_spec
 
-from conftest import ROOT, perfsite, write_spec
 from generator.cli import app
 
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)

@@ -15,7 +15,7 @@ import onnxruntime as ort
 import pytest
 
 from generator.errors import RunError
-from generator.runner.profiling import node_statistics, parse_profile, runtime_precision
+from generator.runner.profiling import node_statistics, parse_profile
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "profile_tiny.json"
@@ -164,25 +164,3 @@ def test_missing_profile_and_too_many_skipped_runs(tmp_path):
     with pytest.raises(RunError, match="holds 3 runs; 3 were warmup"):
         parse_profile(TINY, skip_runs=3)
 
-
-@pytest.mark.parametrize(
-    "inputs, outputs, op, expected",
-    [
-        (["float", "float"], ["float"], "Conv", "FP32"),
-        (["float16", "float16"], ["float16"], "MatMul", "FP16"),
-        (["uint8", "float", "uint8", "int8", "float", "int8", "float", "int8", "int32"], ["uint8"],
-         "QLinearConv", "INT8"),
-        (["uint8", "int8"], ["int32"], "MatMulInteger", "INT8"),
-        (["float", "float", "int8"], ["int8"], "QuantizeLinear", "mixed"),
-        (["int8", "float", "int8"], ["float"], "DequantizeLinear", "mixed"),
-        (["float16"], ["float"], "InsertedPrecisionFreeCast", "mixed"),
-        (["float"], ["float16"], "Cast", "mixed"),
-        (["int64"], ["float"], "Cast", "FP32"),
-        (["int64", "int64"], ["int64"], "Gather", "other"),
-        (["bfloat16"], ["bfloat16"], "Relu", "other"),
-        (["float", "int64"], ["float"], "Reshape", "FP32"),
-        ([], [], "Shape", "other"),
-    ],
-)
-def test_runtime_precision(inputs, outputs, op, expected):
-    assert runtime_precision(inputs, outputs, op) == expected

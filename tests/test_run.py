@@ -10,8 +10,8 @@ import time
 
 import pandas as pd
 import pytest
+from perfsite_testing import perfsite, write_spec
 
-from conftest import perfsite, write_spec
 from generator.results.store import load_experiment
 from generator.runner.orchestrate import RunOptions, run_experiment
 from generator.spec import load_spec
@@ -79,7 +79,8 @@ def test_crashing_trial_is_recorded_and_the_sweep_goes_on(cnn_project, monkeypat
 
 def test_hanging_trial_times_out(cnn_project, monkeypatch):
     spec = cnn_project / "spec.yaml"
-    spec.write_text(spec.read_text().replace("profile_iterations: 2}", "profile_iterations: 2, max_seconds: 1, timeout_s: 3}"))
+    limits = "profile_iterations: 2, max_seconds: 1, timeout_s: 3}"
+    spec.write_text(spec.read_text().replace("profile_iterations: 2}", limits))
     monkeypatch.setenv("PERFSITE_TEST_FAULT", "hang")
     monkeypatch.setenv("PERFSITE_TEST_FAULT_VERSION", "cnn.onnx")
     _run(cnn_project, only="batch=1,version=fp32")
@@ -143,7 +144,7 @@ def test_dry_run_lists_trials_and_measures_nothing(cnn_project):
 def test_transformer_example_runs_with_a_seq_len_sweep(tmp_path, example_models):
     (tmp_path / "models").mkdir()
     shutil.copy(example_models["transformer"], tmp_path / "models" / "transformer.onnx")
-    from conftest import ROOT
+    from perfsite_testing import ROOT
 
     spec = write_spec(tmp_path, (ROOT / "experiments" / "transformer.yaml").read_text(), "transformer.yaml")
     out = perfsite("run", str(spec), "--only", "batch=1,version=fp32", "--results", str(tmp_path / "r"),

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generator.errors import ResultsError
-from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
+from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, arrow_schema
 
 TRIAL_TABLES = ("processes", "latencies", "nodes")
 

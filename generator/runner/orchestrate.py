@@ -145,7 +145,8 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
     preexisting = results.stored_ok_keys()
     stored = set() if options.force else preexisting
     planned = [PlannedTrial(t, keys[t], keys[t] in stored) for t in trials]
-    summary = RunSummary(spec.name, results.path, planned, estimate_trial_s(settings) * sum(not p.stored for p in planned))
+    estimate_s = estimate_trial_s(settings) * sum(not p.stored for p in planned)
+    summary = RunSummary(spec.name, results.path, planned, estimate_s)
     if options.dry_run or not summary.to_measure:
         return summary
     results.ensure_writable()
@@ -278,6 +279,7 @@ class _SweepContext:
             "experiment": self.loaded.spec.name, "trial_key": p.key, "run_id": self.run_id,
             "env_id": self.env.env_id, "spec_sha256": self.loaded.sha256, "version": p.trial.version,
             "model_sha256": version.sha256, "model_bytes": version.size_bytes,
+            "version_source": version.source, "version_notes": "; ".join(version.notes) or None,
             **aggregate.config_columns(p.trial), "quick": self.quick,
             "percentile": self.loaded.spec.measure.percentile, "started_at": state.started_at,
             "finished_at": _now(),
@@ -287,6 +289,9 @@ class _SweepContext:
             expected = aggregate.cores_expected(p.trial, self.env.logical_cores)
             row.update(aggregate.measurement_columns(state.processes, expected, row["percentile"]))
             row.update(status="ok", **_profile_columns(state))
+            # The Python API has no allocator statistics; the profiled pass reads the arena from its profile.
+            if row.get("arena_mb") is None:
+                row["arena_mb"] = (state.profile or {}).get("arena_mb")
             nodes = aggregate.node_rows(p.key, (state.profile or {}).get("nodes", []))
         else:
             row.update(status="failed", error=state.error or "no measurement process finished")

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from generator.errors import RunError
+from generator.layers.precision import runtime_precision
 
 KERNEL_SUFFIX = "_kernel_time"
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan"})
@@ -322,7 +323,7 @@ def _node_stat(exec_order: int, g: dict[str, Any], n_runs: int) -> NodeStat:
         input_shapes=_json([list(s) for _, s in first.input_type_shape]),
         output_shapes=_json([list(s) for _, s in first.output_type_shape]),
         input_types=_json(in_types), output_types=_json(out_types),
-        runtime_precision=runtime_precision(in_types, out_types, first.op_type),
+        runtime_precision=runtime_precision(first.op_type, in_types, out_types),
         activation_bytes=first.activation_bytes, parameter_bytes=first.parameter_bytes,
         output_bytes=first.output_bytes, pool_share=float(np.mean(shares)) if shares else None,
         thread_id=Counter(e.tid for e in events).most_common(1)[0][0],
@@ -335,43 +336,3 @@ def _json(value: Any) -> str:
 
 
 # Element type (as onnxruntime's profile spells it) -> precision class; anything else is not a precision.
-FLOAT_PRECISIONS = {"float": "FP32", "float32": "FP32", "float16": "FP16", "mlfloat16": "FP16",
-                    "bfloat16": "BF16", "double": "FP64"}
-INT8_TYPES = frozenset({"int8", "uint8"})
-# Ops whose job is to change precision: different classes on both sides make them "mixed".
-CONVERSION_OPS = frozenset(
-    {"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"}
-)
-
-
-def _precisions(types: list[str]) -> set[str]:
-    out = set()
-    for t in types:
-        t = t.lower().removeprefix("tensor(").removesuffix(")")
-        if t in FLOAT_PRECISIONS:
-            out.add(FLOAT_PRECISIONS[t])
-        elif t in INT8_TYPES:
-            out.add("INT8")
-    return out
-
-
-def runtime_precision(input_types: list[str], output_types: list[str], op_type: str) -> str:
-    """The precision a kernel computed in: FP32, FP16, INT8, mixed or other.
-
-    - A conversion op (Cast, QuantizeLinear, DequantizeLinear, ...) with different precisions on its two sides
-      is ``mixed``.
-    - Any int8/uint8 input makes a kernel ``INT8`` (QLinearConv, MatMulInteger, ConvInteger: the quantized
-      operand decides the arithmetic; their int32 bias and float scales are bookkeeping).
-    - Otherwise the float types of inputs and outputs decide: one class -> FP32 or FP16, several -> ``mixed``.
-    - No float or int8 tensor at all (Shape, Gather on indices), or bf16/fp64 -> ``other``.
-    """
-    ins, outs = _precisions(input_types), _precisions(output_types)
-    if op_type in CONVERSION_OPS and ins and outs and ins != outs:
-        return "mixed"
-    if "INT8" in ins:
-        return "INT8"
-    classes = ins | outs
-    if len(classes) > 1:
-        return "mixed"
-    only = next(iter(classes), "other")
-    return only if only in ("FP32", "FP16") else "other"

@@ -141,7 +141,7 @@ def _map_nodes(original_path: str | Path, optimized_path: Path,
         ) from e
     executed = [
         ExecutedNode(name=s.node_name, op_type=s.op_type, node_index=s.node_index, exec_order=s.exec_order,
-                     input_shapes=_shapes(s.input_shapes), output_shapes=_shapes(s.output_shapes))
+                     parent=s.parent, input_shapes=_shapes(s.input_shapes), output_shapes=_shapes(s.output_shapes))
         for s in stats
     ]
     mapped = map_executed_nodes(Path(original_path), optimized_path, executed)

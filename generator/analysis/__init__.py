@@ -1,0 +1,30 @@
+"""Analysis: pure functions from results DataFrames to frozen summary records (no I/O, deterministic)."""
+
+from generator.analysis.summaries import (
+    EnvironmentSummary,
+    LayerTime,
+    OpTypeTime,
+    ProcessSpread,
+    ProfileTarget,
+    TimeAccounting,
+    TrialSummary,
+    VersionBest,
+    VersionInfo,
+    environment_summaries,
+    op_type_times,
+    process_spread,
+    profile_targets,
+    sweet_spot,
+    time_accounting,
+    top_layers,
+    trial_summaries,
+    version_bests,
+    version_infos,
+)
+
+__all__ = [
+    "EnvironmentSummary", "LayerTime", "OpTypeTime", "ProcessSpread", "ProfileTarget", "TimeAccounting",
+    "TrialSummary", "VersionBest", "VersionInfo", "environment_summaries", "op_type_times", "process_spread",
+    "profile_targets", "sweet_spot", "time_accounting", "top_layers", "trial_summaries", "version_bests",
+    "version_infos",
+]

@@ -1,0 +1,433 @@
+"""Summaries of one experiment's results for the report pages: DataFrames in, frozen records out, no I/O.
+
+Columns are those of ``generator.results.schema``. Every function is deterministic: ties are broken by the
+trial key so that the same results always give the same records (and byte-identical pages).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+# Configuration axes that are columns of `trials`; any other sweep axis lives in the `dims` JSON column.
+AXIS_COLUMNS = (
+    "batch", "threads", "concurrency", "optimization_level", "provider", "spinning", "inter_op_threads",
+)
+
+
+def clean(value: Any) -> Any:
+    """A cell as a plain Python value: None for every flavour of missing (None, NaN, pd.NA)."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item") and not hasattr(value, "__len__"):
+        return clean(value.item())  # numpy scalar
+    return value
+
+
+def _float(value: Any) -> float | None:
+    value = clean(value)
+    return None if value is None else float(value)
+
+
+def _int(value: Any) -> int | None:
+    value = clean(value)
+    return None if value is None else int(value)
+
+
+def parse_dims(value: Any) -> tuple[tuple[str, Any], ...]:
+    """The `dims` JSON object as a sorted tuple of (placeholder, value); empty when missing."""
+    text = clean(value)
+    if not text:
+        return ()
+    return tuple(sorted(json.loads(text).items()))
+
+
+@dataclass(frozen=True)
+class TrialSummary:
+    """One trial's configuration and figures, as the pages show them."""
+
+    trial_key: str
+    version: str
+    env_id: str
+    config_label: str
+    batch: int
+    threads: int
+    concurrency: int
+    optimization_level: str
+    provider: str
+    spinning: bool
+    inter_op_threads: int
+    dims: tuple[tuple[str, Any], ...]
+    status: str
+    error: str | None
+    quick: bool
+    latency_headline_ms: float | None
+    latency_mean_ms: float | None
+    latency_p50_ms: float | None
+    latency_std_ms: float | None
+    throughput_ips: float | None
+    cores_used: float | None
+    cores_expected: float | None
+    cv: float | None
+    process_median_spread: float | None
+    processes: int | None
+    iterations: int | None
+    noisy: bool
+    noise_reasons: tuple[str, ...]
+    load_ms: float | None
+    first_run_ms: float | None
+    peak_rss_mb: float | None
+    arena_mb: float | None
+    profiled: bool
+    profile_error: str | None
+    model_run_us: float | None
+    kernel_sum_us: float | None
+    profiled_latency_us: float | None
+    percentiles_ms: tuple[tuple[str, float | None], ...]  # (p50, ...), (p90, ...), ... as measured
+
+    @property
+    def ok(self) -> bool:
+        figures = (self.latency_headline_ms, self.throughput_ips)
+        return self.status == "ok" and None not in figures
+
+    def axis_value(self, axis: str) -> Any:
+        """The value of a configuration axis, whether a trials column or a `dims` placeholder."""
+        if axis in AXIS_COLUMNS:
+            return getattr(self, axis)
+        return dict(self.dims).get(axis)
+
+    def sort_key(self) -> tuple:
+        """Order of configurations along a version's line: batch, then threads, concurrency, the rest."""
+        rest = (self.optimization_level, self.provider, self.spinning, self.inter_op_threads)
+        return (self.batch, self.threads, self.concurrency, tuple(str(v) for v in rest), str(self.dims))
+
+
+def trial_summary(row: pd.Series) -> TrialSummary:
+    """Build a TrialSummary from one row of the `trials` table."""
+    reasons = clean(row.get("noise_reasons")) or ""
+    return TrialSummary(
+        trial_key=str(row["trial_key"]), version=str(row["version"]), env_id=str(row["env_id"]),
+        config_label=str(row["config_label"]), batch=int(row["batch"]), threads=int(row["threads"]),
+        concurrency=int(row["concurrency"]), optimization_level=str(row["optimization_level"]),
+        provider=str(row["provider"]), spinning=bool(row["spinning"]),
+        inter_op_threads=int(row["inter_op_threads"]), dims=parse_dims(row["dims"]),
+        status=str(row["status"]), error=clean(row.get("error")), quick=bool(clean(row.get("quick"))),
+        latency_headline_ms=_float(row.get("latency_headline_ms")),
+        latency_mean_ms=_float(row.get("latency_mean_ms")), latency_p50_ms=_float(row.get("latency_p50_ms")),
+        latency_std_ms=_float(row.get("latency_std_ms")), throughput_ips=_float(row.get("throughput_ips")),
+        cores_used=_float(row.get("cores_used")), cores_expected=_float(row.get("cores_expected")),
+        cv=_float(row.get("cv")), process_median_spread=_float(row.get("process_median_spread")),
+        processes=_int(row.get("processes")), iterations=_int(row.get("iterations")),
+        noisy=bool(clean(row.get("noisy"))), noise_reasons=tuple(r for r in reasons.split(";") if r),
+        load_ms=_float(row.get("load_ms")), first_run_ms=_float(row.get("first_run_ms")),
+        peak_rss_mb=_float(row.get("peak_rss_mb")), arena_mb=_float(row.get("arena_mb")),
+        profiled=bool(clean(row.get("profiled"))), profile_error=clean(row.get("profile_error")),
+        model_run_us=_float(row.get("model_run_us")), kernel_sum_us=_float(row.get("kernel_sum_us")),
+        profiled_latency_us=_float(row.get("profiled_latency_us")),
+        percentiles_ms=tuple((p, _float(row.get(f"latency_{p}_ms"))) for p in ("p50", "p90", "p95", "p99")),
+    )
+
+
+def trial_summaries(trials: pd.DataFrame, version_order: list[str] | None = None) -> list[TrialSummary]:
+    """Every trial, ordered by version (spec order, then unknown versions by name), then configuration."""
+    summaries = [trial_summary(row) for _, row in trials.iterrows()]
+    order = ordered_versions(trials, version_order)
+    return sorted(summaries, key=lambda t: (order.index(t.version), t.sort_key(), t.trial_key))
+
+
+def ordered_versions(trials: pd.DataFrame, version_order: list[str] | None = None) -> list[str]:
+    """Versions in spec order, then any other version found in the trials, by name."""
+    known = list(version_order or [])
+    found = sorted(set(trials["version"].astype(str)) - set(known)) if len(trials) else []
+    return known + found
+
+
+@dataclass(frozen=True)
+class VersionBest:
+    """A version's best results among its ok trials (None when it has no ok trial, or none qualifies)."""
+
+    version: str
+    best_throughput: TrialSummary | None
+    best_latency: TrialSummary | None
+    sweet_spot: TrialSummary | None
+
+
+def sweet_spot(trials: list[TrialSummary], latency_threshold_ms: float | None) -> TrialSummary | None:
+    """The highest-throughput ok trial whose headline latency is at or under the threshold.
+
+    Ties on throughput go to the lower latency, then the trial key. None when there is no threshold or no ok
+    trial meets it.
+    """
+    if latency_threshold_ms is None:
+        return None
+    under = [t for t in trials if t.ok and t.latency_headline_ms <= latency_threshold_ms]
+    return min(under, key=lambda t: (-t.throughput_ips, t.latency_headline_ms, t.trial_key), default=None)
+
+
+def version_bests(
+    trials: list[TrialSummary], versions: list[str], latency_threshold_ms: float | None
+) -> list[VersionBest]:
+    """Per version: best throughput, lowest headline latency, and the sweet spot under the threshold."""
+    bests = []
+    for version in versions:
+        ok = [t for t in trials if t.version == version and t.ok]
+        bests.append(VersionBest(
+            version=version,
+            best_throughput=min(ok, key=lambda t: (-t.throughput_ips, t.latency_headline_ms, t.trial_key),
+                                default=None),
+            best_latency=min(ok, key=lambda t: (t.latency_headline_ms, -t.throughput_ips, t.trial_key),
+                             default=None),
+            sweet_spot=sweet_spot(ok, latency_threshold_ms),
+        ))
+    return bests
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """What ran for a version: its model file(s) and how many trials succeeded or failed."""
+
+    version: str
+    model_sha256: str | None  # of the most recently finished trial
+    model_bytes: int | None
+    model_files: int  # distinct model files measured under this name (more than one: the model changed)
+    trials_ok: int
+    trials_failed: int
+    source: str | None  # how the version was made, as recorded by the run (`fp32 → quantize(static_qdq)`)
+    notes: str | None  # notes from building it (e.g. a pre-processing fallback)
+
+
+def version_infos(trials: pd.DataFrame, versions: list[str]) -> list[VersionInfo]:
+    """Model file, source, notes and trial counts per version, from its latest finished trial."""
+    infos = []
+    for version in versions:
+        rows = trials[trials["version"].astype(str) == version]
+        latest = rows.sort_values(["finished_at", "trial_key"], na_position="first").tail(1)
+        infos.append(VersionInfo(
+            version=version,
+            model_sha256=_latest(latest, "model_sha256"), model_bytes=_int(_latest(latest, "model_bytes")),
+            model_files=int(rows["model_sha256"].nunique()),
+            trials_ok=int((rows["status"] == "ok").sum()),
+            trials_failed=int((rows["status"] != "ok").sum()),
+            source=_latest(latest, "version_source"), notes=_latest(latest, "version_notes"),
+        ))
+    return infos
+
+
+def _latest(latest: pd.DataFrame, column: str) -> Any:
+    return clean(latest[column].iloc[0]) if len(latest) and column in latest else None
+
+
+@dataclass(frozen=True)
+class EnvironmentSummary:
+    """A machine and software stack the trials ran on."""
+
+    env_id: str
+    cpu_model: str | None
+    physical_cores: int | None
+    logical_cores: int | None
+    isa: tuple[str, ...]
+    memory_gb: float | None
+    os: str | None
+    python: str | None
+    onnxruntime: str | None
+    onnx: str | None
+    numpy: str | None
+    trials: int
+
+
+def environment_summaries(environments: pd.DataFrame, trials: pd.DataFrame) -> list[EnvironmentSummary]:
+    """The environments that trials reference, by env_id, with the number of trials measured on each."""
+    counts = trials["env_id"].astype(str).value_counts().to_dict() if len(trials) else {}
+    rows = environments.drop_duplicates("env_id").sort_values("env_id")
+    out = []
+    for _, row in rows.iterrows():
+        env_id = str(row["env_id"])
+        if env_id not in counts:
+            continue
+        isa = clean(row.get("isa"))
+        out.append(EnvironmentSummary(
+            env_id=env_id, cpu_model=clean(row.get("cpu_model")),
+            physical_cores=_int(row.get("physical_cores")), logical_cores=_int(row.get("logical_cores")),
+            isa=tuple(str(x) for x in isa) if isa is not None else (), memory_gb=_float(row.get("memory_gb")),
+            os=clean(row.get("os")), python=clean(row.get("python")),
+            onnxruntime=clean(row.get("onnxruntime")), onnx=clean(row.get("onnx")),
+            numpy=clean(row.get("numpy")), trials=int(counts[env_id]),
+        ))
+    return out
+
+
+def last_run(runs: pd.DataFrame) -> dict[str, Any] | None:
+    """The most recent `perfsite run` (by started_at, then run_id) as a plain dict, or None."""
+    if runs is None or not len(runs):
+        return None
+    row = runs.sort_values(["started_at", "run_id"], na_position="first").iloc[-1]
+    return {key: clean(row.get(key)) for key in ("run_id", "started_at", "git_commit", "git_dirty",
+                                                   "perfsite_version", "quick", "command")}
+
+
+@dataclass(frozen=True)
+class ProfileTarget:
+    """A configuration to show on a version's profile page: what was asked for, and the trial that matches."""
+
+    wanted: tuple[tuple[str, Any], ...]  # the (partial) profile entry, axis -> value, sorted by axis
+    trial: TrialSummary | None  # None when no trial of the version matches the entry
+
+
+def default_profile_entry(trials: list[TrialSummary], first_values: dict[str, Any]) -> dict[str, Any]:
+    """The configuration shown when the spec names none: batch 1 (else the smallest) at the most threads,
+    concurrency 1 (else the smallest), and the first swept value of every other axis."""
+    entry = dict(first_values)
+    if trials:
+        batches = {t.batch for t in trials}
+        entry["batch"] = 1 if 1 in batches else min(batches)
+        entry["threads"] = max(t.threads for t in trials)
+        concurrencies = {t.concurrency for t in trials}
+        entry["concurrency"] = 1 if 1 in concurrencies else min(concurrencies)
+    return entry
+
+
+def profile_targets(
+    trials: list[TrialSummary], entries: list[dict[str, Any]], first_values: dict[str, Any]
+) -> list[ProfileTarget]:
+    """One version's configurations to show in detail.
+
+    Each spec `profile` entry is a partial configuration: every trial of the version matching all its items
+    is shown (`{}` matches every configuration), by configuration order, each trial once. Without entries,
+    the single configuration of :func:`default_profile_entry`. An entry that matches nothing gives a target
+    without a trial, so the page can say so.
+    """
+    targets: list[ProfileTarget] = []
+    seen: set[str] = set()
+    for entry in entries or [default_profile_entry(trials, first_values)]:
+        wanted = tuple(sorted(entry.items()))
+        matches = sorted((t for t in trials if all(_same(t.axis_value(k), v) for k, v in wanted)),
+                         key=lambda t: (t.sort_key(), t.trial_key))
+        if not matches:
+            targets.append(ProfileTarget(wanted, None))
+        targets += [ProfileTarget(wanted, t) for t in matches if t.trial_key not in seen]
+        seen.update(t.trial_key for t in matches)
+    return targets
+
+
+def _same(actual: Any, wanted: Any) -> bool:
+    # The spec is strict (true is not 1), and so is the match: bool and int never compare equal here.
+    if isinstance(actual, bool) or isinstance(wanted, bool):
+        return type(actual) is type(wanted) and actual == wanted
+    return actual == wanted
+
+
+@dataclass(frozen=True)
+class OpTypeTime:
+    """Time of one operator type in a profiled inference (top-level nodes only)."""
+
+    op_type: str
+    nodes: int
+    calls: int
+    dur_mean_us: float
+    share: float  # of the summed top-level kernel time
+
+
+def top_level_nodes(nodes: pd.DataFrame, trial_key: str) -> pd.DataFrame:
+    """The trial's executed nodes outside sub-graphs: an If/Loop/Scan node's time already includes its
+    sub-graph's nodes, so summing every node would count that time twice."""
+    rows = nodes[(nodes["trial_key"] == trial_key)]
+    return rows[rows["parent"].isna()]
+
+
+def op_type_times(nodes: pd.DataFrame, trial_key: str) -> list[OpTypeTime]:
+    """Mean time per inference by op type, largest first (ties by name), with its share of the total."""
+    rows = top_level_nodes(nodes, trial_key)
+    total = float(rows["dur_mean_us"].sum())
+    groups = rows.groupby(rows["op_type"].astype(str), sort=True)
+    out = [OpTypeTime(str(op), len(g), int(g["calls"].fillna(1).sum()), float(g["dur_mean_us"].sum()),
+                      float(g["dur_mean_us"].sum()) / total if total > 0 else 0.0) for op, g in groups]
+    return sorted(out, key=lambda o: (-o.dur_mean_us, o.op_type))
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """One executed node of the profiled inference, with what it covers in the version's model file."""
+
+    node_name: str
+    op_type: str
+    original_nodes: tuple[str, ...]
+    weights: tuple[str, ...]
+    precision: str | None
+    dur_mean_us: float
+    share: float  # of the summed top-level kernel time
+
+
+def top_layers(nodes: pd.DataFrame, trial_key: str, limit: int = 25) -> tuple[list[LayerTime], int]:
+    """The `limit` slowest top-level executed nodes (ties by execution order), and how many there are."""
+    rows = top_level_nodes(nodes, trial_key)
+    rows = rows.sort_values(["dur_mean_us", "exec_order"], ascending=[False, True])
+    total = float(rows["dur_mean_us"].sum())
+    layers = [LayerTime(
+        node_name=str(r["node_name"]), op_type=str(r["op_type"]),
+        original_nodes=_strings(r.get("original_nodes")), weights=_strings(r.get("weights")),
+        precision=clean(r.get("runtime_precision")), dur_mean_us=float(r["dur_mean_us"]),
+        share=float(r["dur_mean_us"]) / total if total > 0 else 0.0,
+    ) for _, r in rows.head(limit).iterrows()]
+    return layers, len(rows)
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return () if value is None or (isinstance(value, float) and math.isnan(value)) else tuple(map(str, value))
+
+
+@dataclass(frozen=True)
+class TimeAccounting:
+    """Where a profiled inference's time went, per inference, in µs.
+
+    `profiled_latency_us` (session.run as Python sees it) = `model_run_us` (onnxruntime's model_run event)
+    + `outside_model_run_us` (binding, input/output copies); `model_run_us` = `kernel_sum_us` (top-level
+    kernels) + `between_kernels_us` (executor, allocation, thread hand-offs). Either part is clamped at zero
+    when timer granularity makes the inner figure exceed the outer.
+    """
+
+    profiled_latency_us: float
+    model_run_us: float
+    kernel_sum_us: float
+    outside_model_run_us: float
+    between_kernels_us: float
+
+    @property
+    def unattributed_us(self) -> float:
+        return self.outside_model_run_us + self.between_kernels_us
+
+
+def time_accounting(trial: TrialSummary) -> TimeAccounting | None:
+    """The profiled pass's time split, or None when the trial has no complete profiled figures."""
+    figures = (trial.profiled_latency_us, trial.model_run_us, trial.kernel_sum_us)
+    if any(f is None for f in figures):
+        return None
+    latency, model_run, kernels = figures
+    outside, between = max(latency - model_run, 0.0), max(model_run - kernels, 0.0)
+    return TimeAccounting(latency, model_run, kernels, outside, between)
+
+
+@dataclass(frozen=True)
+class ProcessSpread:
+    """Per-process medians of one trial: the spread between measurement processes."""
+
+    processes: int
+    latency_median_min_ms: float
+    latency_median_max_ms: float
+    throughput_min_ips: float
+    throughput_max_ips: float
+
+
+def process_spread(processes: pd.DataFrame, trial_key: str) -> ProcessSpread | None:
+    """Min and max over the trial's measurement processes, or None when none was recorded."""
+    rows = processes[processes["trial_key"] == trial_key]
+    rows = rows.dropna(subset=["latency_median_ms", "throughput_ips"])
+    if not len(rows):
+        return None
+    lat, thr = rows["latency_median_ms"].astype(float), rows["throughput_ips"].astype(float)
+    return ProcessSpread(len(rows), float(lat.min()), float(lat.max()), float(thr.min()), float(thr.max()))

@@ -1,0 +1,202 @@
+"""`perfsite build`: results -> Markdown pages beside the project's docs -> `mkdocs build --strict` -> site/.
+
+The build folder (<project>/.perfsite/build) holds a generated mkdocs.yml that INHERITs the project's own
+mkdocs.yml (or the packaged site_templates/mkdocs.base.yml) and adds the docs folder, the site folder, the
+navigation and the site's scripts. The build never runs a model and never touches the network.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from generator.errors import SiteError
+from generator.results.store import ResultsDir, find_experiments, load_experiment
+from generator.site import vendor
+from generator.site.pages import REPORTS_DIR, Page, home_page, render_pages, templates_dir
+
+Progress = Callable[[str], None]
+GETTING_STARTED = ("getting-started.md", "getting_started.md", "quickstart.md", "tutorial.md")
+# The pages use these Markdown extensions; a project's mkdocs.yml that lacks one gets it added.
+REQUIRED_EXTENSIONS = ("admonition", "tables", "toc")
+MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
+
+
+def build_site(
+    results_root: Path, site_dir: Path, project_root: Path, progress: Progress | None = None
+) -> Path:
+    """Render every experiment under results_root and the project's docs into a static site in site_dir."""
+    say = progress or (lambda _text: None)
+    project_root, site_dir = Path(project_root).resolve(), Path(site_dir).resolve()
+    _check_site_dir(site_dir, project_root, Path(results_root).resolve())
+    experiments = _load_experiments(Path(results_root), say)
+    parent = _parent_config(project_root)
+    parent_config = _read_config(parent)
+    build_dir = project_root / ".perfsite" / "build"
+    if build_dir.exists():
+        shutil.rmtree(build_dir)
+    docs_source = _docs_source(project_root, parent, parent_config)
+    pages, docs = _write_pages(experiments, docs_source, build_dir / "docs")
+    say(f"Rendered {len(pages)} pages for {len(experiments)} experiment(s); running mkdocs build")
+    config = _write_config(build_dir, site_dir, parent, parent_config, _nav(docs, pages))
+    _run_mkdocs(config)
+    return site_dir
+
+
+def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]) -> Path:
+    """The hand-written docs: the project's mkdocs.yml `docs_dir` (relative to that file), else docs/."""
+    if parent.parent == project_root and parent_config.get("docs_dir"):
+        return (parent.parent / str(parent_config["docs_dir"])).resolve()
+    return project_root / "docs"
+
+
+def _write_pages(experiments: list[Any], docs_source: Path, docs_dir: Path) -> tuple[list[Page], list[str]]:
+    """The project's docs, the generated pages (and a home page unless the docs have one) and the assets."""
+    docs = _copy_docs(docs_source, docs_dir)
+    pages, views = render_pages(experiments)
+    if "index.md" not in docs:
+        pages.append(home_page(views))
+    for page in pages:
+        target = docs_dir / page.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(page.markdown, encoding="utf-8")
+    vendor.copy_assets(templates_dir(), docs_dir)
+    return pages, docs
+
+
+def _check_site_dir(site_dir: Path, project_root: Path, results_root: Path) -> None:
+    # mkdocs empties site_dir before writing: never point it at a folder holding anything else.
+    precious = [project_root, results_root, project_root / "docs", project_root / ".perfsite" / "build"]
+    if any(site_dir == p or site_dir in p.parents for p in precious):
+        raise SiteError(
+            f"The site folder {site_dir} would contain the project, its docs or its results, and mkdocs "
+            "empties the site folder before writing. Choose a separate folder with --site (default: "
+            "<project>/site)."
+        )
+    if site_dir.is_dir() and any(site_dir.iterdir()) and not (site_dir / "index.html").is_file():
+        raise SiteError(
+            f"The site folder {site_dir} is not empty and holds no index.html, so it does not look like a "
+            "site perfsite built; mkdocs would delete its contents. Choose an empty or new folder with "
+            "--site."
+        )
+
+
+def _load_experiments(results_root: Path, say: Progress) -> list[Any]:
+    experiments = []
+    for path in find_experiments(results_root):
+        if not ResultsDir(path).stored_trial_keys():
+            say(f"Skipping {path}: no finished trial yet")
+            continue
+        say(f"Reading results of {path.name}")
+        experiments.append(load_experiment(path))
+    return experiments
+
+
+def _copy_docs(source: Path, docs_dir: Path) -> list[str]:
+    """Copy the project's hand-written docs; returns their Markdown pages (posix paths, sorted)."""
+    if source.is_dir():
+        if (source / REPORTS_DIR).exists():
+            raise SiteError(
+                f"{source / REPORTS_DIR} exists, but `{REPORTS_DIR}/` in the docs folder is where perfsite "
+                "writes the generated reports. Rename that folder in your docs."
+            )
+        shutil.copytree(source, docs_dir, ignore=shutil.ignore_patterns(".*"))
+    else:
+        docs_dir.mkdir(parents=True)
+    return sorted(p.relative_to(docs_dir).as_posix() for p in docs_dir.rglob("*.md"))
+
+
+def _nav(docs: list[str], pages: list[Page]) -> list[Any]:
+    """Home, Getting started, Reports (index, then per experiment: overview and profiles), Documentation."""
+    nav: list[Any] = [{"Home": "index.md"}]
+    started = next((d for d in GETTING_STARTED if d in docs), None)
+    if started:
+        nav.append({"Getting started": started})
+    reports: list[Any] = [{"All reports": f"{REPORTS_DIR}/index.md"}]
+    by_folder: dict[str, list[Page]] = {}
+    for page in pages:
+        folder = page.path.rsplit("/", 1)[0]
+        if folder.startswith(f"{REPORTS_DIR}/") and page.path != f"{REPORTS_DIR}/index.md":
+            by_folder.setdefault(folder, []).append(page)
+    for folder_pages in by_folder.values():
+        overview, profiles = folder_pages[0], folder_pages[1:]
+        # Titles are already escaped (md_text): themes print nav titles as raw HTML.
+        entries = [{"Overview": overview.path}] + [{p.title: p.path} for p in profiles]
+        reports.append({overview.title: entries})
+    nav.append({"Reports": reports})
+    others = [d for d in docs if d not in ("index.md", started)]
+    if others:
+        nav.append({"Documentation": others})
+    return nav
+
+
+def _parent_config(project_root: Path) -> Path:
+    own = project_root / "mkdocs.yml"
+    return own if own.is_file() else templates_dir() / "mkdocs.base.yml"
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    """The parent config as mkdocs reads it (INHERIT chains and !ENV tags resolved)."""
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.utils.yaml import get_yaml_loader, yaml_load
+
+    try:
+        with open(path, "rb") as f:
+            return yaml_load(f, get_yaml_loader(config=MkDocsConfig(config_file_path=str(path))))
+    except Exception as e:  # mkdocs raises ConfigurationError, PyYAML several types
+        raise SiteError(f"The mkdocs configuration {path} cannot be read: {e}") from e
+
+
+def _write_config(
+    build_dir: Path, site_dir: Path, parent: Path, parent_config: dict[str, Any], nav: list[Any]
+) -> Path:
+    config: dict[str, Any] = {
+        "INHERIT": str(parent), "docs_dir": str(build_dir / "docs"), "site_dir": str(site_dir), "nav": nav,
+    }
+    for key, required in (("extra_javascript", vendor.extra_javascript()), ("extra_css", vendor.extra_css()),
+                          ("markdown_extensions", list(REQUIRED_EXTENSIONS))):
+        merged = _merged_list(parent_config.get(key) or [], required, parent, key)
+        if merged is not None:
+            config[key] = merged
+    path = build_dir / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def _merged_list(items: list[Any], required: list[str], parent: Path, key: str) -> list[Any] | None:
+    """The parent's list plus the required entries it lacks, or None when it lacks none (keep it as is).
+
+    A child config replaces a parent's list, so the merged list must be written out whole; that is only
+    possible when every entry is plain data (not a Python object from a `!!python/name` tag)."""
+    names = {i if isinstance(i, str) else (i.get("path") or next(iter(i), None)) for i in items if i}
+    missing = [r for r in required if r not in names]
+    if not missing:
+        return None
+    try:
+        yaml.safe_dump(items)
+    except yaml.YAMLError as e:
+        raise SiteError(
+            f"{parent}: `{key}` must include {', '.join(missing)} for perfsite's pages; add "
+            f"{'them' if len(missing) > 1 else 'it'} to that list (perfsite cannot rewrite a list holding "
+            "Python objects)."
+        ) from e
+    return list(items) + missing
+
+
+def _run_mkdocs(config: Path) -> None:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)]
+    done = subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
+        raise SiteError(
+            f"mkdocs build --strict failed (exit status {done.returncode}) for {config}. Broken links or "
+            f"other warnings in the project's docs/ or mkdocs.yml fail the build; mkdocs said:\n{output}"
+        )

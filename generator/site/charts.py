@@ -1,0 +1,177 @@
+"""Charts: pure functions from summary records to altair charts, and the inline HTML that embeds them.
+
+Data is inline in each spec (no URLs, so pages also work from ``file://``). Every parameter and view is named
+explicitly: altair otherwise generates names (``param_1``, ``view_…``) that can change between runs, and the
+chart JSON must be byte-identical for the same results.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import altair as alt
+
+from generator.analysis.summaries import AXIS_COLUMNS, OpTypeTime, TrialSummary
+from generator.site.escape import inline_json
+from generator.site.formatting import config_text
+
+# An axis switches to a log scale when its values span more than this ratio: batch sweeps easily cover two
+# orders of magnitude in latency, and a linear axis then squeezes the small configurations into one corner.
+LOG_SCALE_RATIO = 20.0
+THRESHOLD_COLOR = "#c62828"
+NOISE_SHAPES = alt.Scale(domain=["ok", "noisy"], range=["circle", "triangle"])
+_CHART_ID = re.compile(r"[a-z][a-z0-9-]*")
+
+
+def _round(value: float | None, digits: int = 6) -> float | None:
+    """Significant-digit rounding: keeps the inline JSON short without changing what a reader can see."""
+    if value is None or value == 0 or not math.isfinite(value):
+        return value
+    return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
+
+
+def _scale(values: list[float]) -> alt.Scale:
+    positive = [v for v in values if v and v > 0]
+    if positive and max(positive) / min(positive) > LOG_SCALE_RATIO:
+        return alt.Scale(type="log", nice=False)
+    return alt.Scale(zero=False, nice=True)
+
+
+# Axes that trade latency for throughput, in the order a chart's lines follow them: a line joins the
+# configurations of one version that differ only in this axis (batch: the classic batching curve).
+LINE_AXES = ("batch", "concurrency", "threads", "inter_op_threads")
+
+
+def line_axis(trials: list[TrialSummary]) -> str | None:
+    """The first of LINE_AXES with more than one value among the ok trials; None when none varies."""
+    ok = [t for t in trials if t.ok]
+    return next((a for a in LINE_AXES if len({t.axis_value(a) for t in ok}) > 1), None)
+
+
+def _series(trial: TrialSummary, axis: str | None) -> str:
+    """The line a trial belongs to: its version and every configuration axis except the line's axis."""
+    others = [(a, trial.axis_value(a)) for a in AXIS_COLUMNS if a != axis] + list(trial.dims)
+    return " · ".join([trial.version] + [f"{name} {value}" for name, value in others])
+
+
+def _point_record(trial: TrialSummary, percentile: str, axis: str | None = None) -> dict[str, Any]:
+    return {
+        "version": trial.version, "series": _series(trial, axis),
+        "order": trial.axis_value(axis) if axis else 0, "configuration": config_text(trial),
+        "label": trial.config_label, "batch": trial.batch, "threads": trial.threads,
+        "concurrency": trial.concurrency, "latency_ms": _round(trial.latency_headline_ms),
+        "latency_mean_ms": _round(trial.latency_mean_ms), "latency_p50_ms": _round(trial.latency_p50_ms),
+        "throughput_ips": _round(trial.throughput_ips), "cores_used": _round(trial.cores_used, 3),
+        "noise": ", ".join(trial.noise_reasons) if trial.noisy else "none", "percentile": percentile,
+    }
+
+
+def _tooltip(percentile: str) -> list[alt.Tooltip]:
+    return [
+        alt.Tooltip("version:N", title="Version"),
+        alt.Tooltip("configuration:N", title="Configuration"),
+        alt.Tooltip("latency_ms:Q", title=f"Latency {percentile} (ms)", format=",.4~r"),
+        alt.Tooltip("latency_mean_ms:Q", title="Latency mean (ms)", format=",.4~r"),
+        alt.Tooltip("latency_p50_ms:Q", title="Latency p50 (ms)", format=",.4~r"),
+        alt.Tooltip("throughput_ips:Q", title="Throughput (items/s)", format=",.4~r"),
+        alt.Tooltip("cores_used:Q", title="Cores used", format=".2f"),
+        alt.Tooltip("noise:N", title="Noise flags"),
+    ]
+
+
+def latency_throughput_chart(
+    trials: list[TrialSummary],
+    versions: list[str],
+    percentile: str,
+    latency_threshold_ms: float | None = None,
+    sweet_spots: list[TrialSummary] | None = None,
+) -> alt.LayerChart:
+    """Latency at the spec's percentile against throughput: a point per ok trial; lines (coloured by version)
+    join the configurations that differ only in the first varying axis of LINE_AXES, in its order; the
+    latency threshold as a dashed rule and each version's sweet spot (best throughput under the threshold)
+    as a ring. Click a legend entry to highlight one version."""
+    axis = line_axis(trials)
+    ok = sorted((t for t in trials if t.ok), key=lambda t: (t.version, t.sort_key(), t.trial_key))
+    records = [_point_record(t, percentile, axis) for t in ok]
+    lat = [r["latency_ms"] for r in records] + ([latency_threshold_ms] if latency_threshold_ms else [])
+    throughput = [r["throughput_ips"] for r in records]
+    x = alt.X("throughput_ips:Q", title="Throughput (items/s)", scale=_scale(throughput))
+    y = alt.Y("latency_ms:Q", title=f"Latency {percentile} (ms)", scale=_scale(lat))
+    color = alt.Color("version:N", title="Version", scale=alt.Scale(domain=versions), sort=versions)
+    pick = alt.selection_point(name="version_pick", fields=["version"], bind="legend")
+    faded = alt.condition(pick, alt.value(1.0), alt.value(0.15))
+    base = alt.Chart(alt.Data(values=records))
+    lines = base.mark_line(strokeWidth=1.5).encode(
+        x=x, y=y, color=color, detail="series:N", order="order:Q", opacity=faded,
+    )
+    points = base.mark_point(filled=True, size=70).encode(
+        x=x, y=y, color=color, opacity=faded, tooltip=_tooltip(percentile),
+        shape=alt.Shape("noisy:N", title="Noise", scale=NOISE_SHAPES),
+    ).transform_calculate(noisy="datum.noise == 'none' ? 'ok' : 'noisy'").add_params(pick)
+    layers = [lines.properties(name="lines"), points.properties(name="points")]
+    layers += _threshold_layers(latency_threshold_ms, sweet_spots or [], x, y, color, percentile)
+    return alt.layer(*layers).properties(
+        name="latency_throughput", width="container", height=380,
+        title=alt.Title(f"Latency ({percentile}) vs throughput, every configuration", anchor="start"),
+    )
+
+
+def _threshold_layers(threshold_ms, sweet_spots, x, y, color, percentile) -> list:
+    if threshold_ms is None:
+        return []
+    rule_data = alt.Data(values=[{"latency_ms": threshold_ms, "text": f"threshold {threshold_ms:g} ms"}])
+    rule = alt.Chart(rule_data).mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4]).encode(y=y)
+    label = alt.Chart(rule_data).mark_text(
+        color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0,
+    ).encode(y=y, text="text:N")
+    layers = [rule.properties(name="threshold"), label.properties(name="threshold_label")]
+    if sweet_spots:
+        spots = [_point_record(t, percentile) for t in sweet_spots]
+        tooltip = [alt.Tooltip("version:N", title="Sweet spot of")] + _tooltip(percentile)
+        ring = alt.Chart(alt.Data(values=spots)).mark_point(size=380, strokeWidth=2.5, filled=False).encode(
+            x=x, y=y, color=color, tooltip=tooltip,
+        )
+        layers.append(ring.properties(name="sweet_spots"))
+    return layers
+
+
+def op_time_chart(op_times: list[OpTypeTime], name: str = "op_time") -> alt.LayerChart:
+    """Mean time per inference by op type (top-level nodes), largest first, with each one's share."""
+    records = [{"op_type": o.op_type, "dur_mean_us": _round(o.dur_mean_us), "share": _round(o.share, 4),
+                "nodes": o.nodes, "calls": o.calls} for o in op_times]
+    y = alt.Y("op_type:N", title=None, sort=[o.op_type for o in op_times])
+    # Room right of the longest bar for its share label.
+    top = max((o.dur_mean_us for o in op_times), default=0.0)
+    scale = alt.Scale(domain=[0, _round(top * 1.15, 3)]) if top > 0 else alt.Scale()
+    x = alt.X("dur_mean_us:Q", title="Time per inference (µs)", scale=scale)
+    base = alt.Chart(alt.Data(values=records))
+    bars = base.mark_bar(color="#3f51b5").encode(x=x, y=y, tooltip=[
+        alt.Tooltip("op_type:N", title="Op type"),
+        alt.Tooltip("dur_mean_us:Q", title="Time per inference (µs)", format=",.4~r"),
+        alt.Tooltip("share:Q", title="Share of kernel time", format=".1%"),
+        alt.Tooltip("nodes:Q", title="Nodes"), alt.Tooltip("calls:Q", title="Kernel calls"),
+    ])
+    share = alt.Text("share:Q", format=".1%")
+    labels = base.mark_text(align="left", dx=4, fontSize=11).encode(x=x, y=y, text=share)
+    layers = [bars.properties(name=f"{name}_bars"), labels.properties(name=f"{name}_labels")]
+    return alt.layer(*layers).properties(name=name, width="container", height=max(60, 22 * len(records)))
+
+
+def chart_block(chart_id: str, chart: alt.TopLevelMixin) -> str:
+    """HTML to put on its own lines in a Markdown page: the chart's div and, right after it, its spec as
+    inline JSON, wrapped in a one-element array.
+
+    Why the array: mkdocs-material's instant navigation re-inserts a page's inline scripts without their
+    attributes, so the browser runs the JSON as JavaScript. A bare object would be a syntax error (a console
+    error on every navigation); an array literal is valid JSON and a JavaScript expression without effects.
+    perfsite.js finds the spec by id, or as the div's next sibling once the id is gone.
+    """
+    if not _CHART_ID.fullmatch(chart_id):
+        raise ValueError(f"chart id {chart_id!r} must match {_CHART_ID.pattern}")
+    spec = inline_json([chart.to_dict()])
+    return (
+        f'<div class="perfsite-chart" data-chart="{chart_id}"></div>\n'
+        f'<script type="application/json" id="{chart_id}">{spec}</script>'
+    )

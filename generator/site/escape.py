@@ -1,0 +1,60 @@
+"""Making untrusted text inert in generated Markdown pages and in inline JSON.
+
+Node names, op types, version names, error messages and spec descriptions come from model files and YAML
+that someone else may have written. They can hold HTML (`<script>`, `<img onerror=...>`), Markdown
+(`](javascript:...)`, a `|` that would split a table cell) or template syntax (`{{ ... }}`). Every
+interpolation of such text in a page template goes through :func:`md_text`.
+
+Special characters become HTML character references rather than backslash escapes: Python-Markdown never turns
+a character reference into syntax, whichever extensions a project enables (a backslash only escapes the
+characters the enabled extensions know about), and a reference cannot split a table cell.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# HTML specials, Markdown emphasis/link/code/table/heading/attribute syntax, and the characters that
+# pymdown-extensions give meaning to (~ strikethrough, : emoji and definitions, = mark, ^ caret, $ math).
+_SPECIAL = set("&<>\"'|[]()*_`\\{}#!~:=^$+")
+_ENTITY = {ch: f"&#{ord(ch)};" for ch in _SPECIAL}
+# A line starting with "-" or "1." would become a list item, "-" alone a setext heading underline.
+_LEADING_LIST = re.compile(r"^(\s*)(-|\d+\.)")
+_NEWLINES = re.compile(r"[\r\n\u2028\u2029]+")
+
+
+def md_text(value: Any) -> str:
+    """Untrusted text as inert inline Markdown (also safe in a table cell and in HTML text or attributes).
+    Not for the start of a line: use md_paragraphs there."""
+    if value is None:
+        return ""
+    text = _NEWLINES.sub(" ", str(value))
+    return "".join(_ENTITY.get(ch, ch) for ch in text)
+
+
+def _escape_leading(match: re.Match[str]) -> str:
+    marker = match.group(2)
+    return match.group(1) + "".join(f"&#{ord(ch)};" for ch in marker)
+
+
+def md_paragraphs(value: Any) -> list[str]:
+    """Untrusted multi-line text as a list of inert paragraphs (split on blank lines)."""
+    if value is None:
+        return []
+    paragraphs = re.split(r"\n\s*\n", str(value).strip())
+    # A paragraph starts a line, where "-" or "1." would open a list and "-" alone underline a heading.
+    return [_LEADING_LIST.sub(_escape_leading, md_text(p.strip())) for p in paragraphs if p.strip()]
+
+
+def inline_json(value: Any) -> str:
+    """JSON on one line, keys sorted, safe inside a `<script type="application/json">` element.
+
+    `<`, `>` and `&` are written as \\u003c, \\u003e, \\u0026: JSON.parse reads them back unchanged, and no
+    string in the data can close the script element (`</script>`) or open a comment (`<!--`).
+    """
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    # U+2028/2029 are legal in JSON but end a line in older JavaScript parsers; keep the element one line.
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

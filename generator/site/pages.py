@@ -1,0 +1,234 @@
+"""Report pages: results -> view records -> Markdown from the Jinja templates in site_templates/.
+
+Templates are rendered with autoescape off (they write Markdown, not HTML), so every interpolation of
+untrusted text goes through the `md` filter (generator.site.escape.md_text); numbers go through the formatting
+filters.
+Page kinds are a registry (`PAGE_KINDS`): each turns one experiment into pages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+import generator
+from generator.analysis import summaries as S
+from generator.results.store import ExperimentResults
+from generator.site import charts
+from generator.site.escape import md_paragraphs, md_text
+from generator.site.formatting import FILTERS
+from generator.site.specview import SpecView, spec_view
+
+REPORTS_DIR = "reports"
+TOP_LAYERS = 25
+MAX_SLUG = 48  # characters of a name kept in a file name
+
+
+def templates_dir() -> Path:
+    """site_templates/: beside the package in a source checkout or editable install, inside it in a wheel."""
+    package = Path(generator.__file__).parent
+    for candidate in (package / "site_templates", package.parent / "site_templates"):
+        if (candidate / "mkdocs.base.yml").is_file():
+            return candidate
+    raise FileNotFoundError(f"site_templates not found beside or inside {package}: a broken installation")
+
+
+@dataclass(frozen=True)
+class Page:
+    """One generated Markdown page, its path relative to the docs folder and its (escaped) title."""
+
+    path: str
+    title: str
+    markdown: str
+
+
+def slugify(name: str, taken: set[str]) -> str:
+    """A file-name-safe, unique slug for an experiment or version name (names are untrusted text)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:MAX_SLUG].strip(".-") or "x"
+    slug, n = base, 2
+    while slug.lower() in taken:
+        slug, n = f"{base}-{n}", n + 1
+    taken.add(slug.lower())
+    return slug
+
+
+@dataclass(frozen=True)
+class VersionView:
+    info: S.VersionInfo
+    source: str
+    best: S.VersionBest
+    profile_path: str  # relative to the experiment folder
+
+
+@dataclass(frozen=True)
+class ExperimentView:
+    """Everything an experiment's pages show, computed once."""
+
+    name: str
+    slug: str
+    spec: SpecView
+    percentile: str
+    trials: list[S.TrialSummary]
+    versions: list[VersionView]
+    environments: list[S.EnvironmentSummary]
+    last_run: dict[str, Any] | None
+    results: ExperimentResults  # its nodes and processes feed the profile pages
+
+    @property
+    def quick(self) -> bool:
+        return any(t.quick for t in self.trials)
+
+    @property
+    def ok_trials(self) -> list[S.TrialSummary]:
+        return [t for t in self.trials if t.ok]
+
+    @property
+    def failed(self) -> list[S.TrialSummary]:
+        return [t for t in self.trials if t.status != "ok"]
+
+    @property
+    def noisy(self) -> list[S.TrialSummary]:
+        return [t for t in self.trials if t.noisy and t.status == "ok"]
+
+    @property
+    def sweet_spots(self) -> list[S.TrialSummary]:
+        return [v.best.sweet_spot for v in self.versions if v.best.sweet_spot is not None]
+
+
+def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
+    """Summaries of one experiment's results, versions in spec order."""
+    spec = spec_view(results.spec)
+    versions = S.ordered_versions(results.trials, list(spec.versions))
+    trials = S.trial_summaries(results.trials, versions)
+    percentile = spec.percentile or _stored_percentile(results.trials)
+    bests = S.version_bests(trials, versions, spec.latency_threshold_ms)
+    infos = S.version_infos(results.trials, versions)
+    taken: set[str] = set()
+    views = [
+        VersionView(info, info.source or spec.sources.get(info.version, "not in the current spec"), best,
+                    f"profile-{slugify(info.version, taken)}.md")
+        for info, best in zip(infos, bests, strict=True)
+    ]
+    return ExperimentView(
+        name=results.name, slug=slug, spec=spec, percentile=percentile, trials=trials, versions=views,
+        environments=S.environment_summaries(results.environments, results.trials),
+        last_run=S.last_run(results.runs), results=results,
+    )
+
+
+def _stored_percentile(trials: Any) -> str:
+    values = sorted(set(trials["percentile"].dropna().astype(str))) if len(trials) else []
+    return values[-1] if values else "p50"
+
+
+def template_env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir()), autoescape=False, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )
+    env.filters.update(FILTERS, md=md_text, md_paragraphs=md_paragraphs)
+    return env
+
+
+def front_matter(title_html: str, wide: bool) -> str:
+    """Front matter with an already escaped title: mkdocs themes print `page.meta.title` as raw HTML, and
+    Material's fallback (`page.title | striptags`) would unescape entities inside <title>. Wide pages hide
+    the table of contents to give their tables room."""
+    hide = "hide:\n  - toc\n" if wide else ""
+    return f"---\ntitle: {json.dumps(title_html, ensure_ascii=False)}\n{hide}---\n\n"
+
+
+def render(env: jinja2.Environment, template: str, path: str, title: str, wide: bool = False,
+           **context: Any) -> Page:
+    title_html = md_text(title)
+    body = env.get_template(template).render(title=title_html, **context)
+    # One trailing newline whatever the template ends with: stable snapshots.
+    return Page(path, title_html, front_matter(title_html, wide) + body.rstrip() + "\n")
+
+
+def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
+    """The experiment's overview page: chart, best results, warnings, the sortable table of every trial."""
+    chart = charts.latency_throughput_chart(view.trials, [v.info.version for v in view.versions],
+                                            view.percentile, view.spec.latency_threshold_ms, view.sweet_spots)
+    block = charts.chart_block("chart-latency-throughput", chart) if view.ok_trials else ""
+    page = render(env, "experiment.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.name, True, e=view,
+                  chart=block, multi_env=len(view.environments) > 1, line_axis=charts.line_axis(view.trials))
+    return [page]
+
+
+def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
+    """One page per version: its profiled configurations, time per op type, top layers, unattributed time."""
+    pages = []
+    for version in view.versions:
+        name = version.info.version
+        mine = [t for t in view.trials if t.version == name]
+        targets = S.profile_targets(mine, list(view.spec.profile_entries), view.spec.first_values)
+        sections = [_profile_section(view, target, i) for i, target in enumerate(targets)]
+        path = f"{REPORTS_DIR}/{view.slug}/{version.profile_path}"
+        title = f"{name} — profile"
+        pages.append(render(env, "profile.md.j2", path, title, e=view, v=version, sections=sections))
+    return pages
+
+
+@dataclass(frozen=True)
+class ProfileSection:
+    target: S.ProfileTarget
+    spread: S.ProcessSpread | None
+    op_times: list[S.OpTypeTime]
+    layers: list[S.LayerTime]
+    node_count: int
+    accounting: S.TimeAccounting | None
+    chart: str
+
+
+def _profile_section(view: ExperimentView, target: S.ProfileTarget, index: int) -> ProfileSection:
+    trial = target.trial
+    if trial is None:
+        return ProfileSection(target, None, [], [], 0, None, "")
+    nodes = view.results.nodes
+    op_times = S.op_type_times(nodes, trial.trial_key)
+    layers, count = S.top_layers(nodes, trial.trial_key, TOP_LAYERS)
+    number = index + 1
+    chart = charts.chart_block(f"chart-op-time-{number}", charts.op_time_chart(op_times, f"op_time_{number}"))
+    return ProfileSection(
+        target=target, spread=S.process_spread(view.results.processes, trial.trial_key), op_times=op_times,
+        layers=layers, node_count=count, accounting=S.time_accounting(trial), chart=chart if op_times else "",
+    )
+
+
+PageKind = Callable[[jinja2.Environment, ExperimentView], list[Page]]
+PAGE_KINDS: dict[str, PageKind] = {"overview": experiment_pages, "profiles": profile_pages}
+
+
+def render_pages(experiments: list[ExperimentResults]) -> tuple[list[Page], list[ExperimentView]]:
+    """Every page for these experiments (ExperimentResults, in order): the reports index, then each
+    experiment's pages of every kind."""
+    env = template_env()
+    taken: set[str] = {"index"}
+    views = [experiment_view(results, slugify(results.name, taken)) for results in experiments]
+    pages = [render(env, "reports_index.md.j2", f"{REPORTS_DIR}/index.md", "Reports", True, experiments=views,
+                    environments=_all_environments(views))]
+    for view in views:
+        for kind in PAGE_KINDS.values():
+            pages += kind(env, view)
+    return pages, views
+
+
+def home_page(views: list[ExperimentView]) -> Page:
+    """A home page for projects without docs/index.md: what the site holds, with links to every report."""
+    return render(template_env(), "home.md.j2", "index.md", "Performance reports", experiments=views)
+
+
+def _all_environments(views: list[ExperimentView]) -> list[tuple[S.EnvironmentSummary, list[str]]]:
+    """Environments across experiments (by env_id), each with the experiments measured on it."""
+    found: dict[str, tuple[S.EnvironmentSummary, list[str]]] = {}
+    for view in views:
+        for env in view.environments:
+            found.setdefault(env.env_id, (env, []))[1].append(view.name)
+    return [found[k] for k in sorted(found)]

@@ -1,0 +1,65 @@
+"""Serve a built site on 127.0.0.1 (for `perfsite serve` and the browser tests). Local only, read only."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from generator.errors import SiteError
+
+HOST = "127.0.0.1"
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+        # Library code does not print; a request log on stderr would also garble the CLI's output.
+        pass
+
+
+def make_server(site_dir: Path, port: int = 0) -> ThreadingHTTPServer:
+    """An HTTP server for site_dir bound to 127.0.0.1:port (port 0: any free port, see server_address)."""
+    site_dir = Path(site_dir)
+    if not (site_dir / "index.html").is_file():
+        raise SiteError(
+            f"{site_dir} holds no index.html: it is not a built site. Build it first with `perfsite build`, "
+            "or point --site at the folder `perfsite build` wrote."
+        )
+    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+    try:
+        return ThreadingHTTPServer((HOST, port), handler)
+    except OSError as e:
+        reason = e.strerror or e
+        raise SiteError(f"Cannot listen on {HOST}:{port} ({reason}); choose another port with --port.") from e
+
+
+def serve(site_dir: Path, port: int) -> None:
+    """Serve site_dir on http://127.0.0.1:port/ until interrupted (KeyboardInterrupt propagates)."""
+    with make_server(site_dir, port) as server:
+        server.serve_forever()
+
+
+serve_forever = serve  # the name generator.cli imports
+
+
+class BackgroundServer:
+    """A server on a background thread, for tests and previews: `with BackgroundServer(site) as url: ...`."""
+
+    def __init__(self, site_dir: Path, port: int = 0):
+        self.server = make_server(site_dir, port)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/"
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        return self.url
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()

@@ -1,0 +1,88 @@
+/* perfsite: render the inline Vega-Lite charts and make tables sortable.
+ *
+ * Each chart is a <div class="perfsite-chart" data-chart="ID"> followed by <script type="application/json"
+ * id="ID"> holding its spec. Rendering runs on first load and again on every page mkdocs-material's instant
+ * navigation swaps in (its `document$` observable), so a chart never depends on inline scripts re-running.
+ * An element is marked once handled, so a page is never rendered twice.
+ */
+(function () {
+  "use strict";
+
+  var EMBED_OPTIONS = {
+    renderer: "svg",
+    actions: { export: true, source: false, compiled: false, editor: false },
+  };
+
+  // The spec is the <script type="application/json" id="ID"> right after the chart's div, wrapped in a
+  // one-element array. Material's instant navigation re-inserts inline scripts without their attributes
+  // (id included), so fall back to the next sibling script.
+  function specElement(el) {
+    var byId = document.getElementById(el.dataset.chart);
+    if (byId && byId.tagName === "SCRIPT") return byId;
+    var next = el.nextElementSibling;
+    return next && next.tagName === "SCRIPT" ? next : null;
+  }
+
+  function renderCharts(root) {
+    var charts = root.querySelectorAll(".perfsite-chart[data-chart]");
+    Array.prototype.forEach.call(charts, function (el) {
+      if (el.dataset.perfsiteRendered) return;
+      el.dataset.perfsiteRendered = "1";
+      var source = specElement(el);
+      if (!source || typeof vegaEmbed !== "function") {
+        el.textContent = "Chart unavailable: its data or the chart library did not load.";
+        return;
+      }
+      var data = JSON.parse(source.textContent);
+      var spec = Array.isArray(data) ? data[0] : data;
+      vegaEmbed(el, spec, EMBED_OPTIONS).catch(function (error) {
+        el.textContent = "Chart failed to render: " + error.message;
+      });
+    });
+  }
+
+  // Numeric columns may hold "—" for a missing figure; Tablesort's number sorter then refuses the column.
+  // This sorter accepts numbers (with thousands separators, %), ranges are left to the default string sort.
+  var NUMBER = /^[-+]?(\d[\d,]*(\.\d+)?|\.\d+)(e[-+]?\d+)?%?$/i;
+  var MISSING = "\u2014";
+
+  function numeric(text) {
+    var value = parseFloat(text.replace(/[,%]/g, ""));
+    return isNaN(value) ? -Infinity : value;
+  }
+
+  function registerSorter() {
+    if (typeof Tablesort === "undefined" || Tablesort.perfsiteRegistered) return;
+    Tablesort.perfsiteRegistered = true;
+    Tablesort.extend("perfsite-number", function (item) {
+      return item === MISSING || NUMBER.test(item);
+    }, function (a, b) {
+      return numeric(b) - numeric(a);
+    });
+  }
+
+  function sortableTables(root) {
+    if (typeof Tablesort === "undefined") return;
+    registerSorter();
+    var tables = root.querySelectorAll("article table:not([class])");
+    Array.prototype.forEach.call(tables, function (table) {
+      if (table.dataset.perfsiteSortable) return;
+      table.dataset.perfsiteSortable = "1";
+      new Tablesort(table);
+    });
+  }
+
+  function onPage() {
+    renderCharts(document);
+    sortableTables(document);
+  }
+
+  if (typeof window.document$ !== "undefined" && window.document$.subscribe) {
+    // mkdocs-material: emits for the first page and after each instant navigation.
+    window.document$.subscribe(onPage);
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", onPage);
+  } else {
+    onPage();
+  }
+})();

@@ -1,0 +1,95 @@
+"""Browser fixtures: Debian's Chromium driven by playwright (never `playwright install`), sites, servers.
+
+Without Chromium the browser tests are skipped, unless PERFSITE_REQUIRE_BROWSER=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the shared results fixture
+
+from test_site_fixture import write_results  # noqa: E402
+
+from generator.site import build_site  # noqa: E402
+from generator.site.serve import BackgroundServer  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Flags that keep Chromium from contacting anything on its own (updates, sync, safe browsing, QUIC probes).
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("PERFSITE_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"{reason} (PERFSITE_REQUIRE_BROWSER=1 requires the browser tests to run)")
+    pytest.skip(f"{reason}; install it with `apt-get install -y chromium` to run the browser tests")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[object]:
+    """A headless Chromium browser (playwright Browser), shared by the session."""
+    if not CHROMIUM.exists():
+        _missing(f"Chromium not found at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("the playwright package is not installed")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def _build(root: Path, payload: bool) -> Path:
+    (root / "project").mkdir(parents=True)
+    write_results(root / "results", payload=payload)
+    return build_site(root / "results", root / "site", root / "project")
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build(tmp_path_factory.mktemp("site"), payload=False)
+
+
+@pytest.fixture(scope="session")
+def payload_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build(tmp_path_factory.mktemp("payload-site"), payload=True)
+
+
+@pytest.fixture(scope="session")
+def instant_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A site with mkdocs-material's instant navigation on (pages swapped in without a reload)."""
+    root = tmp_path_factory.mktemp("instant-site")
+    with socket.socket() as probe:  # instant navigation needs site_url, so pick the port before building
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (root / "project").mkdir()
+    (root / "project" / "mkdocs.yml").write_text(
+        f"site_name: instant\nsite_url: http://127.0.0.1:{port}/\nuse_directory_urls: false\n"
+        "theme: {name: material, font: false, features: [navigation.instant]}\n"
+    )
+    write_results(root / "results")
+    site = build_site(root / "results", root / "site", root / "project")
+    with BackgroundServer(site, port) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site: Path) -> Iterator[str]:
+    with BackgroundServer(built_site) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def payload_url(payload_site: Path) -> Iterator[str]:
+    with BackgroundServer(payload_site) as url:
+        yield url

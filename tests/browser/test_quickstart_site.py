@@ -1,0 +1,60 @@
+"""The quickstart end to end, as `make demo` does it: real measurements (quick mode), `perfsite build`, and
+every page of the built site in headless Chromium."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from perfsite_testing import ROOT, perfsite
+from test_site_browser import _assert_charts_drawn, _open, _pages
+
+from generator.site.serve import BackgroundServer
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def quickstart_site(tmp_path_factory, example_models) -> Path:
+    """A copy of this repository's project files, the quickstart measured into results/, the site built."""
+    project = tmp_path_factory.mktemp("quickstart-project")
+    shutil.copytree(ROOT / "docs", project / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", project / "mkdocs.yml")
+    (project / "experiments" / "models").mkdir(parents=True)
+    shutil.copy(ROOT / "experiments" / "quickstart.yaml", project / "experiments")
+    shutil.copy(example_models["cnn"], project / "experiments" / "models" / "cnn.onnx")
+    # A clone: the project root is the git top level, so results/ and site/ land beside experiments/.
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    run = perfsite("run", "experiments/quickstart.yaml", cwd=project, env={"PERFSITE_QUICK": "1"}, timeout=600)
+    assert run.returncode == 0, run.stderr
+    trials = pd.read_parquet(project / "results" / "quickstart" / "trials")
+    assert len(trials) == 36 and set(trials["status"]) == {"ok"}
+    build = perfsite("build", cwd=project, timeout=300)
+    assert build.returncode == 0, build.stderr
+    return project / "site"
+
+
+def test_quickstart_site_renders_every_chart_without_errors_or_network(chromium, quickstart_site):
+    pages = _pages(quickstart_site)
+    for version in ("fp32", "int8-static", "int8-dyn"):
+        assert f"reports/quickstart/profile-{version}.html" in pages
+    assert {"methodology.html", "spec.html", "cli.html"} <= set(pages)
+    charts = 0
+    with BackgroundServer(quickstart_site) as url:
+        for rel in pages:
+            context, page, visit = _open(chromium, url + rel)
+            charts += _assert_charts_drawn(page, rel)
+            assert not visit.errors, f"{rel}: console errors {visit.errors}"
+            assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
+            context.close()
+    assert charts >= 4  # the experiment chart and one op-time chart per version's profile
+
+
+def test_built_pages_reference_no_network_resource(quickstart_site):
+    for page in quickstart_site.rglob("*.html"):
+        html = page.read_text()
+        for marker in ("https://cdn", "fonts.googleapis", "fonts.gstatic", "unpkg.com", "jsdelivr"):
+            assert marker not in html, f"{page} references {marker}"

@@ -1,0 +1,147 @@
+"""The built site in headless Chromium: charts render, tables sort, no request leaves 127.0.0.1, payloads stay
+text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from test_site_fixture import PAYLOAD
+
+pytestmark = pytest.mark.browser
+
+MARKS = "svg .mark-symbol path, svg .mark-line path, svg .mark-rect path"
+CHARTS_DRAWN = f"""() => Array.from(document.querySelectorAll('.perfsite-chart'))
+    .every(el => el.querySelector('{MARKS}') !== null || el.textContent.includes('Chart'))"""
+LOCAL_SCHEMES = {"data", "blob", "about", "file"}
+
+
+@dataclass
+class Visit:
+    """What a page did while loaded: console errors, uncaught exceptions, requests, dialogs."""
+
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def foreign_requests(self) -> list[str]:
+        def foreign(url: str) -> bool:
+            parsed = urlparse(url)
+            return parsed.scheme not in LOCAL_SCHEMES and parsed.hostname != "127.0.0.1"
+
+        return [u for u in self.requests if foreign(u)]
+
+
+def _open(browser, url: str):
+    context = browser.new_context()
+    page = context.new_page()
+    visit = Visit()
+    page.on("console", lambda m: visit.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: visit.errors.append(str(e)))
+    page.on("request", lambda r: visit.requests.append(r.url))
+    page.on("dialog", lambda d: (visit.dialogs.append(d.message), d.dismiss()))
+    page.goto(url, wait_until="load")
+    page.wait_for_function(CHARTS_DRAWN, timeout=20_000)
+    return context, page, visit
+
+
+def _pages(site: Path) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+
+
+def _assert_charts_drawn(page, where: str) -> int:
+    charts = page.locator(".perfsite-chart")
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        assert chart.locator(MARKS).count() > 0, f"{where}: chart {i} drew no marks: {chart.inner_text()!r}"
+        assert chart.locator("svg.marks").count() == 1, f"{where}: chart {i} rendered more than once"
+    return charts.count()
+
+
+def test_every_page_renders_its_charts_offline_without_errors(chromium, built_site, site_url):
+    pages = _pages(built_site)
+    assert "reports/cnn-int8/index.html" in pages and "reports/cnn-int8/profile-int8.html" in pages
+    total = 0
+    for rel in pages:
+        context, page, visit = _open(chromium, site_url + rel)
+        total += _assert_charts_drawn(page, rel)
+        assert not visit.errors, f"{rel}: console errors {visit.errors}"
+        assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
+        context.close()
+    assert total >= 3  # the experiment's chart and one op-time chart per profile page
+
+
+def _column(page, table, header: str) -> list[str]:
+    headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+    index = next(i for i, h in enumerate(headers) if h.startswith(header))
+    return [c.strip() for c in table.locator(f"tbody tr td:nth-child({index + 1})").all_inner_texts()]
+
+
+def test_clicking_a_header_sorts_the_trials_table(chromium, site_url):
+    context, page, visit = _open(chromium, site_url + "reports/cnn-int8/index.html")
+    table = page.locator("article table", has=page.locator("th", has_text="Throughput (items/s)")).last
+    before = _column(page, table, "Throughput")
+    table.locator("th", has_text="Throughput (items/s)").click()
+    after = _column(page, table, "Throughput")
+    assert after != before and sorted(after) == sorted(before)
+    figures = [float(v.replace(",", "")) for v in after if v != "—"]
+    assert figures in (sorted(figures), sorted(figures, reverse=True))
+    table.locator("th", has_text="Throughput (items/s)").click()
+    assert _column(page, table, "Throughput") == list(reversed(after))
+    assert not visit.errors
+    context.close()
+
+
+def test_a_page_opened_from_disk_renders_its_charts(chromium, built_site):
+    url = (built_site / "reports" / "cnn-int8" / "index.html").as_uri()
+    context, page, visit = _open(chromium, url)
+    assert _assert_charts_drawn(page, url) == 1
+    assert not [u for u in visit.requests if urlparse(u).scheme in ("http", "https")]
+    context.close()
+
+
+def test_charts_render_after_instant_navigation(chromium, instant_url):
+    context, page, visit = _open(chromium, instant_url + "reports/index.html")
+    # A global survives only if the next page is swapped in by instant navigation, not loaded afresh.
+    page.evaluate("window.perfsiteNoReload = true")
+    page.locator("article a", has_text="cnn-int8").first.click()
+    page.wait_for_url("**/reports/cnn-int8/index.html")
+    page.wait_for_function(CHARTS_DRAWN, timeout=20_000)
+    assert page.evaluate("window.perfsiteNoReload") is True, "instant navigation did not happen"
+    assert _assert_charts_drawn(page, "after instant navigation") == 1
+    assert not visit.errors and not visit.foreign_requests()
+    context.close()
+
+
+def test_payloads_in_results_show_as_text_and_never_run(chromium, payload_site, payload_url):
+    for rel in _pages(payload_site):
+        context, page, visit = _open(chromium, payload_url + rel)
+        assert page.locator("img[src='x']").count() == 0, rel
+        assert page.locator("a[href^='javascript']").count() == 0, rel
+        if "profile" in rel or rel.endswith("cnn-int8/index.html"):
+            assert PAYLOAD.split(" | ")[0] in page.locator("article").inner_text(), rel
+        _hover_marks(page)
+        assert not visit.dialogs, f"{rel}: a dialog fired: {visit.dialogs}"
+        assert not visit.foreign_requests(), rel
+        context.close()
+
+
+def test_searching_for_a_payload_lists_it_as_text(chromium, payload_url):
+    context, page, visit = _open(chromium, payload_url + "reports/index.html")
+    page.locator("input.md-search__input").click()
+    page.keyboard.type("onerror")  # Material searches on key events, not on a programmatic value
+    page.locator(".md-search-result__item").first.wait_for(timeout=10_000)
+    assert "<img src=x onerror=alert(1)>" in page.locator(".md-search-result").inner_text()
+    assert page.locator(".md-search-result img[src='x'], .md-search-result script").count() == 0
+    assert not visit.dialogs and not visit.errors
+    context.close()
+
+
+def _hover_marks(page) -> None:
+    """Hover every bar and point so Vega shows its tooltips (which carry op types and version names)."""
+    marks = page.locator("svg .mark-rect path, svg .mark-symbol path")
+    for i in range(min(marks.count(), 12)):
+        marks.nth(i).hover(force=True)
+    page.wait_for_timeout(100)

@@ -1,0 +1,144 @@
+"""Analysis summaries: best results, sweet spots, profiled configurations, op-type and layer tables."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+from test_site_fixture import NODES, write_results
+
+from generator.analysis import summaries as S
+from generator.results.store import load_experiment
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return load_experiment(write_results(tmp_path_factory.mktemp("results")))
+
+
+@pytest.fixture(scope="module")
+def trials(results):
+    return S.trial_summaries(results.trials, ["fp32", "int8"])
+
+
+def _one(trials, version, label):
+    return next(t for t in trials if t.version == version and t.config_label == label)
+
+
+def test_trials_are_ordered_by_spec_version_then_configuration(trials):
+    assert [(t.version, t.config_label) for t in trials][:4] == [
+        ("fp32", "b1 t1 c1"), ("fp32", "b1 t2 c1"), ("fp32", "b8 t1 c1"), ("fp32", "b8 t2 c1")]
+    assert S.ordered_versions(pd.DataFrame({"version": ["b", "zz", "a"]}), ["zz"]) == ["zz", "a", "b"]
+
+
+def test_failed_trial_has_no_figures_and_is_not_ok(trials):
+    failed = _one(trials, "int8", "b8 t2 c1")
+    assert failed.status == "failed" and not failed.ok
+    assert failed.latency_headline_ms is None and failed.throughput_ips is None
+    assert failed.error.startswith("worker crashed")
+
+
+def test_best_results_ignore_failed_trials(trials):
+    fp32, int8 = S.version_bests(trials, ["fp32", "int8"], 12.0)
+    assert fp32.best_throughput.config_label == "b8 t2 c1"
+    assert fp32.best_latency.config_label == "b1 t2 c1"
+    assert int8.best_throughput.config_label == "b1 t2 c1"  # its b8 t2 trial failed
+    assert all(t.ok for b in (fp32, int8) for t in (b.best_throughput, b.best_latency, b.sweet_spot))
+
+
+def test_sweet_spot_is_best_throughput_under_the_threshold(trials):
+    fp32 = [t for t in trials if t.version == "fp32"]
+    # b8 t2 (7.8 ms) has the best throughput; under 5 ms only batch 1 qualifies.
+    assert S.sweet_spot(fp32, 12.0).config_label == "b8 t2 c1"
+    assert S.sweet_spot(fp32, 5.0).config_label == "b1 t2 c1"
+    assert S.sweet_spot(fp32, 0.1) is None
+    assert S.sweet_spot(fp32, None) is None
+
+
+def test_sweet_spot_ties_go_to_lower_latency_then_trial_key(trials):
+    base = _one(trials, "fp32", "b1 t1 c1")
+    slow = dataclasses.replace(base, trial_key="a", throughput_ips=100.0, latency_headline_ms=3.0)
+    fast = dataclasses.replace(base, trial_key="b", throughput_ips=100.0, latency_headline_ms=2.0)
+    twin = dataclasses.replace(base, trial_key="c", throughput_ips=100.0, latency_headline_ms=2.0)
+    assert S.sweet_spot([slow, twin, fast], 10.0).trial_key == "b"
+
+
+def test_version_infos_count_trials_and_take_the_latest_model(results):
+    fp32, int8 = S.version_infos(results.trials, ["fp32", "int8"])
+    assert (fp32.trials_ok, fp32.trials_failed, int8.trials_ok, int8.trials_failed) == (4, 0, 3, 1)
+    assert fp32.model_files == 1 and len(fp32.model_sha256) == 64 and fp32.model_bytes == 1_843_200
+    assert int8.source == "fp32 → quantize(static_qdq)" and "skip_symbolic_shape" in int8.notes
+    assert fp32.notes is None
+
+
+def test_default_profile_is_batch_1_at_most_threads_concurrency_1(trials):
+    fp32 = [t for t in trials if t.version == "fp32"]
+    targets = S.profile_targets(fp32, [], {"batch": 8, "threads": 1, "concurrency": 1, "provider": "cpu"})
+    assert [t.trial.config_label for t in targets] == ["b1 t2 c1"]
+
+
+def test_profile_entries_are_partial_and_each_trial_shows_once(trials):
+    fp32 = [t for t in trials if t.version == "fp32"]
+    targets = S.profile_targets(fp32, [{"batch": 8}, {"threads": 2}, {"batch": 4}], {})
+    labels = [t.trial.config_label if t.trial else None for t in targets]
+    assert labels == ["b8 t1 c1", "b8 t2 c1", "b1 t2 c1", None]
+    assert targets[-1].wanted == (("batch", 4),)
+    assert len(S.profile_targets(fp32, [{}], {})) == 4  # `{}` matches every configuration
+
+
+def test_profile_match_is_strict_about_booleans(trials):
+    fp32 = [t for t in trials if t.version == "fp32"]
+    assert all(t.trial is None for t in S.profile_targets(fp32, [{"spinning": 1}], {}))
+    assert len(S.profile_targets(fp32, [{"spinning": True}], {})) == 4
+
+
+def test_op_type_times_skip_sub_graph_nodes_and_share_the_total(results, trials):
+    key = _one(trials, "int8", "b1 t1 c1").trial_key
+    times = S.op_type_times(results.nodes, key)
+    assert "Identity" not in {o.op_type for o in times}  # inside the If: already in its time
+    assert times[0].op_type == "Conv" and times[0].nodes == 3
+    assert sum(o.share for o in times) == pytest.approx(1.0)
+    assert [o.dur_mean_us for o in times] == sorted((o.dur_mean_us for o in times), reverse=True)
+
+
+def test_top_layers_are_the_slowest_top_level_nodes(results, trials):
+    key = _one(trials, "fp32", "b1 t1 c1").trial_key
+    layers, count = S.top_layers(results.nodes, key, limit=3)
+    assert count == len(NODES)
+    assert [layer.node_name for layer in layers] == ["conv1", "conv2", "conv3"]
+    assert layers[0].original_nodes == ("conv1", "bn0")
+    assert layers[0].weights == ("conv1.weight", "conv1.bias")
+    assert layers[0].share == pytest.approx(0.31 / sum(share for *_, share in NODES))
+
+
+def test_time_accounting_splits_and_clamps(trials):
+    trial = _one(trials, "fp32", "b1 t1 c1")
+    acc = S.time_accounting(trial)
+    assert acc.outside_model_run_us == pytest.approx(trial.profiled_latency_us - trial.model_run_us)
+    assert acc.between_kernels_us == pytest.approx(trial.model_run_us - trial.kernel_sum_us)
+    odd = dataclasses.replace(trial, kernel_sum_us=trial.model_run_us + 5.0)
+    assert S.time_accounting(odd).between_kernels_us == 0.0
+    assert S.time_accounting(dataclasses.replace(trial, model_run_us=None)) is None
+
+
+def test_process_spread_over_measurement_processes(results, trials):
+    trial = _one(trials, "fp32", "b8 t2 c1")  # the noisy one: one process much slower
+    spread = S.process_spread(results.processes, trial.trial_key)
+    assert spread.processes == 3
+    assert spread.latency_median_max_ms / spread.latency_median_min_ms == pytest.approx(1.31 / 0.99)
+    assert S.process_spread(results.processes, "no-such-trial") is None
+
+
+def test_environments_and_last_run(results):
+    (env,) = S.environment_summaries(results.environments, results.trials)
+    assert env.isa == ("AVX", "AVX2", "FMA") and env.trials == 8 and env.logical_cores == 2
+    assert S.environment_summaries(results.environments, results.trials.iloc[0:0]) == []
+    assert S.last_run(results.runs)["git_commit"] == "0123456789abcdef"
+    assert S.last_run(results.runs.iloc[0:0]) is None
+
+
+def test_clean_turns_every_missing_flavour_into_none():
+    assert [S.clean(v) for v in (None, float("nan"), pd.NA)] == [None, None, None]
+    assert S.parse_dims('{"seq_len": 128, "a": 1}') == (("a", 1), ("seq_len", 128))
+    assert S.parse_dims(None) == ()

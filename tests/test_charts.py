@@ -1,0 +1,118 @@
+"""Charts: stable explicit names, inline data, safe inline JSON, lines along the varying axis, scales."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+from test_site_fixture import PAYLOAD, write_results
+
+from generator.analysis import summaries as S
+from generator.results.store import load_experiment
+from generator.site import charts
+from generator.site.escape import inline_json
+
+
+@pytest.fixture(scope="module")
+def trials(tmp_path_factory):
+    results = load_experiment(write_results(tmp_path_factory.mktemp("results")))
+    return S.trial_summaries(results.trials, ["fp32", "int8"]), results
+
+
+def _keys(value, found=None):
+    found = set() if found is None else found
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found.add(k)
+            _keys(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            _keys(v, found)
+    return found
+
+
+def _latency_chart(trials, threshold=12.0):
+    spots = [b.sweet_spot for b in S.version_bests(trials, ["fp32", "int8"], threshold) if b.sweet_spot]
+    return charts.latency_throughput_chart(trials, ["fp32", "int8"], "p95", threshold, spots)
+
+
+def test_specs_are_identical_across_calls_with_explicit_names(trials):
+    summaries, results = trials
+    first, second = _latency_chart(summaries).to_dict(), _latency_chart(summaries).to_dict()
+    assert inline_json(first) == inline_json(second)
+    text = json.dumps(first)
+    assert not re.search(r'"(param|view)_\d', text), "altair generated a name; name params and views"
+    assert [p["name"] for p in first["params"]] == ["version_pick"]
+    assert {layer["name"] for layer in first["layer"]} >= {"lines", "points", "threshold", "sweet_spots"}
+
+
+def test_data_is_inline_and_the_spec_has_no_urls(trials):
+    summaries, results = trials
+    spec = _latency_chart(summaries).to_dict()
+    assert "url" not in _keys(spec)
+    points = next(layer for layer in spec["layer"] if layer["name"] == "points")["data"]["values"]
+    assert len(points) == 7  # every ok trial, not the failed one
+    op = charts.op_time_chart(S.op_type_times(results.nodes, summaries[0].trial_key))
+    assert "url" not in _keys(op.to_dict())
+
+
+def test_lines_join_configurations_that_differ_in_batch_only(trials):
+    summaries, _ = trials
+    assert charts.line_axis(summaries) == "batch"
+    spec = _latency_chart(summaries).to_dict()
+    lines = next(layer for layer in spec["layer"] if layer["name"] == "lines")
+    assert lines["encoding"]["detail"]["field"] == "series" and lines["encoding"]["order"]["field"] == "order"
+    series = {}
+    for record in lines["data"]["values"]:
+        series.setdefault(record["series"], []).append((record["batch"], record["threads"]))
+    # fp32 t1, fp32 t2, int8 t1 join batch 1 and 8; int8 t2 has only batch 1 (its batch 8 failed).
+    assert sorted(len(v) for v in series.values()) == [1, 2, 2, 2]
+    assert all(len({threads for _, threads in v}) == 1 for v in series.values())
+
+
+def test_no_lines_axis_when_only_threads_vary_falls_back_to_threads(trials):
+    summaries, _ = trials
+    batch_one = [t for t in summaries if t.batch == 1]
+    assert charts.line_axis(batch_one) == "threads"
+    assert charts.line_axis(batch_one[:1]) is None
+
+
+def test_log_scale_only_for_wide_ranges(trials):
+    summaries, _ = trials
+    spec = _latency_chart(summaries).to_dict()
+    points = next(layer for layer in spec["layer"] if layer["name"] == "points")
+    assert points["encoding"]["y"]["scale"].get("type") != "log"  # 0.69 .. 13.5 ms
+    wide = [dataclasses.replace(t, latency_headline_ms=t.latency_headline_ms * (100 if t.batch == 8 else 1))
+            for t in summaries if t.ok]
+    spec = charts.latency_throughput_chart(wide, ["fp32", "int8"], "p95").to_dict()
+    points = next(layer for layer in spec["layer"] if layer["name"] == "points")
+    assert points["encoding"]["y"]["scale"]["type"] == "log"
+
+
+def test_no_threshold_means_no_rule_or_rings(trials):
+    summaries, _ = trials
+    spec = charts.latency_throughput_chart(summaries, ["fp32", "int8"], "p95").to_dict()
+    assert {layer["name"] for layer in spec["layer"]} == {"lines", "points"}
+
+
+def test_inline_json_cannot_close_its_script_element():
+    value = {"name": PAYLOAD + "</script><!-- & \u2028"}
+    text = inline_json(value)
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert "\n" not in text
+    assert json.loads(text) == value
+
+
+def test_chart_block_embeds_the_spec_after_its_div(trials):
+    summaries, _ = trials
+    block = charts.chart_block("chart-x", _latency_chart(summaries))
+    div, script = block.split("\n")
+    assert div == '<div class="perfsite-chart" data-chart="chart-x"></div>'
+    assert script.startswith('<script type="application/json" id="chart-x">[{')
+    assert script.endswith("}]</script>")
+    (spec,) = json.loads(script.split(">", 1)[1].removesuffix("</script>"))
+    assert spec == _latency_chart(summaries).to_dict()
+    with pytest.raises(ValueError):
+        charts.chart_block('x" onload="alert(1)', _latency_chart(summaries))

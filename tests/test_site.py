@@ -1,0 +1,240 @@
+"""`build_site`: pages, navigation, config inheritance, docs, determinism, user errors, and hostile text."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+import markdown
+import pytest
+import yaml
+from test_site_fixture import PAYLOAD, write_results
+
+from generator.errors import SiteError
+from generator.site import build_site
+from generator.site.build import _read_config
+from generator.site.escape import md_paragraphs, md_text
+from generator.site.pages import templates_dir
+from generator.site.serve import BackgroundServer, make_server
+
+
+@pytest.fixture(scope="module")
+def results_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("results")
+    write_results(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, results_root) -> tuple[Path, Path]:
+    project = tmp_path_factory.mktemp("project")
+    site = build_site(results_root, project / "site", project)
+    return project, site
+
+
+def _config(project: Path) -> dict:
+    return yaml.safe_load((project / ".perfsite" / "build" / "mkdocs.yml").read_text())
+
+
+def test_builds_every_page_with_the_packaged_config(built):
+    project, site = built
+    for page in ("index.html", "reports/index.html", "reports/cnn-int8/index.html",
+                 "reports/cnn-int8/profile-fp32.html", "reports/cnn-int8/profile-int8.html"):
+        assert (site / page).is_file(), page
+    for asset in ("vendor/vega.min.js", "vendor/vega-lite.min.js", "vendor/vega-embed.min.js",
+                  "vendor/tablesort.min.js", "vendor/tablesort.number.min.js", "perfsite.js", "perfsite.css"):
+        assert (site / "assets" / "perfsite" / asset).is_file(), asset
+    config = _config(project)
+    assert config["INHERIT"] == str(templates_dir() / "mkdocs.base.yml")
+    html = (site / "reports" / "cnn-int8" / "index.html").read_text()
+    assert 'src="../../assets/perfsite/perfsite.js"' in html
+    assert "fonts.googleapis" not in html and "https://" not in re.sub(r'"\$schema":"[^"]*"', "", html).split(
+        "<footer")[0].split('<div class="md-content"')[1]
+
+
+def test_generated_nav_lists_reports_per_experiment(built):
+    project, _ = built
+    nav = _config(project)["nav"]
+    assert nav[0] == {"Home": "index.md"}
+    reports = nav[1]["Reports"]
+    assert reports[0] == {"All reports": "reports/index.md"}
+    assert reports[1] == {"cnn-int8": [{"Overview": "reports/cnn-int8/index.md"},
+                                       {"fp32 — profile": "reports/cnn-int8/profile-fp32.md"},
+                                       {"int8 — profile": "reports/cnn-int8/profile-int8.md"}]}
+
+
+def test_pages_show_the_figures_and_warnings(built):
+    project, _ = built
+    docs = project / ".perfsite" / "build" / "docs" / "reports"
+    overview = (docs / "cnn-int8" / "index.md").read_text()
+    assert '!!! warning "1 noisy trial"' in overview and '!!! failure "1 failed trial"' in overview
+    assert "| Latency p95 (ms) |" in overview and "| Throughput (items/s) |" in overview
+    assert '<div class="perfsite-chart" data-chart="chart-latency-throughput"></div>' in overview
+    index = (docs / "index.md").read_text()
+    assert "AMD EPYC 7B13" in index and "AVX, AVX2, FMA" in index and "Sweet spot ≤ 12.0 ms" in index
+    profile = (docs / "cnn-int8" / "profile-int8.md").read_text()
+    assert "## b1 t2 c1" in profile and "### Unattributed time" in profile and "| Conv | 3 | 3 |" in profile
+
+
+def test_rebuild_gives_identical_markdown(tmp_path, results_root, built):
+    project, _ = built
+    first = {p.relative_to(project): p.read_bytes() for p in (project / ".perfsite/build/docs").rglob("*.md")}
+    again = tmp_path / "again"
+    again.mkdir()
+    build_site(results_root, again / "site", again)
+    second = {p.relative_to(again): p.read_bytes() for p in (again / ".perfsite/build/docs").rglob("*.md")}
+    assert first == second
+
+
+def test_project_docs_and_config_are_used(tmp_path, results_root):
+    project = tmp_path / "proj"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "index.md").write_text("# Our models\n\nSee the [reports](reports/index.md).\n")
+    (project / "docs" / "getting-started.md").write_text("# Getting started\n")
+    (project / "docs" / "methodology.md").write_text("# Methodology\n")
+    (project / "mkdocs.yml").write_text("site_name: Our models\ntheme: {name: material, font: false}\n"
+                                        "extra_javascript: [extra.js]\n")
+    (project / "docs" / "extra.js").write_text("// ours\n")
+    site = build_site(results_root, project / "site", project)
+    config = _config(project)
+    assert config["INHERIT"] == str(project / "mkdocs.yml")
+    assert config["nav"][:2] == [{"Home": "index.md"}, {"Getting started": "getting-started.md"}]
+    assert config["nav"][3] == {"Documentation": ["methodology.md"]}
+    # The project's script is kept; perfsite's scripts and extensions are added after it.
+    assert config["extra_javascript"][0] == "extra.js"
+    assert config["extra_javascript"][-1] == "assets/perfsite/perfsite.js"
+    assert set(config["markdown_extensions"]) == {"admonition", "tables", "toc"}
+    assert "Our models" in (site / "index.html").read_text()
+    assert "<title>Our models</title>" in (site / "index.html").read_text()
+
+
+def test_quick_mode_and_all_failed_trials_are_reported(tmp_path):
+    write_results(tmp_path / "quick", quick=True)
+    build_site(tmp_path / "quick", tmp_path / "site-quick", tmp_path)
+    docs = tmp_path / ".perfsite" / "build" / "docs" / "reports"
+    assert '!!! warning "Quick mode"' in (docs / "index.md").read_text()
+    assert '!!! warning "Quick mode"' in (docs / "cnn-int8" / "index.md").read_text()
+    assert "ok (quick)" in (docs / "cnn-int8" / "index.md").read_text()
+    write_results(tmp_path / "failed", only_failed=True)
+    site = build_site(tmp_path / "failed", tmp_path / "site-failed", tmp_path)
+    overview = (docs / "cnn-int8" / "index.md").read_text()
+    assert '!!! failure "No successful trial"' in overview and "perfsite-chart" not in overview
+    assert '!!! failure "This trial failed"' in (docs / "cnn-int8" / "profile-fp32.md").read_text()
+    assert (site / "reports" / "cnn-int8" / "profile-int8.html").is_file()
+
+
+def test_a_project_config_lacking_nothing_is_not_rewritten(tmp_path, results_root):
+    build_site(results_root, tmp_path / "site", tmp_path)
+    config = _config(tmp_path)
+    assert "extra_javascript" not in config and "markdown_extensions" not in config
+
+
+def test_broken_links_in_docs_fail_with_mkdocs_output(tmp_path, results_root):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text("# Guide\n\n[missing](nowhere.md)\n")
+    with pytest.raises(SiteError, match=r"(?s)mkdocs build --strict failed.*nowhere\.md"):
+        build_site(results_root, tmp_path / "site", tmp_path)
+
+
+def test_a_docs_reports_folder_is_refused(tmp_path, results_root):
+    (tmp_path / "docs" / "reports").mkdir(parents=True)
+    with pytest.raises(SiteError, match="where perfsite writes the generated reports"):
+        build_site(results_root, tmp_path / "site", tmp_path)
+
+
+@pytest.mark.parametrize("where", ["project", "docs", "nonsite"])
+def test_site_folder_that_would_wipe_other_files_is_refused(tmp_path, results_root, where):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "nonsite").mkdir()
+    (tmp_path / "nonsite" / "notes.txt").write_text("precious")
+    site = {"project": tmp_path, "docs": tmp_path / "docs", "nonsite": tmp_path / "nonsite"}[where]
+    with pytest.raises(SiteError, match="site folder"):
+        build_site(results_root, site, tmp_path)
+    assert (tmp_path / "nonsite" / "notes.txt").read_text() == "precious"
+
+
+def test_missing_results_root_is_a_user_error(tmp_path):
+    with pytest.raises(Exception) as info:
+        build_site(tmp_path / "nope", tmp_path / "site", tmp_path)
+    assert "does not exist" in str(info.value) and info.type.__name__ == "ResultsError"
+
+
+def test_packaged_config_is_offline_and_readable():
+    config = _read_config(templates_dir() / "mkdocs.base.yml")
+    assert config["theme"]["font"] is False
+    assert "plugins" not in config or "privacy" not in str(config["plugins"])
+    repo_config = _read_config(Path(__file__).resolve().parent.parent / "mkdocs.yml")
+    assert repo_config["site_name"] == "perfsite" and repo_config["theme"]["font"] is False
+    assert "navigation.instant" not in repo_config["theme"].get("features", [])
+
+
+# --- hostile text ---------------------------------------------------------------------------------
+
+def _render(text: str) -> str:
+    return markdown.markdown(text, extensions=["tables", "admonition", "attr_list", "toc"])
+
+
+def test_md_text_is_inert_in_a_table_cell():
+    html = _render(f"| a | b |\n|---|---|\n| {md_text(PAYLOAD)} | x |\n")
+    assert html.count("<td>") == 2  # the payload's | did not split the cell
+    assert "<script" not in html and "<img" not in html and "<a " not in html and "<em>" not in html
+    assert "{{ 7*7 }}" not in md_text(PAYLOAD)  # no template syntax survives literally either
+    assert md_text("a\nb\r\nc") == "a b c"
+
+
+def test_md_paragraphs_cannot_start_lists_or_headings():
+    html = _render("\n\n".join(md_paragraphs("# title\n\n- item\n\n1. first\n\n---\n\n> quote")))
+    assert not re.search(r"<(h1|ul|ol|li|hr|blockquote)", html)
+
+
+def test_built_pages_from_hostile_results_carry_no_live_markup(tmp_path):
+    write_results(tmp_path / "results", payload=True)
+    site = build_site(tmp_path / "results", tmp_path / "site", tmp_path)
+    pages = list(site.rglob("*.html"))
+    assert any("profile-script-alert" in p.name for p in pages)
+    for page in pages:
+        html = page.read_text()
+        # Chart data is JSON inside <script type="application/json">: inert as long as nothing in it can end
+        # the element; everything else must hold the payload only as escaped text.
+        for data in re.findall(r'<script type="application/json" id="chart-[^"]*">(.*?)</script>', html):
+            assert "<" not in data and ">" not in data
+        html = re.sub(r'(<script type="application/json" id="chart-[^"]*">).*?(</script>)', r"\1\2", html)
+        assert "<script>alert" not in html and "<img src=x" not in html and "javascript:alert" not in html
+        for match in re.finditer("onerror=", html):
+            before = html[max(0, match.start() - 20):match.start()]
+            assert re.search(r"(&lt;|&#60;)img src=x $", before), (page, before)
+        title = re.search(r"<title>(.*?)</title>", html, re.S).group(1)
+        assert "<" not in title, (page, title)
+
+
+def test_serve_refuses_a_folder_that_is_not_a_site(tmp_path):
+    with pytest.raises(SiteError, match="not a built site"):
+        make_server(tmp_path)
+
+
+def test_background_server_serves_the_site_on_loopback(built):
+    _, site = built
+    with BackgroundServer(site) as url:
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url + "reports/index.html") as response:
+            assert response.status == 200 and b"cnn-int8" in response.read()
+
+
+# Expressions printed without a filter: numbers, slugs, constants and text escaped before it reaches the
+# template. Anything else must go through `md` (untrusted text) or a formatting filter.
+UNFILTERED_OK = re.compile(
+    r"title|chart|s\.chart|paragraph|paragraphs\[0\].*|e\.slug|v\.profile_path|v\.info\.(model_files|trials_ok"
+    r"|trials_failed)|axis_names\[line_axis\]|loop\.index|name|o\.(calls|nodes)|s\.node_count|s\.spread\.processes"
+    r"|t\.batch|\"(s|ok)\" if .*"
+)
+SAFE_FILTERS = ("md", "num", "pct", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs")
+
+
+def test_templates_print_untrusted_values_only_through_filters():
+    for template in templates_dir().glob("*.md.j2"):
+        for expression in re.findall(r"{{\s*(.*?)\s*}}", template.read_text()):
+            last_filter = re.search(r"\|\s*(\w+)(\([^)]*\))?\s*([-+]\s*\d+)?\s*(if .*)?$", expression)
+            if last_filter and last_filter.group(1) in SAFE_FILTERS:
+                continue
+            assert UNFILTERED_OK.fullmatch(expression), f"{template.name}: `{expression}` needs a filter"

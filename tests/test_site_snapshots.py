@@ -1,0 +1,58 @@
+"""Snapshots of the generated Markdown pages and chart specs for the fixed results in test_site_fixture.
+
+Regenerate after an intended change with `PERFSITE_UPDATE_SNAPSHOTS=1 pytest tests/test_site_snapshots.py`
+and review the diff. Charts are stored pretty-printed beside the pages so that a diff is readable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from test_site_fixture import write_results
+
+from generator.results.store import load_experiment
+from generator.site.pages import home_page, render_pages
+
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "site"
+UPDATE = os.environ.get("PERFSITE_UPDATE_SNAPSHOTS") == "1"
+CHART_RE = re.compile(r'<script type="application/json" id="([a-z0-9-]+)">(.*?)</script>')
+
+
+def _generated(tmp_path: Path) -> dict[str, str]:
+    """Relative snapshot path -> text, for every page and every chart in it."""
+    results = load_experiment(write_results(tmp_path))
+    pages, views = render_pages([results])
+    out = {}
+    for page in [home_page(views), *pages]:
+        out[page.path] = page.markdown
+        for chart_id, spec in CHART_RE.findall(page.markdown):
+            name = f"{page.path.removesuffix('.md')}.{chart_id}.json"
+            (chart,) = json.loads(spec)  # one-element array, see charts.chart_block
+            out[name] = json.dumps(chart, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return out
+
+
+def test_pages_and_charts_match_snapshots(tmp_path):
+    generated = _generated(tmp_path)
+    if UPDATE:
+        for name, text in generated.items():
+            (SNAPSHOTS / name).parent.mkdir(parents=True, exist_ok=True)
+            (SNAPSHOTS / name).write_text(text, encoding="utf-8")
+        for stale in {p.relative_to(SNAPSHOTS).as_posix() for p in SNAPSHOTS.rglob("*.*")} - set(generated):
+            (SNAPSHOTS / stale).unlink()
+    stored = {p.relative_to(SNAPSHOTS).as_posix(): p.read_text(encoding="utf-8")
+              for p in SNAPSHOTS.rglob("*.*")}
+    if not stored:
+        pytest.fail(f"no snapshots in {SNAPSHOTS}; create them with PERFSITE_UPDATE_SNAPSHOTS=1")
+    assert sorted(stored) == sorted(generated), "pages or charts appeared or disappeared"
+    for name, text in generated.items():
+        assert text == stored[name], f"{name} differs from its snapshot; if intended, regenerate with " \
+                                     "PERFSITE_UPDATE_SNAPSHOTS=1 and review the diff"
+
+
+def test_generation_is_byte_identical_across_runs(tmp_path):
+    assert _generated(tmp_path / "a") == _generated(tmp_path / "b")
