@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 models: $(MODELS)
 
-$(MODELS): $(STAMP) $(wildcard generator/models/*.py)
+$(MODELS) &: $(STAMP) $(wildcard generator/models/*.py)
 	$(BIN)/perfsite example-models experiments/models
 
 lint: $(STAMP)

@@ -148,6 +148,37 @@ NODES = (
     _c("start_offset_us", F64, "µs", "median start of the node relative to its inference's model_run start"),
 )
 
+LAYERS = (
+    _c("trial_key", STR, "", "the trial (static analysis at its concrete input shapes)", False),
+    _c("node", STR, "", "node key in the version's model file (as in nodes.original_nodes)", False),
+    _c("op_type", STR, "", "operator type (untrusted text)", False),
+    _c("domain", STR, "", "operator domain ('' for the default ONNX domain)"),
+    _c("position", I64, "", "position of the node in the model file's graph"),
+    _c("flops", F64, "FLOP", "floating-point operations per inference (a multiply-add counts 2)"),
+    _c("macs", F64, "MAC", "multiply-accumulates per inference (float and integer)"),
+    _c("int_ops", F64, "OP", "integer operations per inference (a multiply-add counts 2)"),
+    _c("params", I64, "", "parameters (initializer elements) the node consumes"),
+    _c("weight_bytes", I64, "bytes", "bytes of those initializers"),
+    _c("input_bytes", I64, "bytes", "activation bytes read (non-initializer inputs)"),
+    _c("output_bytes", I64, "bytes", "activation bytes written"),
+    _c("input_shapes", STR, "", "JSON list of input shapes after shape inference"),
+    _c("output_shapes", STR, "", "JSON list of output shapes after shape inference"),
+    _c("counted", BOOL, "", "a FLOP counter exists for this op type (false: listed, not guessed)"),
+)
+
+AGREEMENT = (
+    _c("trial_key", STR, "", "the trial of the version whose outputs are checked", False),
+    _c("version", STR, "", "that version", False),
+    _c("reference_version", STR, "", "the version it is compared with (its root source, or a compare pair's A)", False),
+    _c("output", STR, "", "output name", False),
+    _c("max_abs", F64, "", "largest absolute difference over the same inputs"),
+    _c("max_rel", F64, "ratio", "largest relative difference, |b - a| / max(|a|, eps)"),
+    _c("mean_abs", F64, "", "mean absolute difference"),
+    _c("cosine", F64, "", "cosine similarity of the flattened outputs"),
+    _c("top1_agreement", F64, "ratio", "share of rows whose arg-max agrees (classifier-like outputs); null otherwise"),
+    _c("samples", I64, "", "input batches compared"),
+)
+
 ENVIRONMENTS = (
     _c("env_id", STR, "", "first 12 hex digits of the fingerprint", False),
     _c("fingerprint", STR, "", "sha256 of the hardware and software description", False),
@@ -187,6 +218,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "processes": PROCESSES,
     "latencies": LATENCIES,
     "nodes": NODES,
+    "layers": LAYERS,
+    "agreement": AGREEMENT,
     "environments": ENVIRONMENTS,
     "runs": RUNS,
 }

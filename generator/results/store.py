@@ -3,7 +3,7 @@
 Layout (see docs/architecture.md)::
 
     results/<experiment>/trials/<trial_key>.parquet      written last: its presence means "finished"
-    results/<experiment>/{processes,latencies,nodes}/<trial_key>.parquet
+    results/<experiment>/{processes,latencies,nodes,layers,agreement}/<trial_key>.parquet
     results/<experiment>/environments/<env_id>.parquet
     results/<experiment>/runs/<run_id>.parquet
     results/<experiment>/specs/<spec_sha256>.json
@@ -20,7 +20,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from generator.errors import ResultsError
 from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, arrow_schema
 
-TRIAL_TABLES = ("processes", "latencies", "nodes")
+TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -73,6 +73,8 @@ class TrialFiles:
     processes: list[Mapping[str, Any]]
     latencies: list[Mapping[str, Any]] | pa.Table
     nodes: list[Mapping[str, Any]]
+    layers: list[Mapping[str, Any]] = field(default_factory=list)
+    agreement: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 class ResultsDir:
@@ -209,6 +211,8 @@ class ExperimentResults:
     processes: pd.DataFrame
     latencies: pd.DataFrame
     nodes: pd.DataFrame
+    layers: pd.DataFrame
+    agreement: pd.DataFrame
     environments: pd.DataFrame
     runs: pd.DataFrame
 
