@@ -8,6 +8,7 @@ every graph optimization level with the production profile parser.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -177,7 +178,10 @@ def _quantized_versions(fp32: Path, input_name: str, shape: tuple[int, ...]) -> 
     stem = fp32.with_suffix("")
     paths = {"fp32": fp32}
     pre = Path(f"{stem}_pre.onnx")
-    quant_pre_process(str(fp32), str(pre))  # folds BatchNormalization: the QDQ graph differs from FP32
+    # Symbolic shape inference leaves temporary files in the working folder when it gives up: keep them out of
+    # the checkout.
+    with contextlib.chdir(fp32.parent):
+        quant_pre_process(str(fp32), str(pre))  # folds BatchNormalization: the QDQ graph differs from FP32
     paths["qdq"] = Path(f"{stem}_qdq.onnx")
     quantize_static(str(pre), str(paths["qdq"]), _Calibration(input_name, shape),
                     quant_format=QuantFormat.QDQ, per_channel=True)

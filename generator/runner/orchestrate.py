@@ -2,9 +2,10 @@
 
 Order: configurations outermost; within a configuration, `measure.repeats` rounds in which every version runs
 one measurement process (A B A B ...), so that drift of a shared machine spreads evenly over the versions
-instead of favouring whichever ran first. Then one profiled process per trial. A trial is written (atomically)
-as soon as its configuration group is done, so an interrupted sweep keeps every finished trial and a second run
-measures only what is missing.
+instead of favouring whichever ran first. Then, for the output agreement check, one outputs process per trial
+that has a reference version in its group (or is one), and one profiled process per trial. A trial is written
+(atomically) as soon as its configuration group is done, so an interrupted sweep keeps every finished trial and
+a second run measures only what is missing.
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ import generator
 from generator.errors import RunError
 from generator.plan import Configuration, Trial, filter_trials, plan_trials, sweep_axes, trial_key
 from generator.results.store import ResultsDir, TrialFiles
-from generator.runner import aggregate, children
+from generator.runner import aggregate, agreement, children
 from generator.runner.environment import Environment, capture_environment
 from generator.runner.locks import TrialLock
 from generator.spec import LoadedSpec, spec_to_json
 from generator.versions import ModelVersion, prepare_versions
 
 QUICK_ENV = "PERFSITE_QUICK"
+# Random input batches drawn (seeds 1..N) besides the trial's own for the output agreement check: top-1
+# agreement on one batch of one item says little, and a model run costs far less than a process start.
+AGREEMENT_EXTRA_BATCHES = 2
 
 
 class Progress(Protocol):
@@ -223,11 +227,12 @@ class _SweepContext:
                 state = states[p.key]
                 if state.error is None:
                     self._one_process(tmp, state, rnd)
+        agreement_rows = self._agreement(tmp, [states[p.key] for p in group])
         for p in group:
             state = states[p.key]
             if state.error is None:
                 self._profile(tmp, state)
-            self._write(state)
+            self._write(state, agreement_rows.get(p.key, []))
 
     def _feeds(self, tmp: Path, p: PlannedTrial) -> Path | None:
         from generator.inputs import make_feeds
@@ -272,7 +277,51 @@ class _SweepContext:
         else:
             state.profile = result.output
 
-    def _write(self, state: _TrialState) -> None:
+    def _agreement(self, tmp: Path, states: list[_TrialState]) -> dict[str, list[dict]]:
+        """Agreement rows by trial key: each ok trial against its reference versions measured in this group.
+        A version whose outputs could not be recorded gets no rows, and its trial stays ok."""
+        ok = {s.planned.trial.version: s for s in states if s.error is None and s.processes}
+        pairs = agreement.agreement_pairs(self.loaded.spec, ok)
+        outputs = {v: self._outputs(tmp, ok[v]) for pair in pairs for v in pair}
+        rows: dict[str, list[dict]] = {}
+        for version, reference in pairs:
+            mine, theirs = outputs.get(version), outputs.get(reference)
+            if mine is not None and theirs is not None:
+                key = ok[version].planned.key
+                rows.setdefault(key, []).extend(agreement.agreement_rows(key, version, reference, theirs, mine))
+        return rows
+
+    def _outputs(self, tmp: Path, state: _TrialState) -> list[dict[str, np.ndarray]] | None:
+        """The trial's outputs on its feeds and the extra batches, one dict per batch; None when they failed."""
+        if state.outputs is not None or state.outputs_error is not None:
+            return state.outputs
+        job = self._job(tmp, state, "outputs", "outputs")
+        job["config"] = {**job["config"], "concurrency": 1}
+        job["extra_feeds_paths"] = [str(p) for p in self._extra_feeds(tmp, state)]
+        result = children.run_child(job, timeout_s=self.settings["timeout_s"])
+        state.outputs_error = result.error
+        if result.error is None:
+            state.outputs, state.outputs_error = _load_outputs(result.output)
+        if state.outputs_error is not None:
+            self.progress.message(f"No output agreement for {state.planned.trial.label}: {state.outputs_error}")
+        return state.outputs
+
+    def _extra_feeds(self, tmp: Path, state: _TrialState) -> list[Path]:
+        from generator.inputs import make_feeds
+
+        p = state.planned
+        with np.load(state.feeds, allow_pickle=False) as npz:
+            base = {name: npz[name] for name in npz.files}
+        paths = []
+        for seed in range(1, AGREEMENT_EXTRA_BATCHES + 1):
+            feeds = make_feeds(self.loaded, self.versions[p.trial.version].path, p.trial.config.binding(), seed=seed)
+            if agreement.same_arrays(feeds, base):
+                break  # fixed values and files: every seed gives the same batch, which would count twice
+            paths.append(tmp / f"{p.key}.feeds{seed}.npz")
+            np.savez(paths[-1], **feeds)
+        return paths
+
+    def _write(self, state: _TrialState, agreement_rows: list[dict] | None = None) -> None:
         p = state.planned
         version = self.versions[p.trial.version]
         row = {
@@ -301,6 +350,7 @@ class _SweepContext:
             processes=[o.row(p.key) for o in state.processes],
             latencies=aggregate.latency_table(p.key, state.processes),
             nodes=nodes,
+            agreement=list(agreement_rows or []) if row["status"] == "ok" else [],
         ))
         self.summary.measured.append(p.key)
         self.progress.trial_done(p.trial, row["status"])
@@ -326,3 +376,18 @@ class _TrialState:
     error: str | None = None
     profile: dict | None = None
     profile_error: str | None = None
+    outputs: list[dict[str, np.ndarray]] | None = None
+    outputs_error: str | None = None
+
+
+def _load_outputs(output: dict) -> tuple[list[dict[str, np.ndarray]] | None, str | None]:
+    """The outputs worker's .npz files as one {output name: array} dict per input batch, or the error."""
+    names = output.get("output_names", [])
+    try:
+        batches = []
+        for path in output.get("outputs_files", []):
+            with np.load(path, allow_pickle=False) as npz:
+                batches.append({name: npz[f"arr_{i}"] for i, name in enumerate(names)})
+        return batches, None
+    except (OSError, ValueError, KeyError) as e:
+        return None, f"the recorded outputs are unreadable ({e})"

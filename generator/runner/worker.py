@@ -4,7 +4,7 @@ Usage: ``python -m generator.runner.worker JOB.json OUT.json``
 
 JOB.json::
 
-    {"mode": "measure" | "profile", "model_path": ..., "original_model_path": ...,
+    {"mode": "measure" | "profile" | "outputs", "model_path": ..., "original_model_path": ...,
      "config": {batch, threads, concurrency, optimization_level, provider, spinning, inter_op_threads, ...},
      "feeds_path": "<inputs>.npz", "work_dir": "<dir for profiles, the optimized model and latency files>",
      "measure": {warmup, min_iterations, min_seconds, max_seconds, profile_iterations, ...}}
@@ -14,6 +14,9 @@ throughput_ips, load_ms, first_run_ms, peak_rss_mb, arena_mb, latency_files (one
 latencies in ms per stream, next to OUT.json). Profile mode: nodes (``nodes`` table records, mapped to the
 original graph), model_run_us, kernel_sum_us, profiled_latency_us (means per inference), runs, arena_mb,
 optimized_model, profile_file, load_ms.
+Outputs mode (job field ``extra_feeds_paths``: more input batches, optional): output_names (the tensor outputs
+with a numeric or bool dtype, in the model's order), outputs_files (one .npz per input batch in work_dir, the
+trial's feeds first, arrays ``arr_0 ..`` in output_names order), load_ms.
 
 Exit status 0 when OUT.json holds the outcome. Any exception writes ``{"error": "<one line>"}`` and exits 3;
 user errors (PerfsiteError) keep their message, others are prefixed by their type and their traceback goes to
@@ -54,7 +57,9 @@ def run_job(job: Mapping[str, Any], out_path: Path) -> dict[str, Any]:
         return measure_process(job, out_path)
     if mode == "profile":
         return profile_pass(job)
-    raise RunError(f"Job field `mode` is {mode!r}; allowed: measure, profile.")
+    if mode == "outputs":
+        return outputs_pass(job)
+    raise RunError(f"Job field `mode` is {mode!r}; allowed: measure, profile, outputs.")
 
 
 def _feeds(job: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -126,6 +131,26 @@ def profile_pass(job: Mapping[str, Any]) -> dict[str, Any]:
         "runs": len(recording.runs), "arena_mb": arena / 2**20 if arena is not None else None,
         "optimized_model": str(optimized), "profile_file": str(profile_file), "load_ms": load_ms,
     }
+
+
+def outputs_pass(job: Mapping[str, Any]) -> dict[str, Any]:
+    """Outputs mode: one untimed run per input batch, every numeric tensor output saved for the agreement check
+    between versions (generator.runner.agreement)."""
+    work = Path(job["work_dir"])
+    work.mkdir(parents=True, exist_ok=True)
+    session, load_ms = open_session(job["model_path"], job["config"])
+    _test_fault(job["model_path"])
+    # Sequences, maps and string tensors have no numeric distance: they are left out of the comparison.
+    names = [o.name for o in session.get_outputs() if o.type.startswith("tensor(") and o.type != "tensor(string)"]
+    files = []
+    batches = [job["feeds_path"], *job.get("extra_feeds_paths", [])] if names else []  # run([]) means "all"
+    for i, feeds_path in enumerate(batches):
+        values = session.run(names, _feeds({"feeds_path": feeds_path}))
+        path = work / f"outputs{i}.npz"
+        # Positional keys: output names are arbitrary text and may clash with np.savez's own arguments.
+        np.savez(path, *values)
+        files.append(str(path))
+    return {"output_names": names, "outputs_files": files, "load_ms": load_ms}
 
 
 def _map_nodes(original_path: str | Path, optimized_path: Path,
