@@ -209,7 +209,8 @@ def _random_from_spec(feeder: _Feeder, name: str, spec: Any, decl: ModelInput, d
                 )
             dim = feeder.binding[dim]
         shape.append(int(dim))
-    feeder.check_shape(name, shape, decl, f"shape {spec.shape}")
+    written = "[" + ", ".join(str(d) for d in spec.shape or []) + "]"  # as in the spec, not a Python tuple
+    feeder.check_shape(name, shape, decl, f"shape {written}")
     return random_array(
         feeder.rng(name), dtype, tuple(shape), getattr(spec, "range", None), feeder.fail, name
     )

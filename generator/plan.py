@@ -145,6 +145,26 @@ def filter_trials(trials: Iterable[Trial], only: str | None, axes: Sequence[str]
     return kept
 
 
+def no_trial_message(trials: Sequence[Trial], only: str | None, axes: Sequence[str], where: str) -> str:
+    """Why `--only` selected nothing, with the values each of its keys can take in this spec's sweep."""
+    filters = parse_only(only, ["version", *axes])
+    available: dict[str, list[str]] = {}
+    for t in trials:
+        values = {"version": t.version, **t.config.as_dict()}
+        for key in filters:
+            text = str(values.get(key))
+            if text not in available.setdefault(key, []):
+                available[key].append(text)
+    listed = "; ".join(f"{k}: {', '.join(v) or 'none'}" for k, v in available.items())
+    example = ",".join(f"{k}={v[0]}" for k, v in available.items() if v)
+    return (
+        f"--only {only!r} leaves no trial of {where} to run: no planned trial matches every key. "
+        f"The values the spec's sweep has for those keys are {listed}"
+        + (f"; for example --only {example}." if example else ".")
+        + " The spec may have changed since the command was written: check its `models:` and `sweep:`."
+    )
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 

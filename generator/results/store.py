@@ -3,7 +3,7 @@
 Layout (see docs/architecture.md)::
 
     results/<experiment>/trials/<trial_key>.parquet      written last: its presence means "finished"
-    results/<experiment>/{processes,latencies,nodes,layers,agreement}/<trial_key>.parquet
+    results/<experiment>/{processes,latencies,nodes,layers,agreement,timeline}/<trial_key>.parquet
     results/<experiment>/environments/<env_id>.parquet
     results/<experiment>/runs/<run_id>.parquet
     results/<experiment>/specs/<spec_sha256>.json
@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from generator.errors import ResultsError
 from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, arrow_schema
 
-TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement")
+TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement", "timeline")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -75,6 +75,7 @@ class TrialFiles:
     nodes: list[Mapping[str, Any]]
     layers: list[Mapping[str, Any]] = field(default_factory=list)
     agreement: list[Mapping[str, Any]] = field(default_factory=list)
+    timeline: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 class ResultsDir:
@@ -93,9 +94,12 @@ class ResultsDir:
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as e:
+            # Name the path that is in the way: with --results pointing at a file, mkdir says "Not a directory".
+            blocker = next((p for p in (self.path, *self.path.parents) if p.exists()), self.path)
+            reason = f"{blocker} is a file, not a folder" if blocker.is_file() else e.strerror or str(e)
             raise ResultsError(
-                f"Cannot write results to {self.path}: {e.strerror or e}. Choose a writable folder with "
-                "--results DIR, or fix the folder's permissions."
+                f"Cannot write results to {self.path}: {reason}. Allowed: a folder perfsite can create and write "
+                "(not a file, not read-only); choose one with --results DIR, or fix the folder's permissions."
             ) from e
 
     def write_trial(self, files: TrialFiles) -> None:
@@ -170,9 +174,22 @@ def _read_file(path: Path, table: str) -> pa.Table:
         raise
     except Exception as e:  # pyarrow raises several types for corrupt files
         raise ResultsError(
-            f"The results file {path} is not readable Parquet ({type(e).__name__}: {e}). It was probably "
-            "damaged outside perfsite; delete it (its trial will be measured again by the next `perfsite run`)."
+            f"The results file {path} is not readable Parquet ({type(e).__name__}: {' '.join(str(e).split())}); "
+            f"allowed in {path.parent}: Parquet files written by perfsite. It was probably damaged outside "
+            f"perfsite; {_removal_advice(path, table)}"
         ) from e
+
+
+def _removal_advice(path: Path, table: str) -> str:
+    """What to delete so that the results directory is consistent again, and what the next run does about it."""
+    if table == "trials" or table in TRIAL_TABLES:
+        # A side table alone would not be measured again: the trial's row in trials/ marks it as stored.
+        files = ", ".join(f"{t}/{path.name}" for t in ("trials", *TRIAL_TABLES))
+        return (f"delete that trial's files under {path.parent.parent} ({files}); the next `perfsite run` "
+                "measures it again.")
+    if table == "environments":
+        return "delete it; the next `perfsite run` on that machine writes it again."
+    return "delete it; only that run's description (command, git commit) is lost, its trials stay."
 
 
 def _same_columns(pf: pq.ParquetFile, table: str) -> bool:
@@ -215,13 +232,16 @@ class ExperimentResults:
     agreement: pd.DataFrame
     environments: pd.DataFrame
     runs: pd.DataFrame
+    # One representative inference per profiled trial; empty for results written before the table existed.
+    timeline: pd.DataFrame = field(default_factory=lambda: arrow_schema("timeline").empty_table().to_pandas())
 
     @property
     def spec(self):
         """The validated spec record of the newest run (stored copies are validated again on read)."""
         from generator.spec import spec_from_json
 
-        return spec_from_json(self.spec_json)
+        stored = self.path / "specs" / f"{self.trials['spec_sha256'].iloc[-1]}.json"
+        return spec_from_json(self.spec_json, source=str(stored))
 
 
 def load_experiment(path: Path) -> ExperimentResults:

@@ -54,7 +54,9 @@ def _failure_reason(proc: subprocess.CompletedProcess, output: dict[str, Any]) -
         return str(output["error"])
     if proc.returncode < 0:
         name = signal.Signals(-proc.returncode).name
-        return f"the measurement process crashed ({name}){_stderr_tail(proc.stderr)}"
+        # Linux's out-of-memory killer ends a process with SIGKILL and leaves no message of its own.
+        hint = ", most likely by the kernel's out-of-memory killer" if proc.returncode == -signal.SIGKILL else ""
+        return f"the measurement process crashed ({name}{hint}){_stderr_tail(proc.stderr)}"
     if "MemoryError" in (proc.stderr or ""):
         return "the measurement process ran out of memory"
     return f"the measurement process exited with status {proc.returncode}{_stderr_tail(proc.stderr)}"

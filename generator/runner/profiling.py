@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -174,14 +175,20 @@ def _reason(e: Exception) -> str:
 
 
 def _is_number(v: object) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    """A finite JSON number (a damaged file may hold NaN, Infinity or an integer too big for a float)."""
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 def _int(v: object) -> int | None:
     """onnxruntime writes sizes and indices as strings: "3072"."""
     try:
         return int(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(float("inf"))
         return None
 
 

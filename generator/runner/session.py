@@ -7,8 +7,9 @@ placeholders, which only the inputs use and which are ignored here.
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,12 @@ PROVIDERS: dict[str, str] = {
     "rocm": "ROCMExecutionProvider",
 }
 CPU_PROVIDER = PROVIDERS["cpu"]
+# onnxruntime's messages carry a C++ source location and a function signature before the sentence that matters:
+# "[ONNXRuntimeError] : 1 : FAIL : Load model from m.onnx failed:/src/.../model.cc:256 onnxruntime::Model::Model(
+# onnx::ModelProto&&, ...) Unsupported model IR version: 14, max supported IR version: 13".
+# Callers name the model themselves, so "Load model from <path> failed:" goes too.
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : (?:Load model from .*? failed:)?")
+_ORT_LOCATION = re.compile(r"(?:[A-Za-z]:)?[/\\]\S+\.(?:cc|cpp|h):\d+ (?:[^()]*\(.*?\) (?=[A-Z]))?")
 
 
 def session_options(config: Mapping[str, Any]) -> tuple[ort.SessionOptions, list[str]]:
@@ -60,14 +67,30 @@ def _lookup(table: Mapping[str, Any], value: object, field: str) -> Any:
     return table[value]
 
 
-def _providers(name: object) -> list[str]:
+def onnxruntime_reason(error: BaseException) -> str:
+    """onnxruntime's error text on one line, without its error-code prefix and C++ source locations."""
+    text = " ".join(str(error).split())
+    text = _ORT_LOCATION.sub("", _ORT_PREFIX.sub("", text)).strip().rstrip(".")
+    return text or type(error).__name__
+
+
+def check_providers(names: Iterable[str], where: str) -> None:
+    """Refuse, before any measurement, providers this onnxruntime build lacks (`where`: e.g. the spec's
+    `sweep.provider` field); the worker would otherwise fail every trial that asks for them."""
+    for name in sorted(set(names)):
+        _providers(name, where)
+
+
+def _providers(name: object, where: str = "sweep.provider") -> list[str]:
     provider = _lookup(PROVIDERS, name, "provider")
     available = ort.get_available_providers()
     if provider not in available:
+        usable = sorted(short for short, full in PROVIDERS.items() if full in available)
         raise RunError(
-            f"The execution provider `{name}` ({provider}) is not available in this onnxruntime build "
-            f"({ort.__version__}); available: {', '.join(available)}. Install the onnxruntime package that "
-            f"ships it (e.g. onnxruntime-gpu for cuda) or remove `{name}` from sweep.provider."
+            f"{where}: the execution provider `{name}` ({provider}) is not available in this onnxruntime build "
+            f"({ort.__version__}); allowed here: {', '.join(usable)} (onnxruntime lists {', '.join(available)}). "
+            f"Install the onnxruntime package that ships it (e.g. onnxruntime-gpu for cuda), or remove `{name}` "
+            "from sweep.provider or leave it out with --only provider=..."
         )
     return [provider] if provider == CPU_PROVIDER else [provider, CPU_PROVIDER]
 
@@ -93,6 +116,5 @@ def open_session(
     try:
         session = ort.InferenceSession(str(model_path), sess_options=so, providers=providers)
     except Exception as e:  # onnxruntime raises its own pybind exception types (Fail, InvalidGraph, ...)
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise RunError(f"onnxruntime could not create a session for {model_path}: {first}") from e
+        raise RunError(f"onnxruntime could not create a session for {model_path}: {onnxruntime_reason(e)}") from e
     return session, (time.perf_counter_ns() - t0) / 1e6

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import onnxruntime
 
 from generator.errors import ModelError, PerfsiteError, SpecError
 from generator.plan import STANDARD_AXES, sweep_axes
+from generator.runner.session import onnxruntime_reason
 from generator.versions import fp16 as _fp16  # noqa: F401  (registers the transform)
 from generator.versions import quantize as _quantize  # noqa: F401  (registers the transform)
 from generator.versions.cache import cache_key, cached_model_path, model_digest, read_notes, store
@@ -33,6 +36,10 @@ from generator.versions.registry import (
 
 Progress = Callable[[str], None]
 CHECKER_NOTE_CHARS = 300
+ONNX_FILE_HINT = (
+    "Allowed: a complete ONNX model file (a serialized onnx.ModelProto, as torch.onnx.export or "
+    "onnx.save write it); a truncated download or a file of another format gives this error."
+)
 
 
 def prepare_versions(
@@ -97,7 +104,7 @@ def _prepare_one(
         base = versions[parent_name]
         label, chain = parent_name, (*base.chain, name)
     else:
-        base = _root_version(loaded, name, model_spec)
+        base = _root_version(loaded, name, model_spec, cache_dir)
         label, chain = base.source, (name,)
     wanted = transform_of(model_spec)
     if wanted is None:
@@ -106,10 +113,12 @@ def _prepare_one(
     return _derived(loaded, name, base, label, chain, wanted, cache_dir, binding, progress)
 
 
-def _root_version(loaded: Any, name: str, model_spec: Any) -> ModelVersion:
+def _root_version(loaded: Any, name: str, model_spec: Any, cache_dir: Path) -> ModelVersion:
     path = _root_file(loaded, name, model_spec)
-    external, notes = check_model_file(path, f"{loaded.path}: models.{name}.path")
+    where = f"{loaded.path}: models.{name}.path"
+    external, notes = check_model_file(path, where)
     sha256, size = model_digest(path, external)
+    _check_root_loads(path, sha256, cache_dir, where)
     package = getattr(model_spec, "package", None)
     if package:
         source = f"{package}:{model_spec.path}"
@@ -137,8 +146,9 @@ def _root_file(loaded: Any, name: str, model_spec: Any) -> Path:
             f"inside the package {package!r} ({path.parent})" if package else "(relative to the spec file)"
         )
         raise ModelError(
-            f"{loaded.path}: {field}: the model file {path} does not exist {where}. "
-            "`perfsite example-models DIR` writes the example models."
+            f"{loaded.path}: {field}: the model file {path} does not exist {where}. Allowed: an ONNX file "
+            "inside the project, relative to the spec's folder (or `package:` plus a path inside an installed "
+            "Python package); `perfsite example-models DIR` writes the example models."
         )
     return path
 
@@ -169,9 +179,11 @@ def check_model_file(path: Path, where: str) -> tuple[list[Path], list[str]]:
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as e:  # protobuf raises DecodeError and friends, which onnx does not wrap
-        raise ModelError(f"{where}: {path} is not a readable ONNX model ({type(e).__name__}: {e}).") from e
+        raise ModelError(
+            f"{where}: {path} is not a readable ONNX model ({type(e).__name__}: {e}). {ONNX_FILE_HINT}"
+        ) from e
     if model.ir_version <= 0 or not model.HasField("graph") or not model.graph.output:
-        raise ModelError(f"{where}: {path} is not an ONNX model (no IR version or no graph outputs).")
+        raise ModelError(f"{where}: {path} is not an ONNX model (no IR version or no graph outputs). {ONNX_FILE_HINT}")
     external = external_data_files(model, path, where)
     try:
         onnx.checker.check_model(str(path))
@@ -213,7 +225,32 @@ def check_runtime_loads(path: Path, what: str) -> None:
     except Exception as e:  # onnxruntime's pybind errors share no useful base class
         if "NOT_IMPLEMENTED" in str(e):
             return
-        raise ModelError(f"{what}: {str(e).strip()} Check the options under this field.") from e
+        raise ModelError(f"{what}: {onnxruntime_reason(e)}. Check the options under this field.") from e
+
+
+def _check_root_loads(path: Path, sha256: str, cache_dir: Path, where: str) -> None:
+    """Refuse, before the sweep, a model file this onnxruntime cannot load (an IR version or opset newer than
+    it supports, an unknown operator domain): otherwise every trial of the version would fail alike.
+    A marker in the cache remembers models already checked, so a re-run does not load big models again."""
+    marker = Path(cache_dir) / f"{sha256}.loads-in-onnxruntime-{onnxruntime.__version__}.json"
+    if marker.is_file():
+        return
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    try:
+        onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime's pybind errors share no useful base class
+        if "NOT_IMPLEMENTED" not in str(e):  # a kernel only another provider has: the sweep may ask for it
+            raise ModelError(
+                f"{where}: onnxruntime {onnxruntime.__version__} cannot load {path}: {onnxruntime_reason(e)}. "
+                "Allowed: a model this onnxruntime supports (its IR version, opsets and operator domains); "
+                "convert the model (onnx.version_converter, or export it again with a lower opset) or install "
+                "a newer onnxruntime."
+            ) from e
+    with contextlib.suppress(OSError):  # the marker only saves loading the model again next time
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"model_sha256": sha256, "onnxruntime": onnxruntime.__version__}))
 
 
 def _tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
@@ -266,21 +303,20 @@ def _build(
     with tempfile.TemporaryDirectory(dir=dst.parent, prefix=".build-") as work:
         context.work_dir = Path(work)
         built = context.work_dir / "model.onnx"
-        try:
-            # Tools may drop files into the working folder: onnxruntime's symbolic shape inference saves
-            # `sym_shape_infer_temp.onnx` and a weights-sized `<uuid>.data` there when it fails
-            # (onnxruntime/tools/symbolic_shape_infer.py). Keep them in the scratch folder, out of the user's.
-            with contextlib.chdir(context.work_dir):
-                transform.apply(base.path, built, options, context)
-        except PerfsiteError:
-            raise
-        except Exception as e:  # any failure of the underlying tool is a problem with this model or options
-            reason = f"{type(e).__name__}: {str(e).strip() or 'no message'}"
-            raise ModelError(
-                f"{context.loaded.path}: {context.field}: building version {context.version!r} "
-                f"({transform.describe(options)}) from {label} ({base.path}) failed: {reason}. Check the "
-                f"options under {context.field}, or exclude the failing nodes or op types."
-            ) from e
+        # The tools' numpy warnings would print through the progress bar; they are quoted if the build fails
+        # (onnxruntime's calibrator fails with "scale issue" and only its warning says the activations were NaN).
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            try:
+                # Tools may drop files into the working folder: onnxruntime's symbolic shape inference saves
+                # `sym_shape_infer_temp.onnx` and a weights-sized `<uuid>.data` there when it fails
+                # (onnxruntime/tools/symbolic_shape_infer.py). Keep them in the scratch folder, out of the user's.
+                with contextlib.chdir(context.work_dir):
+                    transform.apply(base.path, built, options, context)
+            except PerfsiteError:
+                raise
+            except Exception as e:  # any failure of the underlying tool is a problem with this model or options
+                raise _build_failed(e, [str(w.message) for w in warned], base, wanted, context, label) from e
         what = f"{context.loaded.path}: {context.field}: the {field_name} transform"
         if not built.is_file():
             raise ModelError(f"{what} wrote no model for version {context.version!r}.")
@@ -288,6 +324,22 @@ def _build(
         check_runtime_loads(built, f"{what} made an invalid model for version {context.version!r}")
         about = {"version": context.version, "source_sha256": base.sha256, "transform": field_name}
         store(built, dst, [*context.notes, *checker_notes], about)
+
+
+def _build_failed(
+    error: Exception, warned: list[str], base: ModelVersion, wanted: tuple[str, Transform, Any],
+    context: TransformContext, label: str,
+) -> ModelError:
+    _, transform, options = wanted
+    reason = f"{type(error).__name__}: {str(error).strip() or 'no message'}"
+    said = list(dict.fromkeys(warned))[:3]
+    if said:
+        reason += f" (after these warnings: {'; '.join(said)})"
+    return ModelError(
+        f"{context.loaded.path}: {context.field}: building version {context.version!r} "
+        f"({transform.describe(options)}) from {label} ({base.path}) failed: {reason}. Check the "
+        f"options under {context.field}, or exclude the failing nodes or op types."
+    )
 
 
 __all__ = [

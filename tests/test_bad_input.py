@@ -1,0 +1,725 @@
+"""Every row of docs/errors.md: a bad input given to the real `perfsite` command line.
+
+Each test asserts exit status 1, no traceback, and one message that names the file (spec, model, results file
+or folder), the field or path at fault, and what is allowed. The last tests fuzz the onnxruntime profile parser
+(the spec loader's fuzz tests are in tests/test_spec.py) and keep the docs table and these tests in step.
+
+Each row's files are made by a `setup_<row>` function; the module fixture `rows` runs every row's commands in
+its own project folder, a few rows at a time (each command is a fresh Python process, mostly spent importing),
+and each `test_<row>` checks what its commands printed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+from perfsite_testing import ROOT, perfsite, write_spec
+from test_site_fixture import write_results
+
+from generator.errors import ModelError, RunError
+from generator.results.schema import METADATA_KEY, SCHEMA_VERSION
+from generator.runner.profiling import node_statistics, parse_profile
+from generator.runner.session import check_providers
+from generator.spec import load_spec
+from generator.versions import prepare_versions
+
+MEASURE = ("measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, max_seconds: 1, repeats: 1, "
+           "profile_iterations: 1, timeout_s: 30}")
+SPEC = f"""\
+name: tiny
+models:
+  fp32: {{path: models/tiny.onnx}}
+inputs:
+  x: {{shape: [batch, 4], dtype: float32}}
+sweep: {{batch: [1]}}
+{MEASURE}
+"""
+PROFILE = ROOT / "tests" / "data" / "profile_tiny.json"
+PARALLEL_ROWS = 3
+
+
+def _matmul_model(path: Path, *, before: str | None = None, ir_version: int | None = 10) -> Path:
+    """x [batch, 4] -> (optional unary op) -> MatMul with a 4x4 weight -> y; IR 10 / opset 17 unless told."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    w = numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")
+    nodes = [helper.make_node(before, ["x"], ["t"], name=before.lower())] if before else []
+    nodes.append(helper.make_node("MatMul", ["t" if before else "x", "w"], ["y"], name="matmul"))
+    graph = helper.make_graph(nodes, "g", [x], [y], [w])
+    if ir_version is None:  # onnx.helper's defaults: IR 14 / opset 28, newer than onnxruntime 1.31 loads
+        model = helper.make_model(graph)
+    else:
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = ir_version
+    onnx.save(model, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("bad-input-models")
+    _matmul_model(folder / "tiny.onnx")
+    _matmul_model(folder / "too-new.onnx", ir_version=None)
+    _matmul_model(folder / "nan.onnx", before="Log")
+    return folder
+
+
+# ---- the rows' commands, run a few at a time -----------------------------------------------------------------
+
+Command = tuple[list[str], dict[str, Any]]  # perfsite arguments, extra subprocess keywords
+
+
+@dataclass
+class Row:
+    project: Path
+    results: list[subprocess.CompletedProcess] = field(default_factory=list)
+    skip: str | None = None
+
+    @property
+    def result(self) -> subprocess.CompletedProcess:
+        return self.results[-1]
+
+    @property
+    def spec(self) -> Path:
+        return self.project / "spec.yaml"
+
+    @property
+    def given(self) -> str:
+        """The spec as named on the command line (`validate` rows): messages quote it so."""
+        return "`spec.yaml`"
+
+
+class _Skip(Exception):
+    pass
+
+
+SETUPS: dict[str, Callable[[Path], list[Command]]] = {}
+
+
+def row_setup(fn: Callable[[Path], list[Command]]) -> Callable[[Path], list[Command]]:
+    SETUPS[fn.__name__.removeprefix("setup_")] = fn
+    return fn
+
+
+def _project(folder: Path, models: Path) -> Path:
+    (folder / "models").mkdir()
+    for model in models.iterdir():
+        (folder / "models" / model.name).write_bytes(model.read_bytes())
+    write_spec(folder, SPEC)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory, models) -> dict[str, Row]:
+    def one(name: str) -> tuple[str, Row]:
+        row = Row(_project(tmp_path_factory.mktemp(name), models))
+        try:
+            commands = SETUPS[name](row.project)
+        except _Skip as e:
+            row.skip = str(e)
+            return name, row
+        row.results = [perfsite(*args, cwd=row.project, **kw) for args, kw in commands]
+        return name, row
+
+    with ThreadPoolExecutor(max_workers=PARALLEL_ROWS) as pool:
+        return dict(pool.map(one, SETUPS))
+
+
+def _row(rows: dict[str, Row], name: str) -> Row:
+    row = rows[name]
+    if row.skip:
+        pytest.skip(row.skip)
+    return row
+
+
+def _spec(project: Path, *edits: tuple[str, str], extra: str = "", name: str = "spec.yaml") -> Path:
+    text = SPEC
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    return write_spec(project, text + extra, name)
+
+
+def _run(*args: str, results: str = "results", **kw: Any) -> list[Command]:
+    return [(["run", "spec.yaml", "--results", results, *args], kw)]
+
+
+def _validate(*args: str) -> list[Command]:
+    # `perfsite run` loads the spec the same way first; `validate` skips importing the runner, so it is faster.
+    return [(["validate", "spec.yaml", *args], {})]
+
+
+def _build(site: str = "site", **kw: Any) -> list[Command]:
+    return [(["build", "--results", "results", "--site", site], kw)]
+
+
+def _refused(result: subprocess.CompletedProcess, *fragments: str) -> str:
+    """Exit status 1, no traceback, one message holding every fragment (compared with whitespace folded)."""
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "Traceback" not in output, output
+    message = " ".join(result.stderr.split())
+    assert message.startswith("error:") or " error: " in message, message
+    missing = [f for f in fragments if " ".join(f.split()) not in message]
+    assert not missing, f"{missing} not in: {message}"
+    return message
+
+
+# ---- the spec file --------------------------------------------------------------------------------------------
+
+
+@row_setup
+def setup_yaml_syntax_error(p: Path) -> list[Command]:
+    _spec(p, ("sweep: {batch: [1]}", "sweep: {batch: [1}"))
+    return _validate()
+
+
+def test_yaml_syntax_error(rows):
+    row = _row(rows, "yaml_syntax_error")
+    _refused(row.result, row.given, "not valid YAML", "line 6, column 18", "expected ',' or ']'")
+
+
+@row_setup
+def setup_unknown_key(p: Path) -> list[Command]:
+    _spec(p, ("measure: {warmup", "measure: {warmpu"))
+    return _validate()
+
+
+def test_unknown_key(rows):
+    row = _row(rows, "unknown_key")
+    _refused(row.result, row.given, "line 7", "measure.warmpu", "did you mean `warmup`", "allowed here:")
+
+
+@row_setup
+def setup_wrong_type(p: Path) -> list[Command]:
+    _spec(p, ("batch: [1]", 'batch: ["4"]'))
+    return _validate()
+
+
+def test_wrong_type(rows):
+    row = _row(rows, "wrong_type")
+    _refused(row.result, row.given, "line 6", "sweep.batch[0]", 'got `"4"`', "expected an integer")
+
+
+@row_setup
+def setup_empty_sweep(p: Path) -> list[Command]:
+    _spec(p, ("batch: [1]", "batch: []"))
+    return _validate()
+
+
+def test_empty_sweep(rows):
+    row = _row(rows, "empty_sweep")
+    _refused(row.result, row.given, "sweep.batch", "got `[]`", "expected at least 1 item")
+
+
+@row_setup
+def setup_duplicate_key(p: Path) -> list[Command]:
+    _spec(p, extra="name: again\n")
+    return _validate()
+
+
+def test_duplicate_key(rows):
+    row = _row(rows, "duplicate_key")
+    _refused(row.result, row.given, "line 8, column 1", "duplicate key `name`", "first at line 1",
+             "remove or rename one")
+
+
+@row_setup
+def setup_duplicate_version_name(p: Path) -> list[Command]:
+    _spec(p, ("  fp32: {path: models/tiny.onnx}\n",
+              "  fp32: {path: models/tiny.onnx}\n  fp32: {path: models/nan.onnx}\n"))
+    return _validate()
+
+
+def test_duplicate_version_name(rows):
+    row = _row(rows, "duplicate_version_name")
+    _refused(row.result, row.given, "line 4, column 3", "duplicate key `fp32` in `models`",
+             "remove or rename one")
+
+
+@row_setup
+def setup_negative_threshold(p: Path) -> list[Command]:
+    _spec(p, extra="latency_threshold_ms: -5\n")
+    return _validate()
+
+
+def test_negative_threshold(rows):
+    row = _row(rows, "negative_threshold")
+    _refused(row.result, row.given, "line 8", "latency_threshold_ms", "got `-5`", "expected a number > 0")
+
+
+@row_setup
+def setup_zero_iterations(p: Path) -> list[Command]:
+    _spec(p, ("min_iterations: 3", "min_iterations: 0"))
+    return _validate()
+
+
+def test_zero_iterations(rows):
+    row = _row(rows, "zero_iterations")
+    _refused(row.result, row.given, "measure.min_iterations", "got `0`", "expected a number >= 1")
+
+
+@row_setup
+def setup_path_leaving_the_project(p: Path) -> list[Command]:
+    outside = p.parent / f"{p.name}-elsewhere.onnx"
+    outside.write_bytes((p / "models" / "tiny.onnx").read_bytes())
+    _spec(p, ("models/tiny.onnx", f"../{outside.name}"))
+    return _validate("--allow-outside") + _validate()
+
+
+def test_path_leaving_the_project(rows):
+    row = _row(rows, "path_leaving_the_project")
+    allowed, refused = row.results
+    assert allowed.returncode == 0, allowed.stderr
+    _refused(refused, str(row.spec), "line 3", "models.fp32.path", f"{row.project}-elsewhere.onnx",
+             f"outside the project root `{row.project}`", "use `package:`", "pass `--allow-outside`")
+
+
+@row_setup
+def setup_only_with_an_unknown_key(p: Path) -> list[Command]:
+    return _run("--only", "bach=1")
+
+
+def test_only_with_an_unknown_key(rows):
+    row = _row(rows, "only_with_an_unknown_key")
+    _refused(row.result, "--only 'bach=1'", "is not KEY=VALUE with a known key",
+             "Allowed keys: version, batch, threads")
+
+
+# ---- model files ----------------------------------------------------------------------------------------------
+
+
+@row_setup
+def setup_missing_model_file(p: Path) -> list[Command]:
+    _spec(p, ("models/tiny.onnx", "models/absent.onnx"))
+    return _run()
+
+
+def test_missing_model_file(rows):
+    row = _row(rows, "missing_model_file")
+    _refused(row.result, str(row.spec), "models.fp32.path", str(row.project / "models" / "absent.onnx"),
+             "does not exist", "Allowed: an ONNX file inside the project, relative to the spec's folder")
+
+
+@row_setup
+def setup_file_that_is_not_onnx(p: Path) -> list[Command]:
+    (p / "models" / "notes.onnx").write_text("these are my notes, not a model\n")
+    _spec(p, ("models/tiny.onnx", "models/notes.onnx"))
+    return _run()
+
+
+def test_file_that_is_not_onnx(rows):
+    row = _row(rows, "file_that_is_not_onnx")
+    _refused(row.result, str(row.spec), "models.fp32.path", str(row.project / "models" / "notes.onnx"),
+             "is not a readable ONNX model", "Allowed: a complete ONNX model file")
+
+
+@row_setup
+def setup_truncated_onnx_file(p: Path) -> list[Command]:
+    data = (p / "models" / "tiny.onnx").read_bytes()
+    (p / "models" / "cut.onnx").write_bytes(data[: len(data) // 2])
+    _spec(p, ("models/tiny.onnx", "models/cut.onnx"))
+    return _run()
+
+
+def test_truncated_onnx_file(rows):
+    row = _row(rows, "truncated_onnx_file")
+    _refused(row.result, str(row.spec), "models.fp32.path", str(row.project / "models" / "cut.onnx"),
+             "Allowed: a complete ONNX model file", "a truncated download")
+
+
+def test_truncated_onnx_file_at_every_length_is_a_model_error(tmp_path, models):
+    """Cut anywhere, a model file is refused before the sweep with a ModelError naming it, never a crash."""
+    project = _project(tmp_path, models)
+    data = (project / "models" / "tiny.onnx").read_bytes()
+    loaded = load_spec(_spec(project, ("models/tiny.onnx", "models/cut.onnx")))
+    for length in sorted({*range(0, len(data), max(1, len(data) // 40)), len(data) - 1}):
+        (project / "models" / "cut.onnx").write_bytes(data[:length])
+        with pytest.raises(ModelError, match=r"models\.fp32\.path: .*cut\.onnx"):
+            prepare_versions(loaded, project / "cache")
+
+
+@row_setup
+def setup_model_too_new_for_onnxruntime(p: Path) -> list[Command]:
+    _spec(p, ("models/tiny.onnx", "models/too-new.onnx"))
+    return _run("--dry-run")
+
+
+def test_model_too_new_for_onnxruntime(rows):
+    row = _row(rows, "model_too_new_for_onnxruntime")
+    _refused(row.result, str(row.spec), "models.fp32.path", "too-new.onnx", "cannot load",
+             "Unsupported model IR version: 14, max supported IR version: 13",
+             "Allowed: a model this onnxruntime supports")
+
+
+@row_setup
+def setup_external_data_outside_the_model_folder(p: Path) -> list[Command]:
+    model = onnx.load(str(p / "models" / "tiny.onnx"))
+    weight = model.graph.initializer[0]
+    weight.ClearField("raw_data")
+    weight.ClearField("float_data")
+    weight.data_location = TensorProto.EXTERNAL
+    weight.external_data.add(key="location", value="../secret.bin")
+    (p / "secret.bin").write_bytes(np.eye(4, dtype=np.float32).tobytes())
+    onnx.save(model, p / "models" / "external.onnx")
+    _spec(p, ("models/tiny.onnx", "models/external.onnx"))
+    return _run()
+
+
+def test_external_data_outside_the_model_folder(rows):
+    row = _row(rows, "external_data_outside_the_model_folder")
+    _refused(row.result, str(row.spec), "models.fp32.path", "external.onnx",
+             "external data at '../secret.bin', outside the model's folder",
+             "only reads external data stored beside the model")
+
+
+@row_setup
+def setup_transform_that_fails(p: Path) -> list[Command]:
+    # Log of negative calibration inputs gives NaN activations, which static quantization cannot scale.
+    _spec(p, ("models/tiny.onnx}", "models/nan.onnx}\n  int8: {from: fp32, quantize: {mode: static_qdq}}"),
+          ("dtype: float32}", "dtype: float32, range: [-2, -1]}"))
+    return _run()
+
+
+def test_transform_that_fails(rows):
+    row = _row(rows, "transform_that_fails")
+    _refused(row.result, str(row.spec), "models.int8.quantize", "building version 'int8'", "quantize static_qdq",
+             "nan.onnx", "failed: AssertionError: scale issue (after these warnings: All-NaN axis encountered",
+             "Check the options under models.int8.quantize")
+
+
+# ---- inputs and providers -------------------------------------------------------------------------------------
+
+
+@row_setup
+def setup_input_name_the_model_does_not_have(p: Path) -> list[Command]:
+    _spec(p, ("  x: {shape", "  pixels: {shape"))
+    return _run()
+
+
+def test_input_name_the_model_does_not_have(rows):
+    row = _row(rows, "input_name_the_model_does_not_have")
+    _refused(row.result, str(row.spec), "inputs.pixels", "has no input named 'pixels'",
+             "It declares: x: float32 [batch, 4]", "Rename or remove the entry")
+
+
+@row_setup
+def setup_shape_the_model_rejects(p: Path) -> list[Command]:
+    _spec(p, ("[batch, 4]", "[batch, 5]"))
+    return _run()
+
+
+def test_shape_the_model_rejects(rows):
+    row = _row(rows, "shape_the_model_rejects")
+    _refused(row.result, str(row.spec), "inputs.x", "shape [batch, 5] has 5 on axis 1 where the model fixes 4",
+             "declares x: float32 [batch, 4]")
+
+
+@row_setup
+def setup_dtype_the_model_rejects(p: Path) -> list[Command]:
+    _spec(p, ("dtype: float32", "dtype: int64"))
+    return _run()
+
+
+def test_dtype_the_model_rejects(rows):
+    row = _row(rows, "dtype_the_model_rejects")
+    _refused(row.result, str(row.spec), "inputs.x", "dtype int64 does not match the model's float32",
+             "declares x: float32 [batch, 4]")
+
+
+def test_unavailable_provider_is_refused_by_name():
+    with pytest.raises(RunError) as info:
+        check_providers(["cpu", "cuda"], "spec.yaml: sweep.provider")
+    message = str(info.value)
+    assert "spec.yaml: sweep.provider" in message and "`cuda` (CUDAExecutionProvider)" in message
+    assert "allowed here: cpu" in message and "--only provider=" in message
+    check_providers(["cpu"], "spec.yaml: sweep.provider")
+
+
+@row_setup
+def setup_provider_not_available(p: Path) -> list[Command]:
+    _spec(p, ("sweep: {batch: [1]}", "sweep: {batch: [1], provider: [cpu, cuda]}"))
+    return _run()
+
+
+def test_provider_not_available(rows):
+    row = _row(rows, "provider_not_available")
+    _refused(row.result, str(row.spec), "sweep.provider", "`cuda` (CUDAExecutionProvider) is not available",
+             "allowed here: cpu")
+
+
+# ---- results and output folders ------------------------------------------------------------------------------
+
+
+def _results(p: Path) -> Path:
+    """A schema-correct results folder with synthetic figures, in the row's project (messages name its files
+    relative to it, as `--results results` was given)."""
+    return write_results(p / "results").parent / "cnn-int8"
+
+
+def _first(experiment: Path, table: str) -> Path:
+    return sorted((experiment / table).glob("*.parquet"))[0]
+
+
+def _damage(p: Path, table: str) -> list[Command]:
+    damaged = _first(_results(p), table)
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    (p / "damaged").write_text(str(damaged.relative_to(p)))
+    return _build()
+
+
+def _check_damage_message(row: Row) -> None:
+    damaged = Path((row.project / "damaged").read_text())
+    _refused(row.result, str(damaged), "is not readable Parquet",
+             f"allowed in {damaged.parent}: Parquet files written by perfsite",
+             f"trials/{damaged.name}", f"nodes/{damaged.name}", "measures it again")
+
+
+@row_setup
+def setup_corrupt_parquet_file(p: Path) -> list[Command]:
+    return _damage(p, "trials")
+
+
+def test_corrupt_parquet_file(rows):
+    _check_damage_message(_row(rows, "corrupt_parquet_file"))
+
+
+@row_setup
+def setup_corrupt_parquet_file_in_a_side_table(p: Path) -> list[Command]:
+    return _damage(p, "latencies")
+
+
+def test_corrupt_parquet_file_in_a_side_table(rows):
+    # Deleting the side table alone would leave the trial "stored" without its latencies: the message says so.
+    _check_damage_message(_row(rows, "corrupt_parquet_file_in_a_side_table"))
+
+
+@row_setup
+def setup_results_from_a_newer_schema_version(p: Path) -> list[Command]:
+    target = _first(_results(p), "trials")
+    table = pq.read_table(target)
+    metadata = {**table.schema.metadata, METADATA_KEY: str(SCHEMA_VERSION + 1).encode()}
+    pq.write_table(table.replace_schema_metadata(metadata), target)
+    (p / "damaged").write_text(str(target.relative_to(p)))
+    return _build()
+
+
+def test_results_from_a_newer_schema_version(rows):
+    row = _row(rows, "results_from_a_newer_schema_version")
+    _refused(row.result, (row.project / "damaged").read_text(), f"results schema version {SCHEMA_VERSION + 1}",
+             f"newer than this perfsite reads ({SCHEMA_VERSION})", "Upgrade perfsite")
+
+
+@row_setup
+def setup_stored_spec_this_perfsite_cannot_read(p: Path) -> list[Command]:
+    stored = next((_results(p) / "specs").glob("*.json"))
+    data = json.loads(stored.read_text())
+    data["measure"]["warmup_s"] = 3  # a field a newer perfsite might have added
+    stored.write_text(json.dumps(data))
+    (p / "damaged").write_text(str(stored.relative_to(p)))
+    return _build()
+
+
+def test_stored_spec_this_perfsite_cannot_read(rows):
+    row = _row(rows, "stored_spec_this_perfsite_cannot_read")
+    _refused(row.result, (row.project / "damaged").read_text(), "measure.warmup_s", "unknown key", "allowed here:")
+
+
+# Resolved here, not in the forked child: the rows run from threads, and a child must not take loader locks.
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+PR_CAPBSET_DROP, CAP_DAC_OVERRIDE = 24, 1
+
+
+def _without_root_override() -> None:
+    """In the child: make root respect file permissions, so a read-only folder is read-only for it too
+    (drops CAP_DAC_OVERRIDE from the bounding set; exec then leaves it out of the effective set)."""
+    if os.geteuid() == 0 and _PRCTL is not None:
+        _PRCTL(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0)
+
+
+def _read_only(p: Path) -> Path:
+    folder = p / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    probe = [sys.executable, "-c", f"open({str(folder / 'probe')!r}, 'w')"]
+    if subprocess.run(probe, preexec_fn=_without_root_override, capture_output=True).returncode == 0:
+        raise _Skip("this process cannot make a folder read-only (root without CAP_SETPCAP)")
+    return folder
+
+
+@row_setup
+def setup_results_folder_is_a_file(p: Path) -> list[Command]:
+    (p / "taken").write_text("a file where the results should go\n")
+    return _run(results="taken")
+
+
+def test_results_folder_is_a_file(rows):
+    row = _row(rows, "results_folder_is_a_file")
+    _refused(row.result, "Cannot write results to taken/tiny", "taken is a file, not a folder",
+             "Allowed: a folder perfsite can create and write", "--results DIR")
+
+
+@row_setup
+def setup_results_folder_is_read_only(p: Path) -> list[Command]:
+    return _run(results=str(_read_only(p)), preexec_fn=_without_root_override)
+
+
+def test_results_folder_is_read_only(rows):
+    row = _row(rows, "results_folder_is_read_only")
+    _refused(row.result, f"Cannot write results to {row.project / 'read-only' / 'tiny'}", "Permission denied",
+             "Allowed: a folder perfsite can create and write", "--results DIR")
+
+
+@row_setup
+def setup_site_folder_is_a_file(p: Path) -> list[Command]:
+    _results(p)
+    (p / "site").write_text("a file where the site should go\n")
+    return _build()
+
+
+def test_site_folder_is_a_file(rows):
+    row = _row(rows, "site_folder_is_a_file")
+    _refused(row.result, f"Cannot write the site to {row.project / 'site'}", "it is a file, not a folder",
+             "Allowed: a folder perfsite can create and write", "--site DIR")
+
+
+@row_setup
+def setup_site_folder_is_read_only(p: Path) -> list[Command]:
+    _results(p)
+    return _build(str(_read_only(p) / "site"), preexec_fn=_without_root_override)
+
+
+def test_site_folder_is_read_only(rows):
+    row = _row(rows, "site_folder_is_read_only")
+    _refused(row.result, f"Cannot write the site to {row.project / 'read-only' / 'site'}", "Permission denied",
+             "Allowed: a folder perfsite can create and write", "--site DIR")
+
+
+# ---- a spec changed since its results were measured -----------------------------------------------------------
+
+
+@row_setup
+def setup_spec_changed(p: Path) -> list[Command]:
+    """Version `fp32` measured, then the spec renamed it `candidate` and ran again: both trials are stored."""
+    renamed = _spec(p, ("  fp32: {path", "  candidate: {path"), name="changed.yaml")
+    rerun = [(["run", str(renamed), "--results", "results"], {})]
+    only = [(["run", str(renamed), "--results", "results", "--only", "version=fp32"], {})]
+    return _run() + rerun + _build() + only
+
+
+def test_spec_changed_build_renders_every_trial_and_names_the_older_ones(rows):
+    row = _row(rows, "spec_changed")
+    first, rerun, build, _ = row.results
+    assert first.returncode == 0 and rerun.returncode == 0, first.stderr + rerun.stderr
+    assert build.returncode == 0, build.stderr
+    message = " ".join(build.stderr.split())
+    assert "tiny: 1 stored trial(s) are of versions no longer in its newest spec (fp32)" in message
+    page = (row.project / "site" / "reports" / "tiny" / "index.html").read_text()
+    assert "fp32" in page and "candidate" in page  # nothing measured is thrown away
+
+
+def test_spec_changed_only_names_a_version_no_longer_in_the_spec(rows):
+    row = _row(rows, "spec_changed")
+    _refused(row.result, str(row.project / "changed.yaml"), "--only", "version=fp32", "candidate")
+
+
+# ---- fuzzing: onnxruntime profiles (the spec loader's fuzz tests live in tests/test_spec.py) -----------------
+
+
+def _parses_or_names_the_file(path: Path) -> None:
+    """A damaged profile either still parses or raises RunError naming it; nothing else escapes."""
+    try:
+        recording = parse_profile(path)
+        node_statistics(recording)
+    except RunError as e:
+        assert str(path) in str(e)
+
+
+_FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_PROFILE_BYTES = PROFILE.read_bytes()
+
+
+@_FUZZ
+@given(cut=st.integers(min_value=0, max_value=len(_PROFILE_BYTES)))
+def test_fuzz_truncated_profile(tmp_path, cut):
+    path = tmp_path / "profile.json"
+    path.write_bytes(_PROFILE_BYTES[:cut])
+    _parses_or_names_the_file(path)
+
+
+@_FUZZ
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=len(_PROFILE_BYTES) - 1), st.binary(max_size=8)),
+                min_size=1, max_size=6))
+def test_fuzz_garbled_profile(tmp_path, patches):
+    data = bytearray(_PROFILE_BYTES)
+    for offset, garbage in patches:
+        data[offset : offset + len(garbage)] = garbage
+    path = tmp_path / "profile.json"
+    path.write_bytes(bytes(data))
+    _parses_or_names_the_file(path)
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+    | st.sampled_from([10**400, -1, "3072", "", "_kernel_time"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@_FUZZ
+@given(st.data())
+def test_fuzz_mutated_profile_fields(tmp_path, data):
+    """Valid JSON with wrong values where onnxruntime writes numbers, strings and nested statistics."""
+    events = json.loads(PROFILE.read_text())
+    for _ in range(data.draw(st.integers(min_value=1, max_value=5))):
+        event = events[data.draw(st.integers(min_value=0, max_value=len(events) - 1))]
+        holder = event["args"] if isinstance(event.get("args"), dict) and data.draw(st.booleans()) else event
+        keys = sorted(holder) + ["thread_scheduling_stats", "node_index"]
+        holder[data.draw(st.sampled_from(keys))] = data.draw(_JSON_VALUES)
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(events, allow_nan=True, default=str))
+    _parses_or_names_the_file(path)
+
+
+# ---- the docs table -------------------------------------------------------------------------------------------
+
+DOCS = ROOT / "docs" / "errors.md"
+_CITED = re.compile(r"`(tests/[\w/]+\.py)::(\w+)")
+
+
+def test_every_row_of_the_docs_table_names_an_existing_test():
+    rows = [line for line in DOCS.read_text().splitlines() if line.startswith("| ") and "`tests/" in line]
+    assert len(rows) >= 25
+    for row in rows:
+        cited = _CITED.findall(row)
+        assert cited, f"no test named in: {row}"
+        if row.count(" | ") >= 3:  # the bad-input and fault tables have an exit status column
+            assert re.search(r"\| (0|1|130) \|", row), f"no exit status in: {row}"
+        for file, name in cited:
+            source = (ROOT / file).read_text()
+            assert re.search(rf"^def {name}\(", source, re.M), f"{file}::{name} (cited in docs/errors.md) not found"
+
+
+def test_every_test_here_is_in_the_docs_table():
+    cited = {name for _, name in _CITED.findall(DOCS.read_text())}
+    here = set(re.findall(r"^def (test_\w+)\(", Path(__file__).read_text(), re.M))
+    internal = {"test_every_row_of_the_docs_table_names_an_existing_test", "test_every_test_here_is_in_the_docs_table"}
+    assert here - internal - cited == set()

@@ -1,0 +1,209 @@
+"""Faults during a sweep that tests/test_run.py does not already cover, each really done: a measurement process
+out of memory (address space capped with RLIMIT_AS), `kill -9` of `perfsite run` and of a results writer at
+random moments, and a bad input found in the middle of a sweep. See docs/errors.md, "Faults during a sweep".
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from perfsite_testing import ROOT, perfsite, write_spec
+from test_site_fixture import write_results
+
+from generator.results.store import TRIAL_TABLES, load_experiment
+
+MEASURE = ("measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, max_seconds: 1, repeats: 1, "
+           "profile_iterations: 1, timeout_s: 60}")
+
+
+def _model(path: Path, width: int | str = 4) -> Path:
+    """x [batch, width] -> Relu -> MatMul (identity weight when width is fixed) -> y; a tiny, real model."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])
+    if isinstance(width, int):
+        weight = [numpy_helper.from_array(np.eye(width, dtype=np.float32), "w")]
+        nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                 helper.make_node("MatMul", ["r", "w"], ["y"], name="matmul")]
+    else:
+        weight, nodes = [], [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], weight),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+@pytest.fixture
+def two_versions(tmp_path) -> Path:
+    """A project with two versions in separate files (so a fault hook can pick one) and two batch sizes."""
+    (tmp_path / "models").mkdir()
+    _model(tmp_path / "models" / "victim.onnx")
+    _model(tmp_path / "models" / "healthy.onnx")
+    write_spec(tmp_path, f"""\
+        name: faults
+        models:
+          victim: {{path: models/victim.onnx}}
+          healthy: {{path: models/healthy.onnx}}
+        inputs:
+          x: {{shape: [batch, 4], dtype: float32}}
+        sweep: {{batch: [1, 2]}}
+        {MEASURE}
+        """)
+    return tmp_path
+
+
+def _assert_whole(experiment: Path) -> pd.DataFrame:
+    """What a reader sees is whole: every Parquet file reads, every stored trial has all its side tables,
+    each table folder reads as one dataset, and the store loads. Returns the trials."""
+    for path in experiment.rglob("*.parquet"):
+        if not path.name.startswith("."):
+            pq.read_table(path)  # raises on a half-written file
+    trials = experiment / "trials"
+    keys = {p.stem for p in trials.glob("*.parquet")} if trials.is_dir() else set()
+    for key in keys:
+        missing = [t for t in TRIAL_TABLES if not (experiment / t / f"{key}.parquet").is_file()]
+        assert not missing, f"trial {key} is stored without its {missing}"
+    for table in ("trials", *TRIAL_TABLES):
+        if keys:
+            pd.read_parquet(experiment / table)  # the dataset reader skips the dot-named temporary files
+    if not keys:
+        return pd.DataFrame()
+    loaded = load_experiment(experiment)
+    assert set(loaded.trials["trial_key"]) == keys
+    return loaded.trials
+
+
+def test_out_of_memory_trial_is_recorded_and_the_sweep_goes_on(two_versions):
+    env = {"PERFSITE_TEST_FAULT": "oom", "PERFSITE_TEST_FAULT_VERSION": "victim.onnx"}
+    result = perfsite("run", "spec.yaml", "--results", "results", cwd=two_versions, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "2 measured, 0 already stored, 2 failed" in result.stdout
+    assert "failed: victim b2 t1 c1: the measurement process ran out of memory" in " ".join(result.stdout.split())
+    trials = _assert_whole(two_versions / "results" / "faults").set_index(["version", "batch"]).sort_index()
+    assert list(trials["status"]) == ["ok", "ok", "failed", "failed"]  # healthy b1 b2, victim b1 b2
+    assert trials.loc["victim", "error"].str.contains("ran out of memory").all()
+    assert (trials.loc["healthy", "throughput_ips"] > 0).all()
+
+
+def _start(project: Path) -> subprocess.Popen:
+    # A session of its own, so that the test can also stop the orphaned measurement processes afterwards.
+    env = {**os.environ, "TMPDIR": str(project / "tmp")}
+    (project / "tmp").mkdir(exist_ok=True)
+    cmd = [sys.executable, "-m", "generator.cli", "run", "spec.yaml", "--results", "results"]
+    return subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _kill_9(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the orphaned workers: they write only to their own temp folder
+    except ProcessLookupError:
+        pass
+
+
+def test_kill_9_at_random_moments_never_leaves_a_partial_result(two_versions):
+    rng = random.Random(5)
+    experiment = two_versions / "results" / "faults"
+    stored_counts = []
+    # Start-up (imports, environment, model checks) takes about a second, a trial about half a second more.
+    for delay_s in sorted(rng.uniform(0.6, 2.2) for _ in range(4)):
+        proc = _start(two_versions)
+        time.sleep(delay_s)
+        _kill_9(proc)
+        stored_counts.append(len(_assert_whole(experiment)))
+    assert stored_counts == sorted(stored_counts), stored_counts  # nothing stored is ever lost
+    final = perfsite("run", "spec.yaml", "--results", "results", cwd=two_versions)
+    assert final.returncode == 0, final.stderr
+    assert f"{4 - stored_counts[-1]} measured, {stored_counts[-1]} already stored" in final.stdout
+    trials = _assert_whole(experiment)
+    assert len(trials) == 4 and set(trials["status"]) == {"ok"} and trials["trial_key"].is_unique
+
+
+# The writer appends trials with large latency tables (so that a kill often lands inside a write), through the
+# real store, to an experiment folder made by tests/test_site_fixture.py.
+WRITER = textwrap.dedent("""\
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    from generator.results.store import ResultsDir, TrialFiles
+    from test_site_fixture import _nodes, _processes, _trial_row
+
+    experiment, tag = Path(sys.argv[1]), sys.argv[2]
+    spec_sha256 = pd.read_parquet(experiment / "trials")["spec_sha256"].iloc[0]
+    rd, rows = ResultsDir(experiment), 400_000
+    print("ready", flush=True)
+    for i in range(10_000):
+        key = f"{tag}{i:016d}"
+        row = {**_trial_row(key, "fp32", 1, 1, False, False, 0), "spec_sha256": spec_sha256}
+        latencies = pa.table({"trial_key": [key] * rows, "process": np.zeros(rows, np.int64),
+                              "stream": np.zeros(rows, np.int64), "iteration": np.arange(rows),
+                              "latency_ms": np.random.default_rng(i).random(rows)})
+        rd.write_trial(TrialFiles(trial=row, processes=_processes(key, row), latencies=latencies,
+                                  nodes=_nodes(key, row, "fp32", False)))
+""")
+
+
+def test_writer_killed_at_random_moments_leaves_only_whole_trials(tmp_path):
+    experiment = write_results(tmp_path / "results")
+    before = len(_assert_whole(experiment))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
+    rng = random.Random(9)
+    for cycle in range(4):
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(experiment), f"k{cycle:02d}"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
+        time.sleep(rng.uniform(0.05, 0.6))
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=30)
+        assert writer.returncode == -signal.SIGKILL, writer.stderr.read()
+        _assert_whole(experiment)
+    assert len(_assert_whole(experiment)) > before  # the writers did finish trials between the kills
+
+
+def test_bad_input_found_mid_sweep_keeps_finished_trials(tmp_path):
+    """`any` takes any width, `fixed` only 4: the sweep's second width stops the run, the first one is kept."""
+    (tmp_path / "models").mkdir()
+    _model(tmp_path / "models" / "any.onnx", width="width")
+    _model(tmp_path / "models" / "fixed.onnx")
+    text = f"""\
+        name: midway
+        models:
+          any: {{path: models/any.onnx}}
+          fixed: {{path: models/fixed.onnx}}
+        inputs:
+          x: {{shape: [batch, width], dtype: float32}}
+        sweep: {{width: [4, 5]}}
+        {MEASURE}
+        """
+    spec = write_spec(tmp_path, text)
+    result = perfsite("run", "spec.yaml", "--results", "results", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    message = " ".join(result.stderr.split())
+    assert f"{spec}: inputs.x: shape [batch, width] has 5 on axis 1 where the model fixes 4" in message
+    assert "version fixed" in message
+    trials = _assert_whole(tmp_path / "results" / "midway")
+    assert sorted(trials["version"]) == ["any", "fixed"] and set(trials["dims"]) == {'{"width": 4}'}
+    assert set(trials["status"]) == {"ok"}
+    # The finished trials are reused: the version that takes every width completes with one new trial.
+    again = perfsite("run", "spec.yaml", "--results", "results", "--only", "version=any", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "1 measured, 1 already stored" in again.stdout
