@@ -1,22 +1,26 @@
 """Analysis: pure functions from results DataFrames to frozen summary records (no I/O, deterministic)."""
 
-from generator.analysis.summaries import (
-    EnvironmentSummary,
+from generator.analysis.profile import (
     LayerTime,
     OpTypeTime,
     ProcessSpread,
-    ProfileTarget,
     TimeAccounting,
+    TrialProfile,
+    op_type_times,
+    process_spread,
+    time_accounting,
+    top_layers,
+    trial_profile,
+)
+from generator.analysis.summaries import (
+    EnvironmentSummary,
+    ProfileTarget,
     TrialSummary,
     VersionBest,
     VersionInfo,
     environment_summaries,
-    op_type_times,
-    process_spread,
     profile_targets,
     sweet_spot,
-    time_accounting,
-    top_layers,
     trial_summaries,
     version_bests,
     version_infos,
@@ -26,5 +30,5 @@ __all__ = [
     "EnvironmentSummary", "LayerTime", "OpTypeTime", "ProcessSpread", "ProfileTarget", "TimeAccounting",
     "TrialSummary", "VersionBest", "VersionInfo", "environment_summaries", "op_type_times", "process_spread",
     "profile_targets", "sweet_spot", "time_accounting", "top_layers", "trial_summaries", "version_bests",
-    "version_infos",
+    "version_infos", "TrialProfile", "trial_profile",
 ]

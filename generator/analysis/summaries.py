@@ -322,112 +322,19 @@ def _same(actual: Any, wanted: Any) -> bool:
     return actual == wanted
 
 
-@dataclass(frozen=True)
-class OpTypeTime:
-    """Time of one operator type in a profiled inference (top-level nodes only)."""
-
-    op_type: str
-    nodes: int
-    calls: int
-    dur_mean_us: float
-    share: float  # of the summed top-level kernel time
-
-
-def top_level_nodes(nodes: pd.DataFrame, trial_key: str) -> pd.DataFrame:
-    """The trial's executed nodes outside sub-graphs: an If/Loop/Scan node's time already includes its
-    sub-graph's nodes, so summing every node would count that time twice."""
-    rows = nodes[(nodes["trial_key"] == trial_key)]
-    return rows[rows["parent"].isna()]
+# The per-trial profile summaries (op-type times, top layers, time accounting, process spread) moved to
+# generator.analysis.profile beside the rest of the profile; they stay importable from here. Resolved on first
+# use (PEP 562) rather than imported: profile.py imports this module, and a module-level import back would
+# make the import order of the two modules matter.
+MOVED_TO_PROFILE = frozenset({
+    "LayerTime", "OpTypeTime", "ProcessSpread", "TimeAccounting", "op_type_times", "process_spread",
+    "time_accounting", "top_layers", "top_level_nodes",
+})
 
 
-def op_type_times(nodes: pd.DataFrame, trial_key: str) -> list[OpTypeTime]:
-    """Mean time per inference by op type, largest first (ties by name), with its share of the total."""
-    rows = top_level_nodes(nodes, trial_key)
-    total = float(rows["dur_mean_us"].sum())
-    groups = rows.groupby(rows["op_type"].astype(str), sort=True)
-    out = [OpTypeTime(str(op), len(g), int(g["calls"].fillna(1).sum()), float(g["dur_mean_us"].sum()),
-                      float(g["dur_mean_us"].sum()) / total if total > 0 else 0.0) for op, g in groups]
-    return sorted(out, key=lambda o: (-o.dur_mean_us, o.op_type))
+def __getattr__(name: str) -> Any:
+    if name in MOVED_TO_PROFILE:
+        from generator.analysis import profile
 
-
-@dataclass(frozen=True)
-class LayerTime:
-    """One executed node of the profiled inference, with what it covers in the version's model file."""
-
-    node_name: str
-    op_type: str
-    original_nodes: tuple[str, ...]
-    weights: tuple[str, ...]
-    precision: str | None
-    dur_mean_us: float
-    share: float  # of the summed top-level kernel time
-
-
-def top_layers(nodes: pd.DataFrame, trial_key: str, limit: int = 25) -> tuple[list[LayerTime], int]:
-    """The `limit` slowest top-level executed nodes (ties by execution order), and how many there are."""
-    rows = top_level_nodes(nodes, trial_key)
-    rows = rows.sort_values(["dur_mean_us", "exec_order"], ascending=[False, True])
-    total = float(rows["dur_mean_us"].sum())
-    layers = [LayerTime(
-        node_name=str(r["node_name"]), op_type=str(r["op_type"]),
-        original_nodes=_strings(r.get("original_nodes")), weights=_strings(r.get("weights")),
-        precision=clean(r.get("runtime_precision")), dur_mean_us=float(r["dur_mean_us"]),
-        share=float(r["dur_mean_us"]) / total if total > 0 else 0.0,
-    ) for _, r in rows.head(limit).iterrows()]
-    return layers, len(rows)
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    return () if value is None or (isinstance(value, float) and math.isnan(value)) else tuple(map(str, value))
-
-
-@dataclass(frozen=True)
-class TimeAccounting:
-    """Where a profiled inference's time went, per inference, in µs.
-
-    `profiled_latency_us` (session.run as Python sees it) = `model_run_us` (onnxruntime's model_run event)
-    + `outside_model_run_us` (binding, input/output copies); `model_run_us` = `kernel_sum_us` (top-level
-    kernels) + `between_kernels_us` (executor, allocation, thread hand-offs). Either part is clamped at zero
-    when timer granularity makes the inner figure exceed the outer.
-    """
-
-    profiled_latency_us: float
-    model_run_us: float
-    kernel_sum_us: float
-    outside_model_run_us: float
-    between_kernels_us: float
-
-    @property
-    def unattributed_us(self) -> float:
-        return self.outside_model_run_us + self.between_kernels_us
-
-
-def time_accounting(trial: TrialSummary) -> TimeAccounting | None:
-    """The profiled pass's time split, or None when the trial has no complete profiled figures."""
-    figures = (trial.profiled_latency_us, trial.model_run_us, trial.kernel_sum_us)
-    if any(f is None for f in figures):
-        return None
-    latency, model_run, kernels = figures
-    outside, between = max(latency - model_run, 0.0), max(model_run - kernels, 0.0)
-    return TimeAccounting(latency, model_run, kernels, outside, between)
-
-
-@dataclass(frozen=True)
-class ProcessSpread:
-    """Per-process medians of one trial: the spread between measurement processes."""
-
-    processes: int
-    latency_median_min_ms: float
-    latency_median_max_ms: float
-    throughput_min_ips: float
-    throughput_max_ips: float
-
-
-def process_spread(processes: pd.DataFrame, trial_key: str) -> ProcessSpread | None:
-    """Min and max over the trial's measurement processes, or None when none was recorded."""
-    rows = processes[processes["trial_key"] == trial_key]
-    rows = rows.dropna(subset=["latency_median_ms", "throughput_ips"])
-    if not len(rows):
-        return None
-    lat, thr = rows["latency_median_ms"].astype(float), rows["throughput_ips"].astype(float)
-    return ProcessSpread(len(rows), float(lat.min()), float(lat.max()), float(thr.min()), float(thr.max()))
+        return getattr(profile, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -166,6 +166,27 @@ LAYERS = (
     _c("counted", BOOL, "", "a FLOP counter exists for this op type (false: listed, not guessed)"),
 )
 
+TIMELINE = (
+    _c("trial_key", STR, "", "the trial", False),
+    _c("exec_order", I64, "", "position of this kernel call in the inference, by start time (0 first)", False),
+    _c("node_name", STR, "", "executed node name as onnxruntime reports it (untrusted text)", False),
+    _c("op_type", STR, "", "executed operator type (untrusted text)", False),
+    _c("provider", STR, "", "execution provider that ran the call"),
+    _c("parent", STR, "", "enclosing If/Loop/Scan node for sub-graph calls; null at top level"),
+    _c("thread_id", I64, "", "thread that ran the call (the session's calling thread or an inter-op thread)"),
+    _c("start_us", F64, "µs", "start of the call relative to its inference's model_run start", False),
+    _c("dur_us", F64, "µs", "duration of the call (a control-flow call includes its sub-graph's calls)", False),
+    _c("pool_share", F64, "ratio", "share of the call's parallel work run on the intra-op pool's other threads"),
+    _c("input_shapes", STR, "", "JSON list of input shapes as profiled"),
+    _c("output_shapes", STR, "", "JSON list of output shapes as profiled"),
+    _c("activation_bytes", I64, "bytes", "input activation size reported by onnxruntime"),
+    _c("parameter_bytes", I64, "bytes", "parameter size reported by onnxruntime"),
+    _c("output_bytes", I64, "bytes", "output size reported by onnxruntime"),
+    _c("run_index", I64, "", "which profiled inference this is (0 = first after warmup): the median one"),
+    _c("model_run_us", F64, "µs", "that inference's onnxruntime model_run duration (same on every row)"),
+    _c("kernel_sum_us", F64, "µs", "that inference's sum of top-level call durations (same on every row)"),
+)
+
 AGREEMENT = (
     _c("trial_key", STR, "", "the trial of the version whose outputs are checked", False),
     _c("version", STR, "", "that version", False),
@@ -220,6 +241,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "nodes": NODES,
     "layers": LAYERS,
     "agreement": AGREEMENT,
+    "timeline": TIMELINE,
     "environments": ENVIRONMENTS,
     "runs": RUNS,
 }

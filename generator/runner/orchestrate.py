@@ -25,11 +25,21 @@ import numpy as np
 
 import generator
 from generator.errors import RunError
-from generator.plan import Configuration, Trial, filter_trials, plan_trials, sweep_axes, trial_key
+from generator.plan import (
+    Configuration,
+    Trial,
+    filter_trials,
+    no_trial_message,
+    plan_trials,
+    sweep_axes,
+    trial_key,
+)
 from generator.results.store import ResultsDir, TrialFiles
 from generator.runner import aggregate, agreement, children
 from generator.runner.environment import Environment, capture_environment
 from generator.runner.locks import TrialLock
+from generator.runner.probe import ensure_limits
+from generator.runner.session import check_providers
 from generator.spec import LoadedSpec, spec_to_json
 from generator.versions import ModelVersion, prepare_versions
 
@@ -133,12 +143,15 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
     settings = measure_settings(loaded, quick)
     results = ResultsDir(options.results_dir)
     env = capture_environment()
+    axes = list(sweep_axes(spec.sweep))
+    planned_all = plan_trials(spec)
+    trials = filter_trials(planned_all, options.only, axes)
+    if not trials:
+        raise RunError(no_trial_message(planned_all, options.only, axes, str(loaded.path)))
+    # Before building versions: a provider this onnxruntime lacks would fail every trial that asks for it.
+    check_providers({t.config.provider for t in trials}, f"{loaded.path}: sweep.provider")
     cache_dir = options.cache_dir or loaded.root / ".perfsite" / "models"
     versions = prepare_versions(loaded, cache_dir, progress=progress.message)
-    axes = list(sweep_axes(spec.sweep))
-    trials = filter_trials(plan_trials(spec), options.only, axes)
-    if not trials:
-        raise RunError(f"--only {options.only!r} leaves no trial of {loaded.path} to run.")
     inputs = {k: v.model_dump(mode="json") for k, v in spec.inputs.items()}
     keys = {
         t: trial_key(t, model_sha256=versions[t.version].sha256, inputs=inputs,
@@ -154,6 +167,8 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
     if options.dry_run or not summary.to_measure:
         return summary
     results.ensure_writable()
+    # Roofline and timeline pages need the machine's measured limits; probed once per environment, then cached.
+    env = ensure_limits(env, loaded.root / ".perfsite" / "probe", quick)
     run_id = _start_run(results, loaded, env, quick)
     progress.start(len(summary.to_measure), summary.estimate_s)
     context = _SweepContext(loaded, results, env, versions, settings, quick, run_id, progress, summary, preexisting)
@@ -334,6 +349,7 @@ class _SweepContext:
             "finished_at": _now(),
         }
         nodes: list = []
+        layers: list = []
         if state.error is None and state.processes:
             expected = aggregate.cores_expected(p.trial, self.env.logical_cores)
             row.update(aggregate.measurement_columns(state.processes, expected, row["percentile"]))
@@ -342,6 +358,7 @@ class _SweepContext:
             if row.get("arena_mb") is None:
                 row["arena_mb"] = (state.profile or {}).get("arena_mb")
             nodes = aggregate.node_rows(p.key, (state.profile or {}).get("nodes", []))
+            layers = [{**layer, "trial_key": p.key} for layer in (state.profile or {}).get("layers", [])]
         else:
             row.update(status="failed", error=state.error or "no measurement process finished")
             self.summary.failed.append((p.trial.label, row["error"]))
@@ -350,6 +367,7 @@ class _SweepContext:
             processes=[o.row(p.key) for o in state.processes],
             latencies=aggregate.latency_table(p.key, state.processes),
             nodes=nodes,
+            layers=layers,
             agreement=list(agreement_rows or []) if row["status"] == "ok" else [],
         ))
         self.summary.measured.append(p.key)

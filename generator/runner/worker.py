@@ -13,7 +13,9 @@ OUT.json, measure mode: iterations, items, wall_s, cpu_s, cores_used, latency_me
 throughput_ips, load_ms, first_run_ms, peak_rss_mb, arena_mb, latency_files (one float64 .npy of request
 latencies in ms per stream, next to OUT.json). Profile mode: nodes (``nodes`` table records, mapped to the
 original graph), model_run_us, kernel_sum_us, profiled_latency_us (means per inference), runs, arena_mb,
-optimized_model, profile_file, load_ms.
+optimized_model, profile_file, load_ms, layers (``layers`` table records without trial_key: static FLOP
+analysis of the original model at the feeds' shapes), layers_notes (what was not counted and why) and, when
+the analysis or one of its counters failed (a bug), layers_error.
 Outputs mode (job field ``extra_feeds_paths``: more input batches, optional): output_names (the tensor outputs
 with a numeric or bool dtype, in the model's order), outputs_files (one .npz per input batch in work_dir, the
 trial's feeds first, arrays ``arr_0 ..`` in output_names order), load_ms.
@@ -130,7 +132,28 @@ def profile_pass(job: Mapping[str, Any]) -> dict[str, Any]:
         "profiled_latency_us": float(latencies_ns.mean() / 1e3),
         "runs": len(recording.runs), "arena_mb": arena / 2**20 if arena is not None else None,
         "optimized_model": str(optimized), "profile_file": str(profile_file), "load_ms": load_ms,
+        **_layer_analysis(job.get("original_model_path", job["model_path"]), feeds),
     }
+
+
+def _layer_analysis(model_path: str | Path, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``layers`` (static FLOP analysis per original node at the feeds' shapes, generator.flops) and its
+    ``layers_notes``; a failure of the analysis or of one node's counter is a bug reported as
+    ``layers_error`` (traceback on stderr), never a failure of the profiled pass."""
+    try:
+        from generator.flops import analyze_model_report
+
+        report = analyze_model_report(
+            Path(model_path), {n: a.shape for n, a in feeds.items()}, {n: str(a.dtype) for n, a in feeds.items()}
+        )
+    except Exception as e:
+        if not isinstance(e, PerfsiteError):
+            traceback.print_exc(file=sys.stderr)
+        return {"layers": [], "layers_error": _error_line(e)}
+    out: dict[str, Any] = {"layers": [row.as_dict() for row in report.rows], "layers_notes": list(report.notes)}
+    if report.errors:
+        out["layers_error"] = f"{len(report.errors)} FLOP counter(s) failed: " + "; ".join(report.errors[:3])
+    return out
 
 
 def outputs_pass(job: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,315 @@
+"""The performance profile of one trial: measured time next to the static FLOPs and the machine's limits.
+
+DataFrames in (columns of ``generator.results.schema``), frozen records out, no I/O, deterministic. The time
+figures come from the profiled pass (``nodes``), the operation counts from the static analysis of the
+version's model file (``layers``), the ceilings from the machine-limits probe (``environments``); the join
+and the roofline are in :mod:`generator.analysis.roofline`, the Amdahl estimates in
+:mod:`generator.analysis.whatif`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from generator.analysis.roofline import (
+    LayerResult,
+    Roofline,
+    StaticTotals,
+    layer_results,
+    ratio,
+    roofline,
+    static_totals,
+    strings,
+    top_level_nodes,
+)
+from generator.analysis.summaries import TrialSummary, clean
+from generator.analysis.whatif import WhatIf, measured_factors, op_type_whatifs, whatif
+
+
+@dataclass(frozen=True)
+class OpTypeTime:
+    """Time of one operator type in a profiled inference (top-level nodes only)."""
+
+    op_type: str
+    nodes: int
+    calls: int
+    dur_mean_us: float
+    share: float  # of the summed top-level kernel time
+
+
+def op_type_times(nodes: pd.DataFrame, trial_key: str) -> list[OpTypeTime]:
+    """Mean time per inference by op type, largest first (ties by name), with its share of the total."""
+    rows = top_level_nodes(nodes, trial_key)
+    total = float(rows["dur_mean_us"].sum())
+    groups = rows.groupby(rows["op_type"].astype(str), sort=True)
+    out = [OpTypeTime(str(op), len(g), int(g["calls"].fillna(1).sum()), float(g["dur_mean_us"].sum()),
+                      float(g["dur_mean_us"].sum()) / total if total > 0 else 0.0) for op, g in groups]
+    return sorted(out, key=lambda o: (-o.dur_mean_us, o.op_type))
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """One executed node of the profiled inference, with what it covers in the version's model file."""
+
+    node_name: str
+    op_type: str
+    original_nodes: tuple[str, ...]
+    weights: tuple[str, ...]
+    precision: str | None
+    dur_mean_us: float
+    share: float  # of the summed top-level kernel time
+
+
+def top_layers(nodes: pd.DataFrame, trial_key: str, limit: int = 25) -> tuple[list[LayerTime], int]:
+    """The `limit` slowest top-level executed nodes (ties by execution order), and how many there are."""
+    rows = top_level_nodes(nodes, trial_key)
+    rows = rows.sort_values(["dur_mean_us", "exec_order"], ascending=[False, True])
+    total = float(rows["dur_mean_us"].sum())
+    layers = [LayerTime(
+        node_name=str(r["node_name"]), op_type=str(r["op_type"]),
+        original_nodes=strings(r.get("original_nodes")), weights=strings(r.get("weights")),
+        precision=clean(r.get("runtime_precision")), dur_mean_us=float(r["dur_mean_us"]),
+        share=float(r["dur_mean_us"]) / total if total > 0 else 0.0,
+    ) for _, r in rows.head(limit).iterrows()]
+    return layers, len(rows)
+
+
+@dataclass(frozen=True)
+class TimeAccounting:
+    """Where a profiled inference's time went, per inference, in µs.
+
+    `profiled_latency_us` (session.run as Python sees it) = `model_run_us` (onnxruntime's model_run event)
+    + `outside_model_run_us` (binding, input/output copies); `model_run_us` = `kernel_sum_us` (top-level
+    kernels) + `between_kernels_us` (executor, allocation, thread hand-offs). Either part is clamped at zero
+    when timer granularity makes the inner figure exceed the outer.
+    """
+
+    profiled_latency_us: float
+    model_run_us: float
+    kernel_sum_us: float
+    outside_model_run_us: float
+    between_kernels_us: float
+
+    @property
+    def unattributed_us(self) -> float:
+        return self.outside_model_run_us + self.between_kernels_us
+
+
+def time_accounting(trial: TrialSummary) -> TimeAccounting | None:
+    """The profiled pass's time split, or None when the trial has no complete profiled figures."""
+    figures = (trial.profiled_latency_us, trial.model_run_us, trial.kernel_sum_us)
+    if any(f is None for f in figures):
+        return None
+    latency, model_run, kernels = figures
+    outside, between = max(latency - model_run, 0.0), max(model_run - kernels, 0.0)
+    return TimeAccounting(latency, model_run, kernels, outside, between)
+
+
+@dataclass(frozen=True)
+class ProcessSpread:
+    """Per-process medians of one trial: the spread between measurement processes."""
+
+    processes: int
+    latency_median_min_ms: float
+    latency_median_max_ms: float
+    throughput_min_ips: float
+    throughput_max_ips: float
+
+
+def process_spread(processes: pd.DataFrame, trial_key: str) -> ProcessSpread | None:
+    """Min and max over the trial's measurement processes, or None when none was recorded."""
+    rows = processes[processes["trial_key"] == trial_key]
+    rows = rows.dropna(subset=["latency_median_ms", "throughput_ips"])
+    if not len(rows):
+        return None
+    lat, thr = rows["latency_median_ms"].astype(float), rows["throughput_ips"].astype(float)
+    return ProcessSpread(len(rows), float(lat.min()), float(lat.max()), float(thr.min()), float(thr.max()))
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """The headline of a profile: configuration, measured speed, cold start, model size and work."""
+
+    trial: TrialSummary
+    isa: tuple[str, ...]
+    model_bytes: int | None
+    spread: ProcessSpread | None
+    totals: StaticTotals | None
+    achieved_gflops: float | None  # float operations per second of measured throughput, in G
+    achieved_gops_int8: float | None
+    peak_share_fp32: float | None  # of the machine's probed peak (whole machine, not scaled)
+    peak_share_int8: float | None
+
+
+def model_summary(trials: pd.DataFrame, processes: pd.DataFrame, layers: pd.DataFrame,
+                  environments: pd.DataFrame, trial: TrialSummary) -> ModelSummary:
+    """The model summary of one trial.
+
+    Achieved rates are the static operation counts per request times the measured requests per second
+    (throughput / batch): at concurrency 1 that is operations / latency; at higher concurrency it counts the
+    overlapping requests too, which is what the machine did.
+    """
+    row = trials[trials["trial_key"] == trial.trial_key]
+    model_bytes = clean(row["model_bytes"].iloc[0]) if len(row) else None
+    env = environments[environments["env_id"].astype(str) == trial.env_id]
+    isa = clean(env["isa"].iloc[0]) if len(env) else None
+    totals = static_totals(layers, trial.trial_key)
+    limits = roofline(environments, trial)
+    per_s = trial.throughput_ips / trial.batch if trial.throughput_ips else None
+    fp32 = totals.flops * per_s / 1e9 if totals and per_s else None
+    int8 = totals.int_ops * per_s / 1e9 if totals and per_s and totals.int_ops else None
+    return ModelSummary(
+        trial=trial, isa=tuple(map(str, isa)) if isa is not None else (),
+        model_bytes=int(model_bytes) if model_bytes is not None else None,
+        spread=process_spread(processes, trial.trial_key), totals=totals, achieved_gflops=fp32,
+        achieved_gops_int8=int8, peak_share_fp32=ratio(fp32, limits.machine_gflops_fp32),
+        peak_share_int8=ratio(int8, limits.machine_gops_int8),
+    )
+
+
+@dataclass(frozen=True)
+class OpTypeProfile:
+    """One executed op type: its share of the time next to its share of the operations."""
+
+    op_type: str
+    nodes: int
+    calls: int  # kernel calls per inference
+    dur_mean_us: float
+    time_share: float  # of the summed top-level kernel time
+    ops: float  # flops + int_ops attributed to these executed nodes
+    ops_share: float | None  # of the operations of every executed node; None without static analysis
+    achieved_gops: float | None
+    pool_share: float | None  # time-weighted mean share of work run on the pool's other threads
+    far_below: int  # nodes of this type far below their roofline
+
+
+def op_type_profiles(results: list[LayerResult]) -> list[OpTypeProfile]:
+    """Per executed op type, largest time first (ties by name); shares over every executed node."""
+    total_ops = sum(r.ops for r in results)
+    analysed = any(r.analysed for r in results)
+    groups: dict[str, list[LayerResult]] = {}
+    for r in results:
+        groups.setdefault(r.op_type, []).append(r)
+    out = []
+    for op, rows in groups.items():
+        dur, ops = sum(r.dur_mean_us for r in rows), sum(r.ops for r in rows)
+        out.append(OpTypeProfile(
+            op_type=op, nodes=len(rows), calls=sum(r.calls for r in rows), dur_mean_us=dur,
+            time_share=sum(r.share for r in rows), ops=ops,
+            ops_share=(ops / total_ops if total_ops > 0 else 0.0) if analysed else None,
+            achieved_gops=ops / (dur * 1e3) if ops > 0 and dur > 0 else None,
+            pool_share=_weighted_pool_share(rows), far_below=sum(r.far_below for r in rows),
+        ))
+    return sorted(out, key=lambda o: (-o.dur_mean_us, o.op_type))
+
+
+def _weighted_pool_share(rows: list[LayerResult]) -> float | None:
+    """Mean pool share weighted by time: a 2 ms Conv that runs on one thread matters, a 5 µs Relu not."""
+    known = [r for r in rows if r.pool_share is not None]
+    weight = sum(r.dur_mean_us for r in known)
+    if not known:
+        return None
+    if weight <= 0:
+        return sum(r.pool_share for r in known) / len(known)
+    return sum(r.pool_share * r.dur_mean_us for r in known) / weight
+
+
+@dataclass(frozen=True)
+class PoolEfficiency:
+    """How much of an op type's work the intra-op pool's other threads ran, against the even split."""
+
+    op_type: str
+    dur_mean_us: float
+    time_share: float
+    pool_share: float
+    ideal_share: float  # (threads - 1) / threads: every thread took an equal part
+    efficiency: float  # pool_share / ideal_share
+
+
+def pool_efficiency(profiles: list[OpTypeProfile], threads: int) -> list[PoolEfficiency]:
+    """Op types with thread-scheduling statistics, in the order given; empty with a single thread (no pool
+    threads, and onnxruntime writes no statistics)."""
+    if threads <= 1:
+        return []
+    ideal = (threads - 1) / threads
+    return [PoolEfficiency(p.op_type, p.dur_mean_us, p.time_share, p.pool_share, ideal, p.pool_share / ideal)
+            for p in profiles if p.pool_share is not None]
+
+
+@dataclass(frozen=True)
+class ProviderTime:
+    """Time on one execution provider; `fallback` when it is not the provider the configuration asked for."""
+
+    provider: str
+    nodes: int
+    dur_mean_us: float
+    share: float
+    fallback: bool
+    fallback_nodes: tuple[str, ...]  # executed node names, slowest first
+
+
+def provider_times(results: list[LayerResult]) -> list[ProviderTime]:
+    """Time per provider (unknown when the profile did not say), largest first, ties by name."""
+    groups: dict[str, list[LayerResult]] = {}
+    for r in results:
+        groups.setdefault(r.provider or "unknown", []).append(r)
+    out = [ProviderTime(
+        provider=name, nodes=len(rows), dur_mean_us=sum(r.dur_mean_us for r in rows),
+        share=sum(r.share for r in rows), fallback=any(r.fallback for r in rows),
+        fallback_nodes=tuple(r.node_name for r in rows if r.fallback),
+    ) for name, rows in groups.items()]
+    return sorted(out, key=lambda p: (-p.dur_mean_us, p.provider))
+
+
+@dataclass(frozen=True)
+class TrialProfile:
+    """Everything a profile page shows for one trial."""
+
+    summary: ModelSummary
+    limits: Roofline
+    layers: list[LayerResult]
+    op_types: list[OpTypeProfile]
+    providers: list[ProviderTime]
+    pool: list[PoolEfficiency]
+    accounting: TimeAccounting | None
+    whatifs: list[WhatIf]  # the spec's factors, then each measured comparison
+    op_whatifs: list[WhatIf]  # each op type alone, WHATIF_DEFAULT times faster
+
+    @property
+    def far_below(self) -> list[LayerResult]:
+        return [r for r in self.layers if r.far_below]
+
+    @property
+    def unexecuted_ops(self) -> float | None:
+        """Operations of the model file that no executed node covers (folded at session creation)."""
+        totals = self.summary.totals
+        return None if totals is None else max(totals.ops - sum(r.ops for r in self.layers), 0.0)
+
+
+WHATIF_DEFAULT = 2.0
+
+
+def trial_profile(tables: Any, trial: TrialSummary, spec_whatif: Mapping[str, float],
+                  others: Mapping[str, Mapping[str, float]]) -> TrialProfile:
+    """The profile of one trial from an ExperimentResults-like `tables` (trials, processes, nodes, layers,
+    environments DataFrames). `spec_whatif` is the spec's `whatif` mapping; `others` maps another version's
+    name to its time per op type (µs per inference, see :func:`op_type_times_us`) at the same configuration,
+    for a what-if at that version's measured speeds."""
+    limits = roofline(tables.environments, trial)
+    results = layer_results(tables.nodes, tables.layers, trial, limits)
+    op_types = op_type_profiles(results)
+    whatifs = [whatif(results, trial, dict(spec_whatif), "spec", "whatif")] if spec_whatif else []
+    mine = {p.op_type: p.dur_mean_us for p in op_types}
+    for name, times in others.items():
+        factors, left_out = measured_factors(mine, times)
+        whatifs.append(whatif(results, trial, factors, "measured", name, left_out))
+    return TrialProfile(
+        summary=model_summary(tables.trials, tables.processes, tables.layers, tables.environments, trial),
+        limits=limits, layers=results, op_types=op_types, providers=provider_times(results),
+        pool=pool_efficiency(op_types, trial.threads), accounting=time_accounting(trial),
+        whatifs=[w for w in whatifs if w is not None], op_whatifs=op_type_whatifs(results, trial, WHATIF_DEFAULT),
+    )

@@ -1,0 +1,297 @@
+"""Layers on the roofline: the static FLOPs of the version's model file joined to the measured time of the
+executed nodes, placed under the machine's measured ceilings. DataFrames in, frozen records out, no I/O.
+
+Executed nodes and original nodes meet through ``nodes.original_nodes``: an executed node's counts are the
+sum over the original nodes it covers, and an original node covered by several executed nodes is split
+evenly between them (a DequantizeLinear shared by two fused kernels), or between those that implement its op
+type when some do (a Conv covered by its QLinearConv and by the layout Transpose before it), so that no
+operation is counted twice. Operations are ``flops + int_ops``; a node whose integer operations outnumber its
+float ones is measured against the INT8 peak. Only top-level executed nodes count: a control-flow node's time already
+includes its sub-graph's nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pandas as pd
+
+from generator.analysis.summaries import TrialSummary, clean
+
+# A layer is highlighted as a place where optimization pays when it runs below this share of its roofline
+# and takes at least this share of the kernel time (a slow 10 µs Relu is not worth anyone's afternoon).
+FAR_BELOW_EFFICIENCY = 0.25
+FAR_BELOW_MIN_SHARE = 0.02
+STATIC_SUMS = ("flops", "macs", "int_ops", "params", "weight_bytes", "input_bytes", "output_bytes")
+
+
+def as_float(value: Any) -> float | None:
+    value = clean(value)
+    return None if value is None else float(value)
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator or denominator <= 0:
+        return None
+    return numerator / denominator
+
+
+def strings(value: Any) -> tuple[str, ...]:
+    return () if value is None or (isinstance(value, float) and math.isnan(value)) else tuple(map(str, value))
+
+
+# Executed op type -> the ONNX op type it implements (onnxruntime's fused, layout and quantized kernels).
+OP_FAMILY: dict[str, str] = {
+    "FusedConv": "Conv", "NhwcConv": "Conv", "QLinearConv": "Conv", "ConvInteger": "Conv",
+    "NhwcFusedConv": "Conv", "FusedGemm": "Gemm", "QGemm": "Gemm", "FusedMatMul": "MatMul",
+    "QLinearMatMul": "MatMul", "MatMulInteger": "MatMul", "MatMulIntegerToFloat": "MatMul",
+    "DynamicQuantizeMatMul": "MatMul", "MatMulNBits": "MatMul", "NhwcMaxPool": "MaxPool",
+    "QLinearAveragePool": "AveragePool", "QLinearGlobalAveragePool": "GlobalAveragePool",
+    "QLinearAdd": "Add", "QLinearMul": "Mul", "QLinearConcat": "Concat", "QLinearSigmoid": "Sigmoid",
+    "QLinearLeakyRelu": "LeakyRelu", "QLinearSoftmax": "Softmax", "QAttention": "Attention",
+    "QLinearReduceMean": "ReduceMean", "QLinearWhere": "Where",
+}
+
+
+def op_family(op_type: str) -> str:
+    """The ONNX op type an executed op type implements (itself when it is one)."""
+    return OP_FAMILY.get(op_type, op_type)
+
+
+def top_level_nodes(nodes: pd.DataFrame, trial_key: str) -> pd.DataFrame:
+    """The trial's executed nodes outside sub-graphs, in execution order: an If/Loop/Scan node's time already
+    includes its sub-graph's nodes, so summing every node would count that time twice."""
+    rows = nodes[(nodes["trial_key"] == trial_key)]
+    return rows[rows["parent"].isna()].sort_values("exec_order", kind="stable")
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The measured ceilings of the machine a trial ran on, scaled to the trial's threads.
+
+    The probe measures the compute peaks with every core; a configuration with fewer threads than physical
+    cores can only reach its share of them (threads / physical cores). Bandwidth is not scaled: one core
+    streams a large part of it on small machines, and scaling it would hide memory-bound layers.
+    """
+
+    env_id: str
+    peak_gflops_fp32: float | None  # scaled
+    peak_gops_int8: float | None  # scaled
+    bandwidth_gbs: float | None
+    machine_gflops_fp32: float | None  # as probed, whole machine
+    machine_gops_int8: float | None
+    thread_scale: float
+
+    @property
+    def measured(self) -> bool:
+        return self.peak_gflops_fp32 is not None and self.bandwidth_gbs is not None
+
+    def peak(self, integer: bool) -> float | None:
+        return self.peak_gops_int8 if integer and self.peak_gops_int8 is not None else self.peak_gflops_fp32
+
+    def attainable(self, intensity: float | None, integer: bool) -> float | None:
+        """min(peak, intensity × bandwidth) in GOP/s; None without an intensity or measured limits."""
+        peak = self.peak(integer)
+        if intensity is None or peak is None or self.bandwidth_gbs is None:
+            return None
+        return min(peak, intensity * self.bandwidth_gbs)
+
+
+def roofline(environments: pd.DataFrame, trial: TrialSummary) -> Roofline:
+    """The ceilings of the trial's environment (None figures where the environment was never probed)."""
+    rows = environments[environments["env_id"].astype(str) == trial.env_id]
+    row = rows.iloc[0] if len(rows) else pd.Series(dtype=object)
+    cores = clean(row.get("physical_cores")) or clean(row.get("logical_cores")) or trial.threads
+    scale = min(trial.threads, int(cores)) / int(cores)
+    fp32, int8 = as_float(row.get("peak_gflops_fp32")), as_float(row.get("peak_gops_int8"))
+    return Roofline(
+        env_id=trial.env_id, peak_gflops_fp32=fp32 * scale if fp32 else None,
+        peak_gops_int8=int8 * scale if int8 else None, bandwidth_gbs=as_float(row.get("bandwidth_gbs")),
+        machine_gflops_fp32=fp32, machine_gops_int8=int8, thread_scale=scale,
+    )
+
+
+@dataclass(frozen=True)
+class StaticTotals:
+    """Sums of the static analysis over every node of the version's model file."""
+
+    nodes: int
+    flops: float
+    macs: float
+    int_ops: float
+    params: int
+    weight_bytes: int
+    uncounted_op_types: tuple[str, ...]  # op types without a FLOP counter: listed, not guessed
+
+    @property
+    def ops(self) -> float:
+        return self.flops + self.int_ops
+
+
+def trial_layers(layers: pd.DataFrame, trial_key: str) -> pd.DataFrame:
+    """The trial's static-analysis rows, indexed by original node key."""
+    rows = layers[layers["trial_key"] == trial_key]
+    return rows.drop_duplicates("node").set_index("node")
+
+
+def static_totals(layers: pd.DataFrame, trial_key: str) -> StaticTotals | None:
+    """Totals of the static analysis, or None when the trial has no `layers` rows."""
+    rows = trial_layers(layers, trial_key)
+    if not len(rows):
+        return None
+    sums = {c: float(pd.to_numeric(rows[c], errors="coerce").fillna(0).sum()) for c in STATIC_SUMS}
+    uncounted = rows.loc[~rows["counted"].fillna(False).astype(bool), "op_type"].astype(str)
+    return StaticTotals(
+        nodes=len(rows), flops=sums["flops"], macs=sums["macs"], int_ops=sums["int_ops"],
+        params=int(sums["params"]), weight_bytes=int(sums["weight_bytes"]),
+        uncounted_op_types=tuple(sorted(set(uncounted))),
+    )
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """One top-level executed node: time, operations, traffic and its place on the roofline."""
+
+    exec_order: int
+    node_name: str
+    op_type: str
+    provider: str | None
+    fallback: bool  # ran on another provider than the one asked for
+    original_nodes: tuple[str, ...]
+    weights: tuple[str, ...]
+    input_shapes: tuple[tuple[Any, ...], ...]
+    output_shapes: tuple[tuple[Any, ...], ...]
+    precision: str | None
+    calls: int
+    dur_mean_us: float
+    dur_p50_us: float | None
+    share: float  # of the summed top-level kernel time
+    cumulative_share: float  # this node and every slower one
+    analysed: bool  # at least one of its original nodes has a static-analysis row
+    flops: float
+    int_ops: float
+    macs: float
+    params: float
+    bytes: float | None  # weights + activations read + written
+    intensity: float | None  # operations per byte
+    achieved_gops: float | None
+    attainable_gops: float | None
+    efficiency: float | None  # achieved / attainable
+    far_below: bool
+    pool_share: float | None
+
+    @property
+    def ops(self) -> float:
+        return self.flops + self.int_ops
+
+    @property
+    def integer(self) -> bool:
+        return self.int_ops > self.flops
+
+
+def provider_name(provider: str | None) -> str:
+    """`CPUExecutionProvider` and `cpu` both as `cpu`: the spec's short names against onnxruntime's."""
+    text = (provider or "").strip()
+    return text.removesuffix("ExecutionProvider").lower()
+
+
+def _owners(top: pd.DataFrame, static: pd.DataFrame) -> tuple[list[list[str]], dict[str, list[int]]]:
+    """The original nodes each executed node covers, and for each original node the executed nodes that own
+    its counts: those of its op family when there are some (a Conv covered by its QLinearConv and by the
+    Transpose onnxruntime inserted before it belongs to the QLinearConv), otherwise every one covering it."""
+    covers = [sorted(set(strings(v))) for v in top["original_nodes"]]
+    families = [op_family(str(op)) for op in top["op_type"]]
+    owners: dict[str, list[int]] = {}
+    for i, nodes in enumerate(covers):
+        for o in nodes:
+            owners.setdefault(o, []).append(i)
+    for o, idx in owners.items():
+        same = [i for i in idx if o in static.index and families[i] == op_family(str(static.at[o, "op_type"]))]
+        owners[o] = same or idx
+    return covers, owners
+
+
+def _split_sums(top: pd.DataFrame, static: pd.DataFrame) -> list[dict[str, float] | None]:
+    """Per executed node, the static sums of the original nodes it owns, each shared evenly among its owners
+    (see _owners); None for a node none of whose original nodes was analysed."""
+    covers, owners = _owners(top, static)
+    out: list[dict[str, float] | None] = []
+    for i, nodes in enumerate(covers):
+        known = [o for o in nodes if o in static.index]
+        mine = [o for o in known if i in owners[o]]
+        sums = {c: sum(float(clean(static.at[o, c]) or 0.0) / len(owners[o]) for o in mine) for c in STATIC_SUMS}
+        out.append(sums if known else None)
+    return out
+
+
+def _traffic_bytes(node: pd.Series, sums: dict[str, float]) -> float | None:
+    """Weights (static: onnxruntime reports prepacked weights as absent) plus the activations the kernel
+    itself read and wrote as onnxruntime reports them (a fused kernel never reads its internal
+    intermediates), falling back to the static activation sums when the profile has no sizes."""
+    act_in, act_out = clean(node.get("activation_bytes")), clean(node.get("output_bytes"))
+    if act_in is None or act_out is None:
+        act_in, act_out = sums["input_bytes"], sums["output_bytes"]
+    total = sums["weight_bytes"] + float(act_in) + float(act_out)
+    return total if total > 0 else None
+
+
+def layer_results(nodes: pd.DataFrame, layers: pd.DataFrame, trial: TrialSummary,
+                  limits: Roofline) -> list[LayerResult]:
+    """Every top-level executed node of the trial's profiled pass, slowest first (ties by execution order).
+
+    Achieved GOP/s are the node's operations over its mean profiled time: the profiler's fixed cost per node
+    (~17 µs here) makes tiny nodes look slower than they are. A node is `far_below` its roofline when its
+    efficiency is under FAR_BELOW_EFFICIENCY and it takes at least FAR_BELOW_MIN_SHARE of the kernel time.
+    """
+    top = top_level_nodes(nodes, trial.trial_key)
+    static = trial_layers(layers, trial.trial_key)
+    total = float(top["dur_mean_us"].sum())
+    rows = [_layer_result(r, s, trial, limits, total) for (_, r), s in zip(top.iterrows(),
+                                                                             _split_sums(top, static), strict=True)]
+    rows.sort(key=lambda x: (-x.dur_mean_us, x.exec_order))
+    out, running = [], 0.0
+    for row in rows:
+        running += row.share
+        out.append(replace(row, cumulative_share=min(running, 1.0)))
+    return out
+
+
+def _shapes(text: Any) -> tuple[tuple[Any, ...], ...]:
+    value = clean(text)
+    try:
+        shapes = json.loads(value) if value else []
+    except ValueError:
+        return ()
+    return tuple(tuple(s) if isinstance(s, list) else (s,) for s in shapes)
+
+
+def _layer_result(node: pd.Series, sums: dict[str, float] | None, trial: TrialSummary, limits: Roofline,
+                  total_us: float) -> LayerResult:
+    dur = float(node["dur_mean_us"])
+    zero = dict.fromkeys(STATIC_SUMS, 0.0)
+    counts = sums or zero
+    ops = counts["flops"] + counts["int_ops"]
+    traffic = _traffic_bytes(node, counts) if sums else None
+    intensity = ratio(ops, traffic) if ops > 0 else None
+    achieved = ops / (dur * 1e3) if ops > 0 and dur > 0 else None  # ops per µs / 1e3 = GOP/s
+    attainable = limits.attainable(intensity, counts["int_ops"] > counts["flops"])
+    efficiency = ratio(achieved, attainable)
+    share = dur / total_us if total_us > 0 else 0.0
+    provider = clean(node.get("provider"))
+    return LayerResult(
+        exec_order=int(node["exec_order"]), node_name=str(node["node_name"]), op_type=str(node["op_type"]),
+        provider=provider, fallback=provider is not None and provider_name(provider) != trial.provider,
+        original_nodes=strings(node.get("original_nodes")), weights=strings(node.get("weights")),
+        input_shapes=_shapes(node.get("input_shapes")), output_shapes=_shapes(node.get("output_shapes")),
+        precision=clean(node.get("runtime_precision")), calls=int(clean(node.get("calls")) or 1),
+        dur_mean_us=dur, dur_p50_us=as_float(node.get("dur_p50_us")), share=share, cumulative_share=0.0,
+        analysed=sums is not None, flops=counts["flops"], int_ops=counts["int_ops"], macs=counts["macs"],
+        params=counts["params"], bytes=traffic, intensity=intensity, achieved_gops=achieved,
+        attainable_gops=attainable, efficiency=efficiency,
+        far_below=efficiency is not None and efficiency < FAR_BELOW_EFFICIENCY and share >= FAR_BELOW_MIN_SHARE,
+        pool_share=as_float(node.get("pool_share")),
+    )
+

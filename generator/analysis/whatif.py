@@ -1,0 +1,116 @@
+"""What-if estimates (Amdahl): the latency if some op types or layers ran a given factor faster.
+
+Factors come from the spec (`whatif: {Conv: 2.0}`) or from a measured comparison of two versions (per op
+family, one version's time over the other's). Everything not sped up, the other kernels and the time outside
+them, is assumed to take what it took.
+
+Op types are matched by family: onnxruntime runs an ONNX `Conv` as `FusedConv`, `NhwcConv` or, quantized,
+`QLinearConv` or `ConvInteger`. A spec factor for `Conv` applies to all of them, and two versions are compared
+family by family (FP32 `Conv` against INT8 `QLinearConv`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from generator.analysis.roofline import LayerResult, op_family
+from generator.analysis.summaries import TrialSummary
+
+
+@dataclass(frozen=True)
+class WhatIfFactor:
+    """One speed-up factor of a what-if, and the share of the measured time it applies to."""
+
+    key: str  # an op type (or family), or an executed or original node name
+    factor: float
+    time_share: float  # of the profiled session.run time
+    saved_ms: float  # of the measured latency (negative: a slow-down)
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """An Amdahl estimate: some parts run `factor` times faster, everything else (the other kernels and
+    the time outside them) as measured."""
+
+    kind: str  # "spec" (the spec's factors), "measured" (another version's speeds), "op_type" (one op type)
+    label: str  # "whatif", the other version's name, the op type
+    factors: tuple[WhatIfFactor, ...]
+    unmatched: tuple[str, ...]  # keys that matched no executed node
+    measured_ms: float  # median latency of the timed processes
+    estimated_ms: float
+    measured_ips: float | None
+    estimated_ips: float | None
+    left_out: tuple[str, ...] = ()  # op families only the compared version ran: not in the estimate
+
+    @property
+    def speedup(self) -> float:
+        return self.measured_ms / self.estimated_ms
+
+
+def _matches(key: str, row: LayerResult) -> bool:
+    return key in (row.op_type, op_family(row.op_type), row.node_name) or key in row.original_nodes
+
+
+def whatif(results: list[LayerResult], trial: TrialSummary, factors: Mapping[str, float], kind: str, label: str,
+           left_out: tuple[str, ...] = (), match: Callable[[str, LayerResult], bool] | None = None) -> WhatIf | None:
+    """Estimated latency if the matching nodes ran `factor` times faster (keys: op type or family, executed
+    node name or original node name, or as `match` says; a node matched by several keys takes the first, in
+    the mapping's order).
+
+    Amdahl: estimated = measured × (1 − Σ sᵢ (1 − 1/kᵢ)), with sᵢ a node's share of the profiled
+    session.run time and the measured latency the timed processes' median (the mean when no median was
+    stored). Throughput scales by the same speed-up. None without a measured latency.
+    """
+    measured = trial.latency_p50_ms or trial.latency_mean_ms
+    if not measured:
+        return None
+    # The kernel sum can exceed the profiled latency by timer granularity; the larger keeps Σ sᵢ <= 1.
+    base_us = max(trial.profiled_latency_us or 0.0, sum(r.dur_mean_us for r in results))
+    shares: dict[str, float] = dict.fromkeys(factors, 0.0)
+    for row in results:
+        key = next((k for k in factors if (match or _matches)(k, row)), None)
+        if key is not None and base_us > 0:
+            shares[key] += row.dur_mean_us / base_us
+    parts = tuple(WhatIfFactor(k, float(f), shares[k], measured * shares[k] * (1 - 1 / f))
+                  for k, f in factors.items() if shares[k] > 0)
+    estimated = measured - sum(p.saved_ms for p in parts)  # > 0: Σ sᵢ <= 1 and every factor is finite
+    speedup = measured / estimated
+    return WhatIf(
+        kind=kind, label=label, factors=parts, unmatched=tuple(k for k in factors if shares[k] == 0),
+        measured_ms=measured, estimated_ms=estimated, measured_ips=trial.throughput_ips,
+        estimated_ips=trial.throughput_ips * speedup if trial.throughput_ips else None, left_out=left_out,
+    )
+
+
+def op_type_whatifs(results: list[LayerResult], trial: TrialSummary, factor: float = 2.0) -> list[WhatIf]:
+    """For each executed op type alone (exactly that op type: one row for FusedConv, another for Conv):
+    the estimate if it ran `factor` times faster (Sparsify's "where would optimization pay"), largest time
+    first, ties by name."""
+    times: dict[str, float] = {}
+    for row in results:
+        times[row.op_type] = times.get(row.op_type, 0.0) + row.dur_mean_us
+    order = sorted(times, key=lambda op: (-times[op], op))
+    out = [whatif(results, trial, {op: factor}, "op_type", op, match=_exact_op_type) for op in order]
+    return [w for w in out if w is not None]
+
+
+def _exact_op_type(key: str, row: LayerResult) -> bool:
+    return row.op_type == key
+
+
+def measured_factors(mine: Mapping[str, float], other: Mapping[str, float]) -> tuple[dict[str, float],
+                                                                                    tuple[str, ...]]:
+    """Factors from two versions' times per executed op type (µs per inference), compared by family: my
+    time / the other's time for each family both ran (above 1: the other version is faster at it), and the
+    families only the other version ran (quantize and layout nodes), which an estimate of mine leaves out."""
+    mine_f, other_f = _by_family(mine), _by_family(other)
+    factors = {f: mine_f[f] / other_f[f] for f in mine_f if other_f.get(f, 0) > 0 and mine_f[f] > 0}
+    return factors, tuple(sorted(set(other_f) - set(mine_f)))
+
+
+def _by_family(times: Mapping[str, float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for op, us in sorted(times.items()):
+        out[op_family(op)] = out.get(op_family(op), 0.0) + us
+    return dict(sorted(out.items(), key=lambda item: (-item[1], item[0])))

@@ -1,0 +1,66 @@
+"""Profile pages in headless Chromium: every chart (time per op type, operations vs time, roofline) renders
+offline without a console error, the layer results table sorts, and hostile text stays text. One site serves
+every test: the results carry hostile text (a node name, the description), which must change nothing else."""
+
+from __future__ import annotations
+
+import pytest
+from test_profile_page import EXPERIMENT, write_profile_results
+from test_site_browser import _assert_charts_drawn, _column, _open
+from test_site_fixture import PAYLOAD
+
+from generator.site import build_site
+from generator.site.serve import BackgroundServer
+
+pytestmark = pytest.mark.browser
+
+PAGES = [f"reports/{EXPERIMENT}/profile-{version}.html" for version in ("fp32", "int8")]
+
+
+@pytest.fixture(scope="module")
+def profile_url(tmp_path_factory):
+    root = tmp_path_factory.mktemp("profile-site")
+    (root / "project").mkdir()
+    write_profile_results(root / "results", payload=True)
+    with BackgroundServer(build_site(root / "results", root / "site", root / "project")) as url:
+        yield url
+
+
+def test_profile_pages_draw_every_chart_without_errors(chromium, profile_url):
+    for rel in PAGES:
+        context, page, visit = _open(chromium, profile_url + rel)
+        charts = _assert_charts_drawn(page, rel)
+        assert charts == 3 * page.locator("h3", has_text="Model summary").count()
+        roofline = page.locator('.perfsite-chart[data-chart^="chart-roofline-"]').first
+        assert roofline.locator("svg .mark-line path").count() > 0, f"{rel}: no roofline drawn"
+        assert roofline.locator("svg .mark-symbol path").count() > 0, f"{rel}: no layer on the roofline"
+        assert not visit.errors, f"{rel}: console errors {visit.errors}"
+        assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
+        context.close()
+
+
+def test_the_layer_results_table_sorts(chromium, profile_url):
+    context, page, visit = _open(chromium, profile_url + PAGES[0])
+    table = page.locator("article table", has=page.locator("th", has_text="Operations per byte")).first
+    before = _column(page, table, "Exec order")
+    table.locator("th", has_text="Exec order").click()
+    after = _column(page, table, "Exec order")
+    assert after != before and sorted(after) == sorted(before)
+    assert [int(v) for v in after] in (sorted(int(v) for v in after), sorted((int(v) for v in after), reverse=True))
+    table.locator("th", has_text="Of roofline").click()
+    shares = [float(v.rstrip("%")) for v in _column(page, table, "Of roofline") if v != "—"]
+    assert shares in (sorted(shares), sorted(shares, reverse=True))
+    assert not visit.errors
+    context.close()
+
+
+def test_hostile_node_names_and_descriptions_stay_text(chromium, profile_url):
+    for rel in PAGES:
+        context, page, visit = _open(chromium, profile_url + rel)
+        assert page.locator("img[src='x']").count() == 0, rel
+        assert page.locator("a[href^='javascript']").count() == 0, rel
+        assert PAYLOAD.split(" | ")[0] in page.locator("article").inner_text(), rel
+        page.locator("svg .mark-symbol path").first.hover(force=True)  # a tooltip with the node's name
+        page.wait_for_timeout(100)
+        assert not visit.dialogs and not visit.errors, f"{rel}: {visit.dialogs} {visit.errors}"
+        context.close()

@@ -1,0 +1,104 @@
+"""The machine-limits probe: real measurements through onnxruntime (quick mode), and the per-environment cache
+that `perfsite run` reuses."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+import pytest
+
+from generator.errors import RunError
+from generator.runner import probe
+from generator.runner.environment import capture_environment
+
+
+@pytest.fixture(scope="module")
+def quick_limits() -> tuple[probe.MachineLimits, float]:
+    start = time.perf_counter()
+    limits = probe.probe_machine(quick=True, threads=2, isa=("AVX2", "FMA"))
+    return limits, time.perf_counter() - start
+
+
+def test_quick_probe_measures_every_limit_in_under_two_seconds(quick_limits):
+    limits, seconds = quick_limits
+    assert seconds < 2.0
+    # Plausible for any CPU that runs the test suite, far from a unit slip (MFLOP/s, TB/s).
+    assert 1.0 < limits.peak_gflops_fp32 < 50_000
+    assert limits.peak_gops_int8 is not None and 1.0 < limits.peak_gops_int8 < 100_000
+    assert 0.5 < limits.bandwidth_gbs < 5_000
+    assert limits.quick and limits.threads == 2
+
+
+def test_notes_say_how_each_figure_was_measured(quick_limits):
+    limits, _ = quick_limits
+    fp32, int8, bandwidth = limits.notes
+    assert "MatMul 512×512×512" in fp32 and "2 intra-op threads" in fp32
+    assert "MatMulInteger" in int8 and "none (16-bit multiply-add path)" in int8
+    assert "onnxruntime Add over 64 MiB" in bandwidth and "numpy copy" in bandwidth
+    vnni = probe.probe_machine(quick=True, threads=1, isa=("AVX512-VNNI",)).notes[1]
+    assert "int8 dot-product instructions: AVX512-VNNI" in vnni
+
+
+def _fake(quick: bool, value: float) -> probe.MachineLimits:
+    return probe.MachineLimits(peak_gflops_fp32=value, peak_gops_int8=2 * value, bandwidth_gbs=value / 10,
+                               threads=2, quick=quick, notes=("fake",), measured_at="2026-01-05T10:00:00+00:00")
+
+
+def test_ensure_limits_fills_the_environment_and_caches_per_fingerprint(tmp_path, monkeypatch, quick_limits):
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): quick_limits[0])
+    env = capture_environment()
+    filled = probe.ensure_limits(env, tmp_path, quick=True)
+    assert filled.peak_gflops_fp32 == quick_limits[0].peak_gflops_fp32
+    assert filled.bandwidth_gbs == quick_limits[0].bandwidth_gbs
+    assert dataclasses.replace(filled, peak_gflops_fp32=None, peak_gops_int8=None, bandwidth_gbs=None) == env
+    cached = json.loads((tmp_path / f"probe-{env.fingerprint}.json").read_text())
+    assert cached["fingerprint"] == env.fingerprint and cached["limits"]["quick"] is True
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("probed again although the cache holds a good enough probe")
+
+    monkeypatch.setattr(probe, "probe_machine", no_probe)
+    assert probe.ensure_limits(env, tmp_path, quick=True) == filled
+
+
+def test_a_quick_probe_does_not_stand_in_for_a_full_one(tmp_path, monkeypatch):
+    env = capture_environment()
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 10.0))
+    probe.ensure_limits(env, tmp_path, quick=True)
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 99.0))
+    assert probe.ensure_limits(env, tmp_path, quick=False).peak_gflops_fp32 == 99.0
+    # A full probe serves quick runs too.
+    assert probe.ensure_limits(env, tmp_path, quick=True).peak_gflops_fp32 == 99.0
+
+
+def test_a_damaged_or_foreign_cache_file_is_probed_again(tmp_path, monkeypatch):
+    env = capture_environment()
+    path = tmp_path / f"probe-{env.fingerprint}.json"
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 42.0))
+    for text in ("{not json", json.dumps({"version": 1, "fingerprint": "another", "limits": {}}), "[]"):
+        path.write_text(text)
+        assert probe.ensure_limits(env, tmp_path, quick=True).peak_gflops_fp32 == 42.0
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_an_unwritable_cache_folder_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 1.0))
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        with pytest.raises(RunError, match="machine-limits cache"):
+            probe.ensure_limits(capture_environment(), folder, quick=True)
+    finally:
+        folder.chmod(0o700)
+
+
+def test_a_file_in_the_way_of_the_cache_folder_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 1.0))
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file, not a folder")
+    with pytest.raises(RunError, match="machine-limits cache"):
+        probe.ensure_limits(capture_environment(), blocker, quick=True)
