@@ -13,20 +13,22 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import jinja2
 
 import generator
 from generator.analysis import summaries as S
+from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
+from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
 from generator.results.store import ExperimentResults
-from generator.site import charts
+from generator.site import charts, charts_profile
 from generator.site.escape import md_paragraphs, md_text
 from generator.site.formatting import FILTERS
 from generator.site.specview import SpecView, spec_view
 
 REPORTS_DIR = "reports"
-TOP_LAYERS = 25
 MAX_SLUG = 48  # characters of a name kept in a file name
 
 
@@ -158,52 +160,99 @@ def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page
                                             view.percentile, view.spec.latency_threshold_ms, view.sweet_spots)
     block = charts.chart_block("chart-latency-throughput", chart) if view.ok_trials else ""
     page = render(env, "experiment.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.name, True, e=view,
-                  chart=block, multi_env=len(view.environments) > 1, line_axis=charts.line_axis(view.trials))
+                  chart=block, multi_env=len(view.environments) > 1, line_axis=charts.line_axis(view.trials),
+                  compares=_compare_page().compare_links(view))
     return [page]
 
 
+def _compare_page() -> ModuleType:
+    # Imported on use: generator.site.compare_page builds on this module (Page, render, ExperimentView).
+    from generator.site import compare_page
+
+    return compare_page
+
+
+def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
+    """One page per `compare:` pair of the spec: A vs B (generator.site.compare_page)."""
+    return _compare_page().compare_pages(env, view)
+
+
 def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
-    """One page per version: its profiled configurations, time per op type, top layers, unattributed time."""
+    """One page per version: the full profile of each profiled configuration (the spec's `profile` entries,
+    by default batch 1 at the most threads) and of the version's sweet spot."""
+    whatif = dict(view.results.spec_json.get("whatif") or {})  # the stored spec was validated when written
     pages = []
     for version in view.versions:
         name = version.info.version
         mine = [t for t in view.trials if t.version == name]
         targets = S.profile_targets(mine, list(view.spec.profile_entries), view.spec.first_values)
-        sections = [_profile_section(view, target, i) for i, target in enumerate(targets)]
+        sweet = version.best.sweet_spot
+        if sweet is not None and all(t.trial is None or t.trial.trial_key != sweet.trial_key for t in targets):
+            targets.append(S.ProfileTarget((), sweet))
+        sections = [_profile_section(view, target, i + 1, sweet, whatif) for i, target in enumerate(targets)]
         path = f"{REPORTS_DIR}/{view.slug}/{version.profile_path}"
         title = f"{name} — profile"
-        pages.append(render(env, "profile.md.j2", path, title, e=view, v=version, sections=sections))
+        pages.append(render(env, "profile.md.j2", path, title, True, e=view, v=version, sections=sections,
+                            far_below=(FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE), whatif_factor=WHATIF_DEFAULT))
     return pages
 
 
 @dataclass(frozen=True)
 class ProfileSection:
+    """One configuration on a profile page: its profile (None without an ok trial) and chart blocks."""
+
     target: S.ProfileTarget
-    spread: S.ProcessSpread | None
-    op_times: list[S.OpTypeTime]
-    layers: list[S.LayerTime]
-    node_count: int
-    accounting: S.TimeAccounting | None
-    chart: str
+    sweet_spot: bool
+    profile: TrialProfile | None
+    op_time_chart: str = ""
+    ops_time_chart: str = ""
+    roofline_chart: str = ""
 
 
-def _profile_section(view: ExperimentView, target: S.ProfileTarget, index: int) -> ProfileSection:
+def _profile_section(view: ExperimentView, target: S.ProfileTarget, number: int, sweet: S.TrialSummary | None,
+                     whatif: dict[str, float]) -> ProfileSection:
     trial = target.trial
-    if trial is None:
-        return ProfileSection(target, None, [], [], 0, None, "")
-    nodes = view.results.nodes
-    op_times = S.op_type_times(nodes, trial.trial_key)
-    layers, count = S.top_layers(nodes, trial.trial_key, TOP_LAYERS)
-    number = index + 1
-    chart = charts.chart_block(f"chart-op-time-{number}", charts.op_time_chart(op_times, f"op_time_{number}"))
-    return ProfileSection(
-        target=target, spread=S.process_spread(view.results.processes, trial.trial_key), op_times=op_times,
-        layers=layers, node_count=count, accounting=S.time_accounting(trial), chart=chart if op_times else "",
-    )
+    is_sweet = trial is not None and sweet is not None and trial.trial_key == sweet.trial_key
+    if trial is None or trial.status != "ok":
+        return ProfileSection(target, is_sweet, None)
+    profile = trial_profile(view.results, trial, whatif, _compared_times(view, trial))
+    op_times = op_type_times(view.results.nodes, trial.trial_key)
+    blocks = {}
+    if op_times:
+        blocks["op_time_chart"] = charts.chart_block(
+            f"chart-op-time-{number}", charts.op_time_chart(op_times, f"op_time_{number}"))
+    if any(r.analysed for r in profile.layers):
+        blocks["ops_time_chart"] = charts.chart_block(
+            f"chart-ops-time-{number}", charts_profile.ops_time_chart(profile.op_types, f"ops_time_{number}"))
+    if charts_profile.has_roofline_points(profile.layers):
+        blocks["roofline_chart"] = charts.chart_block(
+            f"chart-roofline-{number}",
+            charts_profile.roofline_chart(profile.layers, profile.limits, f"roofline_{number}"))
+    return ProfileSection(target, is_sweet, profile, **blocks)
+
+
+def _compared_times(view: ExperimentView, trial: S.TrialSummary) -> dict[str, dict[str, float]]:
+    """Time per op type (µs per inference) of each version the spec's `compare` pairs this one with, at the
+    same configuration, when that version has a profiled ok trial there (a pair's `config` restricts the
+    comparison page, not this estimate)."""
+    others = []
+    for pair in view.results.spec_json.get("compare") or []:
+        a, b = pair.get("a"), pair.get("b")
+        other = b if a == trial.version else a if b == trial.version else None
+        if other and other not in others:
+            others.append(other)
+    out = {}
+    for other in others:
+        match = next((t for t in view.trials if t.version == other and t.ok and t.profiled
+                      and t.sort_key() == trial.sort_key()), None)
+        if match is not None:
+            out[other] = {o.op_type: o.dur_mean_us for o in op_type_times(view.results.nodes, match.trial_key)}
+    return out
 
 
 PageKind = Callable[[jinja2.Environment, ExperimentView], list[Page]]
-PAGE_KINDS: dict[str, PageKind] = {"overview": experiment_pages, "profiles": profile_pages}
+PAGE_KINDS: dict[str, PageKind] = {"overview": experiment_pages, "profiles": profile_pages,
+                                 "compare": compare_pages}
 
 
 def render_pages(experiments: list[ExperimentResults]) -> tuple[list[Page], list[ExperimentView]]:

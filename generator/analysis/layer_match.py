@@ -1,0 +1,489 @@
+"""Match the layers of two versions of one model (FP32 and INT8, FP16, another export) at one configuration.
+
+Input: the `nodes` rows of one profiled trial per version. Each executed node lists the original nodes of its
+own version's model file (`original_nodes`) and their weights (`weights`), found by generator.layers.mapping.
+Versions made by quantization or FP16 conversion rename what they touch, so the two versions' names are
+first brought to a common form, then executed nodes are grouped with a union-find:
+
+1. **Overhead.** An executed node that only converts precision (QuantizeLinear, DequantizeLinear,
+   DynamicQuantizeLinear, a Cast inserted by onnxruntime or by the transform, the requantize `Mul`s of dynamic
+   quantization) goes to the quantization-overhead bucket of its version and takes no part in matching.
+2. **Names.** Every other original node name is stripped of what the quantizer adds (`_quant`,
+   `_QuantizeLinear`, `_output_quantized_cast`, `_bias_add`, `ConvBnFusion_W_` ...) until it is a name the
+   other version also knows (:func:`common_name`). Executed nodes sharing a name, in either version, are one
+   group: this joins a Conv to its QLinearConv, the three kernels onnxruntime left unfused at
+   ORT_DISABLE_ALL to the one FusedConv of the other version, and a layout conversion to the layer it serves.
+   Unnamed nodes (keyed `<op>_<position>`, positions shift when a transform inserts nodes) link across versions
+   only when their weights agree, or when both are weightless with the same op and input shapes.
+3. **Weights.** A group still present in one version only joins the other version's group that uses the same
+   (stripped) weight: a BatchNormalization executed alone in FP32 joins the INT8 Conv it was folded into
+   (`ConvBnFusion_BN_B_bn1.bias_quantized` is `bn1.bias`). Quantization parameters (`_scale`,
+   `_zero_point`) and constants used by many nodes are not evidence.
+4. **Producers.** An activation or normalization the quantizer removed (Relu, Clip, BatchNormalization,
+   Identity, Dropout) and still unmatched joins the group of its producer: the nearest earlier executed node of
+   its version whose output shape is its input shape.
+
+Groups with time in both versions are matched layers; the rest are reported as present in one version only.
+Only top-level executed nodes count (`parent` null): an If/Loop/Scan node's time includes its sub-graph's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache, partial
+from typing import Any
+
+import pandas as pd
+
+from generator.analysis.records_compare import KernelRow, MatchCoverage, QuantOverhead, RatioCI
+from generator.analysis.stats import scaled_ratio_ci
+from generator.analysis.summaries import clean
+
+# Executed ops that only convert between precisions.
+CONVERSION_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
+# Ops a quantizer or its pre-processing removes from the FP32 graph: folded into the op before them, absorbed
+# by a QuantizeLinear, or merged with a neighbour by the graph optimizer quant_pre_process runs.
+REMOVABLE_OPS = frozenset({"Relu", "Clip", "BatchNormalization", "Identity", "Dropout", "LeakyRelu",
+                           "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+# Original-node names the transforms give the conversion nodes they add (onnxruntime.quantization,
+# onnxconverter-common's float16 converter): their time is overhead, and the names are no evidence of a layer.
+_ADDED = re.compile(
+    r"(?:_QuantizeLinear|_DequantizeLinear|_quant_scales_mul|_quant_output_scale_mul|_output_quantized_cast)"
+    r"(?:/duplicated|_token_\d+)?$|^graph_(?:input|output)_cast_?\d+$|^InsertedPrecisionFreeCast_"
+)
+# What transforms append or prepend to a name they derive from an original one, removed one at a time.
+_STRIP_SUFFIX = re.compile(
+    r"(?:/duplicated|_token_\d+|_QuantizeLinear(?:_Input)?|_DequantizeLinear|_quant_scales_mul"
+    r"|_quant_output_scale_mul|_output_quantized_cast|_quantized|_quant|_bias_add|_bias_reshape_shape"
+    r"|_MatMul|_Add|_output_\d+|:\d+|_fp16|_scale|_zero_point)$"
+)
+_STRIP_PREFIX = re.compile(r"^(?:ConvBnFusion_W_|ConvBnFusion_BN_B_|ConvBnFusion_|InsertedPrecisionFreeCast_)")
+_INSERTED_CAST = "InsertedPrecisionFreeCast_"
+_QPARAM = re.compile(r"(?:_scale|_zero_point)$")
+# A node without a (unique) name is keyed `<op_type>_<position>` (generator.layers.graph_index).
+_UNNAMED = re.compile(r"^[A-Z][A-Za-z0-9]*_\d+(?:#\d+)?$")
+# A weight listed by more executed nodes than this is a shared constant (a reshape target), not a layer's.
+_MAX_WEIGHT_USERS = 3
+
+
+def is_added_name(name: str) -> bool:
+    """True for an original-node name a transform gave a conversion node it inserted."""
+    return bool(_ADDED.search(name))
+
+
+@cache
+def strip_candidates(name: str) -> tuple[str, ...]:
+    """`name` and every form obtained by removing transform suffixes/prefixes, least stripped first."""
+    seen, frontier = [name], [name]
+    while frontier:
+        nxt = []
+        for current in frontier:
+            for form in (_STRIP_SUFFIX.sub("", current, count=1), _STRIP_PREFIX.sub("", current, count=1)):
+                if form and form not in seen:
+                    seen.append(form)
+                    nxt.append(form)
+        frontier = nxt
+    return tuple(seen)
+
+
+def common_name(name: str, other_closure: set[str]) -> str:
+    """The least-stripped form of `name` that the other version also has in some form, else `name`."""
+    return next((form for form in strip_candidates(name) if form in other_closure), name)
+
+
+def closure(names: Iterable[str]) -> set[str]:
+    """Every stripped form of every name."""
+    return {form for name in names for form in strip_candidates(name)}
+
+
+@dataclass(frozen=True)
+class Executed:
+    """One top-level executed node of one version, with its names in the common form."""
+
+    side: str  # "a" or "b"
+    exec_order: int
+    name: str
+    op_type: str
+    dur_us: float
+    precision: str | None
+    provider: str | None
+    original_nodes: tuple[str, ...]
+    weights: tuple[str, ...]
+    method: str | None
+    input_shapes: tuple
+    output_shapes: tuple
+    overhead: bool
+    dur_std_us: float = 0.0  # spread over the profiled iterations
+    keys: tuple[str, ...] = ()  # common-form names of its non-added original nodes
+    weight_keys: tuple[str, ...] = ()  # common-form names of its weights (quantization parameters left out)
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """Executed nodes of A and B that compute the same original layers."""
+
+    members_a: tuple[Executed, ...]
+    members_b: tuple[Executed, ...]
+    keys: tuple[str, ...]  # common-form original node names, in execution order
+
+    @property
+    def time_a_us(self) -> float:
+        return sum(e.dur_us for e in self.members_a)
+
+    @property
+    def time_b_us(self) -> float:
+        return sum(e.dur_us for e in self.members_b)
+
+    @property
+    def matched(self) -> bool:
+        return bool(self.members_a) and bool(self.members_b)
+
+
+@dataclass(frozen=True)
+class LayerMatch:
+    """The result of :func:`match_layers`: layer groups, the overhead nodes of each version, coverage."""
+
+    groups: tuple[LayerGroup, ...]
+    overhead_a: tuple[Executed, ...]
+    overhead_b: tuple[Executed, ...]
+    coverage: MatchCoverage
+    overhead: QuantOverhead
+    kernels: tuple[KernelRow, ...]
+    executed_a: tuple[Executed, ...] = ()  # every top-level executed node of A, in execution order
+    executed_b: tuple[Executed, ...] = ()
+
+
+def executed_rows(nodes: pd.DataFrame) -> list[dict[str, Any]]:
+    """Top-level executed nodes of one trial as plain dicts, in execution order."""
+    rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
+    return [{k: clean(v) if not isinstance(v, (list, tuple)) and not hasattr(v, "tolist") else v
+             for k, v in r.items()} for r in rows.to_dict("records")]
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if value is None or isinstance(value, float):
+        return ()
+    return tuple(str(v) for v in (value.tolist() if hasattr(value, "tolist") else value))
+
+
+def _shapes(text: Any) -> tuple:
+    try:
+        return tuple(tuple(s) if isinstance(s, list) else s for s in json.loads(text)) if text else ()
+    except (TypeError, ValueError):
+        return ()
+
+
+def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: str | None) -> bool:
+    if op_type in CONVERSION_OPS:
+        return True
+    if originals and all(is_added_name(n) for n in originals):
+        return True  # requantize Mul, the Cast of dynamic quantization, the FP16 converter's casts
+    # A Cast onnxruntime inserted (FP16 on CPU, `InsertedPrecisionFreeCast_*`) computes nothing of the model;
+    # the mapping gives it a neighbour's nodes.
+    return op_type == "Cast" and (method == "neighbour" or not originals or name.startswith(_INSERTED_CAST))
+
+
+def _executed(side: str, row: dict[str, Any]) -> Executed:
+    originals, op_type = _strings(row.get("original_nodes")), str(row["op_type"])
+    return Executed(
+        side=side, exec_order=int(row["exec_order"]), name=str(row["node_name"]), op_type=op_type,
+        dur_us=float(row.get("dur_mean_us") or 0.0), precision=clean(row.get("runtime_precision")),
+        provider=clean(row.get("provider")), original_nodes=originals, weights=_strings(row.get("weights")),
+        method=clean(row.get("mapping_method")), input_shapes=_shapes(row.get("input_shapes")),
+        output_shapes=_shapes(row.get("output_shapes")), dur_std_us=float(clean(row.get("dur_std_us")) or 0.0),
+        overhead=_is_overhead(str(row["node_name"]), op_type, originals, clean(row.get("mapping_method"))),
+    )
+
+
+def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Executed], list[Executed]]:
+    """Rewrite each version's node and weight names into the form the other version also has."""
+    def names(side: list[Executed]) -> set[str]:
+        return {n for e in side if not e.overhead for n in e.original_nodes if not is_added_name(n)}
+
+    def weights(side: list[Executed]) -> set[str]:
+        return {w for e in side if not e.overhead for w in e.weights if not _QPARAM.search(w)}
+
+    node_cl = {"a": closure(names(b)), "b": closure(names(a))}
+    weight_cl = {"a": closure(weights(b)), "b": closure(weights(a))}
+
+    def rewrite(e: Executed) -> Executed:
+        keys = tuple(dict.fromkeys(common_name(n, node_cl[e.side]) for n in e.original_nodes
+                                   if not is_added_name(n)))
+        wkeys = tuple(dict.fromkeys(common_name(w, weight_cl[e.side]) for w in e.weights
+                                    if not _QPARAM.search(w)))
+        return Executed(**{**e.__dict__, "keys": keys, "weight_keys": wkeys})
+
+    return _claimed_casts([rewrite(e) for e in a]), _claimed_casts([rewrite(e) for e in b])
+
+
+def _claimed_casts(side: list[Executed]) -> list[Executed]:
+    """An inserted Cast that is the only kernel computing an original node (onnxruntime merged the model's
+    own Cast into it) is that node, not overhead."""
+    covered = {k for e in side if not e.overhead for k in e.keys}
+    return [Executed(**{**e.__dict__, "overhead": False})
+            if e.overhead and e.op_type == "Cast" and e.method not in (None, "neighbour")
+            and e.name.startswith(_INSERTED_CAST) and e.keys and not set(e.keys) <= covered else e
+            for e in side]
+
+
+class _UnionFind:
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, i: int, j: int) -> None:
+        ri, rj = self.find(i), self.find(j)
+        if ri != rj:
+            self.parent[max(ri, rj)] = min(ri, rj)
+
+
+def _link_by_names(nodes: Sequence[Executed], uf: _UnionFind) -> None:
+    by_key: dict[str, list[int]] = defaultdict(list)
+    for i, e in enumerate(nodes):
+        for key in e.keys:
+            by_key[key].append(i)
+    for key, members in by_key.items():
+        if _UNNAMED.match(key):
+            _link_unnamed(nodes, members, uf)
+        else:
+            for j in members[1:]:
+                uf.union(members[0], j)
+
+
+def _link_unnamed(nodes: Sequence[Executed], members: list[int], uf: _UnionFind) -> None:
+    """An `<op>_<position>` key always links within a version; across versions only with agreeing evidence,
+    because a transform that inserts nodes shifts positions."""
+    for i in members:
+        for j in members:
+            if i < j and _same_unnamed(nodes[i], nodes[j]):
+                uf.union(i, j)
+
+
+def _same_unnamed(x: Executed, y: Executed) -> bool:
+    if x.side == y.side:
+        return True
+    if x.weight_keys or y.weight_keys:
+        return bool(set(x.weight_keys) & set(y.weight_keys))
+    return x.op_type == y.op_type and x.input_shapes == y.input_shapes
+
+
+def _one_sided(nodes: Sequence[Executed], uf: _UnionFind) -> set[int]:
+    sides: dict[int, set[str]] = defaultdict(set)
+    for i, e in enumerate(nodes):
+        sides[uf.find(i)].add(e.side)
+    return {i for i in range(len(nodes)) if len(sides[uf.find(i)]) == 1}
+
+
+def _link_by_weights(nodes: Sequence[Executed], uf: _UnionFind) -> None:
+    """One-sided nodes join the other version's group that shares most of their weights (a unique best)."""
+    users: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, e in enumerate(nodes):
+        for w in e.weight_keys:
+            users[(e.side, w)].append(i)
+    for i in sorted(_one_sided(nodes, uf)):
+        e, votes = nodes[i], defaultdict(int)
+        for w in e.weight_keys:
+            mine, theirs = users[(e.side, w)], users[("b" if e.side == "a" else "a", w)]
+            if len(mine) > _MAX_WEIGHT_USERS or len(theirs) > _MAX_WEIGHT_USERS:
+                continue  # a shared constant
+            for root in {uf.find(j) for j in theirs}:
+                votes[root] += 1
+        ranked = sorted(votes.items(), key=lambda kv: -kv[1])
+        if ranked and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]):
+            uf.union(i, ranked[0][0])
+
+
+def _link_to_producers(nodes: Sequence[Executed], uf: _UnionFind) -> None:
+    """Removed activations/normalizations still one-sided join the group of their producer."""
+    for i in sorted(_one_sided(nodes, uf)):
+        e = nodes[i]
+        if e.op_type not in REMOVABLE_OPS or not e.input_shapes:
+            continue
+        for j in range(i - 1, -1, -1):
+            p = nodes[j]
+            if p.side == e.side and e.input_shapes[0] in p.output_shapes:
+                uf.union(i, j)
+                break
+
+
+def match_layers(nodes_a: pd.DataFrame, nodes_b: pd.DataFrame, reference: RatioCI | None = None,
+                 iterations_a: int = 1, iterations_b: int = 1) -> LayerMatch:
+    """Group the executed nodes of two versions into matched layers (see the module docstring).
+
+    `nodes_a` and `nodes_b` are the `nodes` rows of one profiled trial each. Kernel rows come sorted by the
+    larger of the two times, most first. A matched row's `ratio` interval borrows process-to-process
+    variation from `reference` (the whole-model latency ratio) and adds the spread over the profiled
+    iterations (`iterations_a`/`iterations_b` of them), see generator.analysis.stats.scaled_ratio_ci.
+    """
+    a = [_executed("a", r) for r in executed_rows(nodes_a)]
+    b = [_executed("b", r) for r in executed_rows(nodes_b)]
+    a, b = _with_common_names(a, b)
+    nodes = [e for e in a + b if not e.overhead]
+    uf = _UnionFind(len(nodes))
+    _link_by_names(nodes, uf)
+    _link_by_weights(nodes, uf)
+    _link_to_producers(nodes, uf)
+    members: dict[int, list[Executed]] = defaultdict(list)
+    for i, e in enumerate(nodes):
+        members[uf.find(i)].append(e)
+    groups = tuple(_group(ms) for _, ms in sorted(members.items()))
+    overhead_a = tuple(e for e in a if e.overhead)
+    overhead_b = tuple(e for e in b if e.overhead)
+    total_a, total_b = sum(e.dur_us for e in a), sum(e.dur_us for e in b)
+    coverage = _coverage(groups, overhead_a, overhead_b, total_a, total_b)
+    overhead = _overhead(overhead_a, overhead_b, total_a, total_b)
+    ratio = partial(group_ratio, reference=reference, iterations_a=iterations_a, iterations_b=iterations_b)
+    kernels = _kernel_rows(groups, overhead_a, overhead_b, total_a, total_b, ratio)
+    return LayerMatch(groups, overhead_a, overhead_b, coverage, overhead, kernels, tuple(a), tuple(b))
+
+
+def _group(members: list[Executed]) -> LayerGroup:
+    keys = tuple(dict.fromkeys(k for e in sorted(members, key=lambda e: (e.side, e.exec_order)) for k in e.keys))
+    return LayerGroup(
+        members_a=tuple(sorted((e for e in members if e.side == "a"), key=lambda e: e.exec_order)),
+        members_b=tuple(sorted((e for e in members if e.side == "b"), key=lambda e: e.exec_order)),
+        keys=keys,
+    )
+
+
+def _coverage(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], overhead_b: Sequence[Executed],
+              total_a: float, total_b: float) -> MatchCoverage:
+    matched_a = sum(g.time_a_us for g in groups if g.matched)
+    matched_b = sum(g.time_b_us for g in groups if g.matched)
+    over_a, over_b = sum(e.dur_us for e in overhead_a), sum(e.dur_us for e in overhead_b)
+    return MatchCoverage(
+        share_a=_share(matched_a + over_a, total_a), share_b=_share(matched_b + over_b, total_b),
+        matched_a_us=matched_a, matched_b_us=matched_b, overhead_a_us=over_a, overhead_b_us=over_b,
+        total_a_us=total_a, total_b_us=total_b,
+    )
+
+
+def _share(part: float, total: float) -> float:
+    return part / total if total > 0 else 0.0
+
+
+def _by_op(nodes: Sequence[Executed]) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for e in nodes:
+        out[e.op_type] += e.dur_us
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _overhead(overhead_a: Sequence[Executed], overhead_b: Sequence[Executed],
+              total_a: float, total_b: float) -> QuantOverhead:
+    time_a, time_b = sum(e.dur_us for e in overhead_a), sum(e.dur_us for e in overhead_b)
+    return QuantOverhead(
+        time_b_us=time_b, share_b=_share(time_b, total_b), by_op=_by_op(overhead_b),
+        time_a_us=time_a, share_a=_share(time_a, total_a), by_op_a=_by_op(overhead_a),
+        nodes_b=len(overhead_b), nodes_a=len(overhead_a),
+    )
+
+
+def kernel_op(op_type: str) -> str:
+    """The standard op an executed kernel implements (`QLinearConv`, `FusedConv` → `Conv`); conversions keep
+    their own name."""
+    from generator.layers.anchors import base_op
+
+    return op_type if op_type in CONVERSION_OPS or op_type == "Cast" else base_op(op_type)
+
+
+def _dominant(members: Sequence[Executed], attr: str) -> str | None:
+    time: dict[str, float] = defaultdict(float)
+    for e in members:
+        value = getattr(e, attr)
+        if value is not None:
+            time[value] += e.dur_us
+    return min(time, key=lambda k: (-time[k], k)) if time else None
+
+
+def group_ratio(members_a: Sequence[Executed], members_b: Sequence[Executed], reference: RatioCI | None,
+                iterations_a: int, iterations_b: int) -> RatioCI | None:
+    """B / A time of two sets of executed nodes with an approximate 95 % interval (None if either is 0)."""
+    time_a, time_b = sum(e.dur_us for e in members_a), sum(e.dur_us for e in members_b)
+    return scaled_ratio_ci(time_a, time_b, reference, _rel_se(members_a, iterations_a),
+                           _rel_se(members_b, iterations_b))
+
+
+def _rel_se(members: Sequence[Executed], iterations: int) -> float:
+    """Relative standard error of the summed mean time (nodes' iteration spreads taken as independent)."""
+    total = sum(e.dur_us for e in members)
+    if total <= 0:
+        return 0.0
+    return math.sqrt(sum(e.dur_std_us ** 2 for e in members) / max(iterations, 1)) / total
+
+
+def _kernel_rows(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], overhead_b: Sequence[Executed],
+                 total_a: float, total_b: float, ratio: Callable) -> tuple[KernelRow, ...]:
+    rows = [_layer_row(g, total_a, total_b, ratio) for g in groups]
+    rows += [_overhead_row(e, total_a, total_b) for e in (*overhead_a, *overhead_b)]
+    return tuple(sorted(rows, key=lambda r: (-max(r.time_a_us, r.time_b_us), r.layer, r.executed_a, r.executed_b)))
+
+
+def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -> KernelRow:
+    reference = g.members_a or g.members_b
+    labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
+    weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not _QPARAM.search(w)))
+    main = max(reference, key=lambda e: (e.dur_us, -e.exec_order))
+    only_in = None if g.matched else ("a" if g.members_a else "b")
+    return KernelRow(
+        layer=_label(labels) or main.name, op_type=kernel_op(main.op_type),
+        time_a_us=g.time_a_us, time_b_us=g.time_b_us,
+        precision_a=_dominant(g.members_a, "precision"), precision_b=_dominant(g.members_b, "precision"),
+        delta_us=g.time_b_us - g.time_a_us, ratio=ratio(g.members_a, g.members_b) if g.matched else None,
+        only_in=only_in, note=_layer_note(g, only_in),
+        executed_a=tuple(e.name for e in g.members_a), executed_b=tuple(e.name for e in g.members_b),
+        weights=weights, original_nodes=g.keys,
+        share_a=_share(g.time_a_us, total_a), share_b=_share(g.time_b_us, total_b), kind="layer",
+    )
+
+
+def _label(names: Sequence[str], shown: int = 3) -> str:
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} +{len(names) - shown} more"
+
+
+def _layer_note(g: LayerGroup, only_in: str | None) -> str | None:
+    members = g.members_a or g.members_b
+    if not any(e.original_nodes for e in members):
+        return "not mapped to the model file"
+    if only_in == "a":
+        return "no counterpart in B: removed or fused by the transform, or run in a way the mapping cannot tie"
+    if only_in == "b":
+        return "only in B: added by the transform"
+    n_a, n_b = len(g.members_a), len(g.members_b)
+    if n_a != n_b:
+        return f"{n_a} kernel{'s' * (n_a != 1)} in A, {n_b} in B"
+    return None
+
+
+def _overhead_row(e: Executed, total_a: float, total_b: float) -> KernelRow:
+    side_a = e.side == "a"
+    time_a, time_b = (e.dur_us, 0.0) if side_a else (0.0, e.dur_us)
+    return KernelRow(
+        layer=_label(e.original_nodes) or e.name, op_type=e.op_type, time_a_us=time_a, time_b_us=time_b,
+        precision_a=e.precision if side_a else None, precision_b=None if side_a else e.precision,
+        delta_us=time_b - time_a, ratio=None, only_in=e.side, note=_overhead_note(e),
+        executed_a=(e.name,) if side_a else (), executed_b=() if side_a else (e.name,),
+        weights=tuple(w for w in e.weights if not _QPARAM.search(w)), original_nodes=e.original_nodes,
+        share_a=_share(time_a, total_a), share_b=_share(time_b, total_b), kind="overhead",
+    )
+
+
+def _overhead_note(e: Executed) -> str:
+    if e.op_type in CONVERSION_OPS:
+        return f"added by quantization ({e.op_type})"
+    if e.op_type == "Cast":
+        return "inserted Cast" if e.method == "neighbour" or e.name.startswith(_INSERTED_CAST) else \
+            "Cast added by the transform"
+    return f"requantization ({e.op_type} of quantization scales)"

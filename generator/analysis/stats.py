@@ -1,0 +1,245 @@
+"""Confidence intervals for A/B ratios with the measurement *process* as the unit of repetition.
+
+Requests measured in one process share that process's fate (its CPU placement, frequency, cache and memory
+layout, neighbours on a shared machine), so they are not independent repetitions: on pooled samples a
+Mann-Whitney test or a plain bootstrap calls identical configurations "different" (docs/methodology-compare.md,
+../shared/NOTES.md). Every interval here comes from a **hierarchical bootstrap**: each resample draws the
+processes with replacement, then requests with replacement within each drawn process, and recomputes the
+statistic the page shows:
+
+- latency: the percentile of the pooled resampled requests (linear interpolation, like the `trials` table);
+- throughput: the median over the drawn processes of each process's throughput, each rescaled by its
+  resampled mean latency (so request-level noise enters too).
+
+A and B are resampled independently; the ratio interval is the 2.5 and 97.5 percentiles of the resampled
+ratios B* / A*. Everything is deterministic (numpy default_rng with a fixed seed) and vectorized.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from generator.analysis.records_compare import RatioCI
+
+RESAMPLES = 2000
+SEED = 0
+LEVEL = 0.95
+# Requests drawn per process and resample are capped so that a trial of 10 processes x 10,000 requests costs
+# the same as one of 10 x 2,000. Fewer draws give each process's percentile a little more spread than its
+# own requests would: the interval errs on the wide side.
+MAX_DRAWS_PER_RESAMPLE = 20_000
+CHUNK_ELEMENTS = 2_000_000
+CLT_MIN_SAMPLES = 30
+PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+
+
+@dataclass(frozen=True)
+class ProcessSamples:
+    """One trial's measurements, per measurement process."""
+
+    latencies_ms: tuple[np.ndarray, ...]  # every request of each process
+    throughput_ips: tuple[float, ...]  # each process's items / wall time (same order)
+
+    @property
+    def processes(self) -> int:
+        return len(self.latencies_ms)
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """A statistic on the observed data (`point`) and its hierarchical bootstrap replicates (`draws`)."""
+
+    point: float
+    draws: np.ndarray
+    processes: int
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float]:
+        tail = (1.0 - level) / 2.0
+        low, high = np.quantile(self.draws, [tail, 1.0 - tail])
+        return float(low), float(high)
+
+
+def process_samples(processes: pd.DataFrame, latencies: pd.DataFrame, trial_key: str) -> ProcessSamples:
+    """The trial's requests grouped by process (processes without requests are left out), with each
+    process's throughput from the `processes` table (NaN when it was not recorded)."""
+    lat = latencies[latencies["trial_key"] == trial_key]
+    groups = {int(p): g["latency_ms"].to_numpy(dtype=np.float64) for p, g in lat.groupby("process", sort=True)}
+    rows = processes[processes["trial_key"] == trial_key]
+    throughput = {int(r["process"]): _float(r.get("throughput_ips")) for _, r in rows.iterrows()}
+    order = [p for p in sorted(groups) if groups[p].size]
+    return ProcessSamples(tuple(groups[p] for p in order), tuple(throughput.get(p, math.nan) for p in order))
+
+
+def _float(value) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out
+
+
+def percentile_of(q_name: str) -> float:
+    """`p90` -> 0.9."""
+    return PERCENTILES[q_name]
+
+
+def bootstrap_latency(samples: Sequence[np.ndarray], q: float, rng: np.random.Generator,
+                      resamples: int = RESAMPLES) -> Bootstrap:
+    """Hierarchical bootstrap of the pooled `q`-quantile of request latency.
+
+    Each drawn process contributes the same number of requests (the mean count per process, capped so that
+    a resample holds at most MAX_DRAWS_PER_RESAMPLE requests): processes of one trial run for the same time
+    and differ little in count. Raises ValueError without any request.
+    """
+    arrays = [np.asarray(a, dtype=np.float64) for a in samples if len(a)]
+    if not arrays:
+        raise ValueError("bootstrap_latency needs at least one process with requests")
+    flat = np.concatenate(arrays)
+    sizes = np.array([a.size for a in arrays])
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    sizes32, offsets32 = sizes.astype(np.float32), offsets.astype(np.int32)
+    last32 = (offsets + sizes - 1).astype(np.int32)
+    n_proc = len(arrays)
+    per_process = max(1, min(int(round(sizes.mean())), MAX_DRAWS_PER_RESAMPLE // n_proc))
+    draws = np.empty(resamples)
+    chunk = max(1, CHUNK_ELEMENTS // (n_proc * per_process))
+    for start in range(0, resamples, chunk):
+        r = min(chunk, resamples - start)
+        picked = rng.integers(0, n_proc, size=(r, n_proc))
+        # In place and in 32 bits: this loop is the cost of the whole comparison.
+        u = rng.random((r, n_proc, per_process), dtype=np.float32)
+        u *= sizes32[picked][:, :, None]
+        index = u.astype(np.int32)
+        index += offsets32[picked][:, :, None]
+        np.minimum(index, last32[picked][:, :, None], out=index)  # float32 rounding can reach the size itself
+        draws[start:start + r] = _quantile_rows(np.take(flat, index.reshape(r, -1)), q)
+    return Bootstrap(float(np.quantile(flat, q)), draws, n_proc)
+
+
+def _quantile_rows(values: np.ndarray, q: float) -> np.ndarray:
+    """Per row, numpy's default (linear) quantile, by partial sorting."""
+    h = (values.shape[1] - 1) * q
+    lo = int(math.floor(h))
+    hi = min(lo + 1, values.shape[1] - 1)
+    # One kth element: numpy's partition with two kth values is ten times slower than with one.
+    part = np.partition(values, lo, axis=1)
+    low = part[:, lo]
+    if hi == lo:
+        return low
+    return low + (h - lo) * (part[:, hi:].min(axis=1) - low)
+
+
+def bootstrap_throughput(samples: ProcessSamples, rng: np.random.Generator,
+                         resamples: int = RESAMPLES) -> Bootstrap | None:
+    """Hierarchical bootstrap of the median over processes of per-process throughput.
+
+    Within a drawn process, its throughput is rescaled by (its mean latency / the mean of its resampled
+    requests): throughput moves inversely with request time. None when no process recorded a throughput.
+    """
+    keep = [i for i, t in enumerate(samples.throughput_ips) if math.isfinite(t) and samples.latencies_ms[i].size]
+    if not keep:
+        return None
+    thr = np.array([samples.throughput_ips[i] for i in keep])
+    n_proc = len(keep)
+    means = np.empty((resamples, n_proc))
+    for j, i in enumerate(keep):
+        lat = samples.latencies_ms[i]
+        means[:, j] = _resampled_means(lat, rng, resamples) / lat.mean()
+    picked = rng.integers(0, n_proc, size=(resamples, n_proc))
+    scaled = thr[picked] / np.take_along_axis(means, picked, axis=1)
+    return Bootstrap(float(np.median(thr)), np.median(scaled, axis=1), n_proc)
+
+
+def _resampled_means(values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Means of `resamples` bootstrap resamples of `values`."""
+    if values.size >= CLT_MIN_SAMPLES:
+        # The bootstrap distribution of a mean of this many draws is normal to within a fraction of a
+        # percent; drawing it directly saves resampling every request.
+        sd = values.std() / math.sqrt(values.size)
+        return values.mean() + sd * rng.standard_normal(resamples)
+    n = values.size
+    out = np.empty(resamples)
+    chunk = max(1, CHUNK_ELEMENTS // n)
+    for start in range(0, resamples, chunk):
+        r = min(chunk, resamples - start)
+        out[start:start + r] = values[rng.integers(0, values.size, size=(r, n))].mean(axis=1)
+    return out
+
+
+def ratio_ci(a: Bootstrap, b: Bootstrap, level: float = LEVEL) -> RatioCI:
+    """B / A with the percentile interval of the resampled ratios; flagged when either side has fewer than
+    three processes (with one, the interval holds request-to-request variation only)."""
+    ratios = b.draws / a.draws
+    tail = (1.0 - level) / 2.0
+    low, high = (float(v) for v in np.quantile(ratios, [tail, 1.0 - tail]))
+    point = b.point / a.point if a.point else math.nan
+    return RatioCI(point=point, low=low, high=high, significant=bool(low > 1.0 or high < 1.0),
+                   note=small_sample_note(a.processes, b.processes), processes_a=a.processes,
+                   processes_b=b.processes)
+
+
+def small_sample_note(processes_a: int, processes_b: int) -> str | None:
+    """Why an interval deserves less trust than usual, or None."""
+    fewest = min(processes_a, processes_b)
+    if fewest <= 1:
+        return ("one measurement process: the interval reflects request-to-request variation only, not "
+                "process-to-process; measure with more repeats to trust it")
+    if fewest == 2:
+        return "two measurement processes: the interval understates process-to-process variation"
+    return None
+
+
+def latency_ratio(a: ProcessSamples, b: ProcessSamples, q: float, seed: int = SEED,
+                  resamples: int = RESAMPLES) -> tuple[RatioCI, Bootstrap, Bootstrap]:
+    """Latency ratio B / A at quantile `q`, with both bootstraps (A drawn first, then B, from one generator)."""
+    rng = np.random.default_rng(seed)
+    boot_a = bootstrap_latency(a.latencies_ms, q, rng, resamples)
+    boot_b = bootstrap_latency(b.latencies_ms, q, rng, resamples)
+    return ratio_ci(boot_a, boot_b), boot_a, boot_b
+
+
+def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED,
+                     resamples: int = RESAMPLES) -> tuple[RatioCI | None, Bootstrap | None, Bootstrap | None]:
+    """Throughput ratio B / A; None parts when a side has no recorded throughput."""
+    rng = np.random.default_rng(seed + 1)
+    boot_a = bootstrap_throughput(a, rng, resamples)
+    boot_b = bootstrap_throughput(b, rng, resamples)
+    if boot_a is None or boot_b is None:
+        return None, boot_a, boot_b
+    return ratio_ci(boot_a, boot_b), boot_a, boot_b
+
+
+def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel_se_a: float = 0.0,
+                    rel_se_b: float = 0.0, level: float = LEVEL) -> RatioCI | None:
+    """A ratio of two profiled times (a layer or a layer type) with an approximate interval.
+
+    The profiled pass runs in one process per version, so its own repetitions say nothing about
+    process-to-process variation. That variation is borrowed from `reference` (the whole-model median
+    latency ratio of the same two trials, bootstrapped over processes): its half-width on the log scale is
+    combined in quadrature with the relative standard errors of the two profiled times (from the spread over
+    profiled iterations). None when either time is zero.
+    """
+    if time_a <= 0 or time_b <= 0:
+        return None
+    z = _z(level)
+    spread = 0.0
+    if reference is not None and reference.low > 0 and reference.high > 0:
+        spread = (math.log(reference.high) - math.log(reference.low)) / (2 * z)
+    sigma = math.sqrt(spread ** 2 + rel_se_a ** 2 + rel_se_b ** 2)
+    point = time_b / time_a
+    low, high = point * math.exp(-z * sigma), point * math.exp(z * sigma)
+    note = reference.note if reference is not None else "no timed measurement to borrow process variation from"
+    return RatioCI(point=point, low=low, high=high, significant=bool(low > 1.0 or high < 1.0), note=note,
+                   processes_a=reference.processes_a if reference else 0,
+                   processes_b=reference.processes_b if reference else 0)
+
+
+def _z(level: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(0.5 + level / 2.0)

@@ -1,0 +1,209 @@
+"""`perfsite compare`: an ad-hoc comparison of two versions from stored results, as plain terminal text.
+
+The words for ratios are the compare page's (generator.site.compare_page), so the terminal and the site never
+disagree. Names from results (versions, op types, node names, advice) are untrusted: control characters are
+replaced so that a node name cannot move the cursor or recolour the terminal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from generator.analysis.compare import compare_versions
+from generator.analysis.records_compare import Comparison, VersionTiming
+from generator.errors import ResultsError
+from generator.results.store import find_experiments, load_experiment
+from generator.site.charts_compare import config_text
+from generator.site.compare_page import (
+    kernel_note,
+    latency_words,
+    precision_counts,
+    ratio_cell,
+    sweet_spot_version,
+    throughput_words,
+)
+from generator.site.formatting import num, pct
+
+TOP_KERNELS = 10  # kernel rows printed, most time first
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control character but tab and newline
+_VALUE_INT = re.compile(r"[+-]?\d+")
+_VALUE_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?")
+_BOOLS = {"true": True, "on": True, "yes": True, "false": False, "off": False, "no": False}
+
+
+def safe(text: Any) -> str:
+    """Untrusted text for the terminal: control characters (escape sequences) become `?`, lines are joined."""
+    return _CONTROL.sub("?", str(text)).replace("\n", " ")
+
+
+def parse_config(text: str | None) -> dict[str, Any] | None:
+    """`batch=1,threads=2,spinning=off` as a configuration (ints, floats and on/off typed); None when empty."""
+    if not text or not text.strip():
+        return None
+    config: dict[str, Any] = {}
+    for item in text.split(","):
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key or not value:
+            raise ResultsError(
+                f"--config {text!r}: {item.strip()!r} is not KEY=VALUE. Give configuration axes and values "
+                "separated by commas, e.g. --config batch=1,threads=2."
+            )
+        config[key] = _typed(value)
+    return config
+
+
+def _typed(value: str) -> Any:
+    if _VALUE_INT.fullmatch(value):
+        return int(value)
+    if _VALUE_FLOAT.fullmatch(value):
+        return float(value)
+    return _BOOLS.get(value.lower(), value)
+
+
+def experiment_dir(results_root: Path, experiment: str | None) -> Path:
+    """The experiment folder to compare in: the one named, or the only one under results_root."""
+    found = find_experiments(Path(results_root))
+    names = ", ".join(p.name for p in found) or "none"
+    if experiment is not None:
+        match = [p for p in found if p.name == experiment]
+        if not match:
+            raise ResultsError(
+                f"No experiment {experiment!r} under {results_root} (experiments there: {names}). Check "
+                "--experiment against the spec's `name`, or point --results at another results root."
+            )
+        return match[0]
+    if len(found) != 1:
+        raise ResultsError(
+            f"{results_root} holds {'no experiment' if not found else 'several experiments'} ({names}). "
+            + ("Run `perfsite run SPEC` first." if not found else "Choose one with --experiment NAME.")
+        )
+    return found[0]
+
+
+def compare_command(results_root: Path, a: str, b: str | None = None, config: str | None = None,
+                    experiment: str | None = None) -> str:
+    """`perfsite compare`: compare version b (default: the best throughput under the latency threshold)
+    against a in stored results, at `config` (`batch=1,threads=2`; default: A's sweet spot), as text."""
+    results = load_experiment(experiment_dir(results_root, experiment))
+    comparison = compare_versions(results, a, b, parse_config(config))
+    return format_comparison(comparison, results.name)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+    """Rows as aligned text columns (`right`: right-align a column, for figures)."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+
+
+def format_comparison(c: Comparison, experiment: str | None = None) -> str:
+    """A comparison as plain text for the terminal (what the compare page says, without the charts)."""
+    lines = _header(c, experiment) + [""] + _verdict(c) + [""] + _sweet_spot(c)
+    for section in (_layer_types(c), _kernels(c), _advice(c)):
+        if section:
+            lines += [""] + section
+    return "\n".join(lines) + "\n"
+
+
+def _header(c: Comparison, experiment: str | None) -> list[str]:
+    where = f"{safe(experiment)}: " if experiment else ""
+    lines = [f"{where}A = {safe(c.a)}, B = {safe(c.b)} (ratios are B / A)"]
+    if c.b_was_default:
+        lines.append(f"B was chosen: {safe(c.b_reason or 'the best throughput under the latency threshold')}")
+    if c.config_label:
+        detail = f" ({safe(config_text(c.config))})" if c.config else ""
+        reason = f", {safe(c.config_reason)}" if c.config_reason else ""
+        lines.append(f"Compared at {safe(c.config_label)}{detail}{reason}")
+        if c.other_configs:
+            lines.append(f"Other configurations both ran: {safe(', '.join(c.other_configs))}")
+    else:
+        lines.append("A and B have no successful configuration in common: no layer-level comparison.")
+    return lines + [f"note: {safe(n)}" for n in c.notes]
+
+
+def _timing(t: VersionTiming | None, latency: bool) -> str:
+    if t is None:
+        return "—"
+    if latency:
+        return f"{num(t.latency_ms)} ms [{num(t.latency_ci_low)}–{num(t.latency_ci_high)}]"
+    return f"{num(t.throughput_ips)} items/s [{num(t.throughput_ci_low)}–{num(t.throughput_ci_high)}]"
+
+
+def _verdict(c: Comparison) -> list[str]:
+    ta, tb = c.timings or (None, None)
+    rows = [
+        [f"Latency {c.percentile}", _timing(ta, True), _timing(tb, True), safe(latency_words(c.latency_ratio))],
+        ["Throughput", _timing(ta, False), _timing(tb, False), safe(throughput_words(c.throughput_ratio))],
+    ]
+    lines = table(["", f"A {safe(c.a)}", f"B {safe(c.b)}", "verdict (95 % CI)"], rows, [False] * 4)
+    return lines + [f"Outputs: {_agreement(c)}"]
+
+
+def _agreement(c: Comparison) -> str:
+    if not c.agreement:
+        return "no agreement recorded between these versions"
+    bad = [r for r in c.agreement if r.within_tolerance is False]
+    if bad:
+        return f"DIFFER beyond the spec's tolerance: {safe(', '.join(r.output for r in bad))}"
+    worst = max((r.max_abs for r in c.agreement if r.max_abs is not None), default=None)
+    checked = any(r.within_tolerance for r in c.agreement)
+    verdict = "within the spec's tolerance" if checked else "compared (the spec sets no tolerance)"
+    return f"{verdict}; largest absolute difference {num(worst)}"
+
+
+def _sweet_spot(c: Comparison) -> list[str]:
+    spot = c.overall_sweet_spot
+    if c.threshold_ms is None:
+        return ["No latency threshold in the spec (latency_threshold_ms): no sweet spot."]
+    if spot is None or spot.trial_key is None:
+        reason = f" ({safe(spot.reason)})" if spot and spot.reason else ""
+        return [f"No configuration of any version meets the {num(c.threshold_ms)} ms threshold{reason}."]
+    return [f"Sweet spot under {num(c.threshold_ms)} ms: {safe(sweet_spot_version(c))} at {safe(spot.config_label)}, "
+            f"{num(spot.throughput_ips)} items/s at {num(spot.latency_ms)} ms"]
+
+
+def _layer_types(c: Comparison) -> list[str]:
+    if not c.layer_types:
+        return []
+    rows = []
+    for r in sorted(c.layer_types, key=lambda r: (-max(r.time_a_us, r.time_b_us), r.op_type)):
+        ratio, interval = ratio_cell(r.ratio)
+        rows.append([safe(r.op_type), num(r.time_a_us), num(r.time_b_us), num(r.delta_us), ratio, interval,
+                     pct(r.share_b), safe(precision_counts(r.precision_counts_b))])
+    headers = ["layer type", "A µs", "B µs", "delta µs", "B/A", "95 % CI", "share B", "B nodes by precision"]
+    return [f"Layer types at {safe(c.config_label)} (µs per inference, profiled pass)",
+            *table(headers, rows, [False, True, True, True, True, False, True, False])]
+
+
+def _kernels(c: Comparison) -> list[str]:
+    lines = []
+    if c.coverage:
+        lines.append(f"Matched time: A {pct(c.coverage.share_a)}, B {pct(c.coverage.share_b)} "
+                     "(in layers matched across versions or in the quantization-overhead bucket)")
+    if c.overhead:
+        o = c.overhead
+        ops = ", ".join(f"{safe(op)} {num(us)} µs" for op, us in sorted(o.by_op.items(), key=lambda i: -i[1]))
+        lines.append(f"Quantization overhead in B: {num(o.time_b_us)} µs, {pct(o.share_b)} of B's kernel time"
+                     + (f" ({ops})" if ops else ""))
+    kernels = sorted(c.kernels, key=lambda k: (-max(k.time_a_us, k.time_b_us), k.layer))
+    if kernels:
+        rows = [[safe(k.layer)[:60], safe(k.op_type), num(k.time_a_us), num(k.time_b_us), num(k.delta_us),
+                 ratio_cell(k.ratio)[0], safe(kernel_note(k))]
+                for k in kernels[:TOP_KERNELS]]
+        lines += [f"Layers, most time first ({min(TOP_KERNELS, len(kernels))} of {len(kernels)})",
+                  *table(["layer", "op type", "A µs", "B µs", "delta µs", "B/A", "note"], rows,
+                         [False, False, True, True, True, True, False])]
+    return lines
+
+
+def _advice(c: Comparison) -> list[str]:
+    if not c.advice:
+        return []
+    return ["Advice:"] + [f"  - {'warning: ' if a.severity == 'warning' else ''}{safe(a.text)}" for a in c.advice]

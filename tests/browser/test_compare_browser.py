@@ -1,0 +1,168 @@
+"""The compare pages in headless Chromium, built from the recorded results of tests/compare_fixture.py: the
+threshold slider moves the sweet spot, a legend click hides a version, the metric switch, sorting, no errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from compare_fixture import write_compare_results
+from test_site_browser import _assert_charts_drawn, _column, _open, _pages
+
+from generator.site import build_site
+from generator.site.serve import BackgroundServer
+
+pytestmark = pytest.mark.browser
+
+PAGE = "reports/tiny-compare/compare-fp32-vs-int8-static.html"
+RESULTS = "[data-chart='chart-compare-results']"
+
+
+@pytest.fixture(scope="module")
+def compare_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("compare-site")
+    (root / "project").mkdir()
+    write_compare_results(root / "results")
+    return build_site(root / "results", root / "site", root / "project")
+
+
+@pytest.fixture(scope="module")
+def compare_url(compare_site: Path) -> Iterator[str]:
+    with BackgroundServer(compare_site) as url:
+        yield url
+
+
+@pytest.fixture
+def results_page(chromium, compare_url):
+    context, page, visit = _open(chromium, compare_url + PAGE)
+    page.wait_for_function(f"() => document.querySelector(\"{RESULTS}\").__perfsiteView !== undefined")
+    yield page, visit
+    context.close()
+
+
+def _view_data(page, chart: str, dataset: str) -> list[dict]:
+    """The data behind a mark of a rendered chart, read from its Vega view (perfsite.js exposes it)."""
+    script = f"""() => document.querySelector("[data-chart='{chart}']").__perfsiteView
+        .data("{dataset}").map(item => item.datum)"""
+    return page.evaluate(script)
+
+
+def _points(page) -> list[dict]:
+    """The results chart's inline data: every ok trial of every version."""
+    text = page.locator(f"{RESULTS} + script").text_content()
+    return json.loads(text)[0]["data"]["values"]
+
+
+def _expected_spot(points: list[dict], threshold: float) -> str | None:
+    """The sweet spot as generator.analysis picks it: highest throughput within the threshold, ties to the
+    lower latency, then the trial key."""
+    under = [p for p in points if p["latency_ms"] <= threshold]
+    best = min(under, key=lambda p: (-p["throughput_ips"], p["latency_ms"], p["key"]), default=None)
+    return best["key"] if best else None
+
+
+def _set_threshold(page, value: float) -> None:
+    slider = page.locator(f"{RESULTS} input[type=range]")
+    slider.evaluate("(el, v) => { el.value = String(v); el.dispatchEvent(new Event('input', {bubbles: true})); }",
+                    value)
+    page.wait_for_function(f"""() => document.querySelector("{RESULTS}").__perfsiteView
+        .signal('latency_threshold') === {value}""")
+
+
+def _spot(page) -> str | None:
+    spots = _view_data(page, "chart-compare-results", "sweet_spot_marks")
+    assert len(spots) <= 1
+    return spots[0]["key"] if spots else None
+
+
+def test_every_compare_page_renders_without_errors_or_network(chromium, compare_site, compare_url):
+    pages = [p for p in _pages(compare_site) if "/compare-" in p]
+    assert PAGE in pages and "reports/tiny-compare/compare-fp32-vs-best.html" in pages
+    for rel in pages:
+        context, page, visit = _open(chromium, compare_url + rel)
+        assert _assert_charts_drawn(page, rel) == 5
+        assert not visit.errors, f"{rel}: console errors {visit.errors}"
+        assert not visit.foreign_requests(), f"{rel}: {visit.foreign_requests()}"
+        context.close()
+
+
+def test_the_threshold_slider_moves_the_sweet_spot(results_page):
+    page, visit = results_page
+    points = _points(page)
+    initial = page.evaluate(f"() => document.querySelector(\"{RESULTS}\").__perfsiteView.signal('latency_threshold')")
+    assert initial == 6.0  # the spec's latency_threshold_ms
+    first = _spot(page)
+    assert first == _expected_spot(points, initial)
+    # A threshold just under the sweet spot's latency excludes it: the spot must move to another point.
+    latency = next(p["latency_ms"] for p in points if p["key"] == first)
+    step = float(page.locator(f"{RESULTS} input[type=range]").get_attribute("step"))
+    lower = round((latency - step) // step * step, 6)
+    _set_threshold(page, lower)
+    moved = _spot(page)
+    assert moved != first and moved == _expected_spot(points, lower)
+    assert page.locator(f"{RESULTS} svg").get_by_text("threshold", exact=False).count() >= 1
+    # Below every latency there is no sweet spot, and the chart says so.
+    bottom = float(page.locator(f"{RESULTS} input[type=range]").get_attribute("min"))
+    assert bottom < min(p["latency_ms"] for p in points)
+    _set_threshold(page, bottom)
+    assert _spot(page) is None
+    assert _view_data(page, "chart-compare-results", "no_sweet_spot_marks")
+    assert not visit.errors
+
+
+def test_a_legend_click_hides_and_shows_a_version(results_page):
+    page, visit = results_page
+    before = {d["version"] for d in _view_data(page, "chart-compare-results", "points_marks")}
+    assert before == {"fp32", "int8-static", "int8-dyn"}
+    legend = page.locator(f"{RESULTS} .role-legend-label text", has_text="int8-dyn")
+    legend.click()
+    shown = {d["version"] for d in _view_data(page, "chart-compare-results", "points_marks")}
+    assert shown == {"fp32", "int8-static"}
+    assert page.locator(f"{RESULTS} .role-legend-label text", has_text="int8-dyn (hidden)").count() == 1
+    page.locator(f"{RESULTS} .role-legend-label text", has_text="int8-dyn").click()
+    assert {d["version"] for d in _view_data(page, "chart-compare-results", "points_marks")} == before
+    assert not visit.errors
+
+
+def test_inference_time_switches_between_throughput_and_latency(results_page):
+    page, visit = results_page
+    chart = "chart-compare-time"
+    assert {d["metric"] for d in _view_data(page, chart, "time_bars_marks")} == {"throughput"}
+    page.locator(f"[data-chart='{chart}'] input[type=radio][value=latency]").check()
+    page.wait_for_function(f"""() => document.querySelector("[data-chart='{chart}']").__perfsiteView
+        .data('time_bars_marks').every(item => item.datum.metric === 'latency')""")
+    assert len(_view_data(page, chart, "time_bars_marks")) == 2
+    assert not visit.errors
+
+
+def test_layer_types_leave_the_distribution_on_a_legend_click(results_page):
+    page, visit = results_page
+    chart = "chart-compare-layer-types"
+    types = [d["op_type"] for d in _view_data(page, chart, "layer_types_marks")]
+    first = types[0]
+    page.locator(f"[data-chart='{chart}'] .role-legend-label text", has_text=re.compile(f"^{re.escape(first)}$"))\
+        .click()
+    after = _view_data(page, chart, "layer_types_marks")
+    assert first not in {d["op_type"] for d in after} and after
+    shares = {}
+    for d in after:
+        shares[d["run"]] = shares.get(d["run"], 0) + d["share"]
+    assert all(abs(total - 1) < 1e-6 for total in shares.values() if total)  # shares of what is shown
+    assert not visit.errors
+
+
+def test_clicking_a_header_sorts_the_layer_type_table(results_page):
+    page, visit = results_page
+    table = page.locator("article table", has=page.locator("th", has_text="Nodes by precision, A"))
+    before = _column(page, table, "Time B (µs)")
+    table.locator("th", has_text="Time B (µs)").click()
+    after = _column(page, table, "Time B (µs)")
+    figures = [float(v.replace(",", "")) for v in after if v != "—"]
+    assert sorted(after) == sorted(before)
+    assert figures in (sorted(figures), sorted(figures, reverse=True))
+    table.locator("th", has_text="Time B (µs)").click()
+    assert _column(page, table, "Time B (µs)") == list(reversed(after))
+    assert not visit.errors

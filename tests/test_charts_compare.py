@@ -1,0 +1,158 @@
+"""Compare-page charts: explicit names, inline data, the threshold slider, legend toggles, shared colours.
+
+What the parameters do in a browser (the sweet spot following the slider, a version hidden by a legend click)
+is tested in tests/browser/test_compare_browser.py; here, the specs themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+from compare_fixture import sample_comparison
+
+from generator.site import charts_compare as CC
+from generator.site.escape import inline_json
+
+CHARTS = {
+    "results": CC.results_chart, "time": CC.inference_time_chart, "layer_types": CC.layer_type_chart,
+    "pareto": CC.pareto_chart, "precision": CC.precision_chart,
+}
+
+
+def _layer(spec: dict, name: str) -> dict:
+    return next(layer for layer in spec["layer"] if layer.get("name") == name)
+
+
+def _keys(value, found=None) -> set:
+    found = set() if found is None else found
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found.add(k)
+            _keys(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            _keys(v, found)
+    return found
+
+
+@pytest.mark.parametrize("kind", sorted(CHARTS))
+def test_specs_are_deterministic_named_and_inline(kind):
+    first, second = CHARTS[kind](sample_comparison()).to_dict(), CHARTS[kind](sample_comparison()).to_dict()
+    assert inline_json(first) == inline_json(second)
+    text = json.dumps(first)
+    assert not re.search(r'"(param|view)_\d', text), "altair generated a name; name params and views"
+    assert "url" not in _keys(first)
+
+
+def test_results_chart_has_the_slider_the_legend_toggle_and_every_layer():
+    spec = CC.results_chart(sample_comparison()).to_dict()
+    threshold = next(p for p in spec["params"] if p["name"] == "latency_threshold")
+    assert threshold["value"] == 5.0 and threshold["bind"]["input"] == "range"
+    assert threshold["bind"]["min"] <= 1.1 and threshold["bind"]["max"] >= 6.5  # every latency reachable
+    hide = next(p for p in spec["params"] if p["name"] == "version_hide")
+    assert hide["bind"] == "legend" and hide["select"]["toggle"] == "true" and hide["views"] == ["lines"]
+    names = {layer["name"] for layer in spec["layer"]}
+    assert names == {"lines", "sweet_spot", "points", "a_b", "threshold", "threshold_label", "no_sweet_spot"}
+    assert spec["config"]["legend"]["unselectedOpacity"] == 1  # hidden entries are labelled instead
+
+
+def test_results_chart_marks_a_and_b_and_joins_configurations_along_batch():
+    spec = CC.results_chart(sample_comparison()).to_dict()
+    records = spec["data"]["values"]
+    assert {r["role"] for r in records} == {"A", "B", ""}
+    assert {r["key"]: r["role"] for r in records if r["role"]} == {"fp32-1": "A", "int8-1": "B"}
+    series = {}
+    for r in records:
+        series.setdefault(r["series"], []).append(r["order"])
+    assert sorted(sorted(v) for v in series.values()) == [[1, 4], [1, 4]]
+    assert all("batch" not in s.split(" · ", 1)[1] for s in series)  # the line's own axis is not in its name
+
+
+def test_sweet_spot_is_recomputed_from_the_slider_like_the_analysis():
+    spot = _layer(CC.results_chart(sample_comparison()).to_dict(), "sweet_spot")
+    filters = [t["filter"] for t in spot["transform"] if "filter" in t]
+    assert {"not": {"param": "version_hide", "empty": False}} in filters
+    assert "datum.latency_ms <= latency_threshold" in filters
+    window = next(t for t in spot["transform"] if "window" in t)
+    # Highest throughput, ties to the lower latency, then the trial key: generator.analysis's order.
+    assert [(s["field"], s["order"]) for s in window["sort"]] == [
+        ("throughput_ips", "descending"), ("latency_ms", "ascending"), ("key", "ascending")]
+
+
+def test_the_latency_axis_is_fixed_to_the_slider_range():
+    spec = CC.results_chart(sample_comparison()).to_dict()
+    threshold = next(p for p in spec["params"] if p["name"] == "latency_threshold")["bind"]
+    y = _layer(spec, "points")["encoding"]["y"]["scale"]
+    assert y["domain"] == [threshold["min"], threshold["max"]]
+
+
+def test_slider_bounds_are_round_and_cover_every_latency_and_the_threshold():
+    low, high, step = CC.slider_bounds([0.42, 3.3, 17.9], 25.0)
+    assert low <= 0.42 / 2 + step and high >= 25.0
+    assert re.fullmatch(r"[125]0*|0\.0*[125]", f"{step:g}"), step
+    assert 50 <= (high - low) / step <= 2 * CC.SLIDER_STEPS
+
+
+def test_without_a_threshold_the_slider_starts_at_its_top():
+    c = sample_comparison(threshold_ms=None)
+    spec = CC.results_chart(c).to_dict()
+    threshold = next(p for p in spec["params"] if p["name"] == "latency_threshold")
+    assert threshold["value"] == threshold["bind"]["max"]
+
+
+def test_versions_keep_one_colour_in_every_chart():
+    c = sample_comparison(versions=("int8-dyn", "fp32", "int8"))
+    results = _layer(CC.results_chart(c).to_dict(), "points")["encoding"]["color"]["scale"]
+    colors = dict(zip(results["domain"], results["range"], strict=True))
+    time = CC.inference_time_chart(c).to_dict()
+    bars = _layer(time, "time_bars")["encoding"]["color"]["scale"]
+    assert dict(zip(bars["domain"], bars["range"], strict=True)) == {"fp32": colors["fp32"], "int8": colors["int8"]}
+    assert colors == CC.version_colors(["int8-dyn", "fp32", "int8"])
+
+
+def test_inference_time_switches_metric_with_a_radio_and_draws_intervals():
+    spec = CC.inference_time_chart(sample_comparison()).to_dict()
+    metric = spec["params"][0]
+    assert metric["name"] == "metric" and metric["value"] == "throughput"
+    assert metric["bind"]["input"] == "radio" and metric["bind"]["options"] == ["throughput", "latency"]
+    assert {"filter": "datum.metric == metric"} in spec["transform"]
+    rows = {(r["metric"], r["version"]): r for r in spec["data"]["values"]}
+    assert rows[("latency", "int8")]["low"] == 1.05 and rows[("throughput", "fp32")]["high"] == 520.0
+    assert _layer(spec, "time_ci")["encoding"]["y2"]["field"] == "high"
+
+
+def test_layer_types_can_be_taken_out_of_the_distribution():
+    spec = CC.layer_type_chart(sample_comparison()).to_dict()
+    assert spec["params"][0]["name"] == "op_type_hide" and spec["params"][0]["bind"] == "legend"
+    assert {"filter": {"not": {"param": "op_type_hide", "empty": False}}} in spec["transform"]
+    assert spec["encoding"]["color"]["scale"]["domain"] == ["Conv", "Gemm", "Relu"]  # most time first
+    shares = next(t for t in spec["transform"] if "joinaggregate" in t)
+    assert shares["groupby"] == ["run"]  # shares are of each version's shown time
+
+
+def test_pareto_flags_the_frontier_and_sizes_it_by_model_size():
+    spec = CC.pareto_chart(sample_comparison()).to_dict()
+    records = spec["data"]["values"]
+    assert {r["key"] for r in records if r["frontier"]} == {"int8-1", "int8-4"}
+    assert {r["model_mib"] for r in records if r["version"] == "fp32"} == {2.0}
+    assert _layer(spec, "frontier_points")["encoding"]["size"]["field"] == "model_mib"
+
+
+def test_precision_chart_orders_precisions():
+    spec = CC.precision_chart(sample_comparison()).to_dict()
+    assert spec["encoding"]["color"]["scale"]["domain"] == ["FP32", "INT8", "mixed"]
+    assert {(r["version"], r["precision"]) for r in spec["data"]["values"]} >= {("int8", "INT8"), ("fp32", "FP32")}
+
+
+def test_config_text_lists_every_axis_in_order():
+    assert CC.config_text({"batch": 1, "spinning": False, "seq_len": 128}) == "batch 1 · spinning off · seq len 128"
+
+
+def test_line_axis_falls_back_when_batch_does_not_vary():
+    points = [p for p in sample_comparison().points if p.config["batch"] == 1]
+    assert CC.line_axis(points) is None
+    threads = [dataclasses.replace(p, config={**p.config, "threads": t}) for p in points for t in (1, 2)]
+    assert CC.line_axis(threads) == "threads"

@@ -1,0 +1,207 @@
+"""compare_versions on a small results directory written through the real store (figures chosen so that
+every choice is known), and on the real recorded quick run of the example CNN (tests/data)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from generator.analysis.compare import compare_pairs, compare_versions
+from generator.errors import ResultsError
+from generator.results.store import ResultsDir, TrialFiles, load_experiment
+from generator.spec import canonical_json, spec_from_json, spec_to_json
+
+BASE_MS = {"fp32": 2.0, "int8": 1.0, "int8-dyn": 4.0}
+CONFIGS = [(b, t) for b in (1, 4) for t in (1, 2)]
+
+
+def _spec(threshold: float | None, compare: list[dict]) -> dict:
+    return {
+        "name": "cmp", "models": {
+            "fp32": {"path": "models/cnn.onnx"},
+            "int8": {"from": "fp32", "quantize": {"mode": "static_qdq"}},
+            "int8-dyn": {"from": "fp32", "quantize": {"mode": "dynamic"}},
+        },
+        "inputs": {"x": {"shape": ["batch", 3, 8, 8], "dtype": "float32"}},
+        "sweep": {"batch": [1, 4], "threads": [1, 2]}, "measure": {"percentile": "p90", "profile_iterations": 5},
+        "latency_threshold_ms": threshold, "compare": compare, "tolerance": {"max_abs": 0.05},
+    }
+
+
+def _latency_ms(version: str, batch: int, threads: int) -> float:
+    # Batching pays (b^0.8), a second thread too; versions differ by a constant factor.
+    return BASE_MS[version] * batch ** 0.8 * (1.0 if threads == 1 else 0.6)
+
+
+def _nodes(key: str, version: str) -> list[dict]:
+    def node(i, name, op, dur, originals, weights=(), precision="FP32"):
+        return {"trial_key": key, "exec_order": i, "node_name": name, "op_type": op, "dur_mean_us": dur,
+                "dur_std_us": dur * 0.02, "runtime_precision": precision, "original_nodes": list(originals),
+                "weights": list(weights), "mapping_method": "exact", "provider": "CPUExecutionProvider",
+                "input_shapes": "[[1, 8]]", "output_shapes": "[[1, 8]]", "calls": 1}
+
+    if version == "fp32":
+        return [node(0, "conv", "Conv", 300, ["conv"], ["conv.w"]), node(1, "relu", "Relu", 20, ["relu"]),
+                node(2, "fc", "Gemm", 50, ["fc"], ["fc.w"])]
+    if version == "int8":
+        return [node(0, "x_QuantizeLinear", "QuantizeLinear", 20, ["x_QuantizeLinear"], precision="mixed"),
+                node(1, "conv_token_1", "QLinearConv", 120, ["conv", "relu_out_QuantizeLinear"], ["conv.w_quantized"],
+                     precision="INT8"),
+                node(2, "fc", "Gemm", 50, ["fc"], ["fc.w"]),
+                node(3, "y_DequantizeLinear", "DequantizeLinear", 10, ["y_DequantizeLinear"], precision="mixed")]
+    return [node(0, "x_QuantizeLinear", "DynamicQuantizeLinear", 20, ["x_QuantizeLinear"], precision="mixed"),
+            node(1, "conv_quant", "ConvInteger", 900, ["conv_quant"], ["conv.w_quantized"], precision="INT8"),
+            node(2, "relu", "Relu", 20, ["relu"]), node(3, "fc", "Gemm", 50, ["fc"], ["fc.w"])]
+
+
+def _write(root: Path, threshold: float | None = 5.0, profiled=((1, 2),), compare=None,
+           versions=("fp32", "int8", "int8-dyn")) -> Path:
+    spec = spec_from_json(_spec(threshold, compare if compare is not None else [{"a": "fp32", "b": "int8"},
+                                                                                {"a": "fp32"}]))
+    sha = hashlib.sha256(canonical_json(spec).encode()).hexdigest()
+    rd = ResultsDir(root / "cmp")
+    rd.write_spec(sha, spec_to_json(spec))
+    rng = np.random.default_rng(0)
+    for n, (version, (batch, threads)) in enumerate((v, c) for c in CONFIGS for v in versions):
+        key = f"{version}-b{batch}-t{threads}"
+        mean = _latency_ms(version, batch, threads)
+        lat = [mean * np.exp(rng.normal(0, 0.03)) * rng.lognormal(0, 0.05, 40) for _ in range(3)]
+        pooled = np.concatenate(lat)
+        trial = {
+            "experiment": "cmp", "trial_key": key, "run_id": "r", "env_id": "e", "spec_sha256": sha,
+            "version": version, "model_sha256": version, "model_bytes": {"fp32": 4000}.get(version, 1000),
+            "batch": batch, "threads": threads, "concurrency": 1, "optimization_level": "all", "provider": "cpu",
+            "spinning": False, "inter_op_threads": 1, "dims": "{}", "config_label": f"b{batch} t{threads} c1",
+            "status": "ok", "quick": False, "percentile": "p90", "latency_p50_ms": float(np.median(pooled)),
+            "latency_headline_ms": float(np.percentile(pooled, 90)), "noisy": version == "int8-dyn",
+            "throughput_ips": float(np.median([1000 * batch / a.mean() for a in lat])), "processes": 3,
+            "profiled": (batch, threads) in profiled, "finished_at": f"2026-01-01T00:{n:02d}:00Z",
+        }
+        files = TrialFiles(
+            trial=trial,
+            processes=[{"trial_key": key, "process": p, "throughput_ips": 1000 * batch / a.mean()}
+                       for p, a in enumerate(lat)],
+            latencies=[{"trial_key": key, "process": p, "stream": 0, "iteration": i, "latency_ms": float(v)}
+                       for p, a in enumerate(lat) for i, v in enumerate(a)],
+            nodes=_nodes(key, version) if (batch, threads) in profiled else [],
+            agreement=[{"trial_key": key, "version": version, "reference_version": "fp32", "output": "y",
+                        "max_abs": 0.1 if version == "int8" else 0.01, "cosine": 0.999, "samples": 2}]
+            if version != "fp32" else [],
+        )
+        rd.write_trial(files)
+    return rd.path
+
+
+@pytest.fixture(scope="module")
+def exp(tmp_path_factory):
+    """The default scenario, written once for the module."""
+    return load_experiment(_write(tmp_path_factory.mktemp("cmp")))
+
+
+def test_b_defaults_to_best_throughput_under_the_threshold_and_config_to_a_profiled_one(exp):
+    c = compare_versions(exp, "fp32")
+    assert c.b == "int8" and c.b_was_default and "within the 5 ms p90 latency threshold" in c.b_reason
+    # A's sweet spot (b4 t2) was not profiled: the profiled configuration is used, and the record says why.
+    assert {s.version: s.config_label for s in c.sweet_spots} == {"fp32": "b4 t2 c1", "int8": "b4 t2 c1",
+                                                                  "int8-dyn": "b1 t2 c1"}
+    assert c.config_label == "b1 t2 c1" and "b4 t2 c1" in c.config_reason
+    assert c.config == {"batch": 1, "threads": 2, "concurrency": 1, "optimization_level": "all", "provider": "cpu",
+                        "spinning": False, "inter_op_threads": 1}
+    assert (c.a_trial_key, c.b_trial_key) == ("fp32-b1-t2", "int8-b1-t2")
+    assert c.other_configs == ("b1 t1 c1", "b4 t1 c1", "b4 t2 c1") and len(c.other_config_items) == 3
+    assert c.overall_sweet_spot.version == "int8" and c.versions == ("fp32", "int8", "int8-dyn")
+
+
+def test_a_profiled_sweet_spot_is_the_default_configuration(tmp_path):
+    exp = load_experiment(_write(tmp_path, profiled=((1, 2), (4, 2))))
+    c = compare_versions(exp, "fp32", "int8")
+    assert c.config_label == "b4 t2 c1" and c.config_reason is None and not c.b_was_default and c.b_reason is None
+
+
+def test_without_threshold_or_when_none_meets_it_b_is_the_fastest_overall(tmp_path):
+    c = compare_versions(load_experiment(_write(tmp_path / "none", threshold=None)), "int8")
+    assert c.b == "fp32" and "sets no latency threshold" in c.b_reason
+    assert all(s.trial_key is None and "no latency threshold" in s.reason for s in c.sweet_spots)
+    c = compare_versions(load_experiment(_write(tmp_path / "tight", threshold=0.1)), "fp32")
+    assert c.b == "int8" and c.b_reason.startswith("No configuration of another version")
+    assert c.sweet_spots[0].reason.startswith("no configuration has p90 latency within 0.1 ms")
+
+
+def test_named_configuration_must_exist_in_both(exp):
+    assert compare_versions(exp, "fp32", "int8", {"batch": 1}).config_label == "b1 t2 c1"  # the profiled one
+    assert compare_versions(exp, "fp32", "int8", {"batch": 4, "threads": 1}).config_label == "b4 t1 c1"
+    with pytest.raises(ResultsError) as error:
+        compare_versions(exp, "fp32", "int8", {"batch": 2})
+    assert "b1 t1 c1; b1 t2 c1; b4 t1 c1; b4 t2 c1" in str(error.value) and "{batch: 2}" in str(error.value)
+    with pytest.raises(ResultsError, match="`nope` has no successful trial"):
+        compare_versions(exp, "nope")
+
+
+def test_points_pareto_and_ratios(exp):
+    c = compare_versions(exp, "fp32", "int8")
+    assert len(c.points) == 12 and [p.order for p in c.points[:4]] == [0, 1, 2, 3]
+    assert {(p.version, p.role) for p in c.points if p.role} == {("fp32", "a"), ("int8", "b")}
+    assert sum(p.is_sweet_spot for p in c.points) == 3
+    # int8 at b1 t2 has the lowest latency, int8 at b4 t2 the highest throughput: the whole frontier.
+    assert [(p.version, p.config_label) for p in c.pareto] == [("int8", "b1 t2 c1"), ("int8", "b4 t2 c1")]
+    assert c.latency_ratio.significant and c.latency_ratio.high < 1 and c.latency_ratio.point == pytest.approx(0.5,
+                                                                                                               rel=0.2)
+    assert c.throughput_ratio.significant and c.throughput_ratio.low > 1
+    a, b = c.timings
+    assert a.latency_ci_low < a.latency_ms < a.latency_ci_high and a.processes == 3 and a.percentile == "p90"
+    assert b.throughput_ci_low < b.throughput_ips < b.throughput_ci_high
+    assert c.model_bytes == {"fp32": 4000, "int8": 1000, "int8-dyn": 1000}
+
+
+def test_layer_sections(exp):
+    c = compare_versions(exp, "fp32", "int8")
+    assert [r.op_type for r in c.layer_types] == ["Conv", "Gemm", "QuantizeLinear", "Relu", "DequantizeLinear"]
+    conv = c.layer_types[0]
+    assert (conv.time_a_us, conv.time_b_us, conv.precision_counts_a, conv.precision_counts_b) == (
+        300, 120, {"FP32": 1}, {"INT8": 1})
+    assert conv.ratio.point == pytest.approx(0.4) and conv.ratio.significant
+    assert c.layer_types[3].ratio is None  # Relu ran in A only (fused into the QLinearConv)
+    layer = c.kernels[0]
+    assert (layer.layer, layer.executed_a, layer.executed_b) == ("conv, relu", ("conv", "relu"), ("conv_token_1",))
+    assert c.coverage.share_a == 1.0 and c.coverage.share_b == 1.0
+    assert c.overhead.time_b_us == 30 and c.overhead.share_b == pytest.approx(30 / 200)
+    assert c.precision_share["int8"] == {"FP32": 0.25, "INT8": 0.6, "mixed": 0.15}
+    assert c.precision_transitions == {"fp32": 0, "int8": 1, "int8-dyn": 1}
+    assert {a.rule_id for a in c.advice} >= {"fp32_gemm", "qdq_overhead", "outputs_disagree"}
+
+
+def test_agreement_rows_and_tolerance(exp):
+    c = compare_versions(exp, "fp32", "int8")
+    (row,) = c.agreement
+    assert (row.version, row.reference_version, row.output, row.max_abs, row.within_tolerance) == (
+        "int8", "fp32", "y", 0.1, False)
+
+
+def test_missing_profiles_leave_the_layer_sections_empty_with_a_note(tmp_path):
+    c = compare_versions(load_experiment(_write(tmp_path, profiled=())), "fp32", "int8")
+    assert c.config_label == "b4 t2 c1" and "No configuration was profiled" in c.config_reason
+    assert c.kernels == () and c.layer_types == () and c.coverage is None
+    assert any("No per-node profile of fp32 and int8" in n for n in c.notes)
+
+
+def test_compare_pairs_follow_the_spec_and_are_deterministic(exp):
+    pairs = compare_pairs(exp)
+    assert [(c.a, c.b, c.b_was_default) for c in pairs] == [("fp32", "int8", False), ("fp32", "int8", True)]
+    assert compare_pairs(exp) == pairs
+    assert dataclasses.replace(pairs[0]) == pairs[0]
+
+
+def test_real_recorded_run(tmp_path):
+    """The site's recorded quick run of the example CNN (real profiles and mapping): every pair compares."""
+    from compare_fixture import write_compare_results
+
+    exp = load_experiment(write_compare_results(tmp_path))
+    for c in compare_pairs(exp):
+        assert c.latency_ratio is not None and c.timings is not None
+        if c.coverage is not None:
+            assert c.coverage.share_a >= 0.98 and c.coverage.share_b >= 0.98
+            assert c.layer_types and c.kernels
