@@ -114,13 +114,20 @@ def schema() -> None:
 def build(
     results: Annotated[Path | None, typer.Option(help="Results root to render (default: <project>/results).")] = None,
     site: Annotated[Path | None, typer.Option(help="Where to write the site (default: <project>/site).")] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="Add a changes page against this baseline: a results folder or git:REF.")
+    ] = None,
+    trend: Annotated[
+        int | None, typer.Option(min=1, help="Add a trend page over the last N commits that changed the results.")
+    ] = None,
 ) -> None:
     """Render every experiment under the results directory into a static site (never runs a model)."""
     from generator.paths import project_root
     from generator.site import build_site
 
     root = project_root(Path.cwd())
-    out = build_site(results or root / "results", site or root / "site", root, progress=_echo_err)
+    out = build_site(results or root / "results", site or root / "site", root, progress=_echo_err,
+                     baseline=baseline, trend=trend)
     typer.echo(f"Site built in {out}. Open {out / 'index.html'} or run `perfsite serve --site {out}`.")
 
 
@@ -147,6 +154,63 @@ def example_models(
 
     for path in build_example_models(out):
         typer.echo(f"wrote {path}")
+
+
+@app.command()
+def compare(
+    a: Annotated[str, typer.Option("--a", help="Version A (the reference), as named in the spec.", show_default=False)],
+    b: Annotated[
+        str | None, typer.Option("--b", help="Version B (default: the best throughput under the latency threshold).")
+    ] = None,
+    results: Annotated[Path | None, typer.Option(help="Results root (default: <project>/results).")] = None,
+    config: Annotated[
+        str | None, typer.Option(help="Layer sections at e.g. batch=1,threads=2 (default: A's sweet spot).")
+    ] = None,
+    experiment: Annotated[
+        str | None, typer.Option(help="Experiment name under the results root (needed when it holds several).")
+    ] = None,
+) -> None:
+    """Compare two versions from stored results in the terminal: ratios with 95% intervals, layer types, kernels."""
+    from generator.cli_compare import compare_command
+
+    root = results if results is not None else _default_results(Path.cwd())
+    typer.echo(compare_command(root, a, b, config, experiment), nl=False)
+
+
+@app.command()
+def diff(
+    baseline: Annotated[str, typer.Argument(help="Results folder, or git:REF (the results committed at REF).")],
+    candidate: Annotated[str, typer.Argument(help="Results folder, or git:REF.")],
+    results: Annotated[
+        Path | None, typer.Option(help="The results folder git:REF reads (default: <project>/results).")
+    ] = None,
+    fail_on: Annotated[
+        str | None, typer.Option(help="`regression`: exit 2 when a configuration got significantly slower.")
+    ] = None,
+    latency_ratio: Annotated[
+        float | None, typer.Option(help="Regression above this latency ratio (default: the spec's, 1.05).")
+    ] = None,
+    throughput_ratio: Annotated[
+        float | None, typer.Option(help="Regression below this throughput ratio (default: the spec's, 0.95).")
+    ] = None,
+    allow_env_mismatch: Annotated[
+        bool, typer.Option(help="Compare results measured on different environments anyway.")
+    ] = False,
+    markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown summary to this file.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON verdict to this file.")] = None,
+    site_url: Annotated[str | None, typer.Option(help="Preview site URL to link from the summary.")] = None,
+) -> None:
+    """Compare a candidate's results with a baseline's: ratios with 95% intervals, a verdict, changed layers.
+
+    Exit status: 0 no regression, 1 user error, 2 regression (with --fail-on regression), 3 not comparable.
+    """
+    from generator.cli_diff import diff_command
+
+    text, code = diff_command(baseline, candidate, results, fail_on, latency_ratio, throughput_ratio,
+                              allow_env_mismatch, markdown, json_out, site_url)
+    typer.echo(text, nl=False)
+    if code:
+        raise typer.Exit(code)
 
 
 def _echo_err(text: str) -> None:

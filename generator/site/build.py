@@ -30,9 +30,12 @@ MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
 
 
 def build_site(
-    results_root: Path, site_dir: Path, project_root: Path, progress: Progress | None = None
+    results_root: Path, site_dir: Path, project_root: Path, progress: Progress | None = None,
+    baseline: str | None = None, trend: int | None = None,
 ) -> Path:
-    """Render every experiment under results_root and the project's docs into a static site in site_dir."""
+    """Render every experiment under results_root and the project's docs into a static site in site_dir;
+    with `baseline` (a results folder or git:REF) a changes page, with `trend` N a trend page over the last N
+    commits that changed results_root (generator.site.changes_page)."""
     say = progress or (lambda _text: None)
     project_root, site_dir = Path(project_root).resolve(), Path(site_dir).resolve()
     _check_site_dir(site_dir, project_root, Path(results_root).resolve())
@@ -40,10 +43,15 @@ def build_site(
     parent = _parent_config(project_root)
     parent_config = _read_config(parent)
     build_dir = project_root / ".perfsite" / "build"
+    _check_writable(site_dir, "the site", "Choose a writable folder with --site DIR")
+    _check_writable(build_dir.parent, "the build folder", "Run `perfsite build` from a writable project")
     if build_dir.exists():
         shutil.rmtree(build_dir)
     docs_source = _docs_source(project_root, parent, parent_config)
-    pages, docs = _write_pages(experiments, docs_source, build_dir / "docs")
+    from generator.site.changes_page import history_pages
+
+    extra = history_pages(Path(results_root), experiments, baseline, trend, say)
+    pages, docs = _write_pages(experiments, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(experiments)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, site_dir, parent, parent_config, _nav(docs, pages))
     _run_mkdocs(config)
@@ -57,10 +65,13 @@ def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]
     return project_root / "docs"
 
 
-def _write_pages(experiments: list[Any], docs_source: Path, docs_dir: Path) -> tuple[list[Page], list[str]]:
-    """The project's docs, the generated pages (and a home page unless the docs have one) and the assets."""
+def _write_pages(experiments: list[Any], docs_source: Path, docs_dir: Path,
+                 extra: list[Page] | None = None) -> tuple[list[Page], list[str]]:
+    """The project's docs, the generated pages (and a home page unless the docs have one), `extra` pages
+    (changes, trend) and the assets."""
     docs = _copy_docs(docs_source, docs_dir)
     pages, views = render_pages(experiments)
+    pages += extra or []
     if "index.md" not in docs:
         pages.append(home_page(views))
     for page in pages:
@@ -88,6 +99,21 @@ def _check_site_dir(site_dir: Path, project_root: Path, results_root: Path) -> N
         )
 
 
+def _check_writable(folder: Path, what: str, fix: str) -> None:
+    """Refuse early, with the folder named, what mkdocs would otherwise report as a traceback."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        reason = "it is a file, not a folder" if folder.is_file() else e.strerror or str(e)
+        raise SiteError(
+            f"Cannot write {what} to {folder}: {reason}. Allowed: a folder perfsite can create and write (not "
+            f"a file, not read-only). {fix}, or fix the folder's permissions."
+        ) from e
+
+
 def _load_experiments(results_root: Path, say: Progress) -> list[Any]:
     experiments = []
     for path in find_experiments(results_root):
@@ -95,8 +121,22 @@ def _load_experiments(results_root: Path, say: Progress) -> list[Any]:
             say(f"Skipping {path}: no finished trial yet")
             continue
         say(f"Reading results of {path.name}")
-        experiments.append(load_experiment(path))
+        experiment = load_experiment(path)
+        _note_older_spec(experiment, say)
+        experiments.append(experiment)
     return experiments
+
+
+def _note_older_spec(experiment: Any, say: Progress) -> None:
+    """The pages follow the newest stored spec; say which trials were measured for versions it no longer has
+    (renamed or removed since): they are still rendered, since nothing measured is thrown away."""
+    current = set(experiment.spec.models)
+    trials = experiment.trials
+    gone = trials[~trials["version"].isin(current)]
+    if not gone.empty:
+        names = ", ".join(sorted(set(gone["version"])))
+        say(f"Note: {experiment.name}: {len(gone)} stored trial(s) are of versions no longer in its newest spec "
+            f"({names}); they were measured with an older spec and are still shown.")
 
 
 def _copy_docs(source: Path, docs_dir: Path) -> list[str]:
@@ -123,7 +163,9 @@ def _nav(docs: list[str], pages: list[Page]) -> list[Any]:
     by_folder: dict[str, list[Page]] = {}
     for page in pages:
         folder = page.path.rsplit("/", 1)[0]
-        if folder.startswith(f"{REPORTS_DIR}/") and page.path != f"{REPORTS_DIR}/index.md":
+        if folder.startswith(f"{REPORTS_DIR}/_"):
+            reports.append({page.title: page.path})  # changes and trend pages: not an experiment's folder
+        elif folder.startswith(f"{REPORTS_DIR}/") and page.path != f"{REPORTS_DIR}/index.md":
             by_folder.setdefault(folder, []).append(page)
     for folder_pages in by_folder.values():
         overview, profiles = folder_pages[0], folder_pages[1:]

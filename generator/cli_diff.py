@@ -1,0 +1,82 @@
+"""`perfsite diff BASELINE CANDIDATE`: compare two sets of results and answer with a verdict and an exit code.
+
+Exit codes CI can tell apart: 0 no regression (or not asked to fail), 1 user error (PerfsiteError, from the
+CLI), 2 a significant regression beyond the thresholds with `--fail-on regression`, 3 not comparable
+(different environments without --allow-env-mismatch, nothing measured in both, or too noisy to tell).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from generator.diff.report import markdown_summary, verdict_json
+from generator.diff.sources import load_side, open_source
+from generator.diff.verdict import NOT_COMPARABLE, SLOWER, diff_experiments
+from generator.errors import PerfsiteError
+
+EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 2, 3
+FAIL_ON = ("regression", "never")
+
+
+def diff_command(
+    baseline: str,
+    candidate: str,
+    results: Path | None = None,
+    fail_on: str | None = None,
+    latency_ratio: float | None = None,
+    throughput_ratio: float | None = None,
+    allow_env_mismatch: bool = False,
+    markdown_out: Path | None = None,
+    json_out: Path | None = None,
+    site_url: str | None = None,
+) -> tuple[str, int]:
+    """Diff BASELINE against CANDIDATE (each a results folder or `git:REF`); returns the Markdown summary and
+    the exit code. `results` is the results folder that `git:REF` reads (default <project root>/results)."""
+    _check_options(fail_on, latency_ratio, throughput_ratio)
+    root = results if results is not None else _default_results()
+    with open_source(baseline, root) as base_src, open_source(candidate, root) as cand_src:
+        base, cand = load_side(base_src), load_side(cand_src)
+        result = diff_experiments(base, cand, (base_src.short, cand_src.short),
+                                  (latency_ratio, throughput_ratio), allow_env_mismatch)
+    code = exit_code(result.verdict, fail_on)
+    text = markdown_summary(result, site_url)
+    if markdown_out is not None:
+        _write(markdown_out, text)
+    if json_out is not None:
+        _write(json_out, json.dumps(verdict_json(result, code), indent=2, ensure_ascii=False) + "\n")
+    return text, code
+
+
+def exit_code(verdict: str, fail_on: str | None) -> int:
+    if verdict == NOT_COMPARABLE:
+        return EXIT_NOT_COMPARABLE
+    if verdict == SLOWER and fail_on == "regression":
+        return EXIT_REGRESSION
+    return EXIT_OK
+
+
+def _check_options(fail_on: str | None, latency: float | None, throughput: float | None) -> None:
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise PerfsiteError(f"--fail-on {fail_on!r} is not known; use --fail-on regression (exit 2 on a "
+                            "significant regression) or --fail-on never.")
+    if latency is not None and not latency >= 1.0:
+        raise PerfsiteError(f"--latency-ratio {latency} must be 1 or more: the candidate's latency over the "
+                            "baseline's above which a change is a regression (e.g. 1.05).")
+    if throughput is not None and not 0.0 < throughput <= 1.0:
+        raise PerfsiteError(f"--throughput-ratio {throughput} must be above 0 and at most 1: the candidate's "
+                            "throughput over the baseline's below which a change is a regression (e.g. 0.95).")
+
+
+def _default_results() -> Path:
+    from generator.paths import project_root
+
+    return project_root(Path.cwd()) / "results"
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise PerfsiteError(f"Cannot write {path}: {e.strerror or e}. Choose a writable path.") from e

@@ -1,0 +1,220 @@
+"""The diff as a Markdown summary for a pull-request comment, and as a JSON verdict file.
+
+The summary is written to read well as plain text too (a CI log, an e-mail): the verdict is the first line,
+the table has one figure per row, changes are signed percentages with their 95 % interval. Every name that
+comes from a model file or a spec (node names, environment fields) is put in a code span, where neither
+Markdown nor HTML is interpreted, so a hostile node name stays text in the comment.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+from generator.analysis.records_compare import RatioCI
+from generator.diff.layers import LayerChange
+from generator.diff.verdict import FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff
+from generator.site.formatting import num
+
+MAX_TABLE_ROWS = 30  # configurations in the table; a PR comment has a size limit and readers a patience one
+MAX_LISTED = 5  # regressions / improvements detailed, and layers named per configuration
+CHANGES_PAGE = "reports/_changes/"
+
+
+def markdown_summary(result: DiffResult, site_url: str | None = None) -> str:
+    """The whole summary: verdict line, sides, table, top regressions and improvements, notes, links."""
+    parts = [verdict_line(result), _sides(result), _env_block(result), _table(result),
+             _details("Top regressions", result.regressions), _details("Top improvements", result.improvements),
+             _one_side(result), _notes(result), _links(result, site_url)]
+    return "\n\n".join(p for p in parts if p).rstrip() + "\n"
+
+
+def verdict_line(result: DiffResult) -> str:
+    """The first line: the verdict and why, in one sentence."""
+    n = len(result.trials)
+    counted = f"of {n} configuration{'s' if n != 1 else ''} measured in both"
+    if result.verdict == NOT_COMPARABLE:
+        return f"**perfsite diff: not comparable**: {_why_not_comparable(result)}"
+    if result.verdict == SLOWER:
+        k = len(result.regressions)
+        return f"**perfsite diff: slower**: {k} {counted} got slower beyond the thresholds ({_limits(result)})."
+    if result.verdict == FASTER:
+        k = len(result.improvements)
+        return f"**perfsite diff: faster**: {k} {counted} got faster, none slower ({_limits(result)})."
+    return f"**perfsite diff: no significant change** in any {counted} ({_limits(result)})."
+
+
+def _why_not_comparable(result: DiffResult) -> str:
+    if result.env_differences and not result.allow_env_mismatch:
+        return ("the baseline and the candidate were measured on different environments (below). Measure both "
+                "on the same machine, one after the other (docs/ci.md), or pass --allow-env-mismatch to "
+                "compare them anyway.")
+    if not result.trials:
+        return ("no (experiment, version, configuration) was measured in both, so there is nothing to "
+                "compare. Check that both sides ran the same spec.")
+    k = sum(t.verdict == NOT_COMPARABLE for t in result.trials)
+    return (f"{k} of {len(result.trials)} configurations could not be judged on this machine (too few "
+            "measurement processes got the CPU they asked for, or the change was within the spread of one "
+            "run's processes; see the notes), and none got slower. Measure again on a quieter machine or with "
+            "more repeats.")
+
+
+def _limits(result: DiffResult) -> str:
+    pairs = sorted({(t.thresholds.latency_ratio, t.thresholds.throughput_ratio) for t in result.trials})
+    if len(pairs) != 1:
+        return "thresholds from each experiment's spec"
+    lat, thr = pairs[0]
+    return f"latency ratio above {lat:g} or throughput ratio below {thr:g}, with 95% confidence"
+
+
+def _sides(result: DiffResult) -> str:
+    return f"Baseline: {code(result.baseline)} · Candidate: {code(result.candidate)}"
+
+
+def _env_block(result: DiffResult) -> str:
+    if not result.env_differences:
+        return ""
+    head = ("Compared anyway (--allow-env-mismatch), but the environments differ:" if result.allow_env_mismatch
+            else "The environments differ:")
+    rows = [f"- {d.field}: {code(d.baseline)} → {code(d.candidate)}" for d in result.env_differences]
+    return "\n".join([head, "", *rows])
+
+
+def _ordered(result: DiffResult) -> list[TrialDiff]:
+    rank = {SLOWER: 0, NOT_COMPARABLE: 1, FASTER: 2}
+    regressions = {id(t): i for i, t in enumerate(result.regressions + result.improvements)}
+    return sorted(result.trials, key=lambda t: (rank.get(t.verdict, 3), regressions.get(id(t), 0), t.name))
+
+
+def _table(result: DiffResult) -> str:
+    if not result.trials:
+        return ""
+    rows = ["| Configuration | Figure | Baseline | Candidate | Change (95% interval) | Verdict |",
+            "|---|---|--:|--:|---|---|"]
+    shown = _ordered(result)[:MAX_TABLE_ROWS]
+    for t in shown:
+        rows.append(f"| {cell(t.name)} | latency {t.percentile} (ms) | {num(t.latency_baseline_ms)} | "
+                    f"{num(t.latency_candidate_ms)} | {change_text(t.latency_ratio)} | {t.verdict} |")
+        rows.append(f"| | throughput (items/s) | {num(t.throughput_baseline_ips)} | "
+                    f"{num(t.throughput_candidate_ips)} | {change_text(t.throughput_ratio)} | |")
+    hidden = len(result.trials) - len(shown)
+    if hidden:
+        rows += ["", f"{hidden} more configuration{'s' if hidden != 1 else ''} with no significant change "
+                     "are in the JSON verdict file."]
+    return "\n".join(rows)
+
+
+def change_text(ratio: RatioCI | None) -> str:
+    """`+92.4% (+89.7% to +127%)`: the change and its 95 % interval, `—` when unknown."""
+    if ratio is None or not math.isfinite(ratio.point):
+        return "—"
+    return f"{signed_pct(ratio.point)} ({signed_pct(ratio.low)} to {signed_pct(ratio.high)})"
+
+
+def signed_pct(ratio: float) -> str:
+    """A ratio as a signed change in percent, three significant digits: 1.924 -> `+92.4%`."""
+    change = (ratio - 1.0) * 100.0
+    if not math.isfinite(change):
+        return "—"
+    text = num(abs(change))
+    return f"{'-' if change < 0 and text != '0' else '+'}{text}%"
+
+
+def _details(title: str, trials: tuple[TrialDiff, ...]) -> str:
+    if not trials:
+        return ""
+    lines = [f"### {title}", ""]
+    for i, t in enumerate(trials[:MAX_LISTED], start=1):
+        lines.append(f"{i}. {t.name}: latency {t.percentile} {signed_pct(t.latency_ratio.point)}, "
+                     f"throughput {signed_pct(t.throughput_ratio.point) if t.throughput_ratio else '—'}.")
+        lines += [f"   - {line}" for line in layer_lines(t)]
+    if len(trials) > MAX_LISTED:
+        lines.append(f"{len(trials) - MAX_LISTED} more in the table above.")
+    return "\n".join(lines)
+
+
+def layer_lines(t: TrialDiff) -> list[str]:
+    """What changed at layer level in one configuration, one line per kind of change."""
+    layers = t.layers
+    if layers.note:
+        return [layers.note]
+    out = []
+    for label, changes in (("added", layers.added), ("removed", layers.removed),
+                           ("slower", layers.regressions), ("faster", layers.improvements)):
+        if changes:
+            named = ", ".join(_layer_text(c) for c in changes[:MAX_LISTED])
+            more = f" and {len(changes) - MAX_LISTED} more" if len(changes) > MAX_LISTED else ""
+            out.append(f"{label}: {named}{more}")
+    return out or ["no layer changed significantly"]
+
+
+def _layer_text(c: LayerChange) -> str:
+    if c.status == "added":
+        return f"{code(c.layer)} ({num(c.candidate_us)} µs)"
+    if c.status == "removed":
+        return f"{code(c.layer)} ({num(c.baseline_us)} µs)"
+    ratio = signed_pct(c.ratio.point) if c.ratio else "—"
+    return f"{code(c.layer)} {num(c.baseline_us)} → {num(c.candidate_us)} µs ({ratio})"
+
+
+def _one_side(result: DiffResult) -> str:
+    lines = []
+    for label, names in (("Only in the baseline", result.only_baseline),
+                         ("Only in the candidate", result.only_candidate)):
+        if names:
+            shown = ", ".join(cell(n) for n in names[:MAX_TABLE_ROWS])
+            more = f" and {len(names) - MAX_TABLE_ROWS} more" if len(names) > MAX_TABLE_ROWS else ""
+            lines.append(f"{label} (not compared): {shown}{more}.")
+    return "\n".join(lines)
+
+
+def _notes(result: DiffResult) -> str:
+    per_trial = [f"- {t.name}: {note}." for t in _ordered(result) for note in t.notes]
+    general = [f"- {note}" for note in result.notes]
+    lines = general + per_trial[:MAX_TABLE_ROWS]
+    if not lines:
+        return ""
+    return "\n".join(["Notes:", "", *lines])
+
+
+def _links(result: DiffResult, site_url: str | None) -> str:
+    if not site_url:
+        return ""
+    base = site_url.rstrip("/")
+    experiments = sorted({t.experiment for t in result.trials})
+    reports = " · ".join(f"[{e}]({base}/reports/{e}/)" for e in experiments)
+    return f"Preview site: [changes]({base}/{CHANGES_PAGE})" + (f" · reports: {reports}" if reports else "")
+
+
+def code(text: str) -> str:
+    """Untrusted text as an inline code span: no Markdown or HTML inside is interpreted. Backticks inside are
+    replaced (a span cannot hold its own delimiter reliably) and `|` escaped so it cannot split a table cell."""
+    clean = " ".join(str(text).split()).replace("`", "'").replace("|", "\\|")
+    return f"`{clean}`" if clean else "``"
+
+
+def cell(text: str) -> str:
+    """Text for a table cell made of perfsite's own labels (experiment, version, configuration): slugs and
+    generated labels, which read best as plain words; still, no `|` may split the cell and no tag may open."""
+    text = " ".join(str(text).split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|")
+
+
+def verdict_json(result: DiffResult, exit_code: int) -> dict[str, Any]:
+    """The verdict file: the overall verdict and exit status, then every record of the diff (NaN as null)."""
+    data = asdict(result)
+    data["exit_code"] = exit_code
+    data["regressions"] = [t.name for t in result.regressions]
+    data["improvements"] = [t.name for t in result.improvements]
+    return _finite(data)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value

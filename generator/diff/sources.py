@@ -1,0 +1,157 @@
+"""Where the two sides of a diff come from: a results directory, or `git:REF` (the results as committed at REF).
+
+A `git:REF` source is materialized into a temporary folder with `git archive REF <results path>`, so the
+working tree, the index and the current branch are never touched, and a result committed at REF is read with
+exactly the same code as a folder on disk. The results path inside the repository is the `--results` folder
+(default `<project root>/results`), taken relative to the git top level that holds it.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.errors import PerfsiteError
+
+GIT_PREFIX = "git:"
+GIT_TIMEOUT_S = 120
+
+
+class SourceError(PerfsiteError):
+    """A baseline or candidate cannot be found or read."""
+
+
+@dataclass(frozen=True)
+class ResultsSource:
+    """One side of a diff: its label as the user wrote it, the folder to read, and the commit when from git."""
+
+    label: str
+    path: Path
+    commit: str | None = None
+    committed_at: str | None = None  # ISO 8601 commit date, for git sources
+
+    @property
+    def short(self) -> str:
+        """How the side is named in summaries: `git:main (1a2b3c4d5e6f)` or the folder as given."""
+        return f"{self.label} ({self.commit[:12]})" if self.commit else self.label
+
+
+def is_git_source(text: str) -> bool:
+    return text.startswith(GIT_PREFIX)
+
+
+@contextmanager
+def open_source(text: str, results: Path) -> Iterator[ResultsSource]:
+    """The results a BASELINE or CANDIDATE argument names, as a readable folder for the `with` block.
+
+    `text` is a folder, or `git:REF` for the folder `results` as committed at REF (materialized in a
+    temporary folder removed on exit)."""
+    if not is_git_source(text):
+        path = Path(text)
+        if not path.is_dir():
+            raise SourceError(
+                f"The results directory {path} does not exist. Give a folder written by `perfsite run "
+                "--results DIR`, or `git:REF` for the results committed at a git revision (e.g. git:main)."
+            )
+        yield ResultsSource(label=text, path=path)
+        return
+    ref = text[len(GIT_PREFIX):]
+    repo, rel = git_location(results)
+    commit = resolve_commit(repo, ref)
+    with tempfile.TemporaryDirectory(prefix="perfsite-diff-") as tmp:
+        folder = materialize(repo, commit, rel, Path(tmp), ref)
+        yield ResultsSource(label=text, path=folder, commit=commit, committed_at=commit_date(repo, commit))
+
+
+def git_location(results: Path, purpose: str = "`git:REF` reads the results folder {path} as committed at REF",
+                 fix: str = "Run perfsite diff from the repository, point --results at its results folder, or "
+                 "compare two results folders instead.") -> tuple[Path, str]:
+    """(git top level, results path relative to it, posix) for a results folder that may not exist.
+    `purpose` and `fix` word the error for the command that asked."""
+    real = Path(results).expanduser().resolve()
+    start = next((p for p in (real, *real.parents) if p.is_dir()), Path("/"))
+    done = _git(start, "rev-parse", "--show-toplevel", check=False)
+    if done.returncode != 0:
+        raise SourceError(f"{purpose.format(path=real)}, but {start} is not inside a git repository. {fix}")
+    top = Path(done.stdout.strip()).resolve()
+    rel = real.relative_to(top).as_posix() if real != top else "."
+    return top, rel
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    """The full commit id `ref` names in `repo`; SourceError when it names none."""
+    done = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}", check=False)
+    if not ref or done.returncode != 0:
+        raise SourceError(
+            f"git:{ref} names no commit in the repository {repo}. Use a branch, tag or commit id that "
+            "`git rev-parse` knows there (e.g. git:main, git:HEAD~1, git:origin/main after `git fetch`)."
+        )
+    return done.stdout.strip()
+
+
+def commit_date(repo: Path, commit: str) -> str:
+    return _git(repo, "show", "-s", "--format=%cI", commit).stdout.strip()
+
+
+def materialize(repo: Path, commit: str, rel: str, into: Path, ref: str) -> Path:
+    """Extract `rel` as committed at `commit` under `into`; returns the extracted results folder."""
+    listed = _git(repo, "ls-tree", "--name-only", commit, "--", rel).stdout.strip()
+    if not listed:
+        raise SourceError(
+            f"The results folder `{rel}` does not exist at git:{ref} ({commit[:12]}) in {repo}: nothing was "
+            "committed there at that revision. Commit the results of `perfsite run` first, check the "
+            "revision, or point --results at the folder where the results are committed."
+        )
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", "--format=tar", commit, "--", rel],
+        capture_output=True, timeout=GIT_TIMEOUT_S,
+    )
+    if archive.returncode != 0:
+        raise SourceError(f"`git archive {commit[:12]} {rel}` failed in {repo}: {archive.stderr.decode().strip()}")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        # The "data" filter refuses absolute paths, links out of the folder and device files.
+        tar.extractall(into, filter="data")
+    return into / rel
+
+
+@dataclass(frozen=True)
+class Commit:
+    commit: str
+    committed_at: str  # ISO 8601
+    subject: str
+
+
+def commits_changing(repo: Path, rel: str, limit: int) -> list[Commit]:
+    """The last `limit` commits that changed `rel`, oldest first (first-parent history of HEAD)."""
+    done = _git(repo, "log", "--first-parent", f"-n{limit}", "--format=%H%x1f%cI%x1f%s", "--", rel)
+    rows = [line.split("\x1f", 2) for line in done.stdout.splitlines() if line.strip()]
+    return [Commit(*row) for row in reversed(rows) if len(row) == 3]
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    try:
+        done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+    except FileNotFoundError as e:
+        raise SourceError("`git:REF` needs the git command, which is not installed or not on PATH.") from e
+    if check and done.returncode != 0:
+        raise SourceError(f"`git {' '.join(args)}` failed in {cwd}: {done.stderr.strip()}")
+    return done
+
+
+def load_side(source: ResultsSource) -> list:
+    """Every experiment with finished trials under the source's folder (a results root or one experiment)."""
+    from generator.results.store import ResultsDir, find_experiments, load_experiment
+
+    folders = [p for p in find_experiments(source.path) if ResultsDir(p).stored_trial_keys()]
+    if not folders:
+        raise SourceError(
+            f"{source.short} holds no finished trial (looked in {source.path}). Run `perfsite run SPEC "
+            "--results DIR` for it first, or check the path."
+        )
+    return [load_experiment(p) for p in folders]

@@ -1,0 +1,162 @@
+"""Trend over history: each key figure over the last N commits that changed the committed results.
+
+`perfsite build --trend N` reads `git log` of the results folder, materializes the folder as committed at each
+of those revisions (generator.diff.sources, never touching the working tree), and takes, per commit, the
+newest ok trial of every (experiment, version, configuration): its latency at the spec's percentile and its
+throughput. A slow drift that no single pull request's diff flags (+2 % here, +3 % there) shows as a slope.
+Uncommitted results are not part of the history.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+
+from generator.analysis.summaries import clean
+from generator.diff.report import signed_pct
+from generator.diff.sources import (
+    Commit,
+    ResultsSource,
+    SourceError,
+    commits_changing,
+    git_location,
+    load_side,
+    materialize,
+)
+from generator.results.store import ExperimentResults
+from generator.site.charts import _round, chart_block
+from generator.site.pages import REPORTS_DIR, Page, render, template_env
+
+TREND_PATH = f"{REPORTS_DIR}/_trend/index.md"
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One configuration's key figures as committed at one revision."""
+
+    commit: str
+    committed_at: str
+    subject: str
+    position: int  # 0 for the oldest commit of the window
+    experiment: str
+    version: str
+    config_label: str
+    percentile: str
+    latency_ms: float
+    throughput_ips: float | None
+    noisy: bool
+
+    @property
+    def series(self) -> str:
+        return f"{self.version} · {self.config_label}"
+
+
+@dataclass(frozen=True)
+class SeriesChange:
+    """A configuration's first and last figures over the window."""
+
+    experiment: str
+    series: str
+    first: TrendPoint
+    last: TrendPoint
+    points: int
+
+    @property
+    def latency_ratio(self) -> float:
+        return self.last.latency_ms / self.first.latency_ms if self.first.latency_ms else float("nan")
+
+
+def collect_trend(results_root: Path, last: int) -> tuple[list[Commit], list[TrendPoint]]:
+    """The commits (oldest first) among the last `last` that changed the results folder and still hold
+    results, and every configuration's figures at each of them."""
+    repo, rel = git_location(results_root, "--trend follows the results folder {path} through git history",
+                             "Commit the results in a git repository, or build without --trend.")
+    commits, points = [], []
+    for commit in commits_changing(repo, rel, last):
+        with tempfile.TemporaryDirectory(prefix="perfsite-trend-") as tmp:
+            try:
+                folder = materialize(repo, commit.commit, rel, Path(tmp), commit.commit[:12])
+                experiments = load_side(ResultsSource(commit.commit[:12], folder, commit.commit))
+            except SourceError:
+                continue  # the folder was deleted at this commit, or held no finished trial yet
+            points += trend_points(experiments, commit, len(commits))
+            commits.append(commit)
+    return commits, points
+
+
+def trend_points(experiments: list[ExperimentResults], commit: Commit, position: int) -> list[TrendPoint]:
+    """The newest ok trial of every (experiment, version, configuration label) at one commit."""
+    out = []
+    for exp in experiments:
+        ok = exp.trials[(exp.trials["status"] == "ok") & exp.trials["latency_headline_ms"].notna()]
+        newest = ok.sort_values(["finished_at", "trial_key"]).groupby(["version", "config_label"]).tail(1)
+        for _, row in newest.sort_values(["version", "config_label"]).iterrows():
+            out.append(TrendPoint(
+                commit=commit.commit, committed_at=commit.committed_at, subject=commit.subject,
+                position=position, experiment=exp.name, version=str(row["version"]),
+                config_label=str(row["config_label"]), percentile=str(clean(row.get("percentile")) or "p90"),
+                latency_ms=float(row["latency_headline_ms"]), throughput_ips=clean(row.get("throughput_ips")),
+                noisy=bool(clean(row.get("noisy"))),
+            ))
+    return out
+
+
+def series_changes(points: list[TrendPoint]) -> list[SeriesChange]:
+    """Per (experiment, configuration): first and last point of the window, largest latency change first."""
+    grouped: dict[tuple[str, str], list[TrendPoint]] = {}
+    for p in points:
+        grouped.setdefault((p.experiment, p.series), []).append(p)
+    changes = [SeriesChange(exp, series, ps[0], ps[-1], len(ps)) for (exp, series), ps in grouped.items()]
+    return sorted(changes, key=lambda c: (-abs(c.latency_ratio - 1.0), c.experiment, c.series))
+
+
+def trend_chart(points: list[TrendPoint], figure: str, name: str) -> alt.LayerChart:
+    """A line per configuration over the commits (oldest left); `figure` is "latency" or "throughput"."""
+    field, title = ("latency_ms", f"Latency {points[0].percentile} (ms)") if figure == "latency" else (
+        "throughput_ips", "Throughput (items/s)")
+    records = [_record(p) for p in points if getattr(p, field) is not None]
+    labels = {p.position: p.commit[:8] for p in points}
+    x = alt.X("position:O", title="Commit (oldest left)", axis=alt.Axis(
+        labelExpr=_label_expr(labels), labelAngle=0))
+    y = alt.Y(f"{field}:Q", title=title, scale=alt.Scale(zero=False))
+    color = alt.Color("series:N", title="Configuration")
+    base = alt.Chart(alt.Data(values=records))
+    tooltip = [alt.Tooltip("series:N", title="Configuration"), alt.Tooltip("commit:N", title="Commit"),
+               alt.Tooltip("date:N", title="Committed"), alt.Tooltip("subject:N", title="Subject"),
+               alt.Tooltip(f"{field}:Q", title=title, format=",.4~r")]
+    lines = base.mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tooltip)
+    return alt.layer(lines.properties(name=f"{name}_lines")).properties(name=name, width="container", height=260)
+
+
+def _record(p: TrendPoint) -> dict[str, Any]:
+    return {"position": p.position, "commit": p.commit[:12], "date": p.committed_at, "subject": p.subject,
+            "series": p.series, "latency_ms": _round(p.latency_ms), "throughput_ips": _round(p.throughput_ips)}
+
+
+def _label_expr(labels: dict[int, str]) -> str:
+    # Commit ids are hex digits: safe inside the expression's string literals.
+    cases = " : ".join(f"datum.value == {k} ? '{v}'" for k, v in sorted(labels.items()))
+    return f"{cases} : ''" if cases else "''"
+
+
+def trend_pages(results_root: Path, last: int) -> list[Page]:
+    """The trend page for `perfsite build --trend N`."""
+    commits, points = collect_trend(results_root, last)
+    return [trend_page(commits, points, last)]
+
+
+def trend_page(commits: list[Commit], points: list[TrendPoint], last: int) -> Page:
+    """The page from collected points: per experiment, latency and throughput over commits, then a table."""
+    experiments = sorted({p.experiment for p in points})
+    sections = []
+    for i, exp in enumerate(experiments, start=1):
+        mine = [p for p in points if p.experiment == exp]
+        charts = [{"chart": chart_block(f"chart-trend-{figure}-{i}", trend_chart(mine, figure, f"trend_{figure}_{i}"))}
+                  for figure in ("latency", "throughput")]
+        sections.append({"experiment": exp, "charts": charts})
+    return render(template_env(), "trend.md.j2", TREND_PATH, "Trend over commits", True, commits=commits,
+                  sections=sections, changes=series_changes(points), last=last, signed_pct=signed_pct)

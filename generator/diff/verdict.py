@@ -1,0 +1,363 @@
+"""Baseline against candidate: for every (experiment, version, configuration) in both, the latency and
+throughput ratios with 95 % intervals (hierarchical bootstrap over measurement processes,
+`generator.analysis.stats`), a verdict, the layers that changed, and whether the two were measured on the
+same environment.
+
+Verdict of one configuration, with thresholds `latency_ratio` L (1.05) and `throughput_ratio` T (0.95):
+
+- **slower** when the latency ratio's interval lies wholly above 1 and its point estimate is above L, or the
+  throughput ratio's interval lies wholly below 1 and its point estimate is below T;
+- **faster** (otherwise) when the same holds on the fast side: latency interval below 1 and point below 1/L,
+  or throughput interval above 1 and point above 1/T;
+- **no significant change** otherwise. An interval that excludes 1 with a point inside the thresholds is a
+  real but small change: it is reported, and does not fail a build.
+
+On a shared machine two guards apply first (generator.diff.noise): measurement processes starved of CPU are
+left out of the intervals (a side with too few left is *not comparable*), and a slower or faster verdict
+must also beat the spread of one run's own processes, or the configuration is *not comparable* (too noisy
+to tell).
+
+The overall verdict is *not comparable* when a pair was measured on environments with different
+fingerprints (unless allowed) or when nothing is in both; else *slower* if any configuration is slower, else
+*not comparable* if any configuration is, else *faster* if any is faster, else *no significant change*.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from generator.analysis.records_compare import RatioCI
+from generator.analysis.stats import ProcessSamples, latency_ratio, percentile_of, throughput_ratio
+from generator.analysis.summaries import AXIS_COLUMNS, clean
+from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
+from generator.diff.noise import SideSamples, beats_noise, noise_notes, side_samples, within_noise_note
+from generator.results.store import ExperimentResults
+from generator.runner.environment import FINGERPRINT_FIELDS
+
+SLOWER, FASTER, NO_CHANGE, NOT_COMPARABLE = "slower", "faster", "no significant change", "not comparable"
+# Quick mode caps the profiled pass at this many iterations (generator.runner.orchestrate.measure_settings).
+QUICK_PROFILE_ITERATIONS = 3
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a change counts as a regression: candidate / baseline beyond these ratios."""
+
+    latency_ratio: float
+    throughput_ratio: float
+    source: str  # "spec", "command line" or "spec and command line"
+
+
+@dataclass(frozen=True)
+class EnvDifference:
+    """A field of the environment description that differs between the two sides."""
+
+    field: str
+    baseline: str
+    candidate: str
+
+
+@dataclass(frozen=True)
+class TrialDiff:
+    """One (experiment, version, configuration) present on both sides."""
+
+    experiment: str
+    version: str
+    config_label: str
+    config: dict[str, Any]
+    baseline_key: str
+    candidate_key: str
+    percentile: str
+    latency_baseline_ms: float
+    latency_candidate_ms: float
+    latency_ratio: RatioCI
+    throughput_baseline_ips: float | None
+    throughput_candidate_ips: float | None
+    throughput_ratio: RatioCI | None
+    verdict: str
+    thresholds: Thresholds
+    layers: LayerDiff
+    env_differences: tuple[EnvDifference, ...] = ()
+    notes: tuple[str, ...] = ()
+    model_changed: bool = True  # the model files' sha256 differ
+    # Each side's own 95 % interval (same bootstraps as the ratios): the changes page draws them.
+    latency_baseline_ci: tuple[float, float] | None = None
+    latency_candidate_ci: tuple[float, float] | None = None
+    throughput_baseline_ci: tuple[float, float] | None = None
+    throughput_candidate_ci: tuple[float, float] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.experiment} · {self.version} · {self.config_label}"
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """The whole diff; `verdict` is the overall one (see the module docstring)."""
+
+    baseline: str
+    candidate: str
+    verdict: str
+    trials: tuple[TrialDiff, ...]
+    only_baseline: tuple[str, ...]  # "experiment · version · configuration" measured on one side only
+    only_candidate: tuple[str, ...]
+    env_differences: tuple[EnvDifference, ...]
+    allow_env_mismatch: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def regressions(self) -> tuple[TrialDiff, ...]:
+        """Slower configurations, largest latency change first."""
+        return tuple(sorted((t for t in self.trials if t.verdict == SLOWER), key=lambda t: -_badness(t)))
+
+    @property
+    def improvements(self) -> tuple[TrialDiff, ...]:
+        return tuple(sorted((t for t in self.trials if t.verdict == FASTER), key=_badness))
+
+
+def _badness(t: TrialDiff) -> float:
+    """How much slower a configuration got (log latency ratio; throughput when latency did not move)."""
+    lat = math.log(t.latency_ratio.point) if t.latency_ratio.point > 0 else 0.0
+    thr = -math.log(t.throughput_ratio.point) if t.throughput_ratio and t.throughput_ratio.point > 0 else 0.0
+    return lat if abs(lat) >= abs(thr) else thr
+
+
+def thresholds_for(spec_json: dict, latency: float | None, throughput: float | None) -> Thresholds:
+    """The candidate spec's `regression` thresholds, each overridden by its command-line value if given."""
+    stored = spec_json.get("regression") or {}
+    lat = latency if latency is not None else float(stored.get("latency_ratio", 1.05))
+    thr = throughput if throughput is not None else float(stored.get("throughput_ratio", 0.95))
+    given = (latency is not None) + (throughput is not None)
+    source = "command line" if given == 2 else ("spec and command line" if given else "spec")
+    return Thresholds(lat, thr, source)
+
+
+def figure_verdicts(lat: RatioCI, thr: RatioCI | None, limits: Thresholds) -> dict[str, str]:
+    """The verdict each figure alone gives (rules in the module docstring): latency, throughput."""
+    return {"latency": _direction(lat, limits.latency_ratio, higher_is_slower=True),
+            "throughput": _direction(thr, limits.throughput_ratio, higher_is_slower=False)}
+
+
+def _direction(ratio: RatioCI | None, limit: float, higher_is_slower: bool) -> str:
+    if ratio is None:
+        return NO_CHANGE
+    above = ratio.low > 1.0 and ratio.point > max(limit, 1.0 / limit)
+    below = ratio.high < 1.0 and ratio.point < min(limit, 1.0 / limit)
+    if above or below:
+        return SLOWER if above == higher_is_slower else FASTER
+    return NO_CHANGE
+
+
+def trial_verdict(lat: RatioCI, thr: RatioCI | None, limits: Thresholds) -> str:
+    """slower / faster / no significant change for one configuration from its two ratios."""
+    verdicts = set(figure_verdicts(lat, thr, limits).values())
+    return SLOWER if SLOWER in verdicts else FASTER if FASTER in verdicts else NO_CHANGE
+
+
+def judge(lat: RatioCI, thr: RatioCI | None, limits: Thresholds, sides: tuple[SideSamples, SideSamples],
+          q: float) -> tuple[str, tuple[str, ...]]:
+    """The configuration's verdict after the noise guards (generator.diff.noise; `q` the headline quantile),
+    and why it was withheld."""
+    base, cand = sides
+    if not (base.judgeable and cand.judgeable):
+        return NOT_COMPARABLE, ()
+    verdict = trial_verdict(lat, thr, limits)
+    if verdict == NO_CHANGE:
+        return verdict, ()
+    spread = max(base.spread(q), cand.spread(q))
+    ratios = {"latency": lat, "throughput": thr}
+    firing = [f for f, v in figure_verdicts(lat, thr, limits).items() if v == verdict]
+    if any(beats_noise(ratios[f], spread) for f in firing):
+        return verdict, ()
+    return NOT_COMPARABLE, (within_noise_note(spread),)
+
+
+def overall_verdict(trials: tuple[TrialDiff, ...], env_blocked: bool) -> str:
+    if env_blocked or not trials:
+        return NOT_COMPARABLE
+    verdicts = {t.verdict for t in trials}
+    for verdict in (SLOWER, NOT_COMPARABLE, FASTER):
+        if verdict in verdicts:
+            return verdict
+    return NO_CHANGE
+
+
+def diff_experiments(
+    baseline: list[ExperimentResults],
+    candidate: list[ExperimentResults],
+    labels: tuple[str, str],
+    limits: tuple[float | None, float | None] = (None, None),
+    allow_env_mismatch: bool = False,
+) -> DiffResult:
+    """Compare every (experiment, version, configuration) with an ok trial on both sides.
+
+    Where a side holds several ok trials of one configuration (re-runs on other machines, or before and after
+    the model changed), the pair is taken from an environment both sides share when there is one, then the
+    most recently finished trial on each side."""
+    base = {e.name: e for e in baseline}
+    trials: list[TrialDiff] = []
+    only_base: list[str] = []
+    only_cand: list[str] = []
+    for cand_exp in candidate:
+        base_exp = base.get(cand_exp.name)
+        cand_rows = _ok_by_config(cand_exp)
+        base_rows = _ok_by_config(base_exp) if base_exp is not None else {}
+        only_cand += [_label(cand_exp.name, rows[0]) for key, rows in cand_rows.items() if key not in base_rows]
+        only_base += [_label(cand_exp.name, rows[0]) for key, rows in base_rows.items() if key not in cand_rows]
+        spec_limits = thresholds_for(cand_exp.spec_json, *limits)
+        for key in sorted(cand_rows.keys() & base_rows.keys(), key=str):
+            a, b = _pick_pair(base_rows[key], cand_rows[key])
+            trials.append(diff_trial(base_exp, a, cand_exp, b, spec_limits))
+    only_base += _experiments_only_in(baseline, candidate)
+    env, result = _unique_differences(trials), tuple(trials)
+    return DiffResult(labels[0], labels[1], overall_verdict(result, bool(env) and not allow_env_mismatch), result,
+                      tuple(sorted(only_base)), tuple(sorted(only_cand)), env, allow_env_mismatch,
+                      _side_notes(trials))
+
+
+def _experiments_only_in(baseline: list[ExperimentResults], candidate: list[ExperimentResults]) -> list[str]:
+    names = {e.name for e in candidate}
+    return [_label(e.name, rows[0]) for e in baseline if e.name not in names for rows in _ok_by_config(e).values()]
+
+
+def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentResults, b: pd.Series,
+               limits: Thresholds) -> TrialDiff:
+    """Ratios, verdict and layer changes of one configuration: `a` from the baseline, `b` from the candidate."""
+    percentile = str(clean(b.get("percentile")) or cand_exp.spec_json.get("measure", {}).get("percentile", "p90"))
+    side_a, side_b = side_samples(base_exp, a), side_samples(cand_exp, b)
+    samples_a, samples_b = side_a.samples, side_b.samples
+    q = percentile_of(percentile)
+    lat, boot_a, boot_b = latency_ratio(samples_a, samples_b, q)
+    thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b)
+    verdict, why = judge(lat, thr, limits, (side_a, side_b), q)
+    config = {axis: clean(b[axis]) for axis in AXIS_COLUMNS} | {"dims": str(b["dims"])}
+    return TrialDiff(
+        experiment=cand_exp.name, version=str(b["version"]), config_label=str(b["config_label"]), config=config,
+        baseline_key=str(a["trial_key"]), candidate_key=str(b["trial_key"]), percentile=percentile,
+        latency_baseline_ms=boot_a.point, latency_candidate_ms=boot_b.point, latency_ratio=lat,
+        throughput_baseline_ips=thr_a.point if thr_a else None,
+        throughput_candidate_ips=thr_b.point if thr_b else None, throughput_ratio=thr,
+        verdict=verdict,
+        thresholds=limits, layers=_layers((base_exp, a, samples_a), (cand_exp, b, samples_b), lat),
+        env_differences=env_differences(base_exp, a, cand_exp, b),
+        notes=_trial_notes(a, b) + noise_notes(side_a, side_b) + why,
+        model_changed=str(a["model_sha256"]) != str(b["model_sha256"]),
+        latency_baseline_ci=boot_a.interval(), latency_candidate_ci=boot_b.interval(),
+        throughput_baseline_ci=thr_a.interval() if thr_a else None,
+        throughput_candidate_ci=thr_b.interval() if thr_b else None,
+    )
+
+
+Side = tuple[ExperimentResults, pd.Series, ProcessSamples]
+
+
+def _layers(base: Side, cand: Side, reference: RatioCI) -> LayerDiff:
+    timings = [layer_timings(exp.nodes, row["trial_key"], _profile_iterations(exp, row),
+                             _calibration(exp, row, samples)) for exp, row, samples in (base, cand)]
+    if not timings[0] or not timings[1]:
+        side = "baseline" if not timings[0] else "candidate"
+        return no_profile(0.0, 0.0, f"The {side} has no profiled pass at this configuration: no layer comparison.")
+    return compare_layers(timings[0], timings[1], reference)
+
+
+def _calibration(exp: ExperimentResults, row: pd.Series, samples: ProcessSamples) -> float:
+    """Timed median request latency / sum of profiled node medians (see generator.diff.layers)."""
+    profiled_us = profiled_sum_us(exp.nodes, row["trial_key"])
+    requests = [lat for lat in samples.latencies_ms if len(lat)]
+    if profiled_us <= 0 or not requests:
+        return 1.0
+    return float(np.median(np.concatenate(requests))) * 1000.0 / profiled_us
+
+
+def _profile_iterations(exp: ExperimentResults, row: pd.Series) -> int:
+    """Iterations of the trial's profiled pass: its spec's `measure.profile_iterations`, capped in quick mode."""
+    spec = _trial_spec(exp, str(row["spec_sha256"]))
+    wanted = int((spec.get("measure") or {}).get("profile_iterations", 20))
+    return min(wanted, QUICK_PROFILE_ITERATIONS) if bool(clean(row.get("quick"))) else wanted
+
+
+def _trial_spec(exp: ExperimentResults, sha256: str) -> dict:
+    from generator.results.store import ResultsDir
+
+    path = exp.path / "specs" / f"{sha256}.json"
+    return ResultsDir(exp.path).read_spec_json(sha256) if path.is_file() else exp.spec_json
+
+
+def _config_key(row: pd.Series) -> tuple:
+    return (str(row["version"]), *(str(clean(row[a])) for a in AXIS_COLUMNS), str(row["dims"]))
+
+
+def _ok_by_config(exp: ExperimentResults) -> dict[tuple, list[pd.Series]]:
+    """Ok trials with a latency, grouped by (version, configuration), oldest first."""
+    out: dict[tuple, list[pd.Series]] = {}
+    ok = exp.trials[(exp.trials["status"] == "ok") & exp.trials["latency_headline_ms"].notna()]
+    for _, row in ok.sort_values(["finished_at", "trial_key"], kind="stable").iterrows():
+        out.setdefault(_config_key(row), []).append(row)
+    return out
+
+
+def _pick_pair(base_rows: list[pd.Series], cand_rows: list[pd.Series]) -> tuple[pd.Series, pd.Series]:
+    common = {r["env_id"] for r in base_rows} & {r["env_id"] for r in cand_rows}
+    if common:
+        env = [r for r in cand_rows if r["env_id"] in common][-1]["env_id"]
+        base_rows = [r for r in base_rows if r["env_id"] == env]
+        cand_rows = [r for r in cand_rows if r["env_id"] == env]
+    return base_rows[-1], cand_rows[-1]
+
+
+def _label(experiment: str, row: pd.Series) -> str:
+    return f"{experiment} · {row['version']} · {row['config_label']}"
+
+
+def env_differences(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentResults,
+                    b: pd.Series) -> tuple[EnvDifference, ...]:
+    """The fingerprinted fields that differ between the environments of two trials (empty: same machine)."""
+    env_a, env_b = _env_row(base_exp, a["env_id"]), _env_row(cand_exp, b["env_id"])
+    if env_a.get("fingerprint") == env_b.get("fingerprint") and env_a.get("fingerprint"):
+        return ()
+    out = [EnvDifference(f, _text(env_a.get(f)), _text(env_b.get(f))) for f in FINGERPRINT_FIELDS
+           if _text(env_a.get(f)) != _text(env_b.get(f))]
+    return tuple(out) or (EnvDifference("fingerprint", str(a["env_id"]), str(b["env_id"])),)
+
+
+def _env_row(exp: ExperimentResults, env_id: str) -> dict[str, Any]:
+    rows = exp.environments[exp.environments["env_id"] == env_id]
+    return {} if rows.empty else dict(rows.iloc[0].items())
+
+
+def _text(value: Any) -> str:
+    """A cell as text; list cells (isa, providers) joined."""
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "__iter__"):
+        return ", ".join(str(v) for v in value)
+    value = clean(value)
+    return "unknown" if value is None else str(value)
+
+
+def _unique_differences(trials: list[TrialDiff]) -> tuple[EnvDifference, ...]:
+    seen: dict[tuple[str, str, str], EnvDifference] = {}
+    for t in trials:
+        for d in t.env_differences:
+            seen.setdefault((d.field, d.baseline, d.candidate), d)
+    return tuple(seen.values())
+
+
+def _trial_notes(a: pd.Series, b: pd.Series) -> tuple[str, ...]:
+    notes = []
+    if bool(clean(a.get("quick"))) != bool(clean(b.get("quick"))):
+        notes.append("one side was measured in quick mode, the other not")
+    for side, row in (("baseline", a), ("candidate", b)):
+        if bool(clean(row.get("noisy"))):
+            notes.append(f"{side} trial is noisy ({clean(row.get('noise_reasons')) or 'a noise rule fired'})")
+    return tuple(notes)
+
+
+def _side_notes(trials: list[TrialDiff]) -> tuple[str, ...]:
+    flagged = sorted({t.latency_ratio.note for t in trials if t.latency_ratio.note})
+    return tuple(f"Some intervals deserve less trust: {note}." for note in flagged)

@@ -1,0 +1,369 @@
+"""`perfsite diff` on small, fixed results directories written through the real results store.
+
+Every side is synthetic but shaped like a real run (5 measurement processes of 120 requests each, a profiled
+pass of 10 iterations, an environment row, the stored spec), and deterministic, so verdicts and the Markdown
+summary are byte-stable. The real-measurement acceptance test is tests/test_diff_git.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from perfsite_testing import perfsite
+
+from generator.cli_diff import diff_command
+from generator.diff.report import code, signed_pct
+from generator.errors import PerfsiteError
+from generator.results.store import ResultsDir, TrialFiles
+from generator.spec import canonical_json, spec_from_json, spec_to_json
+
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "diff"
+UPDATE = os.environ.get("PERFSITE_UPDATE_SNAPSHOTS") == "1"
+EXPERIMENT = "cnn"
+PAYLOAD = "<script>alert(1)</script>|`x`"
+ENV = {
+    "env_id": "a1b2c3d4e5f6", "fingerprint": "a1b2c3d4e5f6" + "0" * 52, "hostname": "bench-1",
+    "cpu_model": "AMD EPYC 7B13", "physical_cores": 1, "logical_cores": 2, "isa": ["AVX", "AVX2", "FMA"],
+    "memory_gb": 7.8, "os": "Linux 6.1.0", "python": "3.11.9", "onnxruntime": "1.31.1", "onnx": "1.23.2",
+    "numpy": "2.4.0", "providers": ["CPUExecutionProvider"], "captured_at": "2026-01-05T10:00:00Z",
+}
+OTHER_ENV = {**ENV, "env_id": "ffffeeee0000", "fingerprint": "ffffeeee0000" + "1" * 52, "onnxruntime": "1.30.0"}
+# (layer, share of the profiled time); each is one executed Conv fused with its Relu, like onnxruntime's NCHWc.
+LAYERS = [("/conv1/Conv", 0.10), ("/layer1/conv/Conv", 0.30), ("/layer2/conv/Conv", 0.30),
+          ("/layer3/conv/Conv", 0.25), ("/avgpool/GlobalAveragePool", 0.05)]
+
+
+@dataclass
+class Side:
+    """What differs between a baseline and a candidate: per-configuration latency factors, layer factors,
+    layers added, the environment, starved processes, thresholds in the stored spec."""
+
+    latency: dict[int, float] = field(default_factory=lambda: {1: 1.0, 4: 1.0})
+    layer_factor: dict[str, float] = field(default_factory=dict)
+    added: tuple[str, ...] = ()
+    env: dict = field(default_factory=lambda: dict(ENV))
+    starved: int = 0  # processes of every trial that got 0.4 of a core
+    regression: dict | None = None
+    version: str = "fp32"
+    node_payload: bool = False
+    finished: str = "2026-01-05T10:00:30Z"
+    seed: int = 0
+    process_factors: tuple[float, ...] = (0.99, 1.0, 1.01, 1.0, 0.995)  # each process's latency vs the median
+
+
+def spec_dict(side: Side) -> dict:
+    spec = {"name": EXPERIMENT, "models": {side.version: {"path": "models/cnn.onnx"}},
+            "inputs": {"input": {"shape": ["batch", 3, 32, 32], "dtype": "float32"}},
+            "sweep": {"batch": [1, 4]}, "measure": {"repeats": 5, "profile_iterations": 10}}
+    return spec | ({"regression": side.regression} if side.regression else {})
+
+
+def write_side(root: Path, side: Side) -> Path:
+    """The fixed experiment under root/cnn/, shaped by `side`; returns root."""
+    spec = spec_from_json(spec_dict(side))
+    sha = hashlib.sha256(canonical_json(spec).encode()).hexdigest()
+    rd = ResultsDir(root / EXPERIMENT)
+    rd.write_spec(sha, spec_to_json(spec))
+    rd.write_row("environments", side.env["env_id"], side.env)
+    for n, batch in enumerate(sorted(side.latency)):
+        median_ms = 0.8 * batch ** 0.8 * side.latency[batch]
+        key = hashlib.sha256(f"{side}-{batch}".encode()).hexdigest()[:20]
+        rng = np.random.default_rng(side.seed * 100 + n)
+        row = trial_row(key, side, batch, sha, median_ms)
+        rd.write_trial(TrialFiles(trial=row, processes=processes(key, side, batch, median_ms),
+                                  latencies=latencies(key, side, median_ms, rng), nodes=nodes(key, side, median_ms)))
+    return root
+
+
+def trial_row(key: str, side: Side, batch: int, sha: str, median_ms: float) -> dict:
+    return {
+        "experiment": EXPERIMENT, "trial_key": key, "run_id": "run-1", "env_id": side.env["env_id"],
+        "spec_sha256": sha, "version": side.version, "model_sha256": hashlib.sha256(repr(side.added).encode())
+        .hexdigest(), "batch": batch, "threads": 1, "concurrency": 1, "optimization_level": "all",
+        "provider": "cpu", "spinning": True, "inter_op_threads": 1, "dims": "{}",
+        "config_label": f"b{batch} t1 c1", "status": "ok", "quick": False, "percentile": "p90",
+        "latency_headline_ms": median_ms * 1.05, "latency_p50_ms": median_ms, "throughput_ips": 1000 * batch /
+        median_ms, "processes": 5, "cores_used": 1.0, "cores_expected": 1.0, "noisy": False, "profiled": True,
+        "started_at": side.finished, "finished_at": side.finished,
+    }
+
+
+def processes(key: str, side: Side, batch: int, median_ms: float) -> list[dict]:
+    out = []
+    for p, factor in enumerate(side.process_factors):
+        cores = 0.4 if p < side.starved else 1.0
+        out.append({"trial_key": key, "process": p, "round": p, "iterations": 120, "items": 120 * batch,
+                    "wall_s": 0.1, "cpu_s": 0.1 * cores, "cores_used": cores,
+                    "latency_median_ms": median_ms * factor, "throughput_ips": 1000 * batch / (median_ms * factor)})
+    return out
+
+
+def latencies(key: str, side: Side, median_ms: float, rng: np.random.Generator) -> pa.Table:
+    factors = np.repeat(side.process_factors, 120)
+    values = median_ms * factors * rng.lognormal(0.0, 0.03, size=600)
+    return pa.table({"trial_key": [key] * 600, "process": np.repeat(np.arange(5), 120), "stream": [0] * 600,
+                     "iteration": np.tile(np.arange(120), 5), "latency_ms": values})
+
+
+def nodes(key: str, side: Side, median_ms: float) -> list[dict]:
+    layers = list(LAYERS) + [(name, 0.2) for name in side.added]
+    out = []
+    for i, (layer, share) in enumerate(layers):
+        time_us = median_ms * 1000 * share * side.layer_factor.get(layer, 1.0)
+        name = layer.replace("/conv/Conv", "/relu/Relu_output_0_nchwc")
+        if side.node_payload and i == 1:
+            layer, name = layer + PAYLOAD, name + PAYLOAD
+        out.append({"trial_key": key, "exec_order": i, "node_name": name, "op_type": layer.rsplit("/", 1)[-1],
+                    "parent": None, "calls": 1, "dur_mean_us": time_us * 1.01, "dur_p50_us": time_us,
+                    "dur_std_us": time_us * 0.02, "original_nodes": [layer, layer.replace("Conv", "Relu")]})
+    return out
+
+
+def sides(tmp_path: Path, baseline: Side, candidate: Side) -> tuple[str, str]:
+    return (str(write_side(tmp_path / "baseline", baseline)), str(write_side(tmp_path / "candidate", candidate)))
+
+
+def check_snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.is_file(), f"no snapshot {path}; create it with PERFSITE_UPDATE_SNAPSHOTS=1"
+    assert text == path.read_text(), f"{name} differs from its snapshot; regenerate with PERFSITE_UPDATE_SNAPSHOTS=1"
+
+
+REGRESSION = Side(latency={1: 1.3, 4: 1.0}, layer_factor={"/layer2/conv/Conv": 1.5}, added=("/layer4/conv/Conv",),
+                  finished="2026-01-05T11:00:00Z")
+
+
+def test_regression_verdict_layers_and_exit_codes(tmp_path, monkeypatch):
+    sides(tmp_path, Side(), REGRESSION)
+    monkeypatch.chdir(tmp_path)  # relative folder names: the summary names them, and the snapshot is stable
+    base, cand = "baseline", "candidate"
+    text, code_ = diff_command(base, cand, fail_on="regression", json_out=tmp_path / "v.json",
+                               markdown_out=tmp_path / "s.md", site_url="https://example.org/pr/7/")
+    assert code_ == 2
+    assert text.startswith("**perfsite diff: slower**: 1 of 2 configurations")
+    assert "added: `/layer4/conv/Conv`" in text and "slower: `/layer2/conv/Conv`" in text
+    assert "[changes](https://example.org/pr/7/reports/_changes/)" in text
+    assert (tmp_path / "s.md").read_text() == text
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["verdict"] == "slower" and verdict["exit_code"] == 2
+    by_config = {t["config_label"]: t for t in verdict["trials"]}
+    assert by_config["b1 t1 c1"]["verdict"] == "slower"
+    assert by_config["b4 t1 c1"]["verdict"] == "no significant change"
+    assert by_config["b1 t1 c1"]["latency_ratio"]["low"] > 1.0
+    # Without --fail-on a regression is reported, not failed.
+    assert diff_command(base, cand)[1] == 0
+    check_snapshot("regression.md", text)
+
+
+def test_identical_results_show_no_change(tmp_path):
+    base, cand = sides(tmp_path, Side(), Side(seed=1))
+    text, code_ = diff_command(base, cand, fail_on="regression")
+    assert code_ == 0 and text.startswith("**perfsite diff: no significant change**")
+    assert "| no significant change |" in text and "Top regressions" not in text
+
+
+def test_thresholds_from_spec_and_command_line(tmp_path):
+    base, cand = sides(tmp_path, Side(), Side(latency={1: 1.03, 4: 1.0}))
+    text, code_ = diff_command(base, cand, fail_on="regression")
+    # 3 % slower is real (the interval excludes 1) but inside the 5 % threshold: not a regression.
+    assert code_ == 0 and "no significant change" in text.splitlines()[0]
+    assert diff_command(base, cand, fail_on="regression", latency_ratio=1.01)[1] == 2
+    lenient = Side(latency={1: 1.3, 4: 1.0}, regression={"latency_ratio": 1.5, "throughput_ratio": 0.5})
+    base2, cand2 = sides(tmp_path / "lenient", Side(), lenient)
+    assert diff_command(base2, cand2, fail_on="regression")[1] == 0
+
+
+def test_faster_candidate(tmp_path):
+    base, cand = sides(tmp_path, Side(), Side(latency={1: 0.7, 4: 0.7}, layer_factor={"/layer1/conv/Conv": 0.3}))
+    text, code_ = diff_command(base, cand, fail_on="regression")
+    assert code_ == 0 and text.startswith("**perfsite diff: faster**")
+    assert "### Top improvements" in text and "faster: `/layer1/conv/Conv`" in text
+
+
+def test_environment_mismatch_is_not_comparable_unless_allowed(tmp_path):
+    base, cand = sides(tmp_path, Side(), Side(latency={1: 1.3, 4: 1.0}, env=OTHER_ENV))
+    text, code_ = diff_command(base, cand, fail_on="regression")
+    assert code_ == 3 and text.startswith("**perfsite diff: not comparable**: the baseline and the candidate")
+    assert "- onnxruntime: `1.31.1` → `1.30.0`" in text
+    text, code_ = diff_command(base, cand, fail_on="regression", allow_env_mismatch=True)
+    assert code_ == 2 and "Compared anyway (--allow-env-mismatch)" in text
+
+
+def test_starved_processes_are_left_out_or_make_it_not_comparable(tmp_path):
+    base, cand = sides(tmp_path, Side(), Side(starved=2, seed=1))
+    text, code_ = diff_command(base, cand, fail_on="regression")
+    assert code_ == 0 and "2 of 5 measurement processes of the candidate were starved" in text
+    base, cand = sides(tmp_path / "worse", Side(), Side(starved=4, seed=1))
+    text, code_ = diff_command(base, cand, fail_on="regression")
+    assert code_ == 3 and "could not be judged" in text.splitlines()[0]
+    assert "only 1 of 5 measurement processes of the candidate got the CPU" in text
+
+
+def test_a_change_within_one_runs_process_spread_is_not_called(tmp_path):
+    # The candidate's processes disagree by 25 %: a 12 % change is real to the bootstrap but not to this machine.
+    noisy = Side(latency={1: 1.12, 4: 1.12}, process_factors=(0.9, 1.0, 1.1, 1.125, 1.0), seed=1)
+    base, cand = sides(tmp_path, Side(), noisy)
+    text, code_ = diff_command(base, cand, fail_on="regression")
+    assert code_ == 3 and "could not be judged" in text.splitlines()[0]
+    assert "within the spread of one run's measurement processes (25%)" in text
+    loud = Side(latency={1: 1.5, 4: 1.5}, process_factors=(0.9, 1.0, 1.1, 1.125, 1.0), seed=1)
+    base, cand = sides(tmp_path / "loud", Side(), loud)
+    assert diff_command(base, cand, fail_on="regression")[1] == 2
+
+
+def test_nothing_in_common_is_not_comparable(tmp_path):
+    base, cand = sides(tmp_path, Side(), Side(version="int8"))
+    text, code_ = diff_command(base, cand)
+    assert code_ == 3 and "nothing to compare" in text.splitlines()[0]
+    assert "Only in the baseline (not compared): cnn · fp32 · b1 t1 c1, cnn · fp32 · b4 t1 c1." in text
+    assert "Only in the candidate (not compared): cnn · int8 · b1 t1 c1" in text
+
+
+def test_newest_trial_on_a_shared_environment_is_compared(tmp_path):
+    # The candidate folder also holds an older trial (and one from another machine) of the same configuration.
+    base = write_side(tmp_path / "baseline", Side())
+    cand = tmp_path / "candidate"
+    write_side(cand, Side(latency={1: 3.0, 4: 3.0}, finished="2026-01-04T09:00:00Z"))
+    write_side(cand, Side(latency={1: 1.3, 4: 1.0}, added=("/layer4/conv/Conv",), finished="2026-01-05T11:00:00Z"))
+    write_side(cand, Side(latency={1: 5.0, 4: 5.0}, env=OTHER_ENV, finished="2026-01-06T11:00:00Z"))
+    text, code_ = diff_command(str(base), str(cand), fail_on="regression")
+    assert code_ == 2 and "+30.0%" in text and "environments differ" not in text
+
+
+def test_hostile_node_names_stay_inside_code_spans(tmp_path):
+    slower_layer1 = Side(node_payload=True, latency={1: 1.3, 4: 1.0}, layer_factor={"/layer1/conv/Conv": 2.0})
+    base, cand = sides(tmp_path, Side(node_payload=True), slower_layer1)
+    text, _ = diff_command(base, cand)
+    assert "slower: `/layer1/conv/Conv<script>alert(1)</script>\\|'x'`" in text
+    outside_code = re.sub(r"`[^`]*`", "", text)
+    assert "<" not in outside_code and "`" not in outside_code
+    assert code(PAYLOAD) == "`<script>alert(1)</script>\\|'x'`"
+
+
+def test_user_errors(tmp_path):
+    base = str(write_side(tmp_path / "b", Side()))
+    with pytest.raises(PerfsiteError, match="--fail-on 'always' is not known"):
+        diff_command(base, base, fail_on="always")
+    with pytest.raises(PerfsiteError, match="--latency-ratio 0.9 must be 1 or more"):
+        diff_command(base, base, latency_ratio=0.9)
+    with pytest.raises(PerfsiteError, match="--throughput-ratio 1.2 must be above 0"):
+        diff_command(base, base, throughput_ratio=1.2)
+    with pytest.raises(PerfsiteError, match="does not exist"):
+        diff_command(str(tmp_path / "missing"), base)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PerfsiteError, match="holds no finished trial"):
+        diff_command(str(tmp_path / "empty"), base)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A git repository whose first commit holds the baseline results and second a regression."""
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "config", "user.email", "ci@example.org")
+    git(tmp_path, "config", "user.name", "CI")
+    (tmp_path / "README").write_text("project\n")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "no results yet")
+    write_side(tmp_path / "results", Side())
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "baseline results")
+    return tmp_path
+
+
+def test_git_sources_read_committed_results(repo):
+    base = git(repo, "rev-parse", "HEAD")
+    write_side(repo / "results", REGRESSION)  # the working tree now holds a newer trial per configuration
+    text, code_ = diff_command(f"git:{base}", str(repo / "results"), results=repo / "results", fail_on="regression")
+    assert code_ == 2 and f"Baseline: `git:{base} ({base[:12]})`" in text
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "slower")
+    text, code_ = diff_command("git:HEAD~1", "git:HEAD", results=repo / "results", fail_on="regression")
+    assert code_ == 2 and "added: `/layer4/conv/Conv`" in text
+    assert git(repo, "status", "--porcelain") == ""  # nothing written into the working tree
+
+
+def test_git_source_errors(repo):
+    with pytest.raises(PerfsiteError, match="git:no-such-branch names no commit"):
+        diff_command("git:no-such-branch", "git:HEAD", results=repo / "results")
+    with pytest.raises(PerfsiteError, match=r"The results folder `results` does not exist at git:HEAD~1"):
+        diff_command("git:HEAD~1", "git:HEAD", results=repo / "results")
+    outside = repo.parent / f"{repo.name}-not-git"
+    outside.mkdir()
+    with pytest.raises(PerfsiteError, match="is not inside a git repository"):
+        diff_command("git:HEAD", "git:HEAD", results=outside / "results")
+
+
+def test_cli_exit_codes(repo):
+    out = perfsite("diff", "git:HEAD", "results", "--fail-on", "regression", cwd=repo)
+    assert out.returncode == 0 and out.stdout.startswith("**perfsite diff: no significant change**")
+    out = perfsite("diff", "git:nope", "results", cwd=repo)
+    assert out.returncode == 1 and "git:nope names no commit" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_signed_percentages():
+    assert [signed_pct(r) for r in (1.924, 0.519, 1.0, 1.0004, 12.0)] == ["+92.4%", "-48.1%", "+0%", "+0.0400%",
+                                                                         "+1,100%"]
+
+
+def test_trend_follows_each_figure_over_the_commits(repo):
+    from generator.diff.trend import collect_trend, trend_page
+
+    write_side(repo / "results", Side(latency={1: 1.05, 4: 1.0}, seed=1, finished="2026-01-06T10:00:00Z"))
+    commit_all = ("add", "-A")
+    git(repo, *commit_all)
+    git(repo, "commit", "-q", "-m", "drift <b>1</b>")
+    write_side(repo / "results", Side(latency={1: 1.1, 4: 1.0}, seed=2, finished="2026-01-07T10:00:00Z"))
+    git(repo, *commit_all)
+    git(repo, "commit", "-q", "-m", "drift 2")
+    commits, points = collect_trend(repo / "results", 10)
+    # The first commit held no results folder: skipped; the other three in order, oldest first.
+    assert [c.subject for c in commits] == ["baseline results", "drift <b>1</b>", "drift 2"]
+    b1 = [p.latency_ms for p in points if p.config_label == "b1 t1 c1"]
+    assert len(b1) == 3 and b1[0] < b1[1] < b1[2]
+    assert len(collect_trend(repo / "results", 2)[0]) == 2
+    page = trend_page(commits, points, 10)
+    assert page.path == "reports/_trend/index.md"
+    assert "| cnn | fp32 · b1 t1 c1 |" in page.markdown and "| &#43;10.0% |" in page.markdown
+    assert "<b>" not in page.markdown and "drift &#60;b&#62;1&#60;/b&#62;" in page.markdown
+    assert 'data-chart="chart-trend-latency-1"' in page.markdown
+
+
+def test_trend_outside_git_is_a_user_error(tmp_path):
+    from generator.diff.trend import trend_pages
+
+    write_side(tmp_path / "results", Side())
+    with pytest.raises(PerfsiteError, match="--trend follows the results folder .* not inside a git repository"):
+        trend_pages(tmp_path / "results", 5)
+
+
+def test_changes_page_shows_both_sides_and_environment_differences(tmp_path):
+    from generator.results.store import load_experiment
+    from generator.site.changes_page import changes_pages
+
+    write_side(tmp_path / "b", Side(node_payload=True))
+    write_side(tmp_path / "c", Side(**{**REGRESSION.__dict__, "env": OTHER_ENV, "node_payload": True}))
+    (page,) = changes_pages([load_experiment(tmp_path / "b" / "cnn")], [load_experiment(tmp_path / "c" / "cnn")])
+    text = page.markdown
+    assert page.path == "reports/_changes/index.md"
+    assert '!!! warning "Not comparable"' in text and "| onnxruntime | 1.31.1 | 1.30.0 |" in text
+    for chart in ("chart-changes-latency", "chart-changes-throughput", "chart-changes-layers-1"):
+        assert f'data-chart="{chart}"' in text
+    assert "| /layer4/conv/Conv | Conv | — |" in text and "| added |" in text
+    assert "<script>alert" not in text.split("<script type=")[0]  # before the first chart: escaped text only
+    assert "/layer1/conv/Conv&#60;script&#62;alert&#40;1&#41;" in text
