@@ -23,3 +23,16 @@ def perfsite(*args: str, cwd: Path | None = None, env: dict | None = None, **kw)
         [sys.executable, "-m", "generator.cli", *args], cwd=cwd, capture_output=True, text=True,
         env={**os.environ, **(env or {})}, **kw,
     )
+
+
+def json_keys(value, found: set | None = None) -> set:
+    """Every key of every object in a JSON-like value (a chart spec must not name a data `url`, for one)."""
+    found = set() if found is None else found
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found.add(k)
+            json_keys(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            json_keys(v, found)
+    return found

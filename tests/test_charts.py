@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from perfsite_testing import json_keys
 from test_site_fixture import PAYLOAD, write_results
 
 from generator.analysis import summaries as S
@@ -20,17 +21,6 @@ def trials(tmp_path_factory):
     results = load_experiment(write_results(tmp_path_factory.mktemp("results")))
     return S.trial_summaries(results.trials, ["fp32", "int8"]), results
 
-
-def _keys(value, found=None):
-    found = set() if found is None else found
-    if isinstance(value, dict):
-        for k, v in value.items():
-            found.add(k)
-            _keys(v, found)
-    elif isinstance(value, list):
-        for v in value:
-            _keys(v, found)
-    return found
 
 
 def _latency_chart(trials, threshold=12.0):
@@ -51,11 +41,11 @@ def test_specs_are_identical_across_calls_with_explicit_names(trials):
 def test_data_is_inline_and_the_spec_has_no_urls(trials):
     summaries, results = trials
     spec = _latency_chart(summaries).to_dict()
-    assert "url" not in _keys(spec)
+    assert "url" not in json_keys(spec)
     points = next(layer for layer in spec["layer"] if layer["name"] == "points")["data"]["values"]
     assert len(points) == 7  # every ok trial, not the failed one
     op = charts.op_time_chart(S.op_type_times(results.nodes, summaries[0].trial_key))
-    assert "url" not in _keys(op.to_dict())
+    assert "url" not in json_keys(op.to_dict())
 
 
 def test_lines_join_configurations_that_differ_in_batch_only(trials):

@@ -12,6 +12,7 @@ import re
 
 import pytest
 from compare_fixture import sample_comparison
+from perfsite_testing import json_keys
 
 from generator.site import charts_compare as CC
 from generator.site.escape import inline_json
@@ -26,17 +27,6 @@ def _layer(spec: dict, name: str) -> dict:
     return next(layer for layer in spec["layer"] if layer.get("name") == name)
 
 
-def _keys(value, found=None) -> set:
-    found = set() if found is None else found
-    if isinstance(value, dict):
-        for k, v in value.items():
-            found.add(k)
-            _keys(v, found)
-    elif isinstance(value, list):
-        for v in value:
-            _keys(v, found)
-    return found
-
 
 @pytest.mark.parametrize("kind", sorted(CHARTS))
 def test_specs_are_deterministic_named_and_inline(kind):
@@ -44,7 +34,7 @@ def test_specs_are_deterministic_named_and_inline(kind):
     assert inline_json(first) == inline_json(second)
     text = json.dumps(first)
     assert not re.search(r'"(param|view)_\d', text), "altair generated a name; name params and views"
-    assert "url" not in _keys(first)
+    assert "url" not in json_keys(first)
 
 
 def test_results_chart_has_the_slider_the_legend_toggle_and_every_layer():
