@@ -214,7 +214,7 @@ def _owners(top: pd.DataFrame, static: pd.DataFrame) -> tuple[list[list[str]], d
     return covers, owners
 
 
-def _split_sums(top: pd.DataFrame, static: pd.DataFrame) -> list[dict[str, float] | None]:
+def split_sums(top: pd.DataFrame, static: pd.DataFrame) -> list[dict[str, float] | None]:
     """Per executed node, the static sums of the original nodes it owns, each shared evenly among its owners
     (see _owners); None for a node none of whose original nodes was analysed."""
     covers, owners = _owners(top, static)
@@ -250,7 +250,7 @@ def layer_results(nodes: pd.DataFrame, layers: pd.DataFrame, trial: TrialSummary
     static = trial_layers(layers, trial.trial_key)
     total = float(top["dur_mean_us"].sum())
     rows = [_layer_result(r, s, trial, limits, total) for (_, r), s in zip(top.iterrows(),
-                                                                             _split_sums(top, static), strict=True)]
+                                                                             split_sums(top, static), strict=True)]
     rows.sort(key=lambda x: (-x.dur_mean_us, x.exec_order))
     out, running = [], 0.0
     for row in rows:

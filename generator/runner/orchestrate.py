@@ -350,6 +350,7 @@ class _SweepContext:
         }
         nodes: list = []
         layers: list = []
+        timeline: list = []
         if state.error is None and state.processes:
             expected = aggregate.cores_expected(p.trial, self.env.logical_cores)
             row.update(aggregate.measurement_columns(state.processes, expected, row["percentile"]))
@@ -359,6 +360,7 @@ class _SweepContext:
                 row["arena_mb"] = (state.profile or {}).get("arena_mb")
             nodes = aggregate.node_rows(p.key, (state.profile or {}).get("nodes", []))
             layers = [{**layer, "trial_key": p.key} for layer in (state.profile or {}).get("layers", [])]
+            timeline = [{**call, "trial_key": p.key} for call in (state.profile or {}).get("timeline", [])]
         else:
             row.update(status="failed", error=state.error or "no measurement process finished")
             self.summary.failed.append((p.trial.label, row["error"]))
@@ -369,6 +371,7 @@ class _SweepContext:
             nodes=nodes,
             layers=layers,
             agreement=list(agreement_rows or []) if row["status"] == "ok" else [],
+            timeline=timeline,
         ))
         self.summary.measured.append(p.key)
         self.progress.trial_done(p.trial, row["status"])

@@ -14,8 +14,9 @@ throughput_ips, load_ms, first_run_ms, peak_rss_mb, arena_mb, latency_files (one
 latencies in ms per stream, next to OUT.json). Profile mode: nodes (``nodes`` table records, mapped to the
 original graph), model_run_us, kernel_sum_us, profiled_latency_us (means per inference), runs, arena_mb,
 optimized_model, profile_file, load_ms, layers (``layers`` table records without trial_key: static FLOP
-analysis of the original model at the feeds' shapes), layers_notes (what was not counted and why) and, when
-the analysis or one of its counters failed (a bug), layers_error.
+analysis of the original model at the feeds' shapes), layers_notes (what was not counted and why), timeline
+(``timeline`` table records without trial_key: every kernel call of the median profiled inference,
+generator.timeline) and, when the analysis or one of its counters failed (a bug), layers_error.
 Outputs mode (job field ``extra_feeds_paths``: more input batches, optional): output_names (the tensor outputs
 with a numeric or bool dtype, in the model's order), outputs_files (one .npz per input batch in work_dir, the
 trial's feeds first, arrays ``arr_0 ..`` in output_names order), load_ms.
@@ -46,6 +47,7 @@ import numpy as np
 from generator.errors import PerfsiteError, RunError
 from generator.runner import measure, profiling
 from generator.runner.session import open_session
+from generator.timeline.model import timeline_rows
 
 EXIT_OK = 0
 EXIT_ERROR = 3
@@ -131,6 +133,7 @@ def profile_pass(job: Mapping[str, Any]) -> dict[str, Any]:
         "kernel_sum_us": float(np.mean(recording.kernel_sum_us)),
         "profiled_latency_us": float(latencies_ns.mean() / 1e3),
         "runs": len(recording.runs), "arena_mb": arena / 2**20 if arena is not None else None,
+        "timeline": timeline_rows(recording),
         "optimized_model": str(optimized), "profile_file": str(profile_file), "load_ms": load_ms,
         **_layer_analysis(job.get("original_model_path", job["model_path"]), feeds),
     }

@@ -159,7 +159,7 @@ def op_time_chart(op_times: list[OpTypeTime], name: str = "op_time") -> alt.Laye
     return alt.layer(*layers).properties(name=name, width="container", height=max(60, 22 * len(records)))
 
 
-def chart_block(chart_id: str, chart: alt.TopLevelMixin) -> str:
+def chart_block(chart_id: str, chart: alt.TopLevelMixin | dict[str, Any]) -> str:
     """HTML to put on its own lines in a Markdown page: the chart's div and, right after it, its spec as
     inline JSON, wrapped in a one-element array.
 
@@ -170,7 +170,7 @@ def chart_block(chart_id: str, chart: alt.TopLevelMixin) -> str:
     """
     if not _CHART_ID.fullmatch(chart_id):
         raise ValueError(f"chart id {chart_id!r} must match {_CHART_ID.pattern}")
-    spec = inline_json([chart.to_dict()])
+    spec = inline_json([chart if isinstance(chart, dict) else chart.to_dict()])
     return (
         f'<div class="perfsite-chart" data-chart="{chart_id}"></div>\n'
         f'<script type="application/json" id="{chart_id}">{spec}</script>'

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,6 +27,8 @@ from generator.site import charts, charts_profile
 from generator.site.escape import md_paragraphs, md_text
 from generator.site.formatting import FILTERS
 from generator.site.specview import SpecView, spec_view
+from generator.timeline import chrome_trace_json, temporal_chart, timeline_chart
+from generator.timeline.view import TimelineView, timeline_view
 
 REPORTS_DIR = "reports"
 MAX_SLUG = 48  # characters of a name kept in a file name
@@ -48,6 +50,7 @@ class Page:
     path: str
     title: str
     markdown: str
+    files: tuple[tuple[str, str], ...] = ()  # other files written beside it: (path in the docs folder, text)
 
 
 def slugify(name: str, taken: set[str]) -> str:
@@ -189,11 +192,14 @@ def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
         sweet = version.best.sweet_spot
         if sweet is not None and all(t.trial is None or t.trial.trial_key != sweet.trial_key for t in targets):
             targets.append(S.ProfileTarget((), sweet))
-        sections = [_profile_section(view, target, i + 1, sweet, whatif) for i, target in enumerate(targets)]
+        stem = version.profile_path.removesuffix(".md")
+        sections = [_profile_section(view, target, i + 1, sweet, whatif, stem) for i, target in enumerate(targets)]
         path = f"{REPORTS_DIR}/{view.slug}/{version.profile_path}"
         title = f"{name} — profile"
-        pages.append(render(env, "profile.md.j2", path, title, True, e=view, v=version, sections=sections,
-                            far_below=(FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE), whatif_factor=WHATIF_DEFAULT))
+        page = render(env, "profile.md.j2", path, title, True, e=view, v=version, sections=sections,
+                      far_below=(FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE), whatif_factor=WHATIF_DEFAULT)
+        traces = tuple((f"{REPORTS_DIR}/{view.slug}/{s.trace_file}", s.trace_json) for s in sections if s.trace_file)
+        pages.append(replace(page, files=traces))
     return pages
 
 
@@ -207,10 +213,15 @@ class ProfileSection:
     op_time_chart: str = ""
     ops_time_chart: str = ""
     roofline_chart: str = ""
+    timeline: TimelineView | None = None  # None: no `timeline` rows (older results, no profiled pass)
+    timeline_chart: str = ""
+    temporal_chart: str = ""
+    trace_file: str = ""  # the Perfetto trace, beside the page
+    trace_json: str = ""
 
 
 def _profile_section(view: ExperimentView, target: S.ProfileTarget, number: int, sweet: S.TrialSummary | None,
-                     whatif: dict[str, float]) -> ProfileSection:
+                     whatif: dict[str, float], stem: str = "profile") -> ProfileSection:
     trial = target.trial
     is_sweet = trial is not None and sweet is not None and trial.trial_key == sweet.trial_key
     if trial is None or trial.status != "ok":
@@ -228,7 +239,28 @@ def _profile_section(view: ExperimentView, target: S.ProfileTarget, number: int,
         blocks["roofline_chart"] = charts.chart_block(
             f"chart-roofline-{number}",
             charts_profile.roofline_chart(profile.layers, profile.limits, f"roofline_{number}"))
+    blocks.update(_timeline_blocks(view, trial, profile, number, stem))
     return ProfileSection(target, is_sweet, profile, **blocks)
+
+
+def _timeline_blocks(view: ExperimentView, trial: S.TrialSummary, profile: TrialProfile, number: int,
+                     stem: str) -> dict[str, Any]:
+    """The timeline section's view, charts and Perfetto trace (file name: page stem, section number and a
+    file-name-safe configuration label), or nothing when the trial has no `timeline` rows."""
+    tv = timeline_view(view.results.timeline, trial.trial_key, profile.layers, profile.limits)
+    if tv is None or not tv.timeline.events:
+        return {}
+    label = re.sub(r"[^A-Za-z0-9.]+", "-", trial.config_label).strip(".-") or "trial"
+    title = f"{view.name} · {trial.version} · {trial.config_label}"
+    return {
+        "timeline": tv, "trace_file": f"{stem}-{number}-{label}.trace.json",
+        "trace_json": chrome_trace_json(tv.timeline, title),
+        "timeline_chart": charts.chart_block(f"chart-timeline-{number}",
+                                             timeline_chart(tv.timeline, f"timeline_{number}")),
+        "temporal_chart": charts.chart_block(f"chart-temporal-{number}",
+                                             temporal_chart(tv.stats, tv.peak_gflops, tv.bandwidth_gbs,
+                                                            f"temporal_{number}")),
+    }
 
 
 def _compared_times(view: ExperimentView, trial: S.TrialSummary) -> dict[str, dict[str, float]]:

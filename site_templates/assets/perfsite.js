@@ -35,6 +35,7 @@
       }
       var data = JSON.parse(source.textContent);
       var spec = Array.isArray(data) ? data[0] : data;
+      addDownloads(el, source, spec);
       vegaEmbed(el, spec, EMBED_OPTIONS).then(function (result) {
         // The Vega view, for tests and readers' consoles: el.__perfsiteView.signal("latency_threshold").
         el.__perfsiteView = result.view;
@@ -42,6 +43,63 @@
         el.textContent = "Chart failed to render: " + error.message;
       });
     });
+  }
+
+  // "Download data: CSV · JSON" under each chart: the chart's own inline data turned into files in the
+  // browser. Blob URLs need no server and no network, so the links also work from file:// and offline.
+  function chartRows(spec) {
+    var tables = [];
+    (function walk(node) {
+      if (!node || typeof node !== "object") return;
+      if (Array.isArray(node)) { node.forEach(walk); return; }
+      if (node.data && Array.isArray(node.data.values)) tables.push(node.data.values);
+      if (node.datasets) Object.keys(node.datasets).sort().forEach(function (k) { tables.push(node.datasets[k]); });
+      Object.keys(node).sort().forEach(function (k) { if (k !== "data" && k !== "datasets") walk(node[k]); });
+    })(spec);
+    // A chart's data is its largest table; the small ones are labels and rules (thresholds, machine limits).
+    return tables.reduce(function (best, rows) { return rows.length > best.length ? rows : best; }, []);
+  }
+
+  // Untrusted text (node names) must not run as a spreadsheet formula: prefix "'" to =, +, -, @, tab, CR.
+  function csvCell(value) {
+    if (value === null || value === undefined) return "";
+    var text = typeof value === "object" ? JSON.stringify(value) : String(value);
+    if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = "'" + text;
+    return /[",\r\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+  }
+
+  function toCsv(rows) {
+    var columns = [];
+    rows.forEach(function (row) {
+      Object.keys(row).forEach(function (k) { if (columns.indexOf(k) < 0) columns.push(k); });
+    });
+    var lines = [columns.map(csvCell).join(",")];
+    rows.forEach(function (row) {
+      lines.push(columns.map(function (k) { return csvCell(row[k]); }).join(","));
+    });
+    return lines.join("\r\n") + "\r\n";
+  }
+
+  function downloadLink(label, text, type, filename) {
+    var a = document.createElement("a");
+    a.textContent = label;
+    a.href = URL.createObjectURL(new Blob([text], { type: type }));
+    a.download = filename;
+    return a;
+  }
+
+  function addDownloads(el, source, spec) {
+    var rows = chartRows(spec);
+    if (!rows.length) return;
+    var page = (location.pathname.split("/").pop() || "index").replace(/\.html?$/, "") || "index";
+    var base = page + "." + el.dataset.chart;
+    var p = document.createElement("p");
+    p.className = "perfsite-downloads";
+    p.appendChild(document.createTextNode("Download data: "));
+    p.appendChild(downloadLink("CSV", toCsv(rows), "text/csv", base + ".csv"));
+    p.appendChild(document.createTextNode(" \u00b7 "));
+    p.appendChild(downloadLink("JSON", JSON.stringify(rows, null, 1) + "\n", "application/json", base + ".json"));
+    source.parentNode.insertBefore(p, source.nextSibling);
   }
 
   // Numeric columns may hold "—" for a missing figure; Tablesort's number sorter then refuses the column.

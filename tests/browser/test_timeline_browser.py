@@ -1,0 +1,100 @@
+"""The timeline sections of a profile page in headless Chromium, from a real `perfsite run` of the example CNN:
+the timeline and temporal charts draw (a bar per kernel call), the x axis zooms, the Perfetto trace link
+serves the trace file, and every chart's "Download data" links give its data as CSV and JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from test_site_browser import _assert_charts_drawn, _open
+from test_timeline_page import write_timeline_results
+from test_timeline_run import run_cnn_experiment
+
+from generator.site import build_site
+from generator.site.serve import BackgroundServer
+
+pytestmark = pytest.mark.browser
+
+PAGE = "reports/timeline/profile-fp32.html"
+
+
+@pytest.fixture(scope="module")
+def timeline_site(tmp_path_factory, example_models):
+    root = tmp_path_factory.mktemp("timeline-site")
+    results = run_cnn_experiment(root / "project", example_models["cnn"])
+    return build_site(results.parent, root / "site", root / "project")
+
+
+@pytest.fixture(scope="module")
+def timeline_url(timeline_site):
+    with BackgroundServer(timeline_site) as url:
+        yield url
+
+
+def _download(page, link) -> str:
+    with page.expect_download() as info:
+        link.click()
+    return info.value.path().read_text(encoding="utf-8")
+
+
+def test_timeline_chart_draws_and_zooms(chromium, timeline_url):
+    context, page, visit = _open(chromium, timeline_url + PAGE)
+    _assert_charts_drawn(page, PAGE)
+    timeline = page.locator('.perfsite-chart[data-chart="chart-timeline-1"]')
+    bars = timeline.locator("svg .mark-rect path")
+    assert bars.count() > 5, "no kernel call drawn"
+    assert page.locator('.perfsite-chart[data-chart="chart-temporal-1"] svg .mark-rect path').count() >= 100
+    before = page.evaluate("document.querySelector('[data-chart=\"chart-timeline-1\"]').__perfsiteView"
+                           ".scale('timeline_1_x').domain()")
+    timeline.scroll_into_view_if_needed()
+    box = timeline.locator("svg.marks").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 20)
+    page.mouse.wheel(0, -400)
+    page.wait_for_timeout(200)
+    after = page.evaluate("document.querySelector('[data-chart=\"chart-timeline-1\"]').__perfsiteView"
+                          ".scale('timeline_1_x').domain()")
+    assert after[1] - after[0] < before[1] - before[0], "scrolling did not zoom the time axis"
+    assert not visit.errors, visit.errors
+    assert not visit.foreign_requests(), visit.foreign_requests()
+    context.close()
+
+
+def test_trace_and_data_downloads(chromium, timeline_url):
+    context, page, visit = _open(chromium, timeline_url + PAGE)
+    trace_link = page.locator("a", has_text="Download this inference as a trace file")
+    response = page.request.get(timeline_url + "reports/timeline/" + trace_link.get_attribute("href"))
+    trace = response.json()
+    assert any(e["ph"] == "X" and e["name"] == "model_run" for e in trace["traceEvents"])
+    charts = page.locator(".perfsite-chart").count()
+    downloads = page.locator(".perfsite-downloads")
+    assert downloads.count() == charts  # every chart on the page, not only the timeline's
+    box = page.locator('.perfsite-chart[data-chart="chart-timeline-1"] + script + .perfsite-downloads')
+    rows = list(csv.DictReader(io.StringIO(_download(page, box.locator("a", has_text="CSV")))))
+    records = json.loads(_download(page, box.locator("a", has_text="JSON")))
+    assert len(rows) == len(records) > 5
+    assert [r["node"] for r in rows] == [r["node"] for r in records]
+    assert float(rows[0]["dur_us"]) == records[0]["dur_us"]
+    temporal = page.locator('.perfsite-chart[data-chart="chart-temporal-1"] + script + .perfsite-downloads')
+    bins = json.loads(_download(page, temporal.locator("a", has_text="JSON")))
+    assert {b["measure"] for b in bins} >= {"Memory traffic (GB/s)"} and len(bins) >= 100
+    assert not visit.errors, visit.errors
+    context.close()
+
+
+def test_subgraph_calls_draw_in_their_own_row_under_the_thread(chromium, tmp_path):
+    (tmp_path / "project").mkdir()
+    write_timeline_results(tmp_path / "results")
+    with BackgroundServer(build_site(tmp_path / "results", tmp_path / "site", tmp_path / "project")) as url:
+        context, page, visit = _open(chromium, url + "reports/cnn-profile/profile-fp32.html")
+        _assert_charts_drawn(page, "profile-fp32")
+        lanes = page.evaluate("document.querySelector('[data-chart=\"chart-timeline-1\"]').__perfsiteView"
+                              ".scale('timeline_1_y').domain()")
+        assert lanes == ["thread 1", "thread 1 · sub-graph"]
+        labels = page.evaluate("Array.from(document.querySelectorAll('[data-chart=\"chart-timeline-1\"] svg text'))"
+                               ".map(t => t.textContent)")
+        assert "thread 1 · sub-graph" in labels
+        assert not visit.errors, visit.errors
+        context.close()

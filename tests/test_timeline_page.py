@@ -1,0 +1,138 @@
+"""The Timeline, Temporal statistics and Layer details sections of profile pages, on the fixed results of
+test_profile_page with a `timeline` table made from their nodes: snapshots of the pages, of the two charts
+and of the Perfetto trace files, byte-identical re-generation, and hostile node names kept inert.
+
+Regenerate after an intended change with `PERFSITE_UPDATE_SNAPSHOTS=1 pytest tests/test_timeline_page.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+from test_profile_page import EXPERIMENT, write_profile_results
+
+from generator.results.store import ResultsDir, atomic_write_bytes, load_experiment, table_to_parquet_bytes
+from generator.site import pages as site_pages
+from generator.timeline import timeline_from_table
+
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "timeline"
+UPDATE = os.environ.get("PERFSITE_UPDATE_SNAPSHOTS") == "1"
+CHART_RE = re.compile(r'<script type="application/json" id="(chart-(?:timeline|temporal)-[0-9]+)">(.*?)</script>')
+ANY_CHART_RE = re.compile(r'<script type="application/json" id="([a-z0-9-]+)">.*?</script>')  # JSON-escaped data
+GAP_US = 1.5  # executor time between calls
+
+
+def _calls(nodes: pd.DataFrame) -> list[dict]:
+    """One inference from a trial's `nodes` rows: the top-level nodes one after the other on one thread, then
+    an If call holding the sub-graph nodes."""
+    rows, t = [], 2.0
+    top, body = nodes[nodes["parent"].isna()], nodes[nodes["parent"].notna()]
+    parent = str(body["parent"].iloc[0])
+    body_us = float(body["dur_mean_us"].sum())
+    for _, n in top.sort_values("exec_order").iterrows():
+        # The fixture's If node gets room for its body: its time includes the body's calls.
+        dur = n["dur_mean_us"] + (body_us + 2.0 if n["node_name"] == parent else 0.0)
+        rows.append({**_sizes(n), "node_name": n["node_name"], "op_type": n["op_type"], "start_us": t,
+                     "dur_us": dur, "pool_share": n["pool_share"], "input_shapes": n["input_shapes"],
+                     "output_shapes": n["output_shapes"]})
+        if n["node_name"] == parent:
+            inner = t + 1.0
+            for _, b in body.iterrows():
+                rows.append({"node_name": b["node_name"], "op_type": b["op_type"], "parent": parent,
+                             "start_us": inner, "dur_us": b["dur_mean_us"], "activation_bytes": 64,
+                             "output_bytes": 64})
+                inner += b["dur_mean_us"]
+        t += dur + GAP_US
+    return rows
+
+
+def _sizes(n: pd.Series) -> dict:
+    return {k: None if pd.isna(n[k]) else int(n[k]) for k in ("activation_bytes", "output_bytes")}
+
+
+def write_timeline_results(root: Path, payload: bool = False) -> Path:
+    """test_profile_page's results, with a `timeline` file for every trial that has nodes."""
+    folder = write_profile_results(root, payload=payload)
+    nodes = ResultsDir(folder).read_table("nodes")
+    for key, group in nodes.groupby("trial_key", sort=True):
+        calls = _calls(group)
+        kernel_sum = sum(c["dur_us"] for c in calls if c.get("parent") is None)
+        end = max(c["start_us"] + c["dur_us"] for c in calls)
+        rows = [{**c, "trial_key": key, "exec_order": i, "provider": "CPUExecutionProvider", "thread_id": 4242,
+                 "run_index": 1, "model_run_us": end + 3.0, "kernel_sum_us": kernel_sum}
+                for i, c in enumerate(calls)]
+        atomic_write_bytes(folder / "timeline" / f"{key}.parquet", table_to_parquet_bytes("timeline", rows))
+    return folder
+
+
+def _pages(folder: Path) -> list[site_pages.Page]:
+    view = site_pages.experiment_view(load_experiment(folder), EXPERIMENT)
+    return site_pages.profile_pages(site_pages.template_env(), view)
+
+
+def _generated(tmp_path: Path) -> dict[str, str]:
+    """Snapshot name -> text: each page with its charts' inline JSON elided (test_profile_page snapshots the
+    other charts), and the first section's timeline and temporal charts and Perfetto trace, pretty-printed."""
+    out = {}
+    for page in _pages(write_timeline_results(tmp_path)):
+        name = page.path.removeprefix(f"{site_pages.REPORTS_DIR}/")
+        out[name] = ANY_CHART_RE.sub(lambda m: f'<script type="application/json" id="{m[1]}">…</script>',
+                                     page.markdown)
+        for chart_id, spec in CHART_RE.findall(page.markdown):
+            if chart_id.endswith("-1"):
+                (chart,) = json.loads(spec)
+                out[f"{name.removesuffix('.md')}.{chart_id}.json"] = json.dumps(
+                    chart, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        path, text = page.files[0]
+        out[path.removeprefix(f"{site_pages.REPORTS_DIR}/")] = json.dumps(json.loads(text), indent=1) + "\n"
+    return out
+
+
+def test_timeline_sections_match_snapshots(tmp_path):
+    generated = _generated(tmp_path)
+    if UPDATE:
+        for stale in SNAPSHOTS.rglob("*.*"):
+            stale.unlink()
+        for name, text in generated.items():
+            (SNAPSHOTS / name).parent.mkdir(parents=True, exist_ok=True)
+            (SNAPSHOTS / name).write_text(text, encoding="utf-8")
+    stored = {p.relative_to(SNAPSHOTS).as_posix(): p.read_text(encoding="utf-8") for p in SNAPSHOTS.rglob("*.*")}
+    assert sorted(stored) == sorted(generated), "pages, charts or traces appeared or disappeared"
+    for name, text in generated.items():
+        assert text == stored[name], f"{name} differs from its snapshot (PERFSITE_UPDATE_SNAPSHOTS=1 if intended)"
+
+
+def test_timeline_sections_are_byte_identical_across_runs(tmp_path):
+    assert _generated(tmp_path / "a") == _generated(tmp_path / "b")
+
+
+def test_every_profiled_section_has_its_timeline_and_trace(tmp_path):
+    folder = write_timeline_results(tmp_path)
+    results = load_experiment(folder)
+    for page in _pages(folder):
+        sections = page.markdown.count("### Model summary")
+        assert page.markdown.count("### Timeline") == sections
+        assert page.markdown.count("### Layer details") == len(page.files) == sections
+        for path, text in page.files:
+            assert f"({Path(path).name})" in page.markdown
+            trace = json.loads(text)
+            calls = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"] != "model_run"]
+            label = trace["otherData"]["title"].split(" · ")[-1]
+            assert label in set(results.trials["config_label"]) and calls
+            body = [c for c in calls if "parent" in c["args"]]
+            assert body and all(c["args"]["parent"] == "/branch/If" for c in body)
+    for _, rows in results.timeline.groupby("trial_key"):
+        tl = timeline_from_table(rows)
+        assert sum(e.dur_us for e in tl.top_level) == rows["kernel_sum_us"].iloc[0]
+
+
+def test_hostile_node_names_stay_inert(tmp_path):
+    for page in _pages(write_timeline_results(tmp_path, payload=True)):
+        start = page.markdown.index("### Timeline")
+        text = ANY_CHART_RE.sub("", page.markdown[start:])
+        assert "<img" not in text and "<script>" not in text and "](javascript" not in text
+        assert "&#60;img src&#61;x onerror&#61;alert&#40;1&#41;&#62;" in text  # the Layer details row, escaped
