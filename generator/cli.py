@@ -178,6 +178,34 @@ def compare(
 
 
 @app.command()
+def profile(
+    model: Annotated[Path, typer.Argument(help="The ONNX model file to profile.", show_default=False)],
+    threads: Annotated[int, typer.Option(min=0, help="Intra-op threads (0: one per physical core).")] = 0,
+    iterations: Annotated[int, typer.Option(min=1, help="Timed requests (more for a stable p99).")] = 100,
+    warmup: Annotated[int, typer.Option(min=0, help="Untimed requests before the timed ones.")] = 10,
+    profile_iterations: Annotated[int, typer.Option(min=1, help="Inferences under onnxruntime's profiler.")] = 10,
+    dim: Annotated[
+        list[str] | None, typer.Option(help="Value of a named input dim, e.g. --dim seq_len=128 (repeatable).")
+    ] = None,
+    shape: Annotated[
+        list[str] | None, typer.Option(help="Whole shape of an input, e.g. --shape input=1,3,224,224 (repeatable).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for MODEL.perf.json and .html (default: here).")] = None,
+    provider: Annotated[str, typer.Option(help="Execution provider: cpu, cuda, ... (as in specs).")] = "cpu",
+    optimization_level: Annotated[str, typer.Option(help="Graph optimization: disable|basic|extended|all.")] = "all",
+    max_seconds: Annotated[float, typer.Option(min=0.01, help="Stop the timed loop after this many seconds.")] = 60.0,
+    quick: Annotated[bool, typer.Option(help="Shorten the measurement (also PERFSITE_QUICK=1).")] = False,
+) -> None:
+    """Profile a model file (no spec): terminal summary, MODEL.perf.json and a self-contained MODEL.perf.html."""
+    from generator.cli_profile import profile_command
+
+    typer.echo(profile_command(model, threads=threads, iterations=iterations, warmup=warmup,
+                               profile_iterations=profile_iterations, dims=dim or [], shapes=shape or [], out=out,
+                               provider=provider, optimization_level=optimization_level, max_seconds=max_seconds,
+                               quick=quick, progress=_echo_err), nl=False)
+
+
+@app.command()
 def diff(
     baseline: Annotated[str, typer.Argument(help="Results folder, or git:REF (the results committed at REF).")],
     candidate: Annotated[str, typer.Argument(help="Results folder, or git:REF.")],

@@ -1,0 +1,103 @@
+"""One-shot profile of a model file, without a spec: ``perfsite profile MODEL.onnx``.
+
+Resolve the input shapes (generator.oneshot.shapes), measure in worker child processes (measure, then profile;
+generator.oneshot.measure), derive the timeline, temporal statistics and layer details (generator.timeline),
+gather everything into one versioned record (generator.oneshot.record) and write ``MODEL.perf.json`` and a
+self-contained ``MODEL.perf.html`` (generator.oneshot.html). The CLI prints generator.oneshot.text's summary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from generator.errors import ResultsError
+from generator.oneshot.measure import ProfileOptions, machine_limits, measure_model, scaled_peak_gflops
+from generator.oneshot.shapes import (
+    ShapeError,
+    make_input_feeds,
+    model_inputs,
+    parse_dims,
+    parse_shapes,
+    resolve_inputs,
+)
+from generator.oneshot.text import summary_text
+
+if TYPE_CHECKING:
+    from generator.oneshot.analysis import ProfileAnalysis
+
+__all__ = ["ProfileOptions", "ProfileOutcome", "ShapeError", "output_paths", "profile_model", "summary_text"]
+
+
+@dataclass(frozen=True)
+class ProfileOutcome:
+    record: dict[str, Any]
+    json_path: Path
+    html_path: Path
+
+
+def output_paths(model_path: Path, out_dir: Path) -> tuple[Path, Path]:
+    """``OUT/MODEL.perf.json`` and ``OUT/MODEL.perf.html`` (MODEL: the file name without ``.onnx``)."""
+    stem = model_path.name[:-5] if model_path.name.lower().endswith(".onnx") else model_path.name
+    return out_dir / f"{stem}.perf.json", out_dir / f"{stem}.perf.html"
+
+
+def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str] = (), shapes: Sequence[str] = (),
+                  out_dir: Path | None = None, progress: Callable[[str], None] | None = None) -> ProfileOutcome:
+    """Measure and profile ``model_path`` once (see the module docstring) and write its JSON and HTML files.
+
+    ``dims``/``shapes`` are the raw ``--dim NAME=VALUE`` and ``--shape INPUT=D1,D2,..`` texts;
+    ``options.threads`` 0 means one per physical core. User errors raise PerfsiteError children.
+    """
+    from generator.oneshot.analysis import analyse_profile
+    from generator.oneshot.record import build_record
+    from generator.runner.environment import capture_environment
+
+    say = progress or (lambda _text: None)
+    model_path = Path(model_path).absolute()
+    resolved = resolve_inputs(model_path, model_inputs(model_path), parse_dims(dims, model_path),
+                              parse_shapes(shapes, model_path))
+    feeds = make_input_feeds(model_path, resolved)
+    env = capture_environment()
+    if options.threads <= 0:
+        options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
+    options = options.effective()
+    say("Measuring the machine's peak and bandwidth (cached once per machine)...")
+    env, note = machine_limits(env, options.quick)
+    peak = scaled_peak_gflops(env, options.threads)
+    with tempfile.TemporaryDirectory(prefix="perfsite-profile-") as tmp:
+        say(f"Measuring {options.iterations} requests, then profiling {options.profile_iterations}...")
+        measured = measure_model(model_path, feeds, resolved.batch, options, Path(tmp))
+        analysis = analyse_profile(measured.profile, measured.profile_warmup, peak, env.bandwidth_gbs)
+    record = build_record(model_path, resolved, options, env, note, measured, analysis)
+    json_path, html_path = output_paths(model_path, Path(out_dir) if out_dir is not None else Path.cwd())
+    record["files"] = {"json": str(json_path), "html": str(html_path)}
+    _write(record, analysis, json_path, html_path)
+    return ProfileOutcome(record, json_path, html_path)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write(record: dict[str, Any], analysis: ProfileAnalysis, json_path: Path, html_path: Path) -> None:
+    from generator.oneshot.html import render_html
+    from generator.results.store import atomic_write_bytes
+
+    page = render_html(record, analysis.timeline, analysis.temporal)
+    text = json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    for path, data in ((json_path, text), (html_path, page)):
+        try:
+            atomic_write_bytes(path, data.encode("utf-8"))
+            # The temporary file was created 0600; the outputs are ordinary files for the user to share.
+            path.chmod(0o666 & ~_umask())
+        except OSError as e:
+            raise ResultsError(f"Cannot write {path}: {e.strerror or e}. Choose another folder with --out.") from e

@@ -1,0 +1,81 @@
+"""The terminal summary of a one-shot profile, formatted from the JSON record's ``summary`` and ``files``.
+
+Figures are printed exactly as the record stores them (already rounded there), so the terminal and
+``MODEL.perf.json`` always agree. Node names and op types come from the model file: control characters are
+shown escaped so that a name cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+MISSING = "n/a"
+NAME_WIDTH = 44
+
+
+def num(value: Any) -> str:
+    """A stored figure as written in the record: shortest positional form, no exponent, no grouping."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool | int):
+        return str(int(value))
+    return np.format_float_positional(float(value), trim="-")
+
+
+def safe(text: Any, width: int | None = None) -> str:
+    """Untrusted text for a terminal: control characters escaped, cut to ``width`` with an ellipsis."""
+    out = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))
+    return out if width is None or len(out) <= width else out[: width - 1] + "…"
+
+
+def summary_text(record: Mapping[str, Any]) -> str:
+    """The summary block printed by `perfsite profile` (ends with a newline)."""
+    s = record["summary"]
+    lines = [f"perfsite profile  {safe(s['model'])}" + ("  (quick mode: shortened measurement)" if s["quick"] else ""),
+             f"  inputs        {safe(s['inputs'])}",
+             f"  provider      {safe(s['provider'])}, threads {num(s['threads'])}, optimization "
+             f"{safe(s['optimization_level'])}",
+             f"  measured      {num(s['iterations'])} requests in {num(s['timed_s'])} s, batch {num(s['batch'])}; "
+             f"cores used {num(s['cores_used'])}",
+             f"  throughput    {num(s['throughput_ips'])} items/s",
+             "  latency ms    " + "  ".join(f"{k} {num(v)}" for k, v in s["latency_ms"].items()) + _p99_note(record),
+             f"  cold start    {num(s['cold_start_ms'])} ms (load {num(s['load_ms'])} ms + first run "
+             f"{num(s['first_run_ms'])} ms)",
+             _compute_line(s),
+             f"  profiled      model_run {num(s['profiled_model_run_us'])} µs, kernels "
+             f"{num(s['profiled_kernel_sum_us'])} µs over {num(s['profiled_nodes'])} nodes (one profiled inference)",
+             *_slowest_lines(s["slowest_layers"]),
+             *_files_lines(record.get("files", {}))]
+    return "\n".join(lines) + "\n"
+
+
+def _p99_note(record: Mapping[str, Any]) -> str:
+    if record["summary"]["latency_ms"].get("p99") is not None:
+        return ""
+    return f" (too few requests for a p99: it needs {record['latencies']['p99_min_samples']}, see --iterations)"
+
+
+def _compute_line(s: Mapping[str, Any]) -> str:
+    if s["total_gflop"] is None:
+        return "  compute       n/a (no node of the model could be counted)"
+    ints = f" + {num(s['total_int_gop'])} G integer ops" if s["total_int_gop"] else ""
+    line = f"  compute       {num(s['total_gflop'])} GFLOP{ints} per request; achieved {num(s['achieved_gops'])} GOP/s"
+    if s["peak_gflops"] is not None:
+        line += f" = {num(s['peak_share_pct'])}% of the measured peak {num(s['peak_gflops'])} GFLOP/s"
+    return line
+
+
+def _slowest_lines(layers: list[Mapping[str, Any]]) -> list[str]:
+    if not layers:
+        return ["  slowest layers: none profiled"]
+    head = f"    {'node':<{NAME_WIDTH}} {'op':<18} {'time µs':>10} {'share %':>8}  bound"
+    rows = [f"    {safe(r['node'], NAME_WIDTH):<{NAME_WIDTH}} {safe(r['op_type'], 18):<18} {num(r['dur_us']):>10} "
+            f"{num(r['share_pct']):>8}  {r['bound']}" for r in layers]
+    return [f"  slowest layers (top {len(layers)}, one profiled inference)", head, *rows]
+
+
+def _files_lines(files: Mapping[str, str]) -> list[str]:
+    return [f"  wrote         {safe(path)}" for path in files.values()]

@@ -1,0 +1,122 @@
+"""`perfsite profile` input shapes and user errors: --dim/--shape parsing, dynamic dims, bad model files.
+
+Fast: no measurement runs here (see test_oneshot_cli.py for the real profiles)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from generator.errors import ModelError, PerfsiteError
+from generator.oneshot import output_paths
+from generator.oneshot.shapes import (
+    ShapeError,
+    make_input_feeds,
+    model_inputs,
+    parse_dims,
+    parse_shapes,
+    resolve_inputs,
+)
+
+
+def save_model(graph: onnx.GraphProto, path: Path) -> Path:
+    # onnxruntime 1.31 refuses onnx's default IR 14 / opset 28 (NOTES.md).
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+def dynamic_conv_model(path: Path, dims: tuple = ("N", 3, "H", "W"), node_name: str = "conv") -> Path:
+    """x[N, 3, H, W] -> Conv 3x3 (8 channels, pad 1) -> Relu -> y: height and width left to the user."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name=node_name, pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    graph = helper.make_graph(
+        nodes, "dynamic_conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(dims))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [dims[0], 8, dims[2], dims[3]])], [weight])
+    return save_model(graph, path)
+
+
+@pytest.fixture
+def conv(tmp_path) -> Path:
+    return dynamic_conv_model(tmp_path / "conv.onnx")
+
+
+def _resolve(path: Path, dims=(), shapes=()):
+    return resolve_inputs(path, model_inputs(path), parse_dims(dims, path), parse_shapes(shapes, path))
+
+
+def test_dims_bind_height_and_width_and_the_batch_defaults_to_one(conv):
+    resolved = _resolve(conv, dims=["H=32", "W = 48"])
+    assert [i.shape for i in resolved.inputs] == [(1, 3, 32, 48)]
+    assert resolved.dims == {"H": 32, "W": 48, "N": 1} and resolved.defaulted == ("N",) and resolved.batch == 1
+    feeds = make_input_feeds(conv, resolved)
+    assert feeds["x"].shape == (1, 3, 32, 48) and feeds["x"].dtype == np.float32
+
+
+def test_a_whole_shape_binds_every_dim_including_the_batch(conv):
+    resolved = _resolve(conv, shapes=["x=2,3,16,24"])
+    assert resolved.inputs[0].shape == (2, 3, 16, 24) and resolved.batch == 2 and resolved.defaulted == ()
+
+
+def test_missing_dims_are_named_with_the_options_that_set_them(conv):
+    with pytest.raises(ShapeError) as err:
+        _resolve(conv)
+    text = str(err.value)
+    assert isinstance(err.value, PerfsiteError) and str(conv) in text
+    for piece in ("'H'", "'W'", "--dim H=VALUE", "--dim W=VALUE", "--shape x=1,3,H,W", "x: float32 [N, 3, H, W]"):
+        assert piece in text, f"{piece!r} missing from: {text}"
+    assert "'N'" not in text  # the batch has its default
+
+
+def test_transformer_needs_its_sequence_length(example_models):
+    path = example_models["transformer"]
+    with pytest.raises(ShapeError, match=r"the input dim 'seq_len' has no value.*--dim seq_len=VALUE"):
+        _resolve(path)
+    resolved = _resolve(path, dims=["seq_len=8", "batch=2"])
+    assert [i.shape for i in resolved.inputs] == [(2, 8), (2, 8)] and resolved.batch == 2
+
+
+def test_unnamed_dims_need_a_whole_shape(tmp_path):
+    path = dynamic_conv_model(tmp_path / "unnamed.onnx", dims=(1, 3, None, None))
+    with pytest.raises(ShapeError, match=r"neither a name nor a value.*--shape x=1,3,N,N"):
+        _resolve(path)
+    assert _resolve(path, shapes=["x=1,3,8,8"]).inputs[0].shape == (1, 3, 8, 8)
+
+
+@pytest.mark.parametrize(("dims", "shapes", "message"), [
+    (["H"], [], r"--dim 'H' is not NAME=VALUE"),
+    (["H=0"], [], r"VALUE a positive integer"),
+    (["H=abc"], [], r"--dim seq_len=128"),
+    (["depth=3"], [], r"--dim depth=\.\.\. names a dim the model does not declare\. Its named dims are: H, N, W"),
+    ([], ["x"], r"--shape 'x' is not INPUT=D1,D2"),
+    ([], ["x=1,3,a,4"], r"positive integer sizes"),
+    ([], ["image=1,3,8,8"], r"--shape names the input 'image'.*It declares: x: float32 \[N, 3, H, W\]"),
+    ([], ["x=1,3,8"], r"has rank 3; the model declares x: float32 \[N, 3, H, W\] \(rank 4\)"),
+    ([], ["x=1,4,8,8"], r"has 4 on axis 1 where the model fixes 3"),
+    (["H=8"], ["x=1,3,16,16"], r"the dim 'H' is 8 .* gives it 16"),
+])
+def test_bad_dims_and_shapes_are_one_clear_error(conv, dims, shapes, message):
+    with pytest.raises(ShapeError, match=message) as err:
+        _resolve(conv, dims, shapes)
+    assert str(conv) in str(err.value)
+
+
+def test_a_file_that_is_not_an_onnx_model_is_a_model_error(tmp_path):
+    bad = tmp_path / "notes.onnx"
+    bad.write_text("this is not a protobuf \x00\xff")
+    with pytest.raises(ModelError, match=r"notes\.onnx: not a readable ONNX model"):
+        model_inputs(bad)
+    with pytest.raises(ModelError, match=r"no such model file"):
+        model_inputs(tmp_path / "missing.onnx")
+
+
+def test_outputs_are_named_after_the_model(tmp_path):
+    assert output_paths(Path("m/resnet.onnx"), tmp_path) == (tmp_path / "resnet.perf.json",
+                                                              tmp_path / "resnet.perf.html")

@@ -1,0 +1,166 @@
+"""`perfsite profile` end to end with real onnxruntime (quick mode, a few requests): the example models and a
+model with dynamic height and width; the printed figures are the JSON's; the JSON matches its schema; the
+timeline adds up to the profiled kernel time."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from perfsite_testing import perfsite
+from test_oneshot import dynamic_conv_model
+
+from generator.oneshot.schema import profile_schema_errors
+from generator.oneshot.text import num
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> dict[str, str]:
+    # The machine probe is cached per user: keep the tests' quick probe out of the real cache.
+    return {"PERFSITE_QUICK": "1", "XDG_CACHE_HOME": str(tmp_path_factory.mktemp("cache"))}
+
+
+def _profile(env: dict[str, str], cwd: Path, *args: str):
+    run = perfsite("profile", *args, "--iterations", "12", "--warmup", "2", "--profile-iterations", "3",
+                   cwd=cwd, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return run
+
+
+@pytest.fixture(scope="module")
+def cnn_run(tmp_path_factory, example_models, env):
+    cwd = tmp_path_factory.mktemp("cnn-profile")
+    run = _profile(env, cwd, str(example_models["cnn"]), "--threads", "1")
+    return run, json.loads((cwd / "cnn.perf.json").read_text()), cwd
+
+
+@pytest.fixture(scope="module")
+def conv_run(tmp_path_factory, env):
+    cwd = tmp_path_factory.mktemp("conv-profile")
+    model = dynamic_conv_model(cwd / "conv.onnx")
+    run = _profile(env, cwd, "conv.onnx", "--dim", "H=40", "--dim", "W=24", "--out", "reports")
+    return run, json.loads((cwd / "reports" / "conv.perf.json").read_text()), model
+
+
+def _line(text: str, label: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip().startswith(label)]
+    assert len(lines) == 1, f"no single {label!r} line in:\n{text}"
+    return lines[0].strip()[len(label):]
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])", text)]
+
+
+def test_printed_figures_equal_the_json(cnn_run):
+    run, data, _ = cnn_run
+    s, out = data["summary"], run.stdout
+    assert _numbers(_line(out, "measured")) == [s["iterations"], s["timed_s"], s["batch"], s["cores_used"]]
+    assert _numbers(_line(out, "throughput")) == [s["throughput_ips"]]
+    latency = dict(re.findall(r"(mean|p50|p90|p95|p99) (\S+)", _line(out, "latency ms")))
+    assert latency == {k: num(v) for k, v in s["latency_ms"].items()}
+    assert all(v is not None for k, v in s["latency_ms"].items() if k != "p99")
+    assert _numbers(_line(out, "cold start")) == [s["cold_start_ms"], s["load_ms"], s["first_run_ms"]]
+    compute = [s["total_gflop"], s["achieved_gops"], s["peak_share_pct"], s["peak_gflops"]]
+    assert _numbers(_line(out, "compute")) == compute and s["total_gflop"] > 0 and s["peak_gflops"] > 0
+    profiled = _numbers(_line(out, "profiled"))
+    assert profiled == [s["profiled_model_run_us"], s["profiled_kernel_sum_us"], s["profiled_nodes"]]
+    rows = out.split("bound\n", 1)[1].splitlines()[: len(s["slowest_layers"])]
+    assert 1 <= len(s["slowest_layers"]) <= 10
+    for row, layer in zip(rows, s["slowest_layers"], strict=True):
+        *_, dur, share, bound = row.split()
+        assert (dur, share, bound) == (num(layer["dur_us"]), num(layer["share_pct"]), layer["bound"])
+        assert row.strip().startswith(layer["node"][:40])
+    assert f"wrote         {data['files']['json']}" in out and f"wrote         {data['files']['html']}" in out
+
+
+def test_the_json_matches_its_schema_and_describes_the_run(cnn_run):
+    _, data, cwd = cnn_run
+    assert profile_schema_errors(data) == []
+    assert data["format"] == "perfsite.profile" and data["version"] == 1
+    assert data["inputs"] == [{"name": "input", "dtype": "float32", "declared": ["batch", 3, 64, 64],
+                               "shape": [1, 3, 64, 64]}]
+    assert data["defaulted_dims"] == ["batch"] and data["settings"]["threads"] == 1 and data["settings"]["quick"]
+    assert data["latencies"]["count"] == data["summary"]["iterations"] == len(data["latencies"]["samples_ms"])
+    assert Path(data["files"]["json"]) == cwd / "cnn.perf.json" and (cwd / "cnn.perf.html").is_file()
+    assert data["limits"]["bandwidth_gbs"] > 0 and data["environment"]["fingerprint"]
+    bounds = {row["bound"] for row in data["layers"]}
+    assert "compute" in bounds and any(row["original_nodes"] for row in data["layers"])
+    assert len(data["temporal"]["traffic_gbs"]) == 100 and data["temporal"]["total_flops"] > 0
+
+
+def test_schema_errors_point_at_the_bad_field(cnn_run):
+    _, data, _ = cnn_run
+    broken = json.loads(json.dumps(data))
+    broken["summary"]["latency_ms"]["p50"] = "fast"
+    del broken["timeline"]["events"][0]["dur_us"]
+    errors = profile_schema_errors(broken)
+    assert any(e.startswith("summary/latency_ms/p50:") for e in errors)
+    assert any(e.startswith("timeline/events/0:") and "dur_us" in e for e in errors)
+
+
+def test_timeline_top_level_adds_up_to_the_kernel_time(cnn_run):
+    _, data, _ = cnn_run
+    tl = data["timeline"]
+    top = [e["dur_us"] for e in tl["events"] if e["parent"] is None]
+    assert top and sum(top) == pytest.approx(tl["kernel_sum_us"], rel=1e-9)
+    assert tl["kernel_sum_us"] <= tl["model_run_us"]
+    assert len(data["layers"]) == len(tl["events"])
+
+
+def test_dynamic_height_and_width(conv_run):
+    run, data, model = conv_run
+    assert profile_schema_errors(data) == []
+    assert data["inputs"][0]["shape"] == [1, 3, 40, 24] and data["dims"] == {"H": 40, "W": 24, "N": 1}
+    # 8 output channels × 40 × 24 positions: 27 multiply-adds (2 FLOPs each) in the Conv, 1 FLOP in the Relu.
+    assert data["summary"]["total_gflop"] == pytest.approx(8 * 40 * 24 * (27 * 2 + 1) / 1e9, rel=1e-3)
+    assert "x float32[1,3,40,24]" in _line(run.stdout, "inputs")
+
+
+def test_transformer_with_its_sequence_length(tmp_path, example_models, env):
+    run = _profile(env, tmp_path, str(example_models["transformer"]), "--dim", "seq_len=8", "--threads", "1")
+    data = json.loads((tmp_path / "transformer.perf.json").read_text())
+    assert profile_schema_errors(data) == []
+    assert [i["shape"] for i in data["inputs"]] == [[1, 8], [1, 8]]
+    assert _numbers(_line(run.stdout, "throughput")) == [data["summary"]["throughput_ips"]]
+
+
+def test_missing_dims_exit_1_with_one_paragraph(tmp_path, env):
+    model = dynamic_conv_model(tmp_path / "conv.onnx")
+    run = perfsite("profile", str(model), cwd=tmp_path, env=env, timeout=120)
+    assert run.returncode == 1 and run.stdout == ""
+    text = " ".join(run.stderr.split())
+    assert text.startswith("error: ") and "Traceback" not in run.stderr
+    for piece in (str(model), "'H'", "'W'", "--dim H=VALUE", "--shape x="):
+        assert piece in text
+    assert not list(tmp_path.glob("*.perf.*"))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--dim", "H"], "is not NAME=VALUE"),
+    (["--shape", "image=1,3,8,8"], "names the input 'image'"),
+    (["--provider", "cuda"], "--provider: the execution provider `cuda`"),
+    (["--optimization-level", "max"], "--optimization-level is 'max'; allowed: disable, basic, extended, all"),
+])
+def test_bad_options_exit_1(tmp_path, env, args, message):
+    model = dynamic_conv_model(tmp_path / "conv.onnx")
+    run = perfsite("profile", str(model), "--dim", "W=8", *args, cwd=tmp_path, env=env, timeout=120)
+    assert run.returncode == 1, run.stdout
+    assert message in " ".join(run.stderr.split()) and "Traceback" not in run.stderr
+
+
+def test_not_an_onnx_file_exits_1(tmp_path, env):
+    (tmp_path / "model.onnx").write_bytes(b"PK\x03\x04 a zip, not a model")
+    run = perfsite("profile", "model.onnx", cwd=tmp_path, env=env, timeout=120)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert "model.onnx: not a readable ONNX model" in " ".join(run.stderr.split())
+
+
+def test_an_onnxruntime_crash_is_reported_not_lost(tmp_path, env):
+    model = dynamic_conv_model(tmp_path / "conv.onnx")
+    run = perfsite("profile", str(model), "--dim", "H=8", "--dim", "W=8", cwd=tmp_path, timeout=120,
+                   env={**env, "PERFSITE_TEST_FAULT": "crash"})
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert "the timed runs failed: the measurement process crashed (SIGSEGV" in " ".join(run.stderr.split())
