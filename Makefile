@@ -37,6 +37,7 @@ lint: $(STAMP)
 
 bench: $(MODELS)
 	$(BIN)/python bench/harness_overhead.py
+	$(BIN)/python bench/analysis_speed.py
 
 clean:
 	rm -rf site .perfsite results/quickstart experiments/models

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +12,8 @@ import pandas as pd
 import pytest
 from perfsite_testing import write_spec
 
-from generator.analysis.layer_match import (
-    closure,
-    common_name,
-    is_added_name,
-    match_layers,
-    strip_candidates,
-)
+from generator.analysis.layer_match import match_layers
+from generator.analysis.layer_names import closure, common_name, is_added_name, strip_candidates
 
 LEVELS = ("disable", "basic", "extended", "all")
 COVERAGE_MIN = 0.98
@@ -228,9 +222,7 @@ def transformer_profiles(example_models, tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_cnn_fp32_vs_static_qdq_matches_nearly_all_time(cnn_profiles, level):
-    start = time.perf_counter()
     match = match_layers(cnn_profiles[("fp32", level)], cnn_profiles[("int8-static", level)])
-    assert time.perf_counter() - start < 5.0  # ~0.05 s; generous for a loaded machine
     assert match.coverage.share_a >= COVERAGE_MIN, _unmatched(match)
     assert match.coverage.share_b >= COVERAGE_MIN, _unmatched(match)
     # Every Conv of the FP32 model is matched to an INT8-side kernel, one group per Conv.

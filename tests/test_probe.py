@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 
 import pytest
 
@@ -16,15 +15,13 @@ from generator.runner.environment import capture_environment
 
 
 @pytest.fixture(scope="module")
-def quick_limits() -> tuple[probe.MachineLimits, float]:
-    start = time.perf_counter()
-    limits = probe.probe_machine(quick=True, threads=2, isa=("AVX2", "FMA"))
-    return limits, time.perf_counter() - start
+def quick_limits() -> probe.MachineLimits:
+    # Its duration is a benchmark figure (bench/analysis_speed.py), never asserted here: machines are shared.
+    return probe.probe_machine(quick=True, threads=2, isa=("AVX2", "FMA"))
 
 
-def test_quick_probe_measures_every_limit_in_under_two_seconds(quick_limits):
-    limits, seconds = quick_limits
-    assert seconds < 2.0
+def test_quick_probe_measures_every_limit(quick_limits):
+    limits = quick_limits
     # Plausible for any CPU that runs the test suite, far from a unit slip (MFLOP/s, TB/s).
     assert 1.0 < limits.peak_gflops_fp32 < 50_000
     assert limits.peak_gops_int8 is not None and 1.0 < limits.peak_gops_int8 < 100_000
@@ -33,7 +30,7 @@ def test_quick_probe_measures_every_limit_in_under_two_seconds(quick_limits):
 
 
 def test_notes_say_how_each_figure_was_measured(quick_limits):
-    limits, _ = quick_limits
+    limits = quick_limits
     fp32, int8, bandwidth = limits.notes
     assert "MatMul 512×512×512" in fp32 and "2 intra-op threads" in fp32
     assert "MatMulInteger" in int8 and "none (16-bit multiply-add path)" in int8
@@ -48,11 +45,11 @@ def _fake(quick: bool, value: float) -> probe.MachineLimits:
 
 
 def test_ensure_limits_fills_the_environment_and_caches_per_fingerprint(tmp_path, monkeypatch, quick_limits):
-    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): quick_limits[0])
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): quick_limits)
     env = capture_environment()
     filled = probe.ensure_limits(env, tmp_path, quick=True)
-    assert filled.peak_gflops_fp32 == quick_limits[0].peak_gflops_fp32
-    assert filled.bandwidth_gbs == quick_limits[0].bandwidth_gbs
+    assert filled.peak_gflops_fp32 == quick_limits.peak_gflops_fp32
+    assert filled.bandwidth_gbs == quick_limits.bandwidth_gbs
     assert dataclasses.replace(filled, peak_gflops_fp32=None, peak_gops_int8=None, bandwidth_gbs=None) == env
     cached = json.loads((tmp_path / f"probe-{env.fingerprint}.json").read_text())
     assert cached["fingerprint"] == env.fingerprint and cached["limits"]["quick"] is True

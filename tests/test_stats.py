@@ -3,8 +3,6 @@ determinism and speed."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -94,16 +92,6 @@ def test_deterministic():
     a, b = _trial(5), _trial(6)
     assert latency_ratio(a, b, 0.9)[0] == latency_ratio(a, b, 0.9)[0]
     assert throughput_ratio(a, b)[0] == throughput_ratio(a, b)[0]
-
-
-def test_fast_enough_for_ten_processes_of_a_thousand_requests():
-    a, b = _trial(7, processes=10, requests=1000), _trial(8, processes=10, requests=1000)
-    latency_ratio(a, b, 0.9, resamples=50)  # warm up numpy
-    start = time.perf_counter()
-    latency_ratio(a, b, 0.9)
-    throughput_ratio(a, b)
-    # About 0.5 s on the project's 2-core machine (two bootstraps of 2,000 resamples); generous for noise.
-    assert time.perf_counter() - start < 3.0
 
 
 def test_process_samples_reads_the_tables():

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from generator.analysis.layer_match import CONVERSION_OPS
+from generator.analysis.layer_names import CONVERSION_OPS
 from generator.analysis.records_compare import Advice, Comparison
 
 if TYPE_CHECKING:

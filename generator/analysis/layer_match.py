@@ -31,74 +31,28 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 import pandas as pd
 
+from generator.analysis.layer_names import (
+    CONVERSION_OPS,
+    INSERTED_CAST,
+    MAX_WEIGHT_USERS,
+    QPARAM,
+    REMOVABLE_OPS,
+    UNNAMED,
+    closure,
+    common_name,
+    is_added_name,
+)
 from generator.analysis.records_compare import KernelRow, MatchCoverage, QuantOverhead, RatioCI
 from generator.analysis.stats import scaled_ratio_ci
 from generator.analysis.summaries import clean
-
-# Executed ops that only convert between precisions.
-CONVERSION_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
-# Ops a quantizer or its pre-processing removes from the FP32 graph: folded into the op before them, absorbed
-# by a QuantizeLinear, or merged with a neighbour by the graph optimizer quant_pre_process runs.
-REMOVABLE_OPS = frozenset({"Relu", "Clip", "BatchNormalization", "Identity", "Dropout", "LeakyRelu",
-                           "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
-# Original-node names the transforms give the conversion nodes they add (onnxruntime.quantization,
-# onnxconverter-common's float16 converter): their time is overhead, and the names are no evidence of a layer.
-_ADDED = re.compile(
-    r"(?:_QuantizeLinear|_DequantizeLinear|_quant_scales_mul|_quant_output_scale_mul|_output_quantized_cast)"
-    r"(?:/duplicated|_token_\d+)?$|^graph_(?:input|output)_cast_?\d+$|^InsertedPrecisionFreeCast_"
-)
-# What transforms append or prepend to a name they derive from an original one, removed one at a time.
-_STRIP_SUFFIX = re.compile(
-    r"(?:/duplicated|_token_\d+|_QuantizeLinear(?:_Input)?|_DequantizeLinear|_quant_scales_mul"
-    r"|_quant_output_scale_mul|_output_quantized_cast|_quantized|_quant|_bias_add|_bias_reshape_shape"
-    r"|_MatMul|_Add|_output_\d+|:\d+|_fp16|_scale|_zero_point)$"
-)
-_STRIP_PREFIX = re.compile(r"^(?:ConvBnFusion_W_|ConvBnFusion_BN_B_|ConvBnFusion_|InsertedPrecisionFreeCast_)")
-_INSERTED_CAST = "InsertedPrecisionFreeCast_"
-_QPARAM = re.compile(r"(?:_scale|_zero_point)$")
-# A node without a (unique) name is keyed `<op_type>_<position>` (generator.layers.graph_index).
-_UNNAMED = re.compile(r"^[A-Z][A-Za-z0-9]*_\d+(?:#\d+)?$")
-# A weight listed by more executed nodes than this is a shared constant (a reshape target), not a layer's.
-_MAX_WEIGHT_USERS = 3
-
-
-def is_added_name(name: str) -> bool:
-    """True for an original-node name a transform gave a conversion node it inserted."""
-    return bool(_ADDED.search(name))
-
-
-@cache
-def strip_candidates(name: str) -> tuple[str, ...]:
-    """`name` and every form obtained by removing transform suffixes/prefixes, least stripped first."""
-    seen, frontier = [name], [name]
-    while frontier:
-        nxt = []
-        for current in frontier:
-            for form in (_STRIP_SUFFIX.sub("", current, count=1), _STRIP_PREFIX.sub("", current, count=1)):
-                if form and form not in seen:
-                    seen.append(form)
-                    nxt.append(form)
-        frontier = nxt
-    return tuple(seen)
-
-
-def common_name(name: str, other_closure: set[str]) -> str:
-    """The least-stripped form of `name` that the other version also has in some form, else `name`."""
-    return next((form for form in strip_candidates(name) if form in other_closure), name)
-
-
-def closure(names: Iterable[str]) -> set[str]:
-    """Every stripped form of every name."""
-    return {form for name in names for form in strip_candidates(name)}
 
 
 @dataclass(frozen=True)
@@ -185,7 +139,7 @@ def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: st
         return True  # requantize Mul, the Cast of dynamic quantization, the FP16 converter's casts
     # A Cast onnxruntime inserted (FP16 on CPU, `InsertedPrecisionFreeCast_*`) computes nothing of the model;
     # the mapping gives it a neighbour's nodes.
-    return op_type == "Cast" and (method == "neighbour" or not originals or name.startswith(_INSERTED_CAST))
+    return op_type == "Cast" and (method == "neighbour" or not originals or name.startswith(INSERTED_CAST))
 
 
 def _executed(side: str, row: dict[str, Any]) -> Executed:
@@ -206,7 +160,7 @@ def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Execu
         return {n for e in side if not e.overhead for n in e.original_nodes if not is_added_name(n)}
 
     def weights(side: list[Executed]) -> set[str]:
-        return {w for e in side if not e.overhead for w in e.weights if not _QPARAM.search(w)}
+        return {w for e in side if not e.overhead for w in e.weights if not QPARAM.search(w)}
 
     node_cl = {"a": closure(names(b)), "b": closure(names(a))}
     weight_cl = {"a": closure(weights(b)), "b": closure(weights(a))}
@@ -215,7 +169,7 @@ def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Execu
         keys = tuple(dict.fromkeys(common_name(n, node_cl[e.side]) for n in e.original_nodes
                                    if not is_added_name(n)))
         wkeys = tuple(dict.fromkeys(common_name(w, weight_cl[e.side]) for w in e.weights
-                                    if not _QPARAM.search(w)))
+                                    if not QPARAM.search(w)))
         return Executed(**{**e.__dict__, "keys": keys, "weight_keys": wkeys})
 
     return _claimed_casts([rewrite(e) for e in a]), _claimed_casts([rewrite(e) for e in b])
@@ -227,7 +181,7 @@ def _claimed_casts(side: list[Executed]) -> list[Executed]:
     covered = {k for e in side if not e.overhead for k in e.keys}
     return [Executed(**{**e.__dict__, "overhead": False})
             if e.overhead and e.op_type == "Cast" and e.method not in (None, "neighbour")
-            and e.name.startswith(_INSERTED_CAST) and e.keys and not set(e.keys) <= covered else e
+            and e.name.startswith(INSERTED_CAST) and e.keys and not set(e.keys) <= covered else e
             for e in side]
 
 
@@ -253,7 +207,7 @@ def _link_by_names(nodes: Sequence[Executed], uf: _UnionFind) -> None:
         for key in e.keys:
             by_key[key].append(i)
     for key, members in by_key.items():
-        if _UNNAMED.match(key):
+        if UNNAMED.match(key):
             _link_unnamed(nodes, members, uf)
         else:
             for j in members[1:]:
@@ -294,7 +248,7 @@ def _link_by_weights(nodes: Sequence[Executed], uf: _UnionFind) -> None:
         e, votes = nodes[i], defaultdict(int)
         for w in e.weight_keys:
             mine, theirs = users[(e.side, w)], users[("b" if e.side == "a" else "a", w)]
-            if len(mine) > _MAX_WEIGHT_USERS or len(theirs) > _MAX_WEIGHT_USERS:
+            if len(mine) > MAX_WEIGHT_USERS or len(theirs) > MAX_WEIGHT_USERS:
                 continue  # a shared constant
             for root in {uf.find(j) for j in theirs}:
                 votes[root] += 1
@@ -432,7 +386,7 @@ def _kernel_rows(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], o
 def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -> KernelRow:
     reference = g.members_a or g.members_b
     labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
-    weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not _QPARAM.search(w)))
+    weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not QPARAM.search(w)))
     main = max(reference, key=lambda e: (e.dur_us, -e.exec_order))
     only_in = None if g.matched else ("a" if g.members_a else "b")
     return KernelRow(
@@ -475,7 +429,7 @@ def _overhead_row(e: Executed, total_a: float, total_b: float) -> KernelRow:
         precision_a=e.precision if side_a else None, precision_b=None if side_a else e.precision,
         delta_us=time_b - time_a, ratio=None, only_in=e.side, note=_overhead_note(e),
         executed_a=(e.name,) if side_a else (), executed_b=() if side_a else (e.name,),
-        weights=tuple(w for w in e.weights if not _QPARAM.search(w)), original_nodes=e.original_nodes,
+        weights=tuple(w for w in e.weights if not QPARAM.search(w)), original_nodes=e.original_nodes,
         share_a=_share(time_a, total_a), share_b=_share(time_b, total_b), kind="overhead",
     )
 
@@ -484,6 +438,6 @@ def _overhead_note(e: Executed) -> str:
     if e.op_type in CONVERSION_OPS:
         return f"added by quantization ({e.op_type})"
     if e.op_type == "Cast":
-        return "inserted Cast" if e.method == "neighbour" or e.name.startswith(_INSERTED_CAST) else \
+        return "inserted Cast" if e.method == "neighbour" or e.name.startswith(INSERTED_CAST) else \
             "Cast added by the transform"
     return f"requantization ({e.op_type} of quantization scales)"

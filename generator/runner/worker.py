@@ -47,7 +47,6 @@ import numpy as np
 from generator.errors import PerfsiteError, RunError
 from generator.runner import measure, profiling
 from generator.runner.session import open_session
-from generator.timeline.model import timeline_rows
 
 EXIT_OK = 0
 EXIT_ERROR = 3
@@ -133,10 +132,17 @@ def profile_pass(job: Mapping[str, Any]) -> dict[str, Any]:
         "kernel_sum_us": float(np.mean(recording.kernel_sum_us)),
         "profiled_latency_us": float(latencies_ns.mean() / 1e3),
         "runs": len(recording.runs), "arena_mb": arena / 2**20 if arena is not None else None,
-        "timeline": timeline_rows(recording),
+        "timeline": _timeline_rows(recording),
         "optimized_model": str(optimized), "profile_file": str(profile_file), "load_ms": load_ms,
         **_layer_analysis(job.get("original_model_path", job["model_path"]), feeds),
     }
+
+
+def _timeline_rows(recording: profiling.ProfileRecording) -> list[dict[str, Any]]:
+    # Imported here: generator.timeline needs pandas, which measurement processes never load (start-up time).
+    from generator.timeline.model import timeline_rows
+
+    return timeline_rows(recording)
 
 
 def _layer_analysis(model_path: str | Path, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
