@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -36,3 +38,21 @@ def json_keys(value, found: set | None = None) -> set:
         for v in value:
             json_keys(v, found)
     return found
+
+
+def check_snapshots(generated: dict[str, str], folder: Path) -> None:
+    """Generated files (path relative to `folder` -> text) must equal the stored snapshots, no more, no fewer.
+    With PERFSITE_UPDATE_SNAPSHOTS=1 the snapshots are rewritten first: review the diff before committing."""
+    if os.environ.get("PERFSITE_UPDATE_SNAPSHOTS") == "1":
+        for stale in folder.rglob("*.*"):
+            stale.unlink()
+        for name, text in generated.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text, encoding="utf-8")
+    stored = {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8") for p in folder.rglob("*.*")}
+    if not stored:
+        pytest.fail(f"no snapshots in {folder}; create them with PERFSITE_UPDATE_SNAPSHOTS=1")
+    assert sorted(stored) == sorted(generated), "pages, charts or files appeared or disappeared"
+    for name, text in generated.items():
+        assert text == stored[name], (f"{name} differs from its snapshot; if intended, regenerate with "
+                                      "PERFSITE_UPDATE_SNAPSHOTS=1 and review the diff")

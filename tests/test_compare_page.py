@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from compare_fixture import PAYLOAD, sample_comparison, write_compare_results
+from perfsite_testing import check_snapshots
 
 from generator.analysis import records_compare as R
 from generator.cli_compare import compare_command, format_comparison, parse_config, safe, table
@@ -154,19 +155,7 @@ def _generated(rendered) -> dict[str, str]:
 def test_compare_pages_and_charts_match_snapshots(rendered):
     generated = _generated(rendered)
     assert {"compare-fp32-vs-int8-static.md", "compare-fp32-vs-best.md"} <= set(generated)
-    if UPDATE:
-        SNAPSHOTS.mkdir(parents=True, exist_ok=True)
-        for stale in SNAPSHOTS.glob("*.*"):
-            stale.unlink()
-        for name, text in generated.items():
-            (SNAPSHOTS / name).write_text(text, encoding="utf-8")
-    stored = {p.name: p.read_text(encoding="utf-8") for p in SNAPSHOTS.glob("*.*")}
-    if not stored:
-        pytest.fail(f"no snapshots in {SNAPSHOTS}; create them with PERFSITE_UPDATE_SNAPSHOTS=1")
-    assert sorted(stored) == sorted(generated), "pages or charts appeared or disappeared"
-    for name, text in generated.items():
-        assert text == stored[name], f"{name} differs from its snapshot; if intended, regenerate with " \
-                                     "PERFSITE_UPDATE_SNAPSHOTS=1 and review the diff"
+    check_snapshots(generated, SNAPSHOTS)
 
 
 def test_generation_is_byte_identical_across_runs(tmp_path, rendered):

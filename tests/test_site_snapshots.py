@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-import pytest
+from perfsite_testing import check_snapshots
 from test_site_fixture import write_results
 
 from generator.results.store import load_experiment
@@ -38,20 +38,7 @@ def _generated(tmp_path: Path) -> dict[str, str]:
 
 def test_pages_and_charts_match_snapshots(tmp_path):
     generated = _generated(tmp_path)
-    if UPDATE:
-        for name, text in generated.items():
-            (SNAPSHOTS / name).parent.mkdir(parents=True, exist_ok=True)
-            (SNAPSHOTS / name).write_text(text, encoding="utf-8")
-        for stale in {p.relative_to(SNAPSHOTS).as_posix() for p in SNAPSHOTS.rglob("*.*")} - set(generated):
-            (SNAPSHOTS / stale).unlink()
-    stored = {p.relative_to(SNAPSHOTS).as_posix(): p.read_text(encoding="utf-8")
-              for p in SNAPSHOTS.rglob("*.*")}
-    if not stored:
-        pytest.fail(f"no snapshots in {SNAPSHOTS}; create them with PERFSITE_UPDATE_SNAPSHOTS=1")
-    assert sorted(stored) == sorted(generated), "pages or charts appeared or disappeared"
-    for name, text in generated.items():
-        assert text == stored[name], f"{name} differs from its snapshot; if intended, regenerate with " \
-                                     "PERFSITE_UPDATE_SNAPSHOTS=1 and review the diff"
+    check_snapshots(generated, SNAPSHOTS)
 
 
 def test_generation_is_byte_identical_across_runs(tmp_path):

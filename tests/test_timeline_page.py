@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+from perfsite_testing import check_snapshots
 from test_profile_page import EXPERIMENT, write_profile_results
 
 from generator.results.store import ResultsDir, atomic_write_bytes, load_experiment, table_to_parquet_bytes
@@ -94,16 +95,7 @@ def _generated(tmp_path: Path) -> dict[str, str]:
 
 def test_timeline_sections_match_snapshots(tmp_path):
     generated = _generated(tmp_path)
-    if UPDATE:
-        for stale in SNAPSHOTS.rglob("*.*"):
-            stale.unlink()
-        for name, text in generated.items():
-            (SNAPSHOTS / name).parent.mkdir(parents=True, exist_ok=True)
-            (SNAPSHOTS / name).write_text(text, encoding="utf-8")
-    stored = {p.relative_to(SNAPSHOTS).as_posix(): p.read_text(encoding="utf-8") for p in SNAPSHOTS.rglob("*.*")}
-    assert sorted(stored) == sorted(generated), "pages, charts or traces appeared or disappeared"
-    for name, text in generated.items():
-        assert text == stored[name], f"{name} differs from its snapshot (PERFSITE_UPDATE_SNAPSHOTS=1 if intended)"
+    check_snapshots(generated, SNAPSHOTS)
 
 
 def test_timeline_sections_are_byte_identical_across_runs(tmp_path):

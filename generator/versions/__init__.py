@@ -217,15 +217,22 @@ def external_data_files(model: onnx.ModelProto, path: Path, where: str) -> list[
 def check_runtime_loads(path: Path, what: str) -> None:
     """Refuse a model onnxruntime's CPU provider rejects as invalid (a missing kernel is not our concern here:
     the model may target another provider)."""
+    error = cpu_load_error(path)
+    if error is not None:
+        raise ModelError(f"{what}: {onnxruntime_reason(error)}. Check the options under this field.") from error
+
+
+def cpu_load_error(path: Path) -> Exception | None:
+    """Why onnxruntime's CPU provider cannot load the model (unoptimized), or None. A missing kernel
+    (NOT_IMPLEMENTED) is not an error here: the sweep may ask for a provider that has it."""
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
     try:
         onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime's pybind errors share no useful base class
-        if "NOT_IMPLEMENTED" in str(e):
-            return
-        raise ModelError(f"{what}: {onnxruntime_reason(e)}. Check the options under this field.") from e
+        return None if "NOT_IMPLEMENTED" in str(e) else e
+    return None
 
 
 def _check_root_loads(path: Path, sha256: str, cache_dir: Path, where: str) -> None:
@@ -235,19 +242,14 @@ def _check_root_loads(path: Path, sha256: str, cache_dir: Path, where: str) -> N
     marker = Path(cache_dir) / f"{sha256}.loads-in-onnxruntime-{onnxruntime.__version__}.json"
     if marker.is_file():
         return
-    options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
-    try:
-        onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    except Exception as e:  # onnxruntime's pybind errors share no useful base class
-        if "NOT_IMPLEMENTED" not in str(e):  # a kernel only another provider has: the sweep may ask for it
-            raise ModelError(
-                f"{where}: onnxruntime {onnxruntime.__version__} cannot load {path}: {onnxruntime_reason(e)}. "
-                "Allowed: a model this onnxruntime supports (its IR version, opsets and operator domains); "
-                "convert the model (onnx.version_converter, or export it again with a lower opset) or install "
-                "a newer onnxruntime."
-            ) from e
+    error = cpu_load_error(path)
+    if error is not None:
+        raise ModelError(
+            f"{where}: onnxruntime {onnxruntime.__version__} cannot load {path}: {onnxruntime_reason(error)}. "
+            "Allowed: a model this onnxruntime supports (its IR version, opsets and operator domains); "
+            "convert the model (onnx.version_converter, or export it again with a lower opset) or install "
+            "a newer onnxruntime."
+        ) from error
     with contextlib.suppress(OSError):  # the marker only saves loading the model again next time
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps({"model_sha256": sha256, "onnxruntime": onnxruntime.__version__}))
