@@ -62,6 +62,18 @@ def _run(job: dict, env: dict | None = None) -> tuple[subprocess.CompletedProces
     return proc, json.loads(out_path.read_text()) if out_path.exists() else None
 
 
+def test_peak_memory_is_the_workers_own_not_its_parents(job):
+    # The parent grows to ~1 GiB before forking: a worker that reported ru_maxrss would show that figure
+    # (it survives fork and execve); the worker's own address space stays far below it.
+    ballast = np.ones(2**30 // 8)  # 1 GiB, touched
+    try:
+        proc, out = _run(job)
+    finally:
+        del ballast
+    assert proc.returncode == 0, proc.stderr
+    assert 10 < out["peak_rss_mb"] < 600
+
+
 def test_measure_mode(job):
     proc, out = _run(job)
     assert proc.returncode == 0, proc.stderr
