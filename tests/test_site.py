@@ -87,6 +87,23 @@ def test_rebuild_gives_identical_markdown(tmp_path, results_root, built):
     assert first == second
 
 
+def test_a_project_nav_orders_its_docs_and_reports_follow_its_home(tmp_path, results_root):
+    project = tmp_path / "proj"
+    (project / "docs").mkdir(parents=True)
+    for name in ("index.md", "spec.md", "architecture.md"):
+        (project / "docs" / name).write_text(f"# {name}\n")
+    (project / "mkdocs.yml").write_text(
+        "site_name: Ours\ntheme: {name: material, font: false}\n"
+        "nav:\n  - Home: index.md\n  - Guide:\n    - Spec: spec.md\n    - Architecture: architecture.md\n")
+    site = build_site(results_root, project / "site", project)
+    nav = _config(project)["nav"]
+    assert nav[0] == {"Home": "index.md"} and list(nav[1]) == ["Reports"]
+    assert nav[2] == {"Guide": [{"Spec": "spec.md"}, {"Architecture": "architecture.md"}]}
+    assert nav[1]["Reports"][0] == {"All reports": "reports/index.md"}
+    assert (site / "architecture" / "index.html").is_file()  # this mkdocs.yml keeps directory URLs
+    assert (site / "reports" / "cnn-int8" / "index.html").is_file()
+
+
 def test_project_docs_and_config_are_used(tmp_path, results_root):
     project = tmp_path / "proj"
     (project / "docs").mkdir(parents=True)

@@ -53,7 +53,7 @@ def build_site(
     extra = history_pages(Path(results_root), experiments, baseline, trend, say)
     pages, docs = _write_pages(experiments, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(experiments)} experiment(s); running mkdocs build")
-    config = _write_config(build_dir, site_dir, parent, parent_config, _nav(docs, pages))
+    config = _write_config(build_dir, site_dir, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
     _run_mkdocs(config)
     return site_dir
 
@@ -155,12 +155,26 @@ def _copy_docs(source: Path, docs_dir: Path) -> list[str]:
     return sorted(p.relative_to(docs_dir).as_posix() for p in docs_dir.rglob("*.md"))
 
 
-def _nav(docs: list[str], pages: list[Page]) -> list[Any]:
-    """Home, Getting started, Reports (index, then per experiment: overview and profiles), Documentation."""
+def _nav(docs: list[str], pages: list[Page], own_nav: Any = None) -> list[Any]:
+    """Home, Getting started, Reports (index, then per experiment: overview and profiles), Documentation.
+
+    A project whose mkdocs.yml has a `nav` orders its own docs: that nav is kept as written and the Reports
+    section goes after its first entry (the home page, as a rule)."""
+    if isinstance(own_nav, list) and own_nav:
+        return [own_nav[0], {"Reports": _reports_nav(pages)}, *own_nav[1:]]
     nav: list[Any] = [{"Home": "index.md"}]
     started = next((d for d in GETTING_STARTED if d in docs), None)
     if started:
         nav.append({"Getting started": started})
+    nav.append({"Reports": _reports_nav(pages)})
+    others = [d for d in docs if d not in ("index.md", started)]
+    if others:
+        nav.append({"Documentation": others})
+    return nav
+
+
+def _reports_nav(pages: list[Page]) -> list[Any]:
+    """All reports, the changes and trend pages, then per experiment its overview and its other pages."""
     reports: list[Any] = [{"All reports": f"{REPORTS_DIR}/index.md"}]
     by_folder: dict[str, list[Page]] = {}
     for page in pages:
@@ -174,11 +188,7 @@ def _nav(docs: list[str], pages: list[Page]) -> list[Any]:
         # Titles are already escaped (md_text): themes print nav titles as raw HTML.
         entries = [{"Overview": overview.path}] + [{p.title: p.path} for p in profiles]
         reports.append({overview.title: entries})
-    nav.append({"Reports": reports})
-    others = [d for d in docs if d not in ("index.md", started)]
-    if others:
-        nav.append({"Documentation": others})
-    return nav
+    return reports
 
 
 def _parent_config(project_root: Path) -> Path:
