@@ -24,7 +24,7 @@ from generator.oneshot.shapes import (
 
 
 def save_model(graph: onnx.GraphProto, path: Path) -> Path:
-    # onnxruntime 1.31 refuses onnx's default IR 14 / opset 28 (NOTES.md).
+    # onnxruntime up to 1.31 refuses onnx's default IR 14 / opset 28 (NOTES.md).
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
     onnx.save(model, path)

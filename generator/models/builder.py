@@ -15,7 +15,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-# onnxruntime 1.31 refuses onnx 1.23's defaults (IR 14 / opset 28): see NOTES.md.
+# onnxruntime up to 1.31 refuses onnx 1.23's defaults (IR 14 / opset 28): see NOTES.md. IR 10 / opset 17 loads in
+# every onnxruntime pyproject.toml allows.
 OPSET = 17
 IR_VERSION = 10
 

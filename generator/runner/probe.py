@@ -150,7 +150,7 @@ def _stream_runner(floats: int, threads: int) -> Callable[[], None]:
 
 
 def _one_node_model(op: str, in_type: int, out_type: int, shape: tuple[int, ...], weight: np.ndarray) -> bytes:
-    """Y = op(X, W) with W an initializer; opset 17 / IR 10, which onnxruntime 1.31 accepts (NOTES.md)."""
+    """Y = op(X, W) with W an initializer; opset 17 / IR 10, which every onnxruntime we allow loads (NOTES.md)."""
     from onnx import helper, numpy_helper
 
     graph = helper.make_graph(
