@@ -198,7 +198,7 @@ def _csv(shape: Sequence[int]) -> str:
 def make_input_feeds(model_path: Path, resolved: ResolvedInputs, seed: int = 0) -> dict[str, np.ndarray]:
     """Random arrays for every input at its resolved shape, through generator.inputs.make_feeds (dtype per
     model, one random stream per input name)."""
-    from generator.spec.model import InputSpec
+    from generator.spec.sources import InputSpec
 
     specs = {i.name: InputSpec(shape=i.shape) for i in resolved.inputs}
     # make_feeds takes a loaded spec; its errors name `loaded.path`, here the model file itself.

@@ -3,6 +3,7 @@
 `load_spec(path)` is the entry point; after it returns, code trusts the records (STYLE 4).
 """
 
+from generator.spec.fields import BUILTIN_AXES, DTYPES, TRANSFORM_FIELDS
 from generator.spec.loader import (
     LoadedSpec,
     canonical_json,
@@ -13,22 +14,8 @@ from generator.spec.loader import (
     spec_to_json,
     validate_specs,
 )
-from generator.spec.model import (
-    BUILTIN_AXES,
-    DTYPES,
-    TRANSFORM_FIELDS,
-    Calibration,
-    ComparePair,
-    Fp16Options,
-    InputSpec,
-    Measure,
-    ModelSpec,
-    QuantizeOptions,
-    Regression,
-    Spec,
-    Sweep,
-    Tolerance,
-)
+from generator.spec.model import ComparePair, Measure, Regression, Spec, Sweep, Tolerance
+from generator.spec.sources import Calibration, Fp16Options, InputSpec, ModelSpec, QuantizeOptions
 
 __all__ = [
     "BUILTIN_AXES",

@@ -1,0 +1,122 @@
+"""The building blocks of the spec's records: strict scalar types, name patterns, sweep axes, the base record.
+
+Shared by `sources` (model versions and inputs) and `model` (the sweep, measurement and the whole spec), so
+that every record rejects the same things the same way: YAML `"4"` is not the size 4, `1` is not `true`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, get_args
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic.functional_validators import AfterValidator
+
+from generator.spec.errors_fmt import Issue, expect, fail
+
+# The fields of ModelSpec that transform a model; generator.versions keys its registry on these names.
+TRANSFORM_FIELDS: tuple[str, ...] = ("quantize", "fp16")
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+SLUG_MAX_LENGTH = 64
+PLACEHOLDER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+SLUG_HELP = "lowercase letters, digits, `.`, `_` or `-`, starting with a letter or digit"
+
+DType = Literal["float32", "float16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool"]
+OptimizationLevel = Literal["disable", "basic", "extended", "all"]
+Provider = Literal["cpu", "cuda", "tensorrt", "openvino", "dml", "coreml", "rocm"]
+Percentile = Literal["p50", "p90", "p95", "p99"]
+QuantizeMode = Literal["dynamic", "static_qdq", "static_qoperator"]
+QuantType = Literal["int8", "uint8"]
+DTYPES: tuple[str, ...] = get_args(DType)
+BUILTIN_AXES: tuple[str, ...] = (
+    "batch", "threads", "concurrency", "optimization_level", "provider", "spinning", "inter_op_threads",
+)
+
+
+def _matching(pattern: str, help_text: str) -> BeforeValidator:
+    def check(value: Any) -> Any:
+        if not isinstance(value, str) or not re.fullmatch(pattern, value):
+            expect(help_text)
+        return value
+
+    return BeforeValidator(check)
+
+
+Text = Annotated[str, Strict()]
+NonEmptyText = Annotated[str, Strict(), Field(min_length=1)]
+Flag = Annotated[bool, Strict()]
+PositiveInt = Annotated[int, Strict(), Field(ge=1)]
+NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+PositiveFloat = Annotated[float, Strict(), Field(gt=0)]
+NonNegativeFloat = Annotated[float, Strict(), Field(ge=0)]
+Slug = Annotated[
+    str, Field(pattern=SLUG_PATTERN, max_length=SLUG_MAX_LENGTH), _matching(SLUG_PATTERN, SLUG_HELP)
+]
+# Mapping keys: the pattern goes into the schema as `propertyNames` (pydantic would emit `patternProperties`,
+# which lets other names through).
+VersionName = Annotated[str, Field(max_length=SLUG_MAX_LENGTH), _matching(SLUG_PATTERN, SLUG_HELP)]
+PlaceholderName = Annotated[
+    str, Field(pattern=PLACEHOLDER_PATTERN), _matching(PLACEHOLDER_PATTERN, "letters, digits and `_`")
+]
+PACKAGE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+PackageName = Annotated[str, _matching(PACKAGE_PATTERN, "a Python import name, e.g. `rapidocr_onnxruntime`")]
+PathText = Annotated[
+    str, Field(min_length=1), _matching(r"[^\x00]+", "a non-empty file path, relative to the spec file")
+]
+
+
+def _check_dim(value: Any) -> Any:
+    is_size = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    if not is_size and not (isinstance(value, str) and re.fullmatch(PLACEHOLDER_PATTERN, value)):
+        expect("a size (an integer >= 1) or a placeholder name such as `batch` or `seq_len`")
+    return value
+
+
+def _check_axis_value(value: Any) -> Any:
+    if not isinstance(value, bool | int | str):
+        expect("a value of that sweep axis: an integer, a string or true/false")
+    return value
+
+
+Dim = Annotated[PositiveInt | PlaceholderName, BeforeValidator(_check_dim)]
+AxisValue = Annotated[Flag | Annotated[int, Strict()] | Text, BeforeValidator(_check_axis_value)]
+Selection = dict[Text, AxisValue]
+
+
+def _unique(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    seen: set[tuple[type, Any]] = set()
+    for i, v in enumerate(values):
+        if (type(v), v) in seen:
+            fail(Issue((i,), "this value is listed twice; each value of a sweep axis must be unique", v))
+        seen.add((type(v), v))
+    return values
+
+
+def axis(item: Any) -> Any:
+    """A sweep axis: a non-empty list of unique values."""
+    return Annotated[tuple[item, ...], Field(min_length=1), AfterValidator(_unique)]
+
+
+class Record(BaseModel):
+    """Every spec record: immutable, unknown keys refused (the loader turns them into "did you mean"), no NaN."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+
+def _check_tensor_value(value: Any) -> Any:
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        array = None
+    if array is None or array.dtype.kind not in "biuf" or isinstance(value, dict):
+        expect("a number, true/false, or a (nested) list of them with equal-length rows")
+    return value
+
+
+TensorValue = Annotated[
+    Any,
+    BeforeValidator(_check_tensor_value),
+    Field(json_schema_extra={"anyOf": [{"type": "number"}, {"type": "boolean"}, {"type": "array"}]}),
+]
