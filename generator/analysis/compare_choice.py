@@ -1,0 +1,179 @@
+"""Which versions and which configuration a comparison looks at, and the context every part of it reads.
+
+B, when not named: the version other than A with the highest throughput within the latency threshold (the
+highest throughput overall when there is no threshold or nothing meets it). The configuration of the
+layer-level sections: the named (partial) one, or A's sweet spot, or, when A's sweet spot was not profiled in
+both versions, the profiled configuration where A does best. Each choice that needs explaining comes with
+its reason, shown on the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from generator.analysis.records_compare import SweetSpot
+from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary, clean, sweet_spot, trial_summary
+from generator.errors import ResultsError
+from generator.results.store import ExperimentResults
+
+
+@dataclass(frozen=True)
+class CompareContext:
+    """What every part of a comparison reads: the latest ok trial per version and configuration."""
+
+    exp: ExperimentResults
+    versions: tuple[str, ...]
+    trials: dict[str, dict[tuple, TrialSummary]]  # version -> configuration key -> trial
+    threshold_ms: float | None
+    percentile: str
+    model_bytes: dict[str, int | None]
+
+
+def config_key(t: TrialSummary) -> tuple:
+    """Identity of a configuration: every axis, `dims` placeholders included."""
+    return (*(getattr(t, axis) for axis in AXIS_COLUMNS), t.dims)
+
+
+def config_dict(t: TrialSummary) -> dict[str, Any]:
+    """A trial's configuration as axis -> value, sweep placeholders (`seq_len`) included."""
+    return {**{axis: getattr(t, axis) for axis in AXIS_COLUMNS}, **dict(t.dims)}
+
+
+def compare_context(exp: ExperimentResults) -> CompareContext:
+    spec = exp.spec
+    known = list(spec.version_order())
+    found = sorted(set(exp.trials["version"].astype(str)) - set(known))
+    trials: dict[str, dict[tuple, TrialSummary]] = {}
+    model_bytes: dict[str, int | None] = {}
+    for _, row in exp.trials.iterrows():  # finished order: a re-measured configuration replaces the older
+        t = trial_summary(row)
+        if t.ok:
+            trials.setdefault(t.version, {})[config_key(t)] = t
+            model_bytes[t.version] = optional_int(row.get("model_bytes"))
+    versions = tuple(v for v in known + found if v in trials or v in known)
+    return CompareContext(exp, versions, trials, spec.latency_threshold_ms, spec.measure.percentile,
+                       {v: model_bytes.get(v) for v in versions})
+
+
+def optional_int(value: Any) -> int | None:
+    """A stored integer column's value, or None where it is missing."""
+    value = clean(value)
+    return None if value is None else int(value)
+
+
+def check_version(ctx: CompareContext, version: str, side: str) -> None:
+    if version not in ctx.trials:
+        known = ", ".join(v for v in ctx.versions if v in ctx.trials) or "none"
+        raise ResultsError(
+            f"Version {side} `{version}` has no successful trial in {ctx.exp.path}; versions with results: "
+            f"{known}. Name one of them, or run the experiment so that `{version}` is measured."
+        )
+
+
+def default_b(ctx: CompareContext, a: str) -> tuple[str, str]:
+    others = [t for v in ctx.versions if v != a for t in ctx.trials.get(v, {}).values()]
+    if not others:
+        raise ResultsError(
+            f"Nothing to compare `{a}` with in {ctx.exp.path}: no other version has a successful trial. Add a "
+            "version to the spec's `models` and run it, or name B explicitly."
+        )
+    best = min(others, key=lambda t: (-t.throughput_ips, t.latency_headline_ms, t.trial_key))
+    if ctx.threshold_ms is None:
+        return best.version, (f"B is {best.version}, the version with the highest throughput ({best.throughput_ips:.1f}"
+                              f" items/s at {best.config_label}); the spec sets no latency threshold.")
+    spot = sweet_spot(others, ctx.threshold_ms)
+    if spot is None:
+        return best.version, (f"No configuration of another version has {ctx.percentile} latency within "
+                              f"{ctx.threshold_ms:g} ms; B is {best.version}, the highest throughput overall "
+                              f"({best.throughput_ips:.1f} items/s at {best.config_label}).")
+    return spot.version, (f"B is {spot.version}: the highest throughput within the {ctx.threshold_ms:g} ms "
+                          f"{ctx.percentile} latency threshold ({spot.throughput_ips:.1f} items/s at "
+                          f"{spot.config_label}).")
+
+
+def version_sweet_spot(ctx: CompareContext, version: str) -> SweetSpot:
+    trials = list(ctx.trials.get(version, {}).values())
+    spot = sweet_spot(trials, ctx.threshold_ms)
+    if spot is not None:
+        return SweetSpot(version, spot.trial_key, ctx.threshold_ms, None, spot.config_label,
+                         spot.latency_headline_ms, spot.throughput_ips)
+    return SweetSpot(version, None, ctx.threshold_ms, _no_spot_reason(ctx, trials))
+
+
+def _no_spot_reason(ctx: CompareContext, trials: list[TrialSummary]) -> str:
+    if ctx.threshold_ms is None:
+        return "the spec sets no latency threshold (latency_threshold_ms)"
+    if not trials:
+        return "no successful trial"
+    fastest = min(t.latency_headline_ms for t in trials)
+    return (f"no configuration has {ctx.percentile} latency within {ctx.threshold_ms:g} ms "
+            f"(the fastest: {fastest:.3g} ms)")
+
+
+def overall_sweet_spot(ctx: CompareContext) -> SweetSpot:
+    trials = [t for v in ctx.versions for t in ctx.trials.get(v, {}).values()]
+    spot = sweet_spot(trials, ctx.threshold_ms)
+    if spot is None:
+        return SweetSpot(None, None, ctx.threshold_ms, _no_spot_reason(ctx, trials))
+    return SweetSpot(spot.version, spot.trial_key, ctx.threshold_ms, None, spot.config_label,
+                     spot.latency_headline_ms, spot.throughput_ips)
+
+
+def _matches(t: TrialSummary, wanted: dict[str, Any]) -> bool:
+    # Strict like the spec: true is not 1.
+    def same(x: Any, y: Any) -> bool:
+        return type(x) is type(y) and x == y if isinstance(x, bool) or isinstance(y, bool) else x == y
+
+    return all(same(t.axis_value(axis), value) for axis, value in wanted.items())
+
+
+def _profiled_keys(ctx: CompareContext) -> set[str]:
+    nodes = ctx.exp.nodes
+    return set(nodes["trial_key"].astype(str)) if len(nodes) else set()
+
+
+def choose_config(ctx: CompareContext, a: str, b: str,
+                  wanted: dict[str, Any] | None) -> tuple[tuple | None, str | None]:
+    """The configuration of the layer-level sections, and why it was chosen when that needs saying."""
+    ta, tb = ctx.trials[a], ctx.trials[b]
+    common = sorted((k for k in ta if k in tb), key=lambda k: (ta[k].sort_key(), ta[k].trial_key))
+    profiled_keys = _profiled_keys(ctx)
+    profiled = [k for k in common if ta[k].trial_key in profiled_keys and tb[k].trial_key in profiled_keys]
+    spot = sweet_spot(list(ta.values()), ctx.threshold_ms)
+    spot_key = config_key(spot) if spot else None
+    if wanted is not None:
+        matches = [k for k in common if _matches(ta[k], wanted)]
+        if not matches:
+            raise ResultsError(_no_config_message(ctx, a, b, wanted, common))
+        return _best_config(ta, matches, profiled, ctx.threshold_ms), None
+    if not common:
+        return None, f"{a} and {b} have no successful configuration in common: nothing to compare side by side."
+    if spot_key in profiled:
+        return spot_key, None
+    spot_text = f"A's sweet spot ({spot.config_label})" if spot else f"{a} has no sweet spot; its best configuration"
+    if profiled:
+        chosen = _best_config(ta, profiled, profiled, ctx.threshold_ms)
+        return chosen, (f"{spot_text} has no per-node profile in both versions; the comparison uses "
+                        f"{ta[chosen].config_label}, the profiled configuration where {a} does best.")
+    chosen = spot_key if spot_key in common else _best_config(ta, common, [], ctx.threshold_ms)
+    return chosen, (f"No configuration was profiled in both versions: the comparison uses "
+                    f"{ta[chosen].config_label} without layer-level sections.")
+
+
+def _best_config(trials: dict[tuple, TrialSummary], keys: list[tuple], profiled: list[tuple],
+                 threshold_ms: float | None) -> tuple:
+    """Among `keys`: profiled ones first, then A's sweet spot among them, else A's highest throughput."""
+    pool = [k for k in keys if k in profiled] or keys
+    spot = sweet_spot([trials[k] for k in pool], threshold_ms)
+    best = spot or min((trials[k] for k in pool), key=lambda t: (-t.throughput_ips, t.latency_headline_ms,
+                                                                    t.trial_key))
+    return config_key(best)
+
+
+def _no_config_message(ctx: CompareContext, a: str, b: str, wanted: dict[str, Any], common: list[tuple]) -> str:
+    shown = ", ".join(f"{k}: {v}" for k, v in wanted.items())
+    both = "; ".join(ctx.trials[a][k].config_label for k in common) or "none"
+    return (f"The compare configuration {{{shown}}} matches no configuration that both `{a}` and `{b}` ran "
+            f"successfully in {ctx.exp.path}. Configurations of both: {both}. Name one of them in the pair's "
+            "`config:` (any subset of its axes), or run the experiment with that configuration.")
