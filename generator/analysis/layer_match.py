@@ -3,7 +3,7 @@
 Input: the `nodes` rows of one profiled trial per version. Each executed node lists the original nodes of its
 own version's model file (`original_nodes`) and their weights (`weights`), found by generator.layers.mapping.
 Versions made by quantization or FP16 conversion rename what they touch, so the two versions' names are
-first brought to a common form, then executed nodes are grouped with a union-find:
+first brought to a common form, then executed nodes are grouped with a union-find (analysis.layer_links):
 
 1. **Overhead.** An executed node that only converts precision (QuantizeLinear, DequantizeLinear,
    DynamicQuantizeLinear, a Cast inserted by onnxruntime or by the transform, the requantize `Mul`s of dynamic
@@ -39,13 +39,11 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analysis.layer_links import group_executed
 from generator.analysis.layer_names import (
     CONVERSION_OPS,
     INSERTED_CAST,
-    MAX_WEIGHT_USERS,
     QPARAM,
-    REMOVABLE_OPS,
-    UNNAMED,
     closure,
     common_name,
     is_added_name,
@@ -185,91 +183,6 @@ def _claimed_casts(side: list[Executed]) -> list[Executed]:
             for e in side]
 
 
-class _UnionFind:
-    def __init__(self, n: int):
-        self.parent = list(range(n))
-
-    def find(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def union(self, i: int, j: int) -> None:
-        ri, rj = self.find(i), self.find(j)
-        if ri != rj:
-            self.parent[max(ri, rj)] = min(ri, rj)
-
-
-def _link_by_names(nodes: Sequence[Executed], uf: _UnionFind) -> None:
-    by_key: dict[str, list[int]] = defaultdict(list)
-    for i, e in enumerate(nodes):
-        for key in e.keys:
-            by_key[key].append(i)
-    for key, members in by_key.items():
-        if UNNAMED.match(key):
-            _link_unnamed(nodes, members, uf)
-        else:
-            for j in members[1:]:
-                uf.union(members[0], j)
-
-
-def _link_unnamed(nodes: Sequence[Executed], members: list[int], uf: _UnionFind) -> None:
-    """An `<op>_<position>` key always links within a version; across versions only with agreeing evidence,
-    because a transform that inserts nodes shifts positions."""
-    for i in members:
-        for j in members:
-            if i < j and _same_unnamed(nodes[i], nodes[j]):
-                uf.union(i, j)
-
-
-def _same_unnamed(x: Executed, y: Executed) -> bool:
-    if x.side == y.side:
-        return True
-    if x.weight_keys or y.weight_keys:
-        return bool(set(x.weight_keys) & set(y.weight_keys))
-    return x.op_type == y.op_type and x.input_shapes == y.input_shapes
-
-
-def _one_sided(nodes: Sequence[Executed], uf: _UnionFind) -> set[int]:
-    sides: dict[int, set[str]] = defaultdict(set)
-    for i, e in enumerate(nodes):
-        sides[uf.find(i)].add(e.side)
-    return {i for i in range(len(nodes)) if len(sides[uf.find(i)]) == 1}
-
-
-def _link_by_weights(nodes: Sequence[Executed], uf: _UnionFind) -> None:
-    """One-sided nodes join the other version's group that shares most of their weights (a unique best)."""
-    users: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i, e in enumerate(nodes):
-        for w in e.weight_keys:
-            users[(e.side, w)].append(i)
-    for i in sorted(_one_sided(nodes, uf)):
-        e, votes = nodes[i], defaultdict(int)
-        for w in e.weight_keys:
-            mine, theirs = users[(e.side, w)], users[("b" if e.side == "a" else "a", w)]
-            if len(mine) > MAX_WEIGHT_USERS or len(theirs) > MAX_WEIGHT_USERS:
-                continue  # a shared constant
-            for root in {uf.find(j) for j in theirs}:
-                votes[root] += 1
-        ranked = sorted(votes.items(), key=lambda kv: -kv[1])
-        if ranked and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]):
-            uf.union(i, ranked[0][0])
-
-
-def _link_to_producers(nodes: Sequence[Executed], uf: _UnionFind) -> None:
-    """Removed activations/normalizations still one-sided join the group of their producer."""
-    for i in sorted(_one_sided(nodes, uf)):
-        e = nodes[i]
-        if e.op_type not in REMOVABLE_OPS or not e.input_shapes:
-            continue
-        for j in range(i - 1, -1, -1):
-            p = nodes[j]
-            if p.side == e.side and e.input_shapes[0] in p.output_shapes:
-                uf.union(i, j)
-                break
-
-
 def match_layers(nodes_a: pd.DataFrame, nodes_b: pd.DataFrame, reference: RatioCI | None = None,
                  iterations_a: int = 1, iterations_b: int = 1) -> LayerMatch:
     """Group the executed nodes of two versions into matched layers (see the module docstring).
@@ -283,14 +196,7 @@ def match_layers(nodes_a: pd.DataFrame, nodes_b: pd.DataFrame, reference: RatioC
     b = [_executed("b", r) for r in executed_rows(nodes_b)]
     a, b = _with_common_names(a, b)
     nodes = [e for e in a + b if not e.overhead]
-    uf = _UnionFind(len(nodes))
-    _link_by_names(nodes, uf)
-    _link_by_weights(nodes, uf)
-    _link_to_producers(nodes, uf)
-    members: dict[int, list[Executed]] = defaultdict(list)
-    for i, e in enumerate(nodes):
-        members[uf.find(i)].append(e)
-    groups = tuple(_group(ms) for _, ms in sorted(members.items()))
+    groups = tuple(_group(ms) for ms in group_executed(nodes))
     overhead_a = tuple(e for e in a if e.overhead)
     overhead_b = tuple(e for e in b if e.overhead)
     total_a, total_b = sum(e.dur_us for e in a), sum(e.dur_us for e in b)
