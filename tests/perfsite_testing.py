@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -11,6 +12,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def profile_recorder():
+    """tests/data/record_profiles.py as a module: the small models its golden profiles were recorded from
+    (`tiny_cnn()`, `if_model()`), for tests that profile the same models live."""
+    spec = importlib.util.spec_from_file_location("record_profiles", ROOT / "tests" / "data" / "record_profiles.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def write_spec(folder: Path, text: str, name: str = "spec.yaml") -> Path:

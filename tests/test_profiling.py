@@ -6,13 +6,13 @@ updating these literals.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 import pytest
+from perfsite_testing import profile_recorder
 
 from generator.errors import RunError
 from generator.runner.profiling import node_statistics, parse_profile
@@ -20,13 +20,6 @@ from generator.runner.profiling import node_statistics, parse_profile
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "profile_tiny.json"
 IF = DATA / "profile_if.json"
-
-
-def _recorder():
-    spec = importlib.util.spec_from_file_location("record_profiles", DATA / "record_profiles.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_golden_tiny_runs_and_sums():
@@ -98,7 +91,7 @@ def test_golden_if_node_statistics():
 
 def test_live_if_profile_parses(tmp_path):
     """The onnxruntime installed now writes what the parser expects (the golden files may be older)."""
-    rec_module = _recorder()
+    rec_module = profile_recorder()
     so = ort.SessionOptions()
     so.enable_profiling = True
     so.profile_file_prefix = str(tmp_path / "p")

@@ -12,8 +12,7 @@ import numpy as np
 import onnx
 import pandas as pd
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-from perfsite_testing import perfsite, write_spec
+from perfsite_testing import perfsite, profile_recorder, write_spec
 
 from generator.results.store import load_experiment
 from generator.runner import worker
@@ -36,30 +35,9 @@ CNN_SPEC = """\
 
 
 def if_model(path: Path) -> Path:
-    """Conv, then an If on the input's sign whose then-branch runs Relu and Mul, then a Relu."""
-    shape = [1, 8, 16, 16]
-    then_branch = helper.make_graph(
-        [helper.make_node("Relu", ["c"], ["t1"], name="then_relu"),
-         helper.make_node("Mul", ["t1", "two"], ["t_out"], name="then_mul")],
-        "then", [], [helper.make_tensor_value_info("t_out", TensorProto.FLOAT, shape)])
-    else_branch = helper.make_graph(
-        [helper.make_node("Sigmoid", ["c"], ["e_out"], name="else_sigmoid")],
-        "else", [], [helper.make_tensor_value_info("e_out", TensorProto.FLOAT, shape)])
-    nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-        helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
-        helper.make_node("Greater", ["s", "zero"], ["cond"], name="positive"),
-        helper.make_node("If", ["cond"], ["b"], name="branch", then_branch=then_branch, else_branch=else_branch),
-        helper.make_node("Relu", ["b"], ["y"], name="relu_out"),
-    ]
-    inits = [numpy_helper.from_array(np.random.default_rng(1).standard_normal((8, 3, 3, 3)).astype(np.float32), "w"),
-             numpy_helper.from_array(np.array(0, np.float32), "zero"),
-             numpy_helper.from_array(np.array(2, np.float32), "two")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
+    """Conv, then an If on the input's sign whose then-branch runs Relu and Mul, then a Relu: the model
+    tests/data/profile_if.json was recorded from."""
+    onnx.save(profile_recorder().if_model(), path)
     return path
 
 
