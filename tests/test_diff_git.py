@@ -20,7 +20,7 @@ from pathlib import Path
 from perfsite_testing import perfsite, write_spec
 
 from generator.cli_diff import diff_command
-from generator.diff.noise import MIN_PROCESSES, side_samples, starved_processes
+from generator.diff.noise import SideSamples, side_samples
 from generator.models.builder import FLOAT, GraphBuilder, model_bytes
 from generator.results.store import load_experiment
 
@@ -96,17 +96,14 @@ def run(repo: Path, attempts: int = 5) -> None:
 
 def steady(folder: Path) -> bool:
     """The newest trial is one the diff can judge, with its processes within MAX_SPREAD of each other."""
-    results = load_experiment(folder)
-    side = side_samples(results, results.trials.iloc[-1])
+    side = newest_side(folder)
     return side.judgeable and side.spread(0.9) <= MAX_SPREAD
 
 
-def usable_processes(folder: Path) -> int:
-    """Processes of the newest trial that were not starved of CPU (the diff's own rule)."""
+def newest_side(folder: Path) -> SideSamples:
+    """The newest trial's processes as the diff sees them (starved ones left out, by the diff's own rule)."""
     results = load_experiment(folder)
-    newest = results.trials.iloc[-1]
-    processes = results.processes[results.processes["trial_key"] == newest["trial_key"]]
-    return len(processes) - len(starved_processes(processes, newest["cores_expected"]))
+    return side_samples(results, results.trials.iloc[-1])
 
 
 def normalize(text: str) -> str:
@@ -168,9 +165,9 @@ def test_unchanged_model_is_never_called_slower(tmp_path, monkeypatch):
     loaded = load_spec(repo / "tiny.yaml")
     folders = [tmp_path / f"measurement-{i}" for i in range(5)]
     for folder in folders:
-        for attempt in range(4):  # as in run(): measure again while a neighbour starved the processes
+        for attempt in range(4):  # measure again while a neighbour starved the processes
             run_experiment(loaded, RunOptions(results_dir=folder / "tiny", force=attempt > 0))
-            if usable_processes(folder / "tiny") >= MIN_PROCESSES:
+            if newest_side(folder / "tiny").judgeable:
                 break
 
     verdicts = []

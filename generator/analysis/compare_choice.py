@@ -93,12 +93,21 @@ def default_b(ctx: CompareContext, a: str) -> tuple[str, str]:
 
 
 def version_sweet_spot(ctx: CompareContext, version: str) -> SweetSpot:
-    trials = list(ctx.trials.get(version, {}).values())
+    """One version's sweet spot, or why it has none."""
+    return _spot_record(ctx, version, list(ctx.trials.get(version, {}).values()))
+
+
+def overall_sweet_spot(ctx: CompareContext) -> SweetSpot:
+    """The sweet spot over every version's trials, or why there is none."""
+    return _spot_record(ctx, None, [t for v in ctx.versions for t in ctx.trials.get(v, {}).values()])
+
+
+def _spot_record(ctx: CompareContext, version: str | None, trials: list[TrialSummary]) -> SweetSpot:
     spot = sweet_spot(trials, ctx.threshold_ms)
-    if spot is not None:
-        return SweetSpot(version, spot.trial_key, ctx.threshold_ms, None, spot.config_label,
-                         spot.latency_headline_ms, spot.throughput_ips)
-    return SweetSpot(version, None, ctx.threshold_ms, _no_spot_reason(ctx, trials))
+    if spot is None:
+        return SweetSpot(version, None, ctx.threshold_ms, _no_spot_reason(ctx, trials))
+    return SweetSpot(spot.version, spot.trial_key, ctx.threshold_ms, None, spot.config_label,
+                     spot.latency_headline_ms, spot.throughput_ips)
 
 
 def _no_spot_reason(ctx: CompareContext, trials: list[TrialSummary]) -> str:
@@ -109,15 +118,6 @@ def _no_spot_reason(ctx: CompareContext, trials: list[TrialSummary]) -> str:
     fastest = min(t.latency_headline_ms for t in trials)
     return (f"no configuration has {ctx.percentile} latency within {ctx.threshold_ms:g} ms "
             f"(the fastest: {fastest:.3g} ms)")
-
-
-def overall_sweet_spot(ctx: CompareContext) -> SweetSpot:
-    trials = [t for v in ctx.versions for t in ctx.trials.get(v, {}).values()]
-    spot = sweet_spot(trials, ctx.threshold_ms)
-    if spot is None:
-        return SweetSpot(None, None, ctx.threshold_ms, _no_spot_reason(ctx, trials))
-    return SweetSpot(spot.version, spot.trial_key, ctx.threshold_ms, None, spot.config_label,
-                     spot.latency_headline_ms, spot.throughput_ips)
 
 
 def _matches(t: TrialSummary, wanted: dict[str, Any]) -> bool:
