@@ -227,6 +227,12 @@ def diff(
     markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown summary to this file.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON verdict to this file.")] = None,
     site_url: Annotated[str | None, typer.Option(help="Preview site URL to link from the summary.")] = None,
+    benchmark_latency_json: Annotated[Path | None, typer.Option(
+        help="Write the candidate's latencies for github-action-benchmark (tool: customSmallerIsBetter).")] = None,
+    benchmark_throughput_json: Annotated[Path | None, typer.Option(
+        help="Write the candidate's throughputs for github-action-benchmark (tool: customBiggerIsBetter).")] = None,
+    bencher_json: Annotated[Path | None, typer.Option(
+        help="Write the candidate's figures in Bencher Metric Format (bencher run --adapter json).")] = None,
 ) -> None:
     """Compare a candidate's results with a baseline's: ratios with 95% intervals, a verdict, changed layers.
 
@@ -234,8 +240,11 @@ def diff(
     """
     from generator.cli_diff import diff_command
 
+    exports = {"github-action-benchmark-latency": benchmark_latency_json, "bencher": bencher_json,
+               "github-action-benchmark-throughput": benchmark_throughput_json}
     text, code = diff_command(baseline, candidate, results, fail_on, latency_ratio, throughput_ratio,
-                              allow_env_mismatch, markdown, json_out, site_url)
+                              allow_env_mismatch, markdown, json_out, site_url,
+                              exports={fmt: path for fmt, path in exports.items() if path is not None})
     typer.echo(text, nl=False)
     if code:
         raise typer.Exit(code)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from generator.diff.export import EXPORT_FORMATS
 from generator.diff.report import markdown_summary, verdict_json
 from generator.diff.sources import load_side, open_source
 from generator.diff.verdict import NOT_COMPARABLE, SLOWER, diff_experiments
@@ -30,9 +31,11 @@ def diff_command(
     markdown_out: Path | None = None,
     json_out: Path | None = None,
     site_url: str | None = None,
+    exports: dict[str, Path] | None = None,
 ) -> tuple[str, int]:
     """Diff BASELINE against CANDIDATE (each a results folder or `git:REF`); returns the Markdown summary and
-    the exit code. `results` is the results folder that `git:REF` reads (default <project root>/results)."""
+    the exit code. `results` is the results folder that `git:REF` reads (default <project root>/results).
+    `exports` maps a dashboard format of generator.diff.export.EXPORT_FORMATS to the file it is written to."""
     _check_options(fail_on, latency_ratio, throughput_ratio)
     root = results if results is not None else _default_results()
     with open_source(baseline, root) as base_src, open_source(candidate, root) as cand_src:
@@ -45,6 +48,8 @@ def diff_command(
         _write(markdown_out, text)
     if json_out is not None:
         _write(json_out, json.dumps(verdict_json(result, code), indent=2, ensure_ascii=False) + "\n")
+    for export_format, path in (exports or {}).items():
+        _write(path, json.dumps(EXPORT_FORMATS[export_format](result), indent=2, ensure_ascii=False) + "\n")
     return text, code
 
 
