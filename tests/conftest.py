@@ -18,6 +18,18 @@ def example_models(tmp_path_factory) -> dict[str, Path]:
     return {p.stem: p for p in build_example_models(out)}
 
 
+@pytest.fixture(scope="session")
+def _probe_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("perfsite-cache")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(monkeypatch, _probe_cache):
+    # The machine-limits cache is per user (generator.runner.probe.probe_cache_dir): tests must never read or
+    # write the real one in the home folder. One folder for the whole session, so that the suite probes once.
+    monkeypatch.setenv("PERFSITE_CACHE_DIR", str(_probe_cache))
+
+
 @pytest.fixture(autouse=True)
 def _quick_mode(monkeypatch):
     # Tests measure in quick mode so that `make test` stays near ten minutes; tests that need the spec's own

@@ -1,5 +1,5 @@
-"""The machine-limits probe: real measurements through onnxruntime (quick mode), and the per-environment cache
-that `perfsite run` reuses."""
+"""The machine-limits probe: real measurements through onnxruntime (quick mode), its disturbance checks, and the
+per-user, per-environment cache that `perfsite run` and `perfsite profile` share."""
 
 from __future__ import annotations
 
@@ -47,10 +47,13 @@ def _fake(quick: bool, value: float) -> probe.MachineLimits:
 def test_ensure_limits_fills_the_environment_and_caches_per_fingerprint(tmp_path, monkeypatch, quick_limits):
     monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): quick_limits)
     env = capture_environment()
-    filled = probe.ensure_limits(env, tmp_path, quick=True)
+    filled = probe.ensure_limits(env, quick=True, cache_dir=tmp_path)
     assert filled.peak_gflops_fp32 == quick_limits.peak_gflops_fp32
     assert filled.bandwidth_gbs == quick_limits.bandwidth_gbs
-    assert dataclasses.replace(filled, peak_gflops_fp32=None, peak_gops_int8=None, bandwidth_gbs=None) == env
+    assert dataclasses.replace(filled, peak_gflops_fp32=None, peak_gops_int8=None, bandwidth_gbs=None,
+                               limits_probed_at=None, limits_quality=None) == env
+    assert filled.limits_probed_at == quick_limits.measured_at
+    assert filled.limits_quality.startswith(quick_limits.quality)
     cached = json.loads((tmp_path / f"probe-{env.fingerprint}.json").read_text())
     assert cached["fingerprint"] == env.fingerprint and cached["limits"]["quick"] is True
 
@@ -58,17 +61,17 @@ def test_ensure_limits_fills_the_environment_and_caches_per_fingerprint(tmp_path
         raise AssertionError("probed again although the cache holds a good enough probe")
 
     monkeypatch.setattr(probe, "probe_machine", no_probe)
-    assert probe.ensure_limits(env, tmp_path, quick=True) == filled
+    assert probe.ensure_limits(env, quick=True, cache_dir=tmp_path) == filled
 
 
 def test_a_quick_probe_does_not_stand_in_for_a_full_one(tmp_path, monkeypatch):
     env = capture_environment()
     monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 10.0))
-    probe.ensure_limits(env, tmp_path, quick=True)
+    probe.ensure_limits(env, quick=True, cache_dir=tmp_path)
     monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 99.0))
-    assert probe.ensure_limits(env, tmp_path, quick=False).peak_gflops_fp32 == 99.0
+    assert probe.ensure_limits(env, quick=False, cache_dir=tmp_path).peak_gflops_fp32 == 99.0
     # A full probe serves quick runs too.
-    assert probe.ensure_limits(env, tmp_path, quick=True).peak_gflops_fp32 == 99.0
+    assert probe.ensure_limits(env, quick=True, cache_dir=tmp_path).peak_gflops_fp32 == 99.0
 
 
 def test_a_damaged_or_foreign_cache_file_is_probed_again(tmp_path, monkeypatch):
@@ -77,7 +80,7 @@ def test_a_damaged_or_foreign_cache_file_is_probed_again(tmp_path, monkeypatch):
     monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 42.0))
     for text in ("{not json", json.dumps({"version": 1, "fingerprint": "another", "limits": {}}), "[]"):
         path.write_text(text)
-        assert probe.ensure_limits(env, tmp_path, quick=True).peak_gflops_fp32 == 42.0
+        assert probe.ensure_limits(env, quick=True, cache_dir=tmp_path).peak_gflops_fp32 == 42.0
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
@@ -88,7 +91,7 @@ def test_an_unwritable_cache_folder_is_a_clear_error(tmp_path, monkeypatch):
     folder.chmod(0o500)
     try:
         with pytest.raises(RunError, match="machine-limits cache"):
-            probe.ensure_limits(capture_environment(), folder, quick=True)
+            probe.ensure_limits(capture_environment(), quick=True, cache_dir=folder)
     finally:
         folder.chmod(0o700)
 
@@ -98,4 +101,59 @@ def test_a_file_in_the_way_of_the_cache_folder_is_a_clear_error(tmp_path, monkey
     blocker = tmp_path / "cache"
     blocker.write_text("a file, not a folder")
     with pytest.raises(RunError, match="machine-limits cache"):
-        probe.ensure_limits(capture_environment(), blocker, quick=True)
+        probe.ensure_limits(capture_environment(), quick=True, cache_dir=blocker)
+
+
+def test_a_probe_says_how_clean_it_was(quick_limits):
+    assert quick_limits.quality in ("clean", "disturbed")
+    assert 1 <= quick_limits.attempts <= probe.ATTEMPTS
+    # Disturbed only with a reason, and the reason is in the words pages show.
+    assert (quick_limits.quality == "disturbed") == bool(quick_limits.disturbances)
+    assert quick_limits.quality_text.startswith(f"{quick_limits.quality} ({quick_limits.attempts} probe")
+
+
+def test_disagreeing_runs_or_waiting_threads_mark_a_probe_disturbed():
+    assert probe.disturbances(1.05, "FP32", 0.001, 1.0, 2) == ()
+    spread = probe.disturbances(1.6, "FP32", 0.0, 1.0, 2)
+    assert spread == ("FP32 runs disagreed, median 60 % above the best",)
+    waited = probe.disturbances(1.0, "FP32", 0.5, 1.0, 2)  # 0.5 s of 2 thread-seconds: 25 %
+    assert waited == ("its threads waited for a CPU 25 % of the time",)
+    assert probe.disturbances(1.0, "FP32", None, 1.0, 2) == ()  # no schedstat: the spread decides alone
+    text = dataclasses.replace(_fake(True, 1.0), quality="disturbed", attempts=2, disturbances=spread).quality_text
+    assert text == "disturbed (2 probes: FP32 runs disagreed, median 60 % above the best)"
+
+
+def test_a_disturbed_probe_is_repeated_and_keeps_the_best_figures(monkeypatch):
+    attempts = iter([
+        dataclasses.replace(_fake(True, 50.0), quality="disturbed", disturbances=("busy",), bandwidth_gbs=20.0),
+        _fake(True, 80.0),
+    ])
+    monkeypatch.setattr(probe, "_probe_once", lambda quick, threads, isa: next(attempts))
+    limits = probe.probe_machine(quick=True, threads=2)
+    assert limits.attempts == 2 and limits.quality == "clean" and limits.disturbances == ()
+    assert limits.peak_gflops_fp32 == 80.0 and limits.bandwidth_gbs == 20.0  # each figure its best
+
+
+def test_run_and_profile_share_one_cache_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv(probe.CACHE_ENV, str(tmp_path / "mine"))
+    assert probe.probe_cache_dir() == tmp_path / "mine" / "probe"
+    monkeypatch.delenv(probe.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert probe.probe_cache_dir() == tmp_path / "xdg" / "perfsite" / "probe"
+
+
+def test_the_tests_never_touch_the_real_cache():
+    assert os.environ.get(probe.CACHE_ENV) and not str(probe.probe_cache_dir()).startswith(
+        str(os.path.expanduser("~/.cache")))
+
+
+def test_a_reprobe_keeps_the_better_figures_and_says_so(tmp_path, monkeypatch):
+    env = capture_environment()
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 10.0))
+    probe.ensure_limits(env, quick=True, cache_dir=tmp_path)
+    fresh = dataclasses.replace(_fake(True, 30.0), bandwidth_gbs=0.5)  # faster compute, slower bandwidth
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): fresh)
+    again = probe.reprobe(env, quick=True, cache_dir=tmp_path)
+    assert again.peak_gflops_fp32 == 30.0 and again.bandwidth_gbs == 1.0
+    assert "re-probed after a layer exceeded the earlier limits" in again.limits_quality
+    assert probe.cached_limits(tmp_path, env.fingerprint, quick=True).reprobed

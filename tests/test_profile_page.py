@@ -28,7 +28,8 @@ EXPERIMENT = "cnn-profile"
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "profile"
 UPDATE = os.environ.get("PERFSITE_UPDATE_SNAPSHOTS") == "1"
 CHART_RE = re.compile(r'<script type="application/json" id="([a-z0-9-]+)">(.*?)</script>')
-PROBED = {"peak_gflops_fp32": 180.0, "peak_gops_int8": 340.0, "bandwidth_gbs": 18.0}
+PROBED = {"peak_gflops_fp32": 180.0, "peak_gops_int8": 340.0, "bandwidth_gbs": 18.0,
+          "limits_probed_at": "2026-01-05T09:58:00+00:00", "limits_quality": "clean (1 probe)"}
 
 # Original nodes of the model file at batch 1: op type, FLOPs, MACs, integer ops, params, weight bytes,
 # input bytes, output bytes, counted. Activations and operations scale with the batch, weights do not.
@@ -149,14 +150,16 @@ def _layers(key: str, version: str, batch: int) -> list[dict]:
     return rows
 
 
-def write_profile_results(root: Path, payload: bool = False, probed: bool = True) -> Path:
+def write_profile_results(root: Path, payload: bool = False, probed: bool | dict = True) -> Path:
     """The fixed experiment under root/<experiment>/: fp32 and int8 at batch 1 and 8, 1 and 2 threads (int8
-    at b8 t2 failed), with nodes, layers and an environment probed unless `probed` is false."""
+    at b8 t2 failed), with nodes, layers and an environment probed unless `probed` is false (a dict: these
+    limits instead of PROBED's)."""
     spec = spec_from_json(spec_dict(PAYLOAD if payload else spec_dict()["description"]))
     sha = hashlib.sha256(canonical_json(spec).encode()).hexdigest()
     rd = ResultsDir(root / EXPERIMENT)
     rd.write_spec(sha, spec_to_json(spec))
-    rd.write_row("environments", ENV["env_id"], {**ENV, **(PROBED if probed else {}), "physical_cores": 2})
+    limits = {**PROBED, **probed} if isinstance(probed, dict) else PROBED if probed else {}
+    rd.write_row("environments", ENV["env_id"], {**ENV, **limits, "physical_cores": 2})
     rd.write_row("runs", "run-0001", {"run_id": "run-0001", "experiment": EXPERIMENT, "spec_sha256": sha,
                                       "env_id": ENV["env_id"], "started_at": "2026-01-05T10:00:00Z"})
     plan = [(v, b, t) for b in (1, 8) for t in (1, 2) for v in ("fp32", "int8")]
@@ -273,3 +276,27 @@ def test_hostile_text_in_results_stays_inert(tmp_path):
         assert "](javascript:" not in text
         for _, spec in CHART_RE.findall(markdown):
             assert "</script" not in spec and "<img" not in spec
+
+
+def test_figures_above_a_limit_say_limit_underestimated(tmp_path):
+    low = {"peak_gflops_fp32": 0.5, "peak_gops_int8": 0.5, "bandwidth_gbs": 0.01,
+           "limits_quality": "disturbed (2 probes)"}
+    section = _section(_profile_pages(write_profile_results(tmp_path, probed=low))[
+        f"{site_pages.REPORTS_DIR}/{EXPERIMENT}/profile-fp32.md"], "b1 t2 c1")
+    assert '!!! warning "Limit underestimated"' in section
+    assert "Probed 2026-01-05 09:58 UTC, disturbed &#40;2 probes&#41;." in section
+    assert "of the measured FP32 peak" in section and "% (limit underestimated) of the measured FP32 peak" in section
+    assert re.search(r"\| \d[\d,]*\.\d% \(limit underestimated\) \|$", section, re.M)  # a layer's roofline share
+    unmarked = re.findall(r"\| (\d[\d,]*\.\d)% \|$", section, re.M)  # the last column: of roofline / at the limit
+    assert all(float(v.replace(",", "")) <= 100 for v in unmarked)
+
+
+def test_profiled_times_add_up_to_the_measured_latency_with_the_overhead_as_its_own_line(pages):
+    page = pages[f"{site_pages.REPORTS_DIR}/{EXPERIMENT}/profile-fp32.md"]
+    assert "Per-layer and per-op-type times are as profiled" in page
+    section = _section(page, "b1 t2 c1")
+    lines = dict(re.findall(r"^\| (Kernels|Outside the kernels|Minus the profiler overhead|\*\*Measured latency)"
+                            r"[^|]*\| \**(-?[\d,.]+)\** \|", section, re.M))
+    names = ("Kernels", "Outside the kernels", "Minus the profiler overhead")
+    parts = [float(lines[k].replace(",", "")) for k in names]
+    assert sum(parts) == pytest.approx(float(lines["**Measured latency"].replace(",", "")), rel=0.01)

@@ -28,6 +28,7 @@ from generator.analysis.compare_choice import (
     version_sweet_spot,
 )
 from generator.analysis.layer_match import LayerMatch, group_ratio, kernel_op, match_layers
+from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     AgreementRow,
     Comparison,
@@ -87,6 +88,7 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
         percentile=ctx.percentile,
         b_reason=b_reason, config_reason=config_reason, notes=timing.notes + layer_notes,
         versions=ctx.versions, other_config_items=_other_items(ctx, a, b, chosen),
+        accounting=(time_accounting(ta), time_accounting(tb)) if ta and tb else (None, None),
     )
     provider = ta.provider if ta else None
     return _with_advice(comparison, AdviceInput(comparison, match, provider))

@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analysis.accounting import TimeAccounting
+from generator.analysis.accounting import time_accounting as profiled_accounting
 from generator.analysis.roofline import (
     LayerResult,
     Roofline,
@@ -78,35 +80,11 @@ def top_layers(nodes: pd.DataFrame, trial_key: str, limit: int = 25) -> tuple[li
     return layers, len(rows)
 
 
-@dataclass(frozen=True)
-class TimeAccounting:
-    """Where a profiled inference's time went, per inference, in µs.
-
-    `profiled_latency_us` (session.run as Python sees it) = `model_run_us` (onnxruntime's model_run event)
-    + `outside_model_run_us` (binding, input/output copies); `model_run_us` = `kernel_sum_us` (top-level
-    kernels) + `between_kernels_us` (executor, allocation, thread hand-offs). Either part is clamped at zero
-    when timer granularity makes the inner figure exceed the outer.
-    """
-
-    profiled_latency_us: float
-    model_run_us: float
-    kernel_sum_us: float
-    outside_model_run_us: float
-    between_kernels_us: float
-
-    @property
-    def unattributed_us(self) -> float:
-        return self.outside_model_run_us + self.between_kernels_us
-
-
 def time_accounting(trial: TrialSummary) -> TimeAccounting | None:
-    """The profiled pass's time split, or None when the trial has no complete profiled figures."""
-    figures = (trial.profiled_latency_us, trial.model_run_us, trial.kernel_sum_us)
-    if any(f is None for f in figures):
-        return None
-    latency, model_run, kernels = figures
-    outside, between = max(latency - model_run, 0.0), max(model_run - kernels, 0.0)
-    return TimeAccounting(latency, model_run, kernels, outside, between)
+    """The trial's profiled time split against its measured median (generator.analysis.accounting's rule,
+    shared with the compare page and the one-shot profile), or None without complete profiled figures."""
+    return profiled_accounting(trial.profiled_latency_us, trial.model_run_us, trial.kernel_sum_us,
+                               trial.latency_p50_ms)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from generator.analysis.accounting import TimeAccounting
+
 
 @dataclass(frozen=True)
 class RatioCI:
@@ -225,3 +227,6 @@ class Comparison:
     notes: tuple[str, ...] = ()  # plain-text caveats (no profile at this configuration, ...)
     versions: tuple[str, ...] = ()  # every version of the experiment, in spec order
     other_config_items: tuple[dict[str, Any], ...] = ()  # the configurations of `other_configs`, same order
+    # A's and B's profiled time against their measured median (generator.analysis.accounting), for the lines
+    # under the layer-level tables; None without complete profiled figures.
+    accounting: tuple[TimeAccounting | None, TimeAccounting | None] = (None, None)

@@ -1,19 +1,16 @@
 """Layers on the roofline: the static FLOPs of the version's model file joined to the measured time of the
 executed nodes, placed under the machine's measured ceilings. DataFrames in, frozen records out, no I/O.
 
-Executed nodes and original nodes meet through ``nodes.original_nodes``: an executed node's counts are the
-sum over the original nodes it covers, and an original node covered by several executed nodes is split
-evenly between them (a DequantizeLinear shared by two fused kernels), or between those that implement its op
-type when some do (a Conv covered by its QLinearConv and by the layout Transpose before it), so that no
-operation is counted twice. Operations are ``flops + int_ops``; a node whose integer operations outnumber its
-float ones is measured against the INT8 peak. Only top-level executed nodes count: a control-flow node's time already
-includes its sub-graph's nodes.
+Executed nodes and original nodes meet through ``nodes.original_nodes``; which executed node owns which
+original node's operations is generator.layers.work's rule (shared with `perfsite run`'s limits check).
+Operations are ``flops + int_ops``; a node whose integer operations outnumber its float ones is measured
+against the INT8 peak. Only top-level executed nodes count: a control-flow node's time already includes its
+sub-graph's nodes.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,11 +18,20 @@ import pandas as pd
 
 from generator.analysis.summaries import TrialSummary, clean
 
+# op_family, OP_FAMILY and split_sums are re-exported: the what-if estimates and the one-shot profile use them.
+from generator.layers.work import (  # noqa: F401
+    OP_FAMILY,
+    STATIC_SUMS,
+    op_family,
+    split_sums,
+    strings,
+    traffic_bytes,
+)
+
 # A layer is highlighted as a place where optimization pays when it runs below this share of its roofline
 # and takes at least this share of the kernel time (a slow 10 µs Relu is not worth anyone's afternoon).
 FAR_BELOW_EFFICIENCY = 0.25
 FAR_BELOW_MIN_SHARE = 0.02
-STATIC_SUMS = ("flops", "macs", "int_ops", "params", "weight_bytes", "input_bytes", "output_bytes")
 
 
 def as_float(value: Any) -> float | None:
@@ -37,28 +43,6 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     if numerator is None or not denominator or denominator <= 0:
         return None
     return numerator / denominator
-
-
-def strings(value: Any) -> tuple[str, ...]:
-    return () if value is None or (isinstance(value, float) and math.isnan(value)) else tuple(map(str, value))
-
-
-# Executed op type -> the ONNX op type it implements (onnxruntime's fused, layout and quantized kernels).
-OP_FAMILY: dict[str, str] = {
-    "FusedConv": "Conv", "NhwcConv": "Conv", "QLinearConv": "Conv", "ConvInteger": "Conv",
-    "NhwcFusedConv": "Conv", "FusedGemm": "Gemm", "QGemm": "Gemm", "FusedMatMul": "MatMul",
-    "QLinearMatMul": "MatMul", "MatMulInteger": "MatMul", "MatMulIntegerToFloat": "MatMul",
-    "DynamicQuantizeMatMul": "MatMul", "MatMulNBits": "MatMul", "NhwcMaxPool": "MaxPool",
-    "QLinearAveragePool": "AveragePool", "QLinearGlobalAveragePool": "GlobalAveragePool",
-    "QLinearAdd": "Add", "QLinearMul": "Mul", "QLinearConcat": "Concat", "QLinearSigmoid": "Sigmoid",
-    "QLinearLeakyRelu": "LeakyRelu", "QLinearSoftmax": "Softmax", "QAttention": "Attention",
-    "QLinearReduceMean": "ReduceMean", "QLinearWhere": "Where",
-}
-
-
-def op_family(op_type: str) -> str:
-    """The ONNX op type an executed op type implements (itself when it is one)."""
-    return OP_FAMILY.get(op_type, op_type)
 
 
 def top_level_nodes(nodes: pd.DataFrame, trial_key: str) -> pd.DataFrame:
@@ -84,6 +68,8 @@ class Roofline:
     machine_gflops_fp32: float | None  # as probed, whole machine
     machine_gops_int8: float | None
     thread_scale: float
+    probed_at: str | None = None  # when the limits were probed (ISO 8601 UTC); None for older results
+    quality: str | None = None  # the probe's quality in words (generator.runner.probe.MachineLimits.quality_text)
 
     @property
     def measured(self) -> bool:
@@ -111,6 +97,7 @@ def roofline(environments: pd.DataFrame, trial: TrialSummary) -> Roofline:
         env_id=trial.env_id, peak_gflops_fp32=fp32 * scale if fp32 else None,
         peak_gops_int8=int8 * scale if int8 else None, bandwidth_gbs=as_float(row.get("bandwidth_gbs")),
         machine_gflops_fp32=fp32, machine_gops_int8=int8, thread_scale=scale,
+        probed_at=clean(row.get("limits_probed_at")), quality=clean(row.get("limits_quality")),
     )
 
 
@@ -198,46 +185,6 @@ def provider_name(provider: str | None) -> str:
     return text.removesuffix("ExecutionProvider").lower()
 
 
-def _owners(top: pd.DataFrame, static: pd.DataFrame) -> tuple[list[list[str]], dict[str, list[int]]]:
-    """The original nodes each executed node covers, and for each original node the executed nodes that own
-    its counts: those of its op family when there are some (a Conv covered by its QLinearConv and by the
-    Transpose onnxruntime inserted before it belongs to the QLinearConv), otherwise every one covering it."""
-    covers = [sorted(set(strings(v))) for v in top["original_nodes"]]
-    families = [op_family(str(op)) for op in top["op_type"]]
-    owners: dict[str, list[int]] = {}
-    for i, nodes in enumerate(covers):
-        for o in nodes:
-            owners.setdefault(o, []).append(i)
-    for o, idx in owners.items():
-        same = [i for i in idx if o in static.index and families[i] == op_family(str(static.at[o, "op_type"]))]
-        owners[o] = same or idx
-    return covers, owners
-
-
-def split_sums(top: pd.DataFrame, static: pd.DataFrame) -> list[dict[str, float] | None]:
-    """Per executed node, the static sums of the original nodes it owns, each shared evenly among its owners
-    (see _owners); None for a node none of whose original nodes was analysed."""
-    covers, owners = _owners(top, static)
-    out: list[dict[str, float] | None] = []
-    for i, nodes in enumerate(covers):
-        known = [o for o in nodes if o in static.index]
-        mine = [o for o in known if i in owners[o]]
-        sums = {c: sum(float(clean(static.at[o, c]) or 0.0) / len(owners[o]) for o in mine) for c in STATIC_SUMS}
-        out.append(sums if known else None)
-    return out
-
-
-def _traffic_bytes(node: pd.Series, sums: dict[str, float]) -> float | None:
-    """Weights (static: onnxruntime reports prepacked weights as absent) plus the activations the kernel
-    itself read and wrote as onnxruntime reports them (a fused kernel never reads its internal
-    intermediates), falling back to the static activation sums when the profile has no sizes."""
-    act_in, act_out = clean(node.get("activation_bytes")), clean(node.get("output_bytes"))
-    if act_in is None or act_out is None:
-        act_in, act_out = sums["input_bytes"], sums["output_bytes"]
-    total = sums["weight_bytes"] + float(act_in) + float(act_out)
-    return total if total > 0 else None
-
-
 def layer_results(nodes: pd.DataFrame, layers: pd.DataFrame, trial: TrialSummary,
                   limits: Roofline) -> list[LayerResult]:
     """Every top-level executed node of the trial's profiled pass, slowest first (ties by execution order).
@@ -274,7 +221,7 @@ def _layer_result(node: pd.Series, sums: dict[str, float] | None, trial: TrialSu
     zero = dict.fromkeys(STATIC_SUMS, 0.0)
     counts = sums or zero
     ops = counts["flops"] + counts["int_ops"]
-    traffic = _traffic_bytes(node, counts) if sums else None
+    traffic = traffic_bytes(node, counts) if sums else None
     intensity = ratio(ops, traffic) if ops > 0 else None
     achieved = ops / (dur * 1e3) if ops > 0 and dur > 0 else None  # ops per µs / 1e3 = GOP/s
     attainable = limits.attainable(intensity, counts["int_ops"] > counts["flops"])

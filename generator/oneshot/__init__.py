@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from generator.errors import ResultsError
-from generator.oneshot.measure import ProfileOptions, machine_limits, measure_model, scaled_peak_gflops
+from generator.oneshot.measure import ProfileOptions, measure_model, scaled_peak_gflops
 from generator.oneshot.shapes import (
     ShapeError,
     make_input_feeds,
@@ -58,6 +58,7 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     from generator.oneshot.analysis import analyse_profile
     from generator.oneshot.record import build_record
     from generator.runner.environment import capture_environment
+    from generator.runner.probe import ensure_limits
 
     say = progress or (lambda _text: None)
     model_path = Path(model_path).absolute()
@@ -69,13 +70,14 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
         options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
     options = options.effective()
     say("Measuring the machine's peak and bandwidth (cached once per machine)...")
-    env, note = machine_limits(env, options.quick)
+    # The same probe and the same per-user cache as `perfsite run` (generator.runner.probe.probe_cache_dir).
+    env = ensure_limits(env, options.quick)
     peak = scaled_peak_gflops(env, options.threads)
     with tempfile.TemporaryDirectory(prefix="perfsite-profile-") as tmp:
         say(f"Measuring {options.iterations} requests, then profiling {options.profile_iterations}...")
         measured = measure_model(model_path, feeds, resolved.batch, options, Path(tmp))
         analysis = analyse_profile(measured.profile, measured.profile_warmup, peak, env.bandwidth_gbs)
-    record = build_record(model_path, resolved, options, env, note, measured, analysis)
+    record = build_record(model_path, resolved, options, env, measured, analysis)
     json_path, html_path = output_paths(model_path, Path(out_dir) if out_dir is not None else Path.cwd())
     record["files"] = {"json": str(json_path), "html": str(html_path)}
     _write(record, analysis, json_path, html_path)

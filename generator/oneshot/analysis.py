@@ -38,6 +38,7 @@ class ProfileAnalysis:
     total_flops: float | None  # static analysis over the model's nodes (None: nothing could be counted)
     total_int_ops: float | None
     notes: tuple[str, ...]  # what the static analysis could not count, and why
+    bandwidth_gbs: float | None = None  # the measured limit the layers were set against
 
 
 def ops_by_executed_node(nodes: list[Mapping[str, Any]], layers: list[Mapping[str, Any]]) -> dict[str, float]:
@@ -72,6 +73,7 @@ def analyse_profile(profile: Mapping[str, Any], skip_runs: int, peak_gflops: flo
         layers=tuple(layer_details(tl, peak_gflops, bandwidth_gbs)),
         original_nodes={str(n["node_name"]): tuple(n.get("original_nodes") or ()) for n in nodes},
         total_flops=_total(layers, "flops"), total_int_ops=_total(layers, "int_ops"), notes=tuple(notes),
+        bandwidth_gbs=bandwidth_gbs,
     )
 
 

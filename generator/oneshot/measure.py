@@ -11,7 +11,6 @@ Each job costs about 0.7 s of process start-up.
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,26 +95,6 @@ def _run(model_path: Path, feeds_path: Path, mode: str, batch: int, options: Pro
         what = "the timed runs" if mode == "measure" else "the profiled runs"
         raise RunError(f"{model_path}: {what} failed: {result.error}.")
     return result.output
-
-
-def probe_cache_dir() -> Path:
-    """Per-user cache of the machine probe: $XDG_CACHE_HOME/perfsite/probe, else ~/.cache/perfsite/probe."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "perfsite" / "probe"
-
-
-def machine_limits(env: Environment, quick: bool) -> tuple[Environment, str | None]:
-    """``env`` with its measured peaks (cached per environment fingerprint under probe_cache_dir()), and a
-    note when the cache could not be written (the probe then runs again next time)."""
-    from generator.runner import probe
-
-    try:
-        return probe.ensure_limits(env, probe_cache_dir(), quick), None
-    except RunError:
-        limits = probe.probe_machine(quick, threads=env.logical_cores, isa=tuple(env.isa or ()))
-        probed = dataclasses.replace(env, peak_gflops_fp32=limits.peak_gflops_fp32,
-                                     peak_gops_int8=limits.peak_gops_int8, bandwidth_gbs=limits.bandwidth_gbs)
-        return probed, f"The machine probe could not be cached in {probe_cache_dir()} (not writable)."
 
 
 def thread_scale(env: Environment, threads: int) -> float:

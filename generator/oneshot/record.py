@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 import generator
+from generator.analysis.accounting import PROFILED_TIMES_RULE, time_accounting
+from generator.analysis.limits import LIMIT_UNDERESTIMATED, above_limit, limit_overruns
 from generator.oneshot.analysis import ProfileAnalysis
 from generator.oneshot.measure import Measured, ProfileOptions, scaled_peak_gflops, thread_scale
 from generator.oneshot.shapes import ResolvedInputs
@@ -39,9 +41,10 @@ def sig(value: float | None, digits: int = SIGNIFICANT) -> float | None:
 
 
 def build_record(model_path: Path, resolved: ResolvedInputs, options: ProfileOptions, env: Environment,
-                 limits_note: str | None, measured: Measured, analysis: ProfileAnalysis) -> dict[str, Any]:
+                 measured: Measured, analysis: ProfileAnalysis) -> dict[str, Any]:
     """The whole record (see the module docstring); ``files`` is filled by the writer."""
     peak = scaled_peak_gflops(env, options.threads)
+    summary = _summary(model_path, resolved, options, measured, analysis, peak)
     return {
         "format": FORMAT, "version": VERSION, "perfsite_version": generator.__version__,
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -50,11 +53,12 @@ def build_record(model_path: Path, resolved: ResolvedInputs, options: ProfileOpt
                     "shape": list(i.shape)} for i in resolved.inputs],
         "dims": dict(resolved.dims), "defaulted_dims": list(resolved.defaulted),
         "settings": {**asdict(options), "batch": resolved.batch},
-        "summary": _summary(model_path, resolved, options, measured, analysis, peak),
+        "summary": summary,
         "environment": env.row(),
         "limits": {"peak_gflops_fp32": env.peak_gflops_fp32, "peak_gops_int8": env.peak_gops_int8,
                    "bandwidth_gbs": env.bandwidth_gbs, "peak_gflops_threads": peak,
-                   "thread_scale": thread_scale(env, options.threads), "note": limits_note},
+                   "thread_scale": thread_scale(env, options.threads), "probed_at": env.limits_probed_at,
+                   "quality": env.limits_quality, "note": _overrun_note(summary, analysis)},
         "latencies": _latencies(measured.latencies_ms),
         "layers": _layers(analysis),
         "temporal": _temporal(analysis),
@@ -94,8 +98,38 @@ def _summary(model_path: Path, resolved: ResolvedInputs, options: ProfileOptions
         "profiled_model_run_us": sig(analysis.timeline.model_run_us),
         "profiled_kernel_sum_us": sig(analysis.timeline.kernel_sum_us),
         "profiled_nodes": len(top),
+        "time_accounting": _accounting(measured.profile, lat["p50"]),
+        "limits_exceeded": sum(above_limit(d.limit_share) for d in analysis.layers),
         "slowest_layers": _slowest(analysis),
     }
+
+
+def _accounting(profile: dict[str, Any], p50_ms: float) -> dict[str, Any] | None:
+    """The profiled time against the measured median, by generator.analysis.accounting's rule (the site's)."""
+    a = time_accounting(profile.get("profiled_latency_us"), profile.get("model_run_us"),
+                        profile.get("kernel_sum_us"), p50_ms)
+    if a is None:
+        return None
+    return {"kernels_us": sig(a.kernel_sum_us), "outside_kernels_us": sig(a.unattributed_us),
+            "profiled_latency_us": sig(a.profiled_latency_us), "profiler_overhead_us": sig(a.profiler_overhead_us),
+            "measured_latency_us": sig(a.measured_latency_us), "rule": PROFILED_TIMES_RULE}
+
+
+def _overrun_note(summary: dict[str, Any], analysis: ProfileAnalysis) -> str | None:
+    """One sentence when a figure exceeds a measured limit (generator.analysis.limits), else None."""
+    share = summary["peak_share_pct"] / 100 if summary["peak_share_pct"] is not None else None
+    over = limit_overruns([("the model's rate", share), ("the peak memory traffic", _traffic_share(analysis)),
+                           *((f"layer {d.node_name}", d.limit_share) for d in analysis.layers)])
+    if over is None:
+        return None
+    return (f"{LIMIT_UNDERESTIMATED}: {over.count} figure{'s' if over.count != 1 else ''} above the measured limits "
+            f"(the highest, {over.worst_what}, at {100 * over.worst_share:.0f} %); the probe measured too low, or "
+            "the data came from the caches.")
+
+
+def _traffic_share(analysis: ProfileAnalysis) -> float | None:
+    bandwidth = analysis.bandwidth_gbs
+    return analysis.temporal.peak_traffic_gbs / bandwidth if bandwidth else None
 
 
 def _slowest(analysis: ProfileAnalysis) -> list[dict[str, Any]]:

@@ -33,6 +33,10 @@ _SUMMARY = _object({
     "peak_rss_mb": _NUM_OR_NULL, "total_gflop": _NUM_OR_NULL, "total_int_gop": _NUM_OR_NULL,
     "achieved_gops": _NUM_OR_NULL, "peak_gflops": _NUM_OR_NULL, "peak_share_pct": _NUM_OR_NULL,
     "profiled_model_run_us": _NUM, "profiled_kernel_sum_us": _NUM, "profiled_nodes": _INT,
+    "time_accounting": {"oneOf": [{"type": "null"}, _object({
+        "kernels_us": _NUM, "outside_kernels_us": _NUM, "profiled_latency_us": _NUM,
+        "profiler_overhead_us": _NUM, "measured_latency_us": _NUM, "rule": _STR})]},
+    "limits_exceeded": _INT,
     "slowest_layers": {"type": "array", "items": _SLOW},
 })
 _INPUT = _object({"name": _STR, "dtype": _STR, "shape": {"type": "array", "items": _INT},
@@ -73,7 +77,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
         "environment": _object({"env_id": _STR, "fingerprint": _STR, "cpu_model": _STR_OR_NULL}),
         "limits": _object({"peak_gflops_fp32": _NUM_OR_NULL, "peak_gops_int8": _NUM_OR_NULL,
                            "bandwidth_gbs": _NUM_OR_NULL, "peak_gflops_threads": _NUM_OR_NULL,
-                           "thread_scale": _NUM, "note": _STR_OR_NULL}),
+                           "thread_scale": _NUM, "probed_at": _STR_OR_NULL, "quality": _STR_OR_NULL,
+                           "note": _STR_OR_NULL}),
         "latencies": _object({"unit": {"const": "ms"}, "count": _INT, "mean": _NUM, "p50": _NUM, "p90": _NUM,
                               "p95": _NUM, "p99": _NUM_OR_NULL, "min": _NUM, "max": _NUM, "samples_ms": _NUMS}),
         "layers": {"type": "array", "items": _LAYER},

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from generator.analysis.limits import LIMIT_UNDERESTIMATED
+
 MISSING = "n/a"
 NAME_WIDTH = 44
 
@@ -47,6 +49,8 @@ def summary_text(record: Mapping[str, Any]) -> str:
              _compute_line(s),
              f"  profiled      model_run {num(s['profiled_model_run_us'])} µs, kernels "
              f"{num(s['profiled_kernel_sum_us'])} µs over {num(s['profiled_nodes'])} nodes (one profiled inference)",
+             *_accounting_lines(s.get("time_accounting")),
+             *_limits_lines(record.get("limits", {})),
              *_slowest_lines(s["slowest_layers"]),
              *_files_lines(record.get("files", {}))]
     return "\n".join(lines) + "\n"
@@ -65,7 +69,28 @@ def _compute_line(s: Mapping[str, Any]) -> str:
     line = f"  compute       {num(s['total_gflop'])} GFLOP{ints} per request; achieved {num(s['achieved_gops'])} GOP/s"
     if s["peak_gflops"] is not None:
         line += f" = {num(s['peak_share_pct'])}% of the measured peak {num(s['peak_gflops'])} GFLOP/s"
+        if s["peak_share_pct"] is not None and s["peak_share_pct"] > 100:
+            line += f" ({LIMIT_UNDERESTIMATED})"
     return line
+
+
+def _accounting_lines(a: Mapping[str, Any] | None) -> list[str]:
+    """How the profiled times add up to the measured median (generator.analysis.accounting's rule)."""
+    if a is None:
+        return []
+    return [f"  time µs       kernels {num(a['kernels_us'])} + outside them {num(a['outside_kernels_us'])} "
+            f"- profiler overhead {num(a['profiler_overhead_us'])} = measured median {num(a['measured_latency_us'])}",
+            "                (layer times below are as profiled, with the profiler's overhead in them)"]
+
+
+def _limits_lines(limits: Mapping[str, Any]) -> list[str]:
+    lines = []
+    if limits.get("probed_at"):
+        quality = safe(limits.get("quality") or "quality unknown")
+        lines.append(f"  limits        probed {safe(limits['probed_at'])}, {quality}")
+    if limits.get("note"):
+        lines.append(f"  warning       {safe(limits['note'])}")
+    return lines
 
 
 def _slowest_lines(layers: list[Mapping[str, Any]]) -> list[str]:

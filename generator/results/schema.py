@@ -219,6 +219,8 @@ ENVIRONMENTS = (
     _c("peak_gops_int8", F64, "GOP/s", "measured INT8 GEMM peak, when probed"),
     _c("bandwidth_gbs", F64, "GB/s", "measured memory bandwidth (large copy), when probed"),
     _c("captured_at", STR, "", "ISO 8601 UTC time of capture"),
+    _c("limits_probed_at", STR, "", "ISO 8601 UTC time the limits above were probed (v2)"),
+    _c("limits_quality", STR, "", "the limits probe's quality in words: clean or disturbed, probes, why (v2)"),
 )
 
 RUNS = (

@@ -42,7 +42,7 @@ ISA_FLAGS: dict[str, str] = {
     "sve": "SVE",
 }
 
-# Fields that identify the environment; hostname, captured_at and the measured peaks are left out on purpose.
+# Fields that identify the environment; hostname, captured_at and the measured limits are left out on purpose.
 FINGERPRINT_FIELDS = (
     "cpu_model", "physical_cores", "logical_cores", "isa", "memory_gb", "os",
     "python", "onnxruntime", "onnx", "numpy", "providers",
@@ -71,6 +71,8 @@ class Environment:
     peak_gops_int8: float | None
     bandwidth_gbs: float | None
     captured_at: str
+    limits_probed_at: str | None = None  # when the limits above were probed (generator.runner.probe)
+    limits_quality: str | None = None  # the probe's quality in words: "clean (1 probe)", "disturbed (...)"
 
     def row(self) -> dict[str, Any]:
         """The row as plain Python values (lists for the list columns)."""

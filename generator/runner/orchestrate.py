@@ -37,6 +37,7 @@ from generator.plan import (
 from generator.results.store import ResultsDir, TrialFiles
 from generator.runner import aggregate, agreement, children
 from generator.runner.environment import Environment, capture_environment
+from generator.runner.limits_check import recheck_limits
 from generator.runner.locks import TrialLock
 from generator.runner.probe import ensure_limits
 from generator.runner.session import check_providers
@@ -167,8 +168,9 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
     if options.dry_run or not summary.to_measure:
         return summary
     results.ensure_writable()
-    # Roofline and timeline pages need the machine's measured limits; probed once per environment, then cached.
-    env = ensure_limits(env, loaded.root / ".perfsite" / "probe", quick)
+    # Roofline and timeline pages need the machine's measured limits; probed once per environment, then cached
+    # in the per-user cache `perfsite profile` shares (generator.runner.probe.probe_cache_dir).
+    env = ensure_limits(env, quick)
     run_id = _start_run(results, loaded, env, quick)
     progress.start(len(summary.to_measure), summary.estimate_s)
     context = _SweepContext(loaded, results, env, versions, settings, quick, run_id, progress, summary, preexisting)
@@ -177,6 +179,10 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
             context.measure_group(config, group)
     except KeyboardInterrupt:
         summary.interrupted = True
+    if not summary.interrupted:
+        # After the profiled passes: a layer faster than the cached limits means the probe measured too low, so
+        # probe once more (generator.runner.limits_check).
+        recheck_limits(results, summary.measured, env, quick, progress.message)
     return summary
 
 

@@ -12,7 +12,16 @@ the clock of these VMs, and what matters is what onnxruntime's own kernels reach
   numpy copy of the same size is recorded in the notes for reference; the roofline uses onnxruntime's figure,
   which streams with ordinary stores like the kernels it bounds.
 
-The result is cached per environment fingerprint (``ensure_limits``): a probe costs a few seconds once.
+Disturbance: a neighbour can only slow the probe down, so every figure is the best of repeated runs, and the
+probe also checks whether it was disturbed: the runs of one measurement disagreeing (median more than
+DISAGREEMENT above the best) or its threads waiting for a CPU (scheduler run-delay of every thread of the
+process, /proc/self/task/*/schedstat, above RUN_DELAY_SHARE of the probe's wall time × threads). A disturbed
+probe is repeated (up to ATTEMPTS in all), each figure the best over the attempts; its quality (clean or
+disturbed, how many attempts) and date are cached with it and shown on the pages beside the limits.
+
+The result is cached per environment fingerprint (``ensure_limits``) in one per-user folder
+(``probe_cache_dir``) that `perfsite run` and `perfsite profile` share: a probe costs a few seconds once.
+``reprobe`` measures again when a layer ran faster than the cached limits allow (generator.runner.limits_check).
 """
 
 from __future__ import annotations
@@ -35,7 +44,15 @@ from generator.runner.environment import Environment
 # The quick sizes keep a probe under a second; the bandwidth arrays stay larger than any last-level cache.
 FULL = {"gemm_n": 1024, "min_runs": 8, "budget_s": 1.0, "stream_floats": 64 << 20, "stream_runs": 8}
 QUICK = {"gemm_n": 512, "min_runs": 3, "budget_s": 0.06, "stream_floats": 16 << 20, "stream_runs": 4}
-CACHE_VERSION = 1
+# 2: quality, attempts and reprobed added to the cached limits.
+CACHE_VERSION = 2
+CACHE_ENV = "PERFSITE_CACHE_DIR"
+# Runs of one measurement whose median is this much slower than their best were disturbed: on a quiet machine
+# they repeat within a few per cent.
+DISAGREEMENT = 0.25
+# Share of the probe's thread-time spent waiting for a CPU above which another process took the machine.
+RUN_DELAY_SHARE = 0.10
+ATTEMPTS = 2
 # Instruction sets that give the CPU an int8 dot-product path (see environment.ISA_FLAGS); without one,
 # onnxruntime's u8s8 kernels fall back to AVX2's 16-bit multiply-adds.
 INT8_DOT_ISA = ("AVX512-VNNI", "AVX-VNNI", "AMX-INT8")
@@ -52,28 +69,105 @@ class MachineLimits:
     quick: bool
     notes: tuple[str, ...]
     measured_at: str
+    quality: str = "clean"  # "clean" or "disturbed" (see the module docstring)
+    attempts: int = 1  # probes whose best figures these are
+    disturbances: tuple[str, ...] = ()  # what disturbed the last attempt, in words
+    reprobed: bool = False  # measured again because a layer ran above the previous limits
+
+    @property
+    def quality_text(self) -> str:
+        """The quality as pages show it: ``clean (1 probe)``, ``disturbed (2 probes: ...)``."""
+        probes = f"{self.attempts} probe{'s' if self.attempts != 1 else ''}"
+        why = f": {'; '.join(self.disturbances)}" if self.disturbances else ""
+        again = ", re-probed after a layer exceeded the earlier limits" if self.reprobed else ""
+        return f"{self.quality} ({probes}{why}{again})"
 
 
 def probe_machine(quick: bool, threads: int | None = None, isa: tuple[str, ...] = ()) -> MachineLimits:
-    """Measure the FP32 and INT8 GEMM peaks and the memory bandwidth (see the module docstring).
+    """Measure the FP32 and INT8 GEMM peaks and the memory bandwidth (see the module docstring), probing again
+    while disturbed, up to ATTEMPTS probes; each figure is the best over the probes.
 
     `threads` is the intra-op pool size (default: every logical core); `isa` (the environment's instruction
     sets) only annotates the INT8 figure with the dot-product path the CPU has.
     """
+    threads = threads or os.cpu_count() or 1
+    best: MachineLimits | None = None
+    for attempt in range(1, ATTEMPTS + 1):
+        limits = _probe_once(quick, threads, isa)
+        best = limits if best is None else best_of(best, limits)
+        best = dataclasses.replace(best, quality=limits.quality, disturbances=limits.disturbances,
+                                   attempts=attempt, measured_at=limits.measured_at)
+        if limits.quality == "clean":
+            break
+    assert best is not None
+    return best
+
+
+def best_of(a: MachineLimits, b: MachineLimits) -> MachineLimits:
+    """Each figure the higher of two probes (a shared machine only ever slows a probe down); the rest from `b`."""
+    int8 = max((x for x in (a.peak_gops_int8, b.peak_gops_int8) if x is not None), default=None)
+    return dataclasses.replace(b, peak_gflops_fp32=max(a.peak_gflops_fp32, b.peak_gflops_fp32),
+                               peak_gops_int8=int8, bandwidth_gbs=max(a.bandwidth_gbs, b.bandwidth_gbs))
+
+
+@dataclass
+class _Watch:
+    """What a probe's runs looked like: the slowest median-over-best ratio and the threads' run-delay."""
+
+    worst_spread: float = 1.0
+    worst_what: str = ""
+
+    def runs(self, what: str, times: list[float]) -> float:
+        best = min(times)
+        spread = float(np.median(times)) / best if best > 0 else 1.0
+        if spread > self.worst_spread:
+            self.worst_spread, self.worst_what = spread, what
+        return best
+
+
+def _run_delay_s() -> float | None:
+    """Seconds every thread of this process has waited for a CPU so far (second field of each thread's
+    schedstat); None where the kernel does not provide it (not Linux, or schedstats compiled out)."""
+    total, seen = 0.0, False
+    for path in Path("/proc/self/task").glob("*/schedstat"):
+        try:
+            total += int(path.read_text().split()[1]) / 1e9
+            seen = True
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total if seen else None
+
+
+def disturbances(spread: float, what: str, delay_s: float | None, wall_s: float, threads: int) -> tuple[str, ...]:
+    """Why a probe counts as disturbed, in words (empty: clean); see the module docstring for the rules."""
+    out = []
+    if spread > 1 + DISAGREEMENT:
+        out.append(f"{what} runs disagreed, median {100 * (spread - 1):.0f} % above the best")
+    if delay_s is not None and wall_s > 0 and delay_s / (wall_s * threads) > RUN_DELAY_SHARE:
+        out.append(f"its threads waited for a CPU {100 * delay_s / (wall_s * threads):.0f} % of the time")
+    return tuple(out)
+
+
+def _probe_once(quick: bool, threads: int, isa: tuple[str, ...]) -> MachineLimits:
     import onnxruntime as ort
 
     size = QUICK if quick else FULL
-    threads = threads or os.cpu_count() or 1
     n = size["gemm_n"]
-    fp32_s = _best_run_s(_gemm_runner(n, integer=False, threads=threads), size["min_runs"], size["budget_s"])
+    watch, delay0, wall0 = _Watch(), _run_delay_s(), time.perf_counter()
+    fp32_s = watch.runs("FP32", _run_times(_gemm_runner(n, integer=False, threads=threads), size["min_runs"],
+                                           size["budget_s"]))
     try:
-        int8_s: float | None = _best_run_s(_gemm_runner(n, integer=True, threads=threads), size["min_runs"],
-                                           size["budget_s"])
+        int8_s: float | None = watch.runs("INT8", _run_times(_gemm_runner(n, integer=True, threads=threads),
+                                                             size["min_runs"], size["budget_s"]))
     except Exception:  # noqa: BLE001  onnxruntime's pybind errors: a build without the int8 kernel
         int8_s = None
     floats = size["stream_floats"]
-    ort_bw = 8 * floats / _best_run_s(_stream_runner(floats, threads), size["stream_runs"], 0.0) / 1e9
+    stream_s = watch.runs("bandwidth", _run_times(_stream_runner(floats, threads), size["stream_runs"], 0.0))
+    ort_bw = 8 * floats / stream_s / 1e9
+    delay1, wall_s = _run_delay_s(), time.perf_counter() - wall0
     numpy_bw = _numpy_copy_gbs(floats, size["stream_runs"])
+    delay = delay1 - delay0 if delay0 is not None and delay1 is not None else None
+    why = disturbances(watch.worst_spread, watch.worst_what, delay, wall_s, threads)
     ops = 2.0 * n**3
     dot = [name for name in INT8_DOT_ISA if name in isa]
     notes = (
@@ -90,20 +184,21 @@ def probe_machine(quick: bool, threads: int | None = None, isa: tuple[str, ...] 
         peak_gflops_fp32=ops / fp32_s / 1e9, peak_gops_int8=ops / int8_s / 1e9 if int8_s else None,
         bandwidth_gbs=ort_bw, threads=threads, quick=quick, notes=notes,
         measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        quality="disturbed" if why else "clean", disturbances=why,
     )
 
 
-def _best_run_s(run: Callable[[], None], min_runs: int, budget_s: float) -> float:
-    """The fastest of at least `min_runs` timed calls, continuing until `budget_s` has passed; one untimed
-    call first (session warm-up, prepacking, first-touch of buffers)."""
+def _run_times(run: Callable[[], None], min_runs: int, budget_s: float) -> list[float]:
+    """At least `min_runs` timed calls, continuing until `budget_s` has passed, in seconds; one untimed call
+    first (session warm-up, prepacking, first-touch of buffers)."""
     run()
-    best, runs, start = float("inf"), 0, time.perf_counter()
-    while runs < min_runs or time.perf_counter() - start < budget_s:
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < min_runs or time.perf_counter() - start < budget_s:
         t0 = time.perf_counter()
         run()
-        best = min(best, time.perf_counter() - t0)
-        runs += 1
-    return best
+        times.append(time.perf_counter() - t0)
+    return times
 
 
 def _session(model_bytes: bytes, threads: int):
@@ -166,31 +261,61 @@ def _one_node_model(op: str, in_type: int, out_type: int, shape: tuple[int, ...]
 
 def _numpy_copy_gbs(floats: int, runs: int) -> float:
     src, dst = np.ones(floats, np.float32), np.zeros(floats, np.float32)
-    return 8 * floats / _best_run_s(lambda: np.copyto(dst, src), runs, 0.0) / 1e9
+    return 8 * floats / min(_run_times(lambda: np.copyto(dst, src), runs, 0.0)) / 1e9
 
 
-def ensure_limits(env: Environment, cache_dir: Path, quick: bool) -> Environment:
-    """`env` with peak_gflops_fp32, peak_gops_int8 and bandwidth_gbs filled: from the cache file
-    ``cache_dir/probe-<fingerprint>.json`` when it holds a probe good enough (a full probe always is; a quick
+def probe_cache_dir() -> Path:
+    """The one cache of machine probes, shared by `perfsite run` and `perfsite profile`: $PERFSITE_CACHE_DIR/probe
+    when set (tests point it at a temporary folder), else $XDG_CACHE_HOME/perfsite/probe, else
+    ~/.cache/perfsite/probe. Per user, not per project: the limits belong to the machine."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]) / "probe"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "perfsite" / "probe"
+
+
+def ensure_limits(env: Environment, quick: bool, cache_dir: Path | None = None) -> Environment:
+    """`env` with its limits filled (see with_limits): from the cache file ``probe-<fingerprint>.json`` in
+    `cache_dir` (default probe_cache_dir()) when it holds a probe good enough (a full probe always is; a quick
     one only for a quick run), otherwise probed now and cached. A damaged cache file is probed again."""
-    limits = _cached(cache_dir, env.fingerprint, quick)
+    folder = Path(cache_dir) if cache_dir is not None else probe_cache_dir()
+    limits = cached_limits(folder, env.fingerprint, quick)
     if limits is None:
         limits = probe_machine(quick, threads=env.logical_cores, isa=tuple(env.isa or ()))
-        _store(cache_dir, env.fingerprint, limits)
-    return dataclasses.replace(env, peak_gflops_fp32=limits.peak_gflops_fp32,
-                               peak_gops_int8=limits.peak_gops_int8, bandwidth_gbs=limits.bandwidth_gbs)
+        _store(folder, env.fingerprint, limits)
+    return with_limits(env, limits)
+
+
+def reprobe(env: Environment, quick: bool, cache_dir: Path | None = None) -> Environment:
+    """Probe again now, keep the better figure of the cached and the new probe for each limit (a disturbed
+    probe only ever measures too low), mark the result `reprobed` and cache it."""
+    folder = Path(cache_dir) if cache_dir is not None else probe_cache_dir()
+    fresh = probe_machine(quick, threads=env.logical_cores, isa=tuple(env.isa or ()))
+    old = cached_limits(folder, env.fingerprint, quick=True)
+    limits = dataclasses.replace(best_of(old, fresh) if old else fresh, reprobed=True)
+    _store(folder, env.fingerprint, limits)
+    return with_limits(env, limits)
+
+
+def with_limits(env: Environment, limits: MachineLimits) -> Environment:
+    """`env` with peak_gflops_fp32, peak_gops_int8, bandwidth_gbs, limits_probed_at and limits_quality set."""
+    return dataclasses.replace(env, peak_gflops_fp32=limits.peak_gflops_fp32, peak_gops_int8=limits.peak_gops_int8,
+                               bandwidth_gbs=limits.bandwidth_gbs, limits_probed_at=limits.measured_at,
+                               limits_quality=limits.quality_text)
 
 
 def cache_path(cache_dir: Path, fingerprint: str) -> Path:
     return Path(cache_dir) / f"probe-{fingerprint}.json"
 
 
-def _cached(cache_dir: Path, fingerprint: str, quick: bool) -> MachineLimits | None:
+def cached_limits(cache_dir: Path, fingerprint: str, quick: bool) -> MachineLimits | None:
+    """The cached probe of this environment, or None when there is none good enough (see ensure_limits)."""
     try:
         data = json.loads(cache_path(cache_dir, fingerprint).read_text())
         if data.get("version") != CACHE_VERSION or data.get("fingerprint") != fingerprint:
             return None
-        limits = MachineLimits(**{**data["limits"], "notes": tuple(data["limits"]["notes"])})
+        raw = data["limits"]
+        limits = MachineLimits(**{**raw, "notes": tuple(raw["notes"]), "disturbances": tuple(raw["disturbances"])})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # missing or damaged: measure again (the cache is only a shortcut)
     return limits if quick or not limits.quick else None
@@ -205,6 +330,6 @@ def _store(cache_dir: Path, fingerprint: str, limits: MachineLimits) -> None:
         atomic_write_bytes(path, (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode())
     except OSError as e:
         raise RunError(
-            f"Cannot write the machine-limits cache {path}: {e.strerror or e}. Make the folder writable (it is "
-            "under the project's .perfsite folder) or remove the file that blocks it."
+            f"Cannot write the machine-limits cache {path}: {e.strerror or e}. Make the folder writable, or "
+            f"point perfsite at another one with the environment variable {CACHE_ENV}=DIR."
         ) from e

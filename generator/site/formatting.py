@@ -11,6 +11,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from generator.analysis.limits import LIMIT_UNDERESTIMATED, above_limit
 from generator.analysis.summaries import TrialSummary
 from generator.site.escape import md_text
 
@@ -37,6 +38,12 @@ def pct(share: float | None, decimals: int = 1) -> str:
     if share is None or not math.isfinite(share):
         return MISSING
     return f"{share * 100:.{decimals}f}%"
+
+
+def of_limit(share: float | None, decimals: int = 1) -> str:
+    """A share of a measured limit as a percentage, marked when above 100 % (generator.analysis.limits)."""
+    text = pct(share, decimals)
+    return f"{text} ({LIMIT_UNDERESTIMATED})" if above_limit(share) else text
 
 
 def fixed(value: float | None, decimals: int = 2) -> str:
@@ -96,6 +103,6 @@ def wanted_text(wanted: tuple[tuple[str, Any], ...]) -> str:
 
 
 FILTERS = {
-    "num": num, "pct": pct, "fixed": fixed, "mib": mib, "short_sha": short_sha, "on_off": on_off,
+    "num": num, "pct": pct, "of_limit": of_limit, "fixed": fixed, "mib": mib, "short_sha": short_sha, "on_off": on_off,
     "when": when, "at": at, "config_text": config_text, "wanted_text": wanted_text,
 }

@@ -20,6 +20,8 @@ import jinja2
 
 import generator
 from generator.analysis import summaries as S
+from generator.analysis.accounting import PROFILED_TIMES_RULE
+from generator.analysis.limits import LimitOverruns, limit_overruns
 from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
 from generator.results.store import ExperimentResults
@@ -138,6 +140,8 @@ def template_env() -> jinja2.Environment:
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
     )
     env.filters.update(FILTERS, md=md_text, md_paragraphs=md_paragraphs)
+    # One sentence for every page that shows per-layer times (generator.analysis.accounting).
+    env.globals["profiled_times_rule"] = PROFILED_TIMES_RULE
     return env
 
 
@@ -218,6 +222,7 @@ class ProfileSection:
     temporal_chart: str = ""
     trace_file: str = ""  # the Perfetto trace, beside the page
     trace_json: str = ""
+    overruns: LimitOverruns | None = None  # figures above a measured limit (generator.analysis.limits)
 
 
 def _profile_section(view: ExperimentView, target: S.ProfileTarget, number: int, sweet: S.TrialSummary | None,
@@ -240,7 +245,18 @@ def _profile_section(view: ExperimentView, target: S.ProfileTarget, number: int,
             f"chart-roofline-{number}",
             charts_profile.roofline_chart(profile.layers, profile.limits, f"roofline_{number}"))
     blocks.update(_timeline_blocks(view, trial, profile, number, stem))
-    return ProfileSection(target, is_sweet, profile, **blocks)
+    return ProfileSection(target, is_sweet, profile, **blocks, overruns=_overruns(profile, blocks.get("timeline")))
+
+
+def _overruns(profile: TrialProfile, tv: TimelineView | None) -> LimitOverruns | None:
+    """Every figure of the section that is a share of a measured limit, those above it gathered."""
+    m = profile.summary
+    figures = [("the model's FP32 rate", m.peak_share_fp32), ("the model's integer rate", m.peak_share_int8)]
+    figures += [(f"layer {r.node_name}", r.efficiency) for r in profile.layers]
+    if tv is not None:
+        figures += [("the peak memory traffic", tv.traffic_share), ("the peak compute rate", tv.compute_share)]
+        figures += [(f"call {d.node_name}", d.limit_share) for d in tv.details]
+    return limit_overruns(figures)
 
 
 def _timeline_blocks(view: ExperimentView, trial: S.TrialSummary, profile: TrialProfile, number: int,
