@@ -250,6 +250,41 @@ def diff(
         raise typer.Exit(code)
 
 
+@app.command()
+def count(
+    baseline: Annotated[Path, typer.Argument(help="The baseline ONNX model file.", show_default=False)],
+    candidate: Annotated[Path, typer.Argument(help="The candidate ONNX model file.", show_default=False)],
+    iterations: Annotated[int, typer.Option(min=1, help="Counted inferences per version.")] = 10,
+    warmup: Annotated[int, typer.Option(min=0, help="Uncounted inferences per version before counting.")] = 5,
+    dim: Annotated[
+        list[str] | None, typer.Option(help="Value of a named input dim, e.g. --dim seq_len=128 (repeatable).")
+    ] = None,
+    shape: Annotated[
+        list[str] | None, typer.Option(help="Whole shape of an input, e.g. --shape input=1,3,64,64 (repeatable).")
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="Slower above this instruction ratio, faster below its inverse.")
+    ] = 1.01,
+    fail_on: Annotated[
+        str | None, typer.Option(help="`regression`: exit 2 when the candidate is slower.")
+    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON verdict to this file.")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Also write the Markdown summary to this file.")] = None,
+) -> None:
+    """Count instructions per inference of two model files under valgrind: a noise-immune check for shared runners.
+
+    Exit status: 0 no regression, 1 user error, 2 slower (with --fail-on regression), 3 not comparable.
+    """
+    from generator.cli_count import count_command
+
+    text, code = count_command(baseline, candidate, iterations=iterations, warmup=warmup, dims=dim or [],
+                               shapes=shape or [], threshold=threshold, fail_on=fail_on, json_out=json_out,
+                               markdown_out=markdown, progress=_echo_err)
+    typer.echo(text, nl=False)
+    if code:
+        raise typer.Exit(code)
+
+
 def _echo_err(text: str) -> None:
     typer.echo(text, err=True)
 

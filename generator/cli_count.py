@@ -1,0 +1,60 @@
+"""`perfsite count BASELINE.onnx CANDIDATE.onnx`: instructions per steady-state inference of both model files
+under valgrind, the ratio and a verdict, with `perfsite diff`'s exit codes (0 ok, 1 user error, 2 slower with
+`--fail-on regression`, 3 not comparable)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from generator.cli_diff import FAIL_ON, exit_code
+from generator.counting import compare_counts, count_instructions
+from generator.counting.report import count_json, count_markdown
+from generator.counting.verdict import check_threshold
+from generator.errors import PerfsiteError
+from generator.oneshot.shapes import make_input_feeds, model_inputs, parse_dims, parse_shapes, resolve_inputs
+
+BASELINE, CANDIDATE = "baseline", "candidate"
+
+
+def count_command(baseline: Path, candidate: Path, *, iterations: int, warmup: int, dims: Sequence[str],
+                  shapes: Sequence[str], threshold: float, fail_on: str | None, json_out: Path | None,
+                  markdown_out: Path | None, progress: Callable[[str], None] | None = None) -> tuple[str, int]:
+    """The Markdown summary and the exit code."""
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise PerfsiteError(f"--fail-on {fail_on!r} is not known; use --fail-on regression (exit 2 when the "
+                            "candidate is slower) or --fail-on never.")
+    check_threshold(threshold)
+    paths = {BASELINE: Path(baseline).absolute(), CANDIDATE: Path(candidate).absolute()}
+    if paths[BASELINE] == paths[CANDIDATE]:
+        # Allowed (an A/A check of the method), but said, since it is more often a slip.
+        (progress or (lambda _t: None))("Baseline and candidate are the same file: an A/A check.")
+    feeds = {role: _feeds(path, dims, shapes) for role, path in paths.items()}
+    result = count_instructions(paths, feeds, iterations=iterations, warmup=warmup, progress=progress)
+    verdict = compare_counts(result, BASELINE, CANDIDATE, threshold)
+    code = exit_code(verdict.verdict, fail_on)
+    text = count_markdown(result, verdict)
+    if markdown_out is not None:
+        _write(markdown_out, text)
+    if json_out is not None:
+        _write(json_out, json.dumps(count_json(result, verdict, code), indent=2, ensure_ascii=False) + "\n")
+    return text, code
+
+
+def _feeds(model_path: Path, dims: Sequence[str], shapes: Sequence[str]) -> dict[str, np.ndarray]:
+    """The one-shot profile's inputs (generator.oneshot.shapes): the same --dim/--shape rules and random
+    data, seeded alike, so two versions with the same inputs get the same arrays."""
+    resolved = resolve_inputs(model_path, model_inputs(model_path), parse_dims(dims, model_path),
+                              parse_shapes(shapes, model_path))
+    return make_input_feeds(model_path, resolved)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise PerfsiteError(f"Cannot write {path}: {e.strerror or e}. Choose a writable path.") from e

@@ -1,0 +1,56 @@
+"""The count mode's summary: Markdown (terminal, pull-request comment, ``$GITHUB_STEP_SUMMARY``) and JSON.
+
+Pure functions of the records; the CLI writes the files.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.counting.count import CountResult
+from generator.counting.verdict import CountVerdict
+from generator.site.escape import md_text
+
+
+def count_markdown(result: CountResult, verdict: CountVerdict) -> str:
+    """A heading with the verdict, one table row per version, and how the counts were taken."""
+    rows = [f"| {md_text(v.name)} | {md_text(v.model_path.name)} | {v.instructions:,.0f} | {v.spread_pct:.3f} % |"
+            for v in (verdict.baseline, verdict.candidate)]
+    return "\n".join([
+        f"## perfsite count: {verdict.verdict}",
+        "",
+        f"Candidate / baseline: **{verdict.ratio:.4f}** ({verdict.reason}).",
+        "",
+        "| version | model | instructions per inference (median) | spread |",
+        "|---|---|---:|---:|",
+        *rows,
+        "",
+        f"{result.iterations} counted inferences per version after {result.warmup} warm-up runs, in one valgrind "
+        f"{result.valgrind or '(version unknown)'} process (callgrind), onnxruntime {result.onnxruntime}, "
+        f"{result.threads} intra-op thread; every count includes ~{result.marker_instructions:,.0f} instructions "
+        f"of perfsite's marker and Python call. Counted in {result.seconds:.0f} s. Counts are not time: see "
+        "perfsite's docs/count-mode.md.",
+        "",
+    ])
+
+
+def count_json(result: CountResult, verdict: CountVerdict, exit_code: int) -> dict[str, Any]:
+    """The verdict and every count, for CI scripts and dashboards."""
+    return {
+        "verdict": verdict.verdict,
+        "reason": verdict.reason,
+        "ratio": verdict.ratio,
+        "threshold": verdict.threshold,
+        "exit_code": exit_code,
+        "versions": [{"role": role, "name": v.name, "model": str(v.model_path),
+                      "instructions_per_inference": v.instructions, "spread_pct": v.spread_pct,
+                      "counts": list(v.counts)}
+                     for role, v in (("baseline", verdict.baseline), ("candidate", verdict.candidate))],
+        "iterations": result.iterations,
+        "warmup": result.warmup,
+        "marker_instructions": result.marker_instructions,
+        "threads": result.threads,
+        "valgrind": result.valgrind,
+        "onnxruntime": result.onnxruntime,
+        "seconds": result.seconds,
+    }

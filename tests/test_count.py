@@ -1,0 +1,162 @@
+"""The count mode (`perfsite count`): instructions per steady-state inference under valgrind's callgrind.
+
+The real thing on tiny models built here: one valgrind process counts the baseline, a byte-identical copy of
+it (A/A) and a candidate with an extra MatMul branch (~10 % more instructions), while a neighbour process
+spins on one core; then the command line end to end. Without valgrind, a C compiler or valgrind's headers the
+valgrind tests skip, saying which is missing, except where PERFSITE_REQUIRE_VALGRIND=1 (CI: `.ci/run`
+installs valgrind), where they fail. About 25 s in all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from perfsite_testing import perfsite
+
+from generator.counting import CountResult, VersionCount, compare_counts, count_instructions
+from generator.counting.callgrind import parse_dump
+from generator.counting.verdict import FASTER, NO_CHANGE, NOT_COMPARABLE, SLOWER
+from generator.diff import verdict as diff_verdict
+
+HIDDEN, BATCH = 128, 64
+
+
+def _missing_tools() -> str | None:
+    if not shutil.which("valgrind"):
+        return "valgrind is not installed (apt-get install valgrind)"
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        return "no C compiler (cc) to build perfsite's callgrind marker"
+    if not Path("/usr/include/valgrind/callgrind.h").is_file():
+        return "valgrind's headers (/usr/include/valgrind/callgrind.h) are missing"
+    return None
+
+
+def _needs_valgrind():
+    reason = _missing_tools()
+    if reason and os.environ.get("PERFSITE_REQUIRE_VALGRIND") == "1":
+        pytest.fail(f"{reason} (PERFSITE_REQUIRE_VALGRIND=1 requires the count-mode tests to run)")
+    if reason:
+        pytest.skip(f"count mode: {reason}")
+
+
+def _mlp(path: Path, extra_branch: bool) -> Path:
+    """x[batch,128] -> MatMul -> Relu -> MatMul -> Relu; the candidate adds x @ W3[128,16] -> ReduceMean, added
+    to the output (about +10 % instructions)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32), n) for n in "AB"]
+    nodes = [helper.make_node("MatMul", ["x", "A"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "B"], ["h2"]), helper.make_node("Relu", ["h2"], ["r2"])]
+    if extra_branch:
+        inits.append(numpy_helper.from_array(rng.standard_normal((HIDDEN, 16)).astype(np.float32), "C"))
+        nodes += [helper.make_node("MatMul", ["x", "C"], ["e"]), helper.make_node("ReduceMean", ["e"], ["m"]),
+                  helper.make_node("Add", ["r2", "m"], ["y"])]
+    else:
+        nodes.append(helper.make_node("Identity", ["r2"], ["y"]))
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", HIDDEN])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("count-models")
+    base = _mlp(folder / "base.onnx", extra_branch=False)
+    copy = folder / "base-copy.onnx"
+    shutil.copy(base, copy)
+    return {"base": base, "copy": copy, "slower": _mlp(folder / "slower.onnx", extra_branch=True)}
+
+
+@pytest.mark.slow
+def test_counts_repeat_and_find_ten_percent_more_work_beside_a_busy_neighbour(models):
+    _needs_valgrind()
+    feeds = {"x": np.random.default_rng(1).standard_normal((BATCH, HIDDEN)).astype(np.float32)}
+    neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        result = count_instructions(models, {name: feeds for name in models}, iterations=6, warmup=3)
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+    base, copy, slower = (result.version(n) for n in ("base", "copy", "slower"))
+    for version in (base, copy, slower):
+        assert len(version.counts) == 6 and version.spread_pct <= 0.2, version
+    assert abs(copy.instructions / base.instructions - 1) <= 0.002
+    assert compare_counts(result, "base", "copy").verdict == NO_CHANGE
+    judged = compare_counts(result, "base", "slower")
+    assert judged.verdict == SLOWER and 1.05 < judged.ratio < 1.2, judged
+    assert compare_counts(result, "slower", "base").verdict == FASTER
+    assert 0 < result.marker_instructions < 0.01 * base.instructions
+    assert result.valgrind and result.onnxruntime and result.threads == 1
+
+
+@pytest.mark.slow
+def test_cli_prints_the_verdict_writes_json_and_markdown_and_exits_2(models, tmp_path):
+    _needs_valgrind()
+    out = perfsite("count", str(models["base"]), str(models["slower"]), "--iterations", "3", "--warmup", "2",
+                   "--dim", f"batch={BATCH // 2}", "--fail-on", "regression", "--json", str(tmp_path / "v.json"),
+                   "--markdown", str(tmp_path / "v.md"))
+    assert out.returncode == 2, out.stderr
+    assert out.stdout.startswith("## perfsite count: slower")
+    assert "| baseline | base.onnx |" in out.stdout and "| candidate | slower.onnx |" in out.stdout
+    assert (tmp_path / "v.md").read_text() == out.stdout
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["verdict"] == SLOWER and verdict["exit_code"] == 2 and verdict["ratio"] > 1.05
+    assert [v["role"] for v in verdict["versions"]] == ["baseline", "candidate"]
+    assert all(len(v["counts"]) == 3 for v in verdict["versions"])
+
+
+def test_missing_model_file_is_one_paragraph(tmp_path, models):
+    out = perfsite("count", str(tmp_path / "nope.onnx"), str(models["base"]))
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.startswith("error: ") and "nope.onnx" in out.stderr and "no such model file" in out.stderr
+    assert "Traceback" not in out.stderr and "\n\n" not in out.stderr.strip()
+
+
+def test_bad_threshold_and_fail_on_are_user_errors(models):
+    for args, said in ((["--threshold", "0.99"], "--threshold 0.99 must be above 1"),
+                       (["--fail-on", "slower"], "--fail-on 'slower' is not known")):
+        out = perfsite("count", str(models["base"]), str(models["slower"]), *args)
+        assert out.returncode == 1 and said in " ".join(out.stderr.split()) and "Traceback" not in out.stderr
+
+
+def test_missing_valgrind_says_how_to_install_it(models, tmp_path):
+    out = perfsite("count", str(models["base"]), str(models["slower"]), env={"PATH": str(tmp_path)})
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "valgrind" in out.stderr and "apt-get install valgrind" in " ".join(out.stderr.split())
+
+
+def test_dump_parser_reads_label_and_totals():
+    text = ("# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\npid: 42\ncmd: python\npart: 3\n\n"
+            "desc: I1 cache: \ndesc: Timerange: Basic block 1 - 2\ndesc: Trigger: Client Request: count:0:4\n\n"
+            "positions: line\nevents: Ir\nsummary: 567198\n\nfn=(1) main\n0 12\n\ntotals: 567198\n")
+    assert parse_dump(text) == ("count:0:4", 567198)
+    assert parse_dump(text.replace("desc: Trigger: Client Request: count:0:4", "desc: Trigger: Program termination")
+                      ) == (None, 567198)
+
+
+def test_verdict_words_are_the_diffs():
+    # CI reads `perfsite count` and `perfsite diff` the same way, exit codes included.
+    assert (SLOWER, FASTER, NO_CHANGE, NOT_COMPARABLE) == (diff_verdict.SLOWER, diff_verdict.FASTER,
+                                                           diff_verdict.NO_CHANGE, diff_verdict.NOT_COMPARABLE)
+
+
+def test_counts_that_vary_more_than_the_threshold_are_not_comparable():
+    steady = VersionCount("base", Path("a.onnx"), (1000, 1001, 1000))
+    varying = VersionCount("candidate", Path("b.onnx"), (1000, 1030, 1100))
+    result = CountResult((steady, varying), iterations=3, warmup=1, marker_instructions=10.0, valgrind="3.19.0",
+                         onnxruntime="1.32.0", seconds=1.0)
+    judged = compare_counts(result, "base", "candidate", threshold=1.05)
+    assert varying.instructions == 1030 and round(varying.spread_pct, 2) == 9.71
+    assert judged.verdict == NOT_COMPARABLE and "candidate" in judged.reason
+    assert compare_counts(result, "base", "candidate", threshold=1.1).verdict == NO_CHANGE
