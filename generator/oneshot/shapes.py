@@ -26,7 +26,8 @@ _NAME_VALUE = re.compile(r"^\s*([^=]+?)\s*=\s*(.+?)\s*$")
 
 
 class ShapeError(RunError):
-    """Input dims or shapes for `perfsite profile` are missing, malformed or contradict the model."""
+    """Input dims or shapes for `perfsite profile` or `perfsite count` are missing, malformed or contradict the
+    model."""
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,8 @@ def model_inputs(model_path: Path) -> list[ModelInput]:
     except Exception as e:  # protobuf's DecodeError, onnx's own errors, OSError: the file is not a model
         reason = " ".join(str(e).split()) or type(e).__name__
         raise ModelError(
-            f"{model_path}: not a readable ONNX model ({reason}). `perfsite profile` takes an ONNX model file "
-            "(.onnx) as written by torch.onnx.export, onnx.save or a model zoo."
+            f"{model_path}: not a readable ONNX model ({reason}). `perfsite profile` and `perfsite count` take an "
+            "ONNX model file (.onnx) as written by torch.onnx.export, onnx.save or a model zoo."
         ) from e
 
 
@@ -106,7 +107,7 @@ def resolve_inputs(model_path: Path, declared: Sequence[ModelInput], dims: Mappi
     untyped = [d.name for d in declared if d.dtype is None]
     if untyped:
         raise ShapeError(f"{model_path}: the input {untyped[0]!r} is not a tensor (a sequence, map or optional); "
-                         "`perfsite profile` can only feed tensor inputs.")
+                         "`perfsite profile` and `perfsite count` can only feed tensor inputs.")
     unknown = [n for n in shapes if n not in by_name]
     if unknown:
         known = "; ".join(format_input(d) for d in declared) or "no inputs"
