@@ -207,8 +207,9 @@ def profile(
 
 @app.command()
 def diff(
-    baseline: Annotated[str, typer.Argument(help="Results folder, or git:REF (the results committed at REF).")],
-    candidate: Annotated[str, typer.Argument(help="Results folder, or git:REF.")],
+    baseline: Annotated[str, typer.Argument(
+        help="Results folder, or git:REF (the results committed at REF); with --measure a checkout folder.")],
+    candidate: Annotated[str, typer.Argument(help="Results folder, or git:REF; with --measure a checkout folder.")],
     results: Annotated[
         Path | None, typer.Option(help="The results folder git:REF reads (default: <project>/results).")
     ] = None,
@@ -233,13 +234,21 @@ def diff(
         help="Write the candidate's throughputs for github-action-benchmark (tool: customBiggerIsBetter).")] = None,
     bencher_json: Annotated[Path | None, typer.Option(
         help="Write the candidate's figures in Bencher Metric Format (bencher run --adapter json).")] = None,
+    measure: Annotated[list[str] | None, typer.Option(
+        help="Measure first, paired: BASELINE and CANDIDATE are two checkouts, this a spec glob inside each "
+        "(e.g. 'experiments/*.yaml'; repeatable).")] = None,
+    store: Annotated[Path | None, typer.Option(
+        help="With --measure: where the two results folders go (default: CANDIDATE/.perfsite/paired).")] = None,
+    quick: Annotated[bool, typer.Option(help="With --measure: shrink measurement (previews, tests).")] = False,
 ) -> None:
     """Compare a candidate's results with a baseline's: ratios with 95% intervals, a verdict, changed layers.
 
     Exit status: 0 no regression, 1 user error, 2 regression (with --fail-on regression), 3 not comparable.
     """
-    from generator.cli_diff import diff_command
+    from generator.cli_diff import diff_command, measure_sides
 
+    if measure:
+        baseline, candidate = measure_sides(baseline, candidate, measure, store, quick)
     exports = {"github-action-benchmark-latency": benchmark_latency_json, "bencher": bencher_json,
                "github-action-benchmark-throughput": benchmark_throughput_json}
     text, code = diff_command(baseline, candidate, results, fail_on, latency_ratio, throughput_ratio,

@@ -53,6 +53,37 @@ def diff_command(
     return text, code
 
 
+def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Path | None,
+                  quick: bool = False) -> tuple[str, str]:
+    """`--measure`: measure the two checkouts paired (generator.runner.paired) and return the two results
+    folders to diff. STORE defaults to <CANDIDATE>/.perfsite/paired."""
+    from generator.cli_format import ProgressBar, print_run_summary
+    from generator.runner.paired import measure_paired
+
+    for side in (baseline, candidate):
+        if side.startswith("git:"):
+            raise PerfsiteError(f"With --measure, BASELINE and CANDIDATE are checkouts (folders), not {side}: "
+                                "add one with `git worktree add --detach DIR REF` and pass DIR.")
+    folder = store if store is not None else Path(candidate) / ".perfsite" / "paired"
+    bars: list[ProgressBar] = []
+
+    def progress(name: str) -> ProgressBar:
+        bars.append(ProgressBar(f"{name} (paired)").__enter__())
+        return bars[-1]
+
+    try:
+        run = measure_paired(Path(baseline), Path(candidate), patterns, folder, quick, progress)
+    finally:
+        for bar in bars:
+            bar.__exit__(None, None, None)
+    for pair in run.summaries:
+        for summary in pair:
+            print_run_summary(summary)
+    if run.interrupted:
+        raise KeyboardInterrupt
+    return str(run.baseline_results), str(run.candidate_results)
+
+
 def exit_code(verdict: str, fail_on: str | None) -> int:
     if verdict == NOT_COMPARABLE:
         return EXIT_NOT_COMPARABLE

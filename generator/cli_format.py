@@ -52,6 +52,13 @@ class ProgressBar:
         mark = "" if status == "ok" else f" ({status})"
         self.bar.update(self.task, advance=1, last=f"{trial.label}{mark}")
 
+    def converging(self, label: str, halfwidth: float | None, target: float, spent_s: float,
+                   budget_s: float) -> None:
+        width = f"± {halfwidth:.1%}" if halfwidth is not None else "no interval yet"
+        if self.task is not None:
+            self.bar.update(self.task, last=f"converging {label}: {width} → ± {target:.0%}, "
+                                            f"{spent_s:.0f} of {budget_s:.0f} s")
+
 
 def _duration(seconds: float) -> str:
     m, s = divmod(int(round(seconds)), 60)
@@ -81,5 +88,9 @@ def print_run_summary(summary: RunSummary) -> None:
     out.print(f"{summary.experiment}: " + ", ".join(parts) + f". Results in {summary.results_dir}")
     for label, reason in summary.failed:
         out.print(f"  failed: {label}: {reason}", markup=False)
+    if summary.exhausted:
+        out.print(f"  {len(summary.exhausted)} trial(s) ran out of measuring budget before their interval reached "
+                  f"the target (measure.budget_s): {', '.join(summary.exhausted[:5])}"
+                  f"{' …' if len(summary.exhausted) > 5 else ''}", markup=False)
     if summary.interrupted:
         out.print("Interrupted: finished trials are kept; run the same command again to measure the rest.")

@@ -40,7 +40,7 @@ SPEC = """\
       main: {path: models/tiny.onnx}
     inputs:
       input: {shape: [1, 3, 32, 32], dtype: float32}
-    measure: {warmup: 3, min_iterations: 10, min_seconds: 0.05, repeats: 3, profile_iterations: 5}
+    measure: {warmup: 3, min_iterations: 10, min_seconds: 0.05, repeats: 3, budget_s: 4, profile_iterations: 5}
     """
 
 

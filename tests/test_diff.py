@@ -58,6 +58,7 @@ class Side:
     finished: str = "2026-01-05T10:00:30Z"
     seed: int = 0
     process_factors: tuple[float, ...] = (0.99, 1.0, 1.01, 1.0, 0.995)  # each process's latency vs the median
+    pair_id: str | None = None  # the same on both sides: measured in one paired run
 
 
 def spec_dict(side: Side) -> dict:
@@ -94,6 +95,7 @@ def trial_row(key: str, side: Side, batch: int, sha: str, median_ms: float) -> d
         "latency_headline_ms": median_ms * 1.05, "latency_p50_ms": median_ms, "throughput_ips": 1000 * batch /
         median_ms, "processes": 5, "cores_used": 1.0, "cores_expected": 1.0, "noisy": False, "profiled": True,
         "started_at": side.finished, "finished_at": side.finished,
+        "pair_id": side.pair_id, "pair_side": "candidate" if side.pair_id else None,
     }
 
 
@@ -176,9 +178,14 @@ def test_identical_results_show_no_change(tmp_path):
 
 def test_thresholds_from_spec_and_command_line(tmp_path):
     base, cand = sides(tmp_path, Side(), Side(latency={1: 1.03, 4: 1.0}))
+    # 3 % slower, inside the 5 % threshold: not a regression.
     text, code_ = diff_command(base, cand, fail_on="regression")
-    # 3 % slower is real (the interval excludes 1) but inside the 5 % threshold: not a regression.
     assert code_ == 0 and "no significant change" in text.splitlines()[0]
+    # Beyond a 1 % threshold, but two separate runs can drift by that much: the interval cannot decide.
+    text, code_ = diff_command(base, cand, fail_on="regression", latency_ratio=1.01)
+    assert code_ == 3 and "the interval cannot decide" in text
+    # Measured in one paired run, the same figures decide.
+    base, cand = sides(tmp_path / "paired", Side(pair_id="p1"), Side(latency={1: 1.03, 4: 1.0}, pair_id="p1"))
     assert diff_command(base, cand, fail_on="regression", latency_ratio=1.01)[1] == 2
     lenient = Side(latency={1: 1.3, 4: 1.0}, regression={"latency_ratio": 1.5, "throughput_ratio": 0.5})
     base2, cand2 = sides(tmp_path / "lenient", Side(), lenient)
@@ -211,13 +218,20 @@ def test_starved_processes_are_left_out_or_make_it_not_comparable(tmp_path):
     assert "only 1 of 5 measurement processes of the candidate got the CPU" in text
 
 
-def test_a_change_within_one_runs_process_spread_is_not_called(tmp_path):
-    # The candidate's processes disagree by 25 %: a 12 % change is real to the bootstrap but not to this machine.
-    noisy = Side(latency={1: 1.12, 4: 1.12}, process_factors=(0.9, 1.0, 1.1, 1.125, 1.0), seed=1)
-    base, cand = sides(tmp_path, Side(), noisy)
-    text, code_ = diff_command(base, cand, fail_on="regression")
+def test_drift_between_separate_runs_is_never_called_a_change(tmp_path):
+    # 4 % slower in a second run, processes agreeing: within the drift two time windows show on a shared
+    # machine (issue 12: A/A pairs differed by ~5 %), so separately measured it is not called a regression.
+    drifted = Side(latency={1: 1.04, 4: 1.04}, seed=1)
+    base, cand = sides(tmp_path, Side(), drifted)
+    text, code_ = diff_command(base, cand, fail_on="regression", latency_ratio=1.03)
     assert code_ == 3 and "could not be judged" in text.splitlines()[0]
-    assert "within the spread of one run's measurement processes (25%)" in text
+    assert "its 95 % interval still holds no change: the interval cannot decide" in text
+    # The same change measured paired (same rounds) is a change.
+    base, cand = sides(tmp_path / "paired", Side(pair_id="p1"), Side(latency={1: 1.04, 4: 1.04}, seed=1,
+                                                                        pair_id="p1"))
+    text, code_ = diff_command(base, cand, fail_on="regression", latency_ratio=1.03)
+    assert code_ == 2 and text.startswith("**perfsite diff: slower**")
+    # A large change is a change, paired or not.
     loud = Side(latency={1: 1.5, 4: 1.5}, process_factors=(0.9, 1.0, 1.1, 1.125, 1.0), seed=1)
     base, cand = sides(tmp_path / "loud", Side(), loud)
     assert diff_command(base, cand, fail_on="regression")[1] == 2

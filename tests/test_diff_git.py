@@ -3,8 +3,10 @@
 A tiny CNN's results are committed; the model then gets three more conv blocks and is measured again into the
 working tree: `perfsite diff git:BASE results --fail-on regression` must say "slower", exit 2 and name the
 added layers. With the model unchanged, ten diffs between five independent measurements must never say
-"slower" at the default thresholds. Measurement uses the spec's own small settings, not quick mode (which
-caps repeats at 2, too few processes for a verdict).
+"slower" or "faster" at the default thresholds. Measurement uses the spec's own small settings (a small
+measuring budget), not quick mode. Each side is measured once: no retry hides a disturbed measurement, so these
+tests also hold beside a busy neighbour (each process is judged by its clean requests, and the drift between
+two separately measured runs is in the interval).
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from pathlib import Path
 from perfsite_testing import perfsite, write_spec
 
 from generator.cli_diff import diff_command
-from generator.diff.noise import SideSamples, side_samples
 from generator.models.builder import FLOAT, GraphBuilder, model_bytes
-from generator.results.store import load_experiment
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "diff" / "git_regression.md"
 UPDATE = os.environ.get("PERFSITE_UPDATE_SNAPSHOTS") == "1"
@@ -35,7 +35,7 @@ SPEC = """\
     inputs:
       input: {shape: [1, 3, 32, 32], dtype: float32}
     sweep: {threads: [1]}
-    measure: {warmup: 5, min_iterations: 20, min_seconds: 0.1, repeats: 6, profile_iterations: 10}
+    measure: {warmup: 5, min_iterations: 20, min_seconds: 0.1, repeats: 6, budget_s: 6, profile_iterations: 10}
     """
 
 
@@ -76,34 +76,11 @@ def make_repo(folder: Path, blocks: int = 3) -> Path:
     return folder
 
 
-# The added blocks make the model about 1.8x slower; a run whose processes disagree by more than this is one
-# a neighbour disturbed, and the diff would rightly call the change "within the noise" (exit 3).
-MAX_SPREAD = 0.4
-
-
-def run(repo: Path, attempts: int = 5) -> None:
-    """`perfsite run` into repo/results, measured again (--force) while the newest trial is one the diff
-    cannot judge: too few processes got the CPU, or they disagree by more than MAX_SPREAD. On a shared machine
-    a neighbour sometimes takes the CPU for seconds; the test is about the diff, not about that neighbour."""
-    for attempt in range(attempts):
-        out = perfsite("run", "tiny.yaml", "--results", "results", *(["--force"] if attempt else []),
-                       cwd=repo, env=NOT_QUICK)
-        assert out.returncode == 0, out.stderr
-        if steady(repo / "results" / "tiny"):
-            return
-    raise AssertionError(f"{attempts} measurements in a row were disturbed: this machine is too busy")
-
-
-def steady(folder: Path) -> bool:
-    """The newest trial is one the diff can judge, with its processes within MAX_SPREAD of each other."""
-    side = newest_side(folder)
-    return side.judgeable and side.spread(0.9) <= MAX_SPREAD
-
-
-def newest_side(folder: Path) -> SideSamples:
-    """The newest trial's processes as the diff sees them (starved ones left out, by the diff's own rule)."""
-    results = load_experiment(folder)
-    return side_samples(results, results.trials.iloc[-1])
+def run(repo: Path) -> None:
+    """`perfsite run` into repo/results, once."""
+    out = perfsite("run", "tiny.yaml", "--results", "results", "--force", cwd=repo, env=NOT_QUICK)
+    assert out.returncode == 0, out.stderr
+    assert "1 measured" in out.stdout, out.stdout
 
 
 def normalize(text: str) -> str:
@@ -165,10 +142,7 @@ def test_unchanged_model_is_never_called_slower(tmp_path, monkeypatch):
     loaded = load_spec(repo / "tiny.yaml")
     folders = [tmp_path / f"measurement-{i}" for i in range(5)]
     for folder in folders:
-        for attempt in range(4):  # measure again while a neighbour starved the processes
-            run_experiment(loaded, RunOptions(results_dir=folder / "tiny", force=attempt > 0))
-            if newest_side(folder / "tiny").judgeable:
-                break
+        run_experiment(loaded, RunOptions(results_dir=folder / "tiny"))
 
     verdicts = []
     for a, b in itertools.combinations(folders, 2):  # ten diffs of independent measurements
@@ -176,4 +150,5 @@ def test_unchanged_model_is_never_called_slower(tmp_path, monkeypatch):
         verdicts.append(text.splitlines()[0])
         assert code in (0, 3), text
     assert len(verdicts) == 10
-    assert not [v for v in verdicts if v.startswith("**perfsite diff: slower**")], verdicts
+    wrong = [v for v in verdicts if v.startswith(("**perfsite diff: slower**", "**perfsite diff: faster**"))]
+    assert not wrong, verdicts

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import onnxruntime as ort
@@ -124,3 +128,51 @@ def test_the_latency_buffer_grows_without_losing_samples(monkeypatch):
     r = _loop(1, min_seconds=0.0)
     lat = r.latencies_ns[0]
     assert len(lat) >= 51 and (lat > 0).all()
+
+
+def _cnn_loop(seconds: float) -> LoopResult:
+    """The example CNN (about 1 ms a request here): long enough for a time slice to land inside requests."""
+    from generator.models.cnn import build_cnn
+
+    session = ort.InferenceSession(build_cnn().SerializeToString(), _one_thread(),
+                                   providers=["CPUExecutionProvider"])
+    feeds = {"input": np.random.default_rng(0).random((1, 3, 64, 64), dtype=np.float32)}
+    return timed_loop(session, feeds, warmup=5, min_iterations=50, min_seconds=seconds, max_seconds=5.0,
+                      concurrency=1, batch=1)
+
+
+def _one_thread() -> ort.SessionOptions:
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return so
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or not os.path.exists("/proc/thread-self/schedstat"),
+                    reason="needs Linux: CPU affinity and /proc/<tid>/schedstat")
+def test_a_neighbour_on_the_same_core_shows_as_preempted_requests_and_the_clean_ones_keep_the_quiet_figure():
+    from generator.results.clean import preempted_mask
+
+    original = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(original)})  # this process (its threads inherit it) on one CPU...
+    try:
+        quiet = _cnn_loop(0.4)
+        # ...and a neighbour spinning on the very same CPU: the scheduler must share it.
+        neighbour = subprocess.Popen([sys.executable, "-c", "import os, sys\nos.sched_setaffinity(0, {int("
+                                      "sys.argv[1])})\nwhile True: pass", str(min(original))])
+        try:
+            time.sleep(0.2)
+            busy = _cnn_loop(0.8)
+        finally:
+            neighbour.kill()
+            neighbour.wait()
+    finally:
+        os.sched_setaffinity(0, original)
+    assert quiet.delay_threads >= 1 and busy.delay_threads >= 1
+    quiet_ms, busy_ms = quiet.all_latencies_ms(), busy.all_latencies_ms()
+    quiet_hit = preempted_mask(quiet_ms, np.concatenate(quiet.run_delays_ns) / 1e6)
+    busy_hit = preempted_mask(busy_ms, np.concatenate(busy.run_delays_ns) / 1e6)
+    # Sharing one CPU, a good part of the requests lose a time slice; alone, hardly any.
+    assert busy_hit.mean() > 0.15 and quiet_hit.mean() < 0.1, (busy_hit.mean(), quiet_hit.mean())
+    # The preempted requests are the slow ones; the clean ones keep close to the quiet median.
+    assert np.median(busy_ms[busy_hit]) > 1.5 * np.median(busy_ms[~busy_hit])
+    assert np.median(busy_ms[~busy_hit]) < 1.25 * np.median(quiet_ms[~quiet_hit])

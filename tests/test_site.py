@@ -68,7 +68,8 @@ def test_pages_show_the_figures_and_warnings(built):
     project, _ = built
     docs = project / ".perfsite" / "build" / "docs" / "reports"
     overview = (docs / "cnn-int8" / "index.md").read_text()
-    assert '!!! warning "1 noisy trial"' in overview and '!!! failure "1 failed trial"' in overview
+    assert '!!! warning "1 of 7 trials noisy"' in overview and '!!! failure "1 failed trial"' in overview
+    assert "| fp32 | b8 t2 c1 | 6.88 | 6.74 | 7.84 | — | 1,163 | 1.10 | unknown | spread, cores | ok |" in overview
     assert "| Latency p95 (ms) |" in overview and "| Throughput (items/s) |" in overview
     assert '<div class="perfsite-chart" data-chart="chart-latency-throughput"></div>' in overview
     index = (docs / "index.md").read_text()
@@ -243,9 +244,9 @@ def test_background_server_serves_the_site_on_loopback(built):
 UNFILTERED_OK = re.compile(
     r"title|chart|s\.chart|paragraph|paragraphs\[0\].*|e\.slug|v\.profile_path|v\.info\.(model_files|trials_ok"
     r"|trials_failed)|axis_names\[line_axis\]|loop\.index|name|o\.(calls|nodes)|s\.node_count|s\.spread\.processes"
-    r"|t\.batch|\"(s|ok)\" if .*"
+    r"|t\.batch|profiled_times_rule|\"(s|ok)\" if .*"
 )
-SAFE_FILTERS = ("md", "num", "pct", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs")
+SAFE_FILTERS = ("md", "num", "pct", "of_limit", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs")
 
 
 def test_templates_print_untrusted_values_only_through_filters():

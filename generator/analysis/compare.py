@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from generator.analysis import stats
@@ -40,6 +41,7 @@ from generator.analysis.records_compare import (
 )
 from generator.analysis.summaries import TrialSummary, clean
 from generator.errors import ResultsError
+from generator.results import intervals
 from generator.results.store import ExperimentResults
 
 P99_MIN_SAMPLES = 460  # as generator.runner.measure: below it the trials' headline falls back to p95
@@ -141,8 +143,12 @@ def _timings(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | No
     if ta is None or tb is None:
         return _Timing()
     exp = ctx.exp
-    sa = stats.process_samples(exp.processes, exp.latencies, ta.trial_key)
-    sb = stats.process_samples(exp.processes, exp.latencies, tb.trial_key)
+    row_a, row_b = (_trial_row(exp, t.trial_key) for t in (ta, tb))
+    sa = stats.process_samples(exp.processes, exp.latencies, ta.trial_key, _known(row_a))
+    sb = stats.process_samples(exp.processes, exp.latencies, tb.trial_key, _known(row_b))
+    # Versions of one configuration measured in one run share its rounds (A B A B …): paired by round.
+    paired = ta.config_label == tb.config_label and row_a.get("run_id") == row_b.get("run_id")
+    between = 0.0 if row_a.get("run_id") == row_b.get("run_id") else intervals.BETWEEN_RUN_SD
     if not sa.processes or not sb.processes:
         note = "No request latencies are stored for these trials: the figures are shown without intervals."
         return _Timing(timings=(_bare_timing(ta, ctx.percentile), _bare_timing(tb, ctx.percentile)), notes=(note,))
@@ -150,11 +156,32 @@ def _timings(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | No
     if q_name == "p99" and min(sum(x.size for x in s.latencies_ms) for s in (sa, sb)) < P99_MIN_SAMPLES:
         q_name, notes = "p95", (f"Fewer than {P99_MIN_SAMPLES} requests: p95 stands in for p99, as in the "
                                 "trials table.",)
-    lat, boot_a, boot_b = stats.latency_ratio(sa, sb, stats.percentile_of(q_name))
-    thr, thr_a, thr_b = stats.throughput_ratio(sa, sb)
-    reference = lat if q_name == "p50" else stats.latency_ratio(sa, sb, 0.5)[0]
+    lat, boot_a, boot_b = stats.latency_ratio(sa, sb, stats.percentile_of(q_name), paired=paired,
+                                              between_run_sd=between)
+    thr, thr_a, thr_b = stats.throughput_ratio(sa, sb, paired=paired, between_run_sd=between)
+    reference = lat if q_name == "p50" else stats.latency_ratio(sa, sb, 0.5, paired=paired,
+                                                                between_run_sd=between)[0]
     timings = (_timing(ta, sa, boot_a, thr_a, q_name), _timing(tb, sb, boot_b, thr_b, q_name))
+    notes += tuple(_budget_note(t) for t in (ta, tb) if t.budget_exhausted)
     return _Timing(lat, thr, timings, reference, notes)
+
+
+def _budget_note(t: TrialSummary) -> str:
+    reached = f"± {t.ci_halfwidth:.1%}" if t.ci_halfwidth is not None else "no interval"
+    target = f"± {t.target:.1%}" if t.target is not None else "its target"
+    return (f"{t.version} at {t.config_label} ran out of its measuring budget: its headline interval reached "
+            f"{reached}, not {target}. Its ratios are judged with that wider interval.")
+
+
+def _trial_row(exp, trial_key: str) -> dict:
+    rows = exp.trials[exp.trials["trial_key"] == trial_key]
+    return {} if rows.empty else dict(rows.iloc[-1].items())
+
+
+def _known(row: dict) -> bool:
+    """The trial recorded run-delays and the clean rule applies (results schema 2)."""
+    value = row.get("preemption_known")
+    return bool(value) if isinstance(value, bool | np.bool_) else False
 
 
 def _timing(t: TrialSummary, samples: stats.ProcessSamples, lat: stats.Bootstrap, thr: stats.Bootstrap | None,

@@ -1,5 +1,13 @@
 """Confidence intervals for A/B ratios with the measurement *process* as the unit of repetition.
 
+**Ratio intervals** (what verdicts and "significant" marks use) are Student's t intervals on per-process
+figures (generator.results.intervals): paired by round when both trials were measured in the same rounds
+(versions of one configuration in one run, or a paired baseline/candidate run), Welch's otherwise, widened by
+the between-run drift floor when the two were measured in separate runs. They are centred on the ratio of the
+pooled figures the pages show. Each process is judged by its *clean* requests (generator.results.clean).
+The hierarchical bootstrap below gives each side's own interval (the bands drawn on charts) and the ratio
+interval only where a side has a single process (no t interval exists).
+
 Requests measured in one process share that process's fate (its CPU placement, frequency, cache and memory
 layout, neighbours on a shared machine), so they are not independent repetitions: on pooled samples a
 Mann-Whitney test or a plain bootstrap calls identical configurations "different" (docs/methodology-compare.md,
@@ -25,6 +33,8 @@ import numpy as np
 import pandas as pd
 
 from generator.analysis.records_compare import RatioCI
+from generator.results import clean as clean_rule
+from generator.results import intervals
 
 RESAMPLES = 2000
 SEED = 0
@@ -42,8 +52,9 @@ PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 class ProcessSamples:
     """One trial's measurements, per measurement process."""
 
-    latencies_ms: tuple[np.ndarray, ...]  # every request of each process
-    throughput_ips: tuple[float, ...]  # each process's items / wall time (same order)
+    latencies_ms: tuple[np.ndarray, ...]  # every (clean) request of each process
+    throughput_ips: tuple[float, ...]  # each process's items / wall time (same order; clean when known)
+    rounds: tuple[int, ...] = ()  # each process's interleaving round (same order), when stored
 
     @property
     def processes(self) -> int:
@@ -64,15 +75,47 @@ class Bootstrap:
         return float(low), float(high)
 
 
-def process_samples(processes: pd.DataFrame, latencies: pd.DataFrame, trial_key: str) -> ProcessSamples:
+def process_samples(processes: pd.DataFrame, latencies: pd.DataFrame, trial_key: str,
+                    preemption_known: bool = False) -> ProcessSamples:
     """The trial's requests grouped by process (processes without requests are left out), with each
-    process's throughput from the `processes` table (NaN when it was not recorded)."""
+    process's throughput from the `processes` table (NaN when it was not recorded).
+
+    With `preemption_known` (the trial's column), each process keeps only its clean requests and its clean
+    throughput, and processes with too few clean requests are left out (all kept if none has enough)."""
     lat = latencies[latencies["trial_key"] == trial_key]
-    groups = {int(p): g["latency_ms"].to_numpy(dtype=np.float64) for p, g in lat.groupby("process", sort=True)}
+    groups = {int(p): g for p, g in lat.groupby("process", sort=True)}
     rows = processes[processes["trial_key"] == trial_key]
-    throughput = {int(r["process"]): _float(r.get("throughput_ips")) for _, r in rows.iterrows()}
-    order = [p for p in sorted(groups) if groups[p].size]
-    return ProcessSamples(tuple(groups[p] for p in order), tuple(throughput.get(p, math.nan) for p in order))
+    by_process = {int(r["process"]): r for _, r in rows.iterrows()}
+    requests = {p: _clean_requests(g, preemption_known) for p, g in groups.items()}
+    order = [p for p in sorted(groups) if requests[p][0].size]
+    usable = [p for p in order if clean_rule.usable(requests[p][1].size, requests[p][0].size)]
+    judged_clean = preemption_known and bool(usable)
+    order = usable if judged_clean else order
+    values = tuple(requests[p][1] if judged_clean else requests[p][0] for p in order)
+    column = "clean_throughput_ips" if judged_clean else "throughput_ips"
+    throughput = tuple(_float(_get(by_process.get(p), column, "throughput_ips")) for p in order)
+    return ProcessSamples(values, throughput, tuple(_round(by_process.get(p)) for p in order))
+
+
+def _round(row) -> int:
+    value = _float(row.get("round")) if row is not None else math.nan
+    return int(value) if math.isfinite(value) else -1
+
+
+def _clean_requests(group: pd.DataFrame, known: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(all requests, clean requests) of one process."""
+    lat = group["latency_ms"].to_numpy(dtype=np.float64)
+    if not known or "run_delay_ms" not in group:
+        return lat, lat
+    delay = group["run_delay_ms"].to_numpy(dtype=np.float64)
+    return lat, lat[~clean_rule.preempted_mask(lat, delay)]
+
+
+def _get(row, column: str, fallback: str):
+    if row is None:
+        return math.nan
+    value = row.get(column)
+    return row.get(fallback) if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
 def _float(value) -> float:
@@ -195,23 +238,56 @@ def small_sample_note(processes_a: int, processes_b: int) -> str | None:
 
 
 def latency_ratio(a: ProcessSamples, b: ProcessSamples, q: float, seed: int = SEED,
-                  resamples: int = RESAMPLES) -> tuple[RatioCI, Bootstrap, Bootstrap]:
-    """Latency ratio B / A at quantile `q`, with both bootstraps (A drawn first, then B, from one generator)."""
+                  resamples: int = RESAMPLES, paired: bool = False,
+                  between_run_sd: float = 0.0) -> tuple[RatioCI, Bootstrap, Bootstrap]:
+    """Latency ratio B / A at quantile `q` with its calibrated interval (module docstring), and both sides'
+    bootstraps (A drawn first, then B, from one generator)."""
     rng = np.random.default_rng(seed)
     boot_a = bootstrap_latency(a.latencies_ms, q, rng, resamples)
     boot_b = bootstrap_latency(b.latencies_ms, q, rng, resamples)
-    return ratio_ci(boot_a, boot_b), boot_a, boot_b
+    figures = ([float(np.quantile(x, q)) for x in a.latencies_ms], [float(np.quantile(x, q)) for x in b.latencies_ms])
+    return calibrated_ratio(boot_a, boot_b, figures, (a.rounds, b.rounds), paired, between_run_sd), boot_a, boot_b
 
 
-def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED,
-                     resamples: int = RESAMPLES) -> tuple[RatioCI | None, Bootstrap | None, Bootstrap | None]:
+def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED, resamples: int = RESAMPLES,
+                     paired: bool = False, between_run_sd: float = 0.0,
+                     ) -> tuple[RatioCI | None, Bootstrap | None, Bootstrap | None]:
     """Throughput ratio B / A; None parts when a side has no recorded throughput."""
     rng = np.random.default_rng(seed + 1)
     boot_a = bootstrap_throughput(a, rng, resamples)
     boot_b = bootstrap_throughput(b, rng, resamples)
     if boot_a is None or boot_b is None:
         return None, boot_a, boot_b
-    return ratio_ci(boot_a, boot_b), boot_a, boot_b
+    figures = (list(a.throughput_ips), list(b.throughput_ips))
+    return calibrated_ratio(boot_a, boot_b, figures, (a.rounds, b.rounds), paired, between_run_sd), boot_a, boot_b
+
+
+def calibrated_ratio(boot_a: Bootstrap, boot_b: Bootstrap, figures: tuple[list[float], list[float]],
+                     rounds: tuple[tuple[int, ...], tuple[int, ...]], paired: bool,
+                     between_run_sd: float) -> RatioCI:
+    """B / A as the geometric mean of the per-process figures' ratio (per round when `paired` and two or more
+    rounds have both, else of each side's geometric mean), with its t interval (Welch's with
+    `between_run_sd` when unpaired). The ratio of per-process figures, not of the pooled ones: pooling mixes
+    the processes' disagreement into the tail (a p90 over processes that disagree by 25 % rises with the
+    disagreement itself). The bootstrap ratio of the pooled figures where a side has one process."""
+    ci = _paired_interval(figures, rounds) if paired else None
+    if ci is None:
+        ci = intervals.unpaired(figures[0], figures[1], between_run_sd)
+    if ci is None:
+        return ratio_ci(boot_a, boot_b)
+    low, high = ci.low, ci.high
+    return RatioCI(point=math.exp(ci.centre), low=low, high=high, significant=bool(low > 1.0 or high < 1.0),
+                   note=small_sample_note(boot_a.processes, boot_b.processes), processes_a=boot_a.processes,
+                   processes_b=boot_b.processes)
+
+
+def _paired_interval(figures: tuple[list[float], list[float]],
+                     rounds: tuple[tuple[int, ...], tuple[int, ...]]) -> intervals.LogInterval | None:
+    by_round = [dict(zip(r, f, strict=False)) for r, f in zip(rounds, figures, strict=True)]
+    common = sorted(set(by_round[0]) & set(by_round[1]) - {-1})
+    if len(common) < 2:
+        return None
+    return intervals.paired([by_round[0][r] for r in common], [by_round[1][r] for r in common])
 
 
 def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel_se_a: float = 0.0,

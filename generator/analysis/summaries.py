@@ -90,6 +90,13 @@ class TrialSummary:
     kernel_sum_us: float | None
     profiled_latency_us: float | None
     percentiles_ms: tuple[tuple[str, float | None], ...]  # (p50, ...), (p90, ...), ... as measured
+    # Results schema 2: preemption accounting and adaptive measurement (None / False in older results).
+    preemption_known: bool = False
+    preempted_share: float | None = None
+    ci_halfwidth: float | None = None  # relative half-width of the headline's 95 % interval
+    target: float | None = None
+    budget_exhausted: bool = False
+    measuring_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -131,6 +138,10 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         model_run_us=_float(row.get("model_run_us")), kernel_sum_us=_float(row.get("kernel_sum_us")),
         profiled_latency_us=_float(row.get("profiled_latency_us")),
         percentiles_ms=tuple((p, _float(row.get(f"latency_{p}_ms"))) for p in ("p50", "p90", "p95", "p99")),
+        preemption_known=bool(clean(row.get("preemption_known"))),
+        preempted_share=_float(row.get("preempted_share")), ci_halfwidth=_float(row.get("ci_halfwidth")),
+        target=_float(row.get("target")), budget_exhausted=bool(clean(row.get("budget_exhausted"))),
+        measuring_s=_float(row.get("measuring_s")),
     )
 
 

@@ -1,40 +1,36 @@
-"""What a shared machine does to a diff, and the two guards against it.
+"""What a shared machine does to a diff, and the guards against it.
 
-1. **Starved processes are left out.** A measurement process that got clearly less CPU than it could use lost
-   that time to a neighbour: its tail latency and throughput say nothing about the model. A process is
-   starved when its cores used fall below `NOISE_CORES_SHARE` (0.8) × the cores the configuration can keep
-   busy (the runner's own noise rule), or below `STARVED_SHARE` (0.95) × the most any process of the same
-   trial got (a process that lost a tenth of its CPU lost as much throughput, twice the default threshold).
-   A side cannot be judged with fewer than `MIN_PROCESSES` (3) usable processes (with two, the interval
-   understates process-to-process variation), nor when most of its processes were starved: the neighbour was
-   busy through the whole run, and the processes it left alone probably shared a core with it.
+1. **Each process is judged by its clean requests.** Where run-delay was recorded per request (results schema
+   2, `preemption_known`), requests a neighbour preempted are left out and a process keeps its say as long as
+   enough of its requests stayed clean (generator.results.clean); a side needs `MIN_PROCESSES` (2) such
+   processes, or it is *not comparable*. Older results (schema 1) have no run-delay: there, whole processes
+   are left out as *starved* when their cores used fall below `NOISE_CORES_SHARE` (0.8) × the cores the
+   configuration can keep busy, or below `STARVED_SHARE` (0.95) × the most any process of the same trial got.
 
-2. **A verdict must beat the run's own noise.** The bootstrap treats processes as independent repetitions,
-   but a neighbour that shares the CPU core (a busy hyper-thread sibling) slows every process of a run alike
-   for seconds without any sign in CPU time; the processes then agree with each other and the interval is
-   narrow around a shifted value. What such noise does shows as the spread of the per-process figures within
-   a run: (largest − smallest) / smallest of the per-process latencies at the headline percentile, or of the
-   per-process throughputs, whichever is wider (both describe the same run's noise). A change that is not larger than
-   the wider of the two sides' spreads is not called slower or faster: the configuration is *not
-   comparable* (too noisy to tell), not "no change".
+2. **Drift between runs is in the interval.** Two trials measured in the same rounds of one paired run
+   (`pair_id`) are compared round by round, so whatever a neighbour did to a round hits both and cancels.
+   Two separately measured trials get Welch's interval widened by the between-run drift floor
+   (generator.results.intervals.BETWEEN_RUN_SD): a change inside the drift two time windows can show is never
+   called slower or faster.
+
+3. **An interval that cannot decide is said so.** When the estimate lies beyond a threshold but the interval
+   still holds 1 (too wide to confirm or rule out the change), the configuration is *not comparable*: never a
+   silent "no change".
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
-from generator.analysis.records_compare import RatioCI
 from generator.analysis.stats import ProcessSamples, process_samples
 from generator.analysis.summaries import clean
 from generator.results.store import ExperimentResults
 from generator.runner.aggregate import NOISE_CORES_SHARE
 
 STARVED_SHARE = 0.95
-MIN_PROCESSES = 3
+MIN_PROCESSES = 2
 
 
 @dataclass(frozen=True)
@@ -44,21 +40,13 @@ class SideSamples:
     samples: ProcessSamples
     processes: int  # processes the trial recorded
     starved: int  # of which left out (all kept, for the figures only, when too few would remain)
+    preemption_known: bool = False  # judged by clean requests (rule 1) rather than whole processes
 
     @property
     def judgeable(self) -> bool:
+        if self.preemption_known:
+            return self.processes - self.starved >= MIN_PROCESSES
         return self.processes - self.starved >= MIN_PROCESSES and 2 * self.starved <= self.processes
-
-    def spread(self, q: float) -> float:
-        """(max − min) / min of the per-process latencies at quantile `q` or of the per-process throughputs,
-        the wider; 0 with one process."""
-        latency = _spread([float(np.quantile(lat, q)) for lat in self.samples.latencies_ms if len(lat)])
-        return max(latency, _spread([t for t in self.samples.throughput_ips if math.isfinite(t)]))
-
-
-def _spread(values: list[float]) -> float:
-    positive = [v for v in values if v > 0]
-    return (max(positive) - min(positive)) / min(positive) if len(positive) > 1 else 0.0
 
 
 def starved_processes(processes: pd.DataFrame, cores_expected: float | None) -> set[int]:
@@ -73,9 +61,13 @@ def starved_processes(processes: pd.DataFrame, cores_expected: float | None) -> 
 
 
 def side_samples(exp: ExperimentResults, row: pd.Series) -> SideSamples:
-    """The trial's per-process samples without its starved processes (all of them when too few remain)."""
+    """The trial's per-process samples: its usable processes' clean requests where preemption is known, else
+    without its starved processes (all of them when too few remain)."""
     key = row["trial_key"]
     procs = exp.processes[exp.processes["trial_key"] == key]
+    if preemption_known(row):
+        samples = process_samples(exp.processes, exp.latencies, key, True)
+        return SideSamples(samples, len(procs), len(procs) - samples.processes, True)
     starved = starved_processes(procs, clean(row.get("cores_expected")))
     if not starved or len(procs) - len(starved) < MIN_PROCESSES or 2 * len(starved) > len(procs):
         return SideSamples(process_samples(exp.processes, exp.latencies, key), len(procs), len(starved))
@@ -83,27 +75,34 @@ def side_samples(exp: ExperimentResults, row: pd.Series) -> SideSamples:
     return SideSamples(process_samples(procs, lat, key), len(procs), len(starved))
 
 
-def beats_noise(ratio: RatioCI | None, spread: float) -> bool:
-    """Whether a ratio's change is larger than the run-to-run noise the spread shows (rule 2)."""
-    if ratio is None or not ratio.point > 0:
-        return False
-    return abs(math.log(ratio.point)) > math.log1p(spread)
+def preemption_known(row: pd.Series) -> bool:
+    return bool(clean(row.get("preemption_known")))
+
+
+def paired(a: pd.Series, b: pd.Series) -> bool:
+    """Both trials come from one paired run (rule 2)."""
+    pa, pb = clean(a.get("pair_id")), clean(b.get("pair_id"))
+    return pa is not None and pa == pb
 
 
 def noise_notes(base: SideSamples, cand: SideSamples) -> tuple[str, ...]:
     """Plain-text notes on left-out processes and unjudgeable sides."""
     out = []
     for side, s in (("baseline", base), ("candidate", cand)):
+        what = "kept enough clean (not preempted) requests" if s.preemption_known else "got the CPU they asked for"
         if not s.judgeable:
-            out.append(f"only {s.processes - s.starved} of {s.processes} measurement processes of the {side} got "
-                       f"the CPU they asked for (a verdict needs {MIN_PROCESSES} or more, and most of them): not "
-                       "compared; measure again on a quieter machine or with more repeats")
+            out.append(f"only {s.processes - s.starved} of {s.processes} measurement processes of the {side} "
+                       f"{what} (a verdict needs {MIN_PROCESSES} or more): not compared; measure again with a "
+                       "larger measure.budget_s, or on a quieter machine")
+        elif s.starved and s.preemption_known:
+            out.append(f"{s.starved} of {s.processes} measurement processes of the {side} kept too few clean "
+                       "(not preempted) requests and were left out")
         elif s.starved:
             out.append(f"{s.starved} of {s.processes} measurement processes of the {side} were starved of CPU "
                        "and left out")
     return tuple(out)
 
 
-def within_noise_note(spread: float) -> str:
-    return (f"the change is within the spread of one run's measurement processes ({spread:.0%}): too noisy "
-            "to call; measure again on a quieter machine")
+def undecided_note(figure: str) -> str:
+    return (f"the {figure} estimate lies beyond the threshold but its 95 % interval still holds no change: the "
+            "interval cannot decide; measure paired (`perfsite diff --measure`) or with a larger measure.budget_s")

@@ -54,10 +54,10 @@ def _why_not_comparable(result: DiffResult) -> str:
         return ("no (experiment, version, configuration) was measured in both, so there is nothing to "
                 "compare. Check that both sides ran the same spec.")
     k = sum(t.verdict == NOT_COMPARABLE for t in result.trials)
-    return (f"{k} of {len(result.trials)} configurations could not be judged on this machine (too few "
-            "measurement processes got the CPU they asked for, or the change was within the spread of one "
-            "run's processes; see the notes), and none got slower. Measure again on a quieter machine or with "
-            "more repeats.")
+    return (f"{k} of {len(result.trials)} configurations could not be judged: their 95 % interval cannot "
+            "decide (the estimate lies beyond a threshold while the interval still holds no change), or too few "
+            "measurement processes kept clean requests; see the notes. None got slower. Measure paired "
+            "(`perfsite diff --measure`) or with a larger measure.budget_s.")
 
 
 def _limits(result: DiffResult) -> str:

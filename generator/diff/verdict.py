@@ -12,10 +12,11 @@ Verdict of one configuration, with thresholds `latency_ratio` L (1.05) and `thro
 - **no significant change** otherwise. An interval that excludes 1 with a point inside the thresholds is a
   real but small change: it is reported, and does not fail a build.
 
-On a shared machine two guards apply first (generator.diff.noise): measurement processes starved of CPU are
-left out of the intervals (a side with too few left is *not comparable*), and a slower or faster verdict
-must also beat the spread of one run's own processes, or the configuration is *not comparable* (too noisy
-to tell).
+On a shared machine the guards of generator.diff.noise apply: each process is judged by its clean
+requests (a side with too few usable processes is *not comparable*); trials of one paired run are compared
+round by round, separately measured ones with the between-run drift in their interval; and where the
+estimate lies beyond a threshold while the interval still holds 1, the configuration is *not comparable*
+(the interval cannot decide). A trial whose measuring ran out of budget still gets a verdict.
 
 The overall verdict is *not comparable* when a pair was measured on environments with different
 fingerprints (unless allowed) or when nothing is in both; else *slower* if any configuration is slower, else
@@ -35,7 +36,8 @@ from generator.analysis.records_compare import RatioCI
 from generator.analysis.stats import ProcessSamples, latency_ratio, percentile_of, throughput_ratio
 from generator.analysis.summaries import AXIS_COLUMNS, clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
-from generator.diff.noise import SideSamples, beats_noise, noise_notes, side_samples, within_noise_note
+from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
+from generator.results.intervals import BETWEEN_RUN_SD
 from generator.results.store import ExperimentResults
 from generator.runner.environment import FINGERPRINT_FIELDS
 
@@ -85,6 +87,7 @@ class TrialDiff:
     env_differences: tuple[EnvDifference, ...] = ()
     notes: tuple[str, ...] = ()
     model_changed: bool = True  # the model files' sha256 differ
+    paired: bool = False  # measured in one paired run, compared round by round
     # Each side's own 95 % interval (same bootstraps as the ratios): the changes page draws them.
     latency_baseline_ci: tuple[float, float] | None = None
     latency_candidate_ci: tuple[float, float] | None = None
@@ -161,20 +164,24 @@ def trial_verdict(lat: RatioCI, thr: RatioCI | None, limits: Thresholds) -> str:
 
 def judge(lat: RatioCI, thr: RatioCI | None, limits: Thresholds, sides: tuple[SideSamples, SideSamples],
           q: float) -> tuple[str, tuple[str, ...]]:
-    """The configuration's verdict after the noise guards (generator.diff.noise; `q` the headline quantile),
-    and why it was withheld."""
+    """The configuration's verdict after the noise guards (generator.diff.noise), and why it was withheld."""
     base, cand = sides
     if not (base.judgeable and cand.judgeable):
         return NOT_COMPARABLE, ()
     verdict = trial_verdict(lat, thr, limits)
-    if verdict == NO_CHANGE:
+    if verdict != NO_CHANGE:
         return verdict, ()
-    spread = max(base.spread(q), cand.spread(q))
-    ratios = {"latency": lat, "throughput": thr}
-    firing = [f for f, v in figure_verdicts(lat, thr, limits).items() if v == verdict]
-    if any(beats_noise(ratios[f], spread) for f in firing):
-        return verdict, ()
-    return NOT_COMPARABLE, (within_noise_note(spread),)
+    undecided = [f for f, r, limit in (("latency", lat, limits.latency_ratio),
+                                       ("throughput", thr, limits.throughput_ratio))
+                 if r is not None and _beyond(r.point, limit) and r.low <= 1.0 <= r.high]
+    if undecided:
+        return NOT_COMPARABLE, tuple(undecided_note(f) for f in undecided)
+    return verdict, ()
+
+
+def _beyond(point: float, limit: float) -> bool:
+    """The estimate alone would be a change beyond the threshold (either direction)."""
+    return point > max(limit, 1.0 / limit) or point < min(limit, 1.0 / limit)
 
 
 def overall_verdict(trials: tuple[TrialDiff, ...], env_blocked: bool) -> str:
@@ -232,8 +239,10 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     side_a, side_b = side_samples(base_exp, a), side_samples(cand_exp, b)
     samples_a, samples_b = side_a.samples, side_b.samples
     q = percentile_of(percentile)
-    lat, boot_a, boot_b = latency_ratio(samples_a, samples_b, q)
-    thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b)
+    pair = paired(a, b)
+    between = 0.0 if pair else BETWEEN_RUN_SD
+    lat, boot_a, boot_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between)
+    thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b, paired=pair, between_run_sd=between)
     verdict, why = judge(lat, thr, limits, (side_a, side_b), q)
     config = {axis: clean(b[axis]) for axis in AXIS_COLUMNS} | {"dims": str(b["dims"])}
     return TrialDiff(
@@ -246,6 +255,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         thresholds=limits, layers=_layers((base_exp, a, samples_a), (cand_exp, b, samples_b), lat),
         env_differences=env_differences(base_exp, a, cand_exp, b),
         notes=_trial_notes(a, b) + noise_notes(side_a, side_b) + why,
+        paired=pair,
         model_changed=str(a["model_sha256"]) != str(b["model_sha256"]),
         latency_baseline_ci=boot_a.interval(), latency_candidate_ci=boot_b.interval(),
         throughput_baseline_ci=thr_a.interval() if thr_a else None,
@@ -355,6 +365,11 @@ def _trial_notes(a: pd.Series, b: pd.Series) -> tuple[str, ...]:
     for side, row in (("baseline", a), ("candidate", b)):
         if bool(clean(row.get("noisy"))):
             notes.append(f"{side} trial is noisy ({clean(row.get('noise_reasons')) or 'a noise rule fired'})")
+        if bool(clean(row.get("budget_exhausted"))):
+            width = clean(row.get("ci_halfwidth"))
+            reached = f"± {width:.1%}" if width is not None else "no interval"
+            notes.append(f"{side} trial ran out of its measuring budget ({reached}, target ± "
+                         f"{clean(row.get('target')) or 0:.1%})")
     return tuple(notes)
 
 

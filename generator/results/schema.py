@@ -11,7 +11,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# What each version added, for the migration of older files (generator.results.store reads them with the
+# added columns null): 2 = preemption accounting, adaptive measurement and paired runs.
+SCHEMA_HISTORY = {1: "first release", 2: "run_delay_ms per request; clean-request figures; target, budget, pair_id"}
 METADATA_KEY = b"perfsite.schema_version"
 TABLE_METADATA_KEY = b"perfsite.table"
 
@@ -91,6 +94,16 @@ TRIALS = (
     _c("profiled_latency_us", F64, "µs", "profiled pass: mean end-to-end session.run time per inference"),
     _c("started_at", STR, "", "ISO 8601 UTC time the trial started"),
     _c("finished_at", STR, "", "ISO 8601 UTC time the trial was written"),
+    _c("preemption_known", BOOL, "", "run-delay was read per request and the clean rule applies (v2)"),
+    _c("preempted_share", F64, "ratio", "share of requests preempted by another process (generator.results.clean)"),
+    _c("usable_processes", I64, "processes", "processes with enough clean requests to be judged by them"),
+    _c("target", F64, "ratio", "measure.target: wanted relative half-width of the headline's 95 % interval"),
+    _c("ci_halfwidth", F64, "ratio", "relative half-width of the headline's 95 % interval when measuring stopped"),
+    _c("budget_s", F64, "s", "measure.budget_s: measuring time allowed for the trial"),
+    _c("measuring_s", F64, "s", "measuring time spent: wall time of its measurement processes, start-up included"),
+    _c("budget_exhausted", BOOL, "", "measuring stopped at the budget before the interval reached the target"),
+    _c("pair_id", STR, "", "paired run: the same id on the baseline and candidate trials measured interleaved"),
+    _c("pair_side", STR, "", "paired run: baseline or candidate"),
 )
 
 PROCESSES = (
@@ -109,6 +122,10 @@ PROCESSES = (
     _c("first_run_ms", F64, "ms", "first request after session creation"),
     _c("peak_rss_mb", F64, "MiB", "peak resident memory of the process"),
     _c("arena_mb", F64, "MiB", "onnxruntime arena in use, when reported"),
+    _c("clean_requests", I64, "requests", "requests not preempted (all of them when the delay is unknown)"),
+    _c("clean_throughput_ips", F64, "items/s", "items / (wall_s - time lost to preemption): what the process would "
+       "have sustained had it kept its CPU"),
+    _c("delay_threads", I64, "threads", "threads whose run-delay was read per request (0: unknown)"),
 )
 
 LATENCIES = (
@@ -117,6 +134,7 @@ LATENCIES = (
     _c("stream", I64, "", "request stream within the process (0 .. concurrency-1)", False),
     _c("iteration", I64, "", "request index within the stream", False),
     _c("latency_ms", F64, "ms", "request latency (session.run wall time)", False),
+    _c("run_delay_ms", F64, "ms", "scheduler run-delay of the request's threads during it; null when unknown"),
 )
 
 NODES = (

@@ -159,7 +159,7 @@ class ResultsDir:
 
 
 def _latency_bytes(table: pa.Table) -> bytes:
-    table = table.cast(arrow_schema("latencies"))
+    table = _migrated(table, "latencies")  # a column the writer did not give (e.g. run_delay_ms) is null
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue().to_pybytes()
@@ -169,7 +169,9 @@ def _read_file(path: Path, table: str) -> pa.Table:
     try:
         pf = pq.ParquetFile(path)
         check_version(path, pf.schema_arrow.metadata or {})
-        return pf.read().cast(arrow_schema(table), safe=False) if _same_columns(pf, table) else pf.read()
+        data = pf.read()
+        return _migrated(data, table) if _older(pf) else (
+            data.cast(arrow_schema(table), safe=False) if _same_columns(pf, table) else data)
     except ResultsError:
         raise
     except Exception as e:  # pyarrow raises several types for corrupt files
@@ -192,12 +194,27 @@ def _removal_advice(path: Path, table: str) -> str:
     return "delete it; only that run's description (command, git commit) is lost, its trials stay."
 
 
+def _older(pf: pq.ParquetFile) -> bool:
+    raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0")
+    return int(raw) < SCHEMA_VERSION
+
+
+def _migrated(data: pa.Table, table: str) -> pa.Table:
+    """A file of an older schema version in today's schema: every column it lacks (added since, see
+    schema.SCHEMA_HISTORY) is null, which the readers take as "not recorded" (v1: no run-delay, so every request
+    counts as clean and preemption_known is null)."""
+    schema = arrow_schema(table)
+    columns = [data.column(f.name).cast(f.type, safe=False) if f.name in data.column_names
+               else pa.nulls(data.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def _same_columns(pf: pq.ParquetFile, table: str) -> bool:
     return pf.schema_arrow.names == arrow_schema(table).names
 
 
 def check_version(path: Path, metadata: Mapping[bytes, bytes]) -> None:
-    """Refuse files from a newer perfsite; there are no older schema versions yet to migrate from."""
+    """Refuse files from a newer perfsite; older versions are read and migrated (``_migrated``)."""
     raw = metadata.get(METADATA_KEY)
     if raw is None:
         raise ResultsError(

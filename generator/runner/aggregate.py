@@ -18,12 +18,15 @@ import numpy as np
 import pyarrow as pa
 
 from generator.plan import Trial
+from generator.results import clean, intervals
 from generator.runner.measure import latency_stats
 
 # Thresholds of the noise rules (docs/methodology.md explains each).
 NOISE_CV = 0.10
 NOISE_SPREAD = 0.05
 NOISE_CORES_SHARE = 0.8
+NOISE_PREEMPTED_SHARE = 0.5
+PERCENTILE_Q = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,52 @@ class ProcessOutcome:
     peak_rss_mb: float | None
     arena_mb: float | None
     latencies_ms: tuple[np.ndarray, ...] = field(repr=False)  # one array per stream
+    # Per stream, each request's run-delay (ms); empty or None entries where the kernel does not tell.
+    run_delays_ms: tuple[np.ndarray | None, ...] = field(default=(), repr=False)
+    delay_threads: int = 0
+    rule_applies: bool = True  # generator.results.clean.applies for the trial's configuration
+    concurrency: int = 1
 
     @property
     def all_latencies_ms(self) -> np.ndarray:
         return np.concatenate(self.latencies_ms) if self.latencies_ms else np.empty(0)
+
+    @property
+    def preemption_known(self) -> bool:
+        return bool(self.delay_threads) and self.rule_applies and len(self.run_delays_ms) == len(self.latencies_ms)
+
+    @property
+    def all_run_delays_ms(self) -> np.ndarray | None:
+        if not self.delay_threads or len(self.run_delays_ms) != len(self.latencies_ms):
+            return None
+        return np.concatenate(self.run_delays_ms)
+
+    @property
+    def preempted(self) -> np.ndarray:
+        """Per request (all streams), whether it was preempted (generator.results.clean)."""
+        delays = self.all_run_delays_ms if self.preemption_known else None
+        return clean.preempted_mask(self.all_latencies_ms, delays)
+
+    @property
+    def clean_latencies_ms(self) -> np.ndarray:
+        return self.all_latencies_ms[~self.preempted]
+
+    @property
+    def usable(self) -> bool:
+        return clean.usable(int((~self.preempted).sum()), self.iterations)
+
+    @property
+    def clean_throughput_ips(self) -> float:
+        """items / (wall − time lost to preemption): each preempted request costs its excess over the clean
+        median, spread over the streams in flight."""
+        lat, hit = self.all_latencies_ms, self.preempted
+        if not hit.any() or self.wall_s <= 0:
+            return self.throughput_ips
+        ok = lat[~hit]
+        if not ok.size:
+            return float("nan")
+        lost_s = float(np.clip(lat[hit] - np.median(ok), 0, None).sum()) / 1e3 / max(1, self.concurrency)
+        return self.items / max(self.wall_s - lost_s, 1e-9)
 
     @property
     def cores_used(self) -> float:
@@ -72,54 +117,88 @@ class ProcessOutcome:
             "first_run_ms": self.first_run_ms,
             "peak_rss_mb": self.peak_rss_mb,
             "arena_mb": self.arena_mb,
+            "clean_requests": int((~self.preempted).sum()),
+            "clean_throughput_ips": self.clean_throughput_ips,
+            "delay_threads": self.delay_threads,
         }
 
 
 def latency_table(trial_key: str, processes: Sequence[ProcessOutcome]) -> pa.Table:
     """Every timed request as Arrow columns (built from arrays: a trial can hold 100k requests)."""
-    cols: dict[str, list[np.ndarray]] = {"process": [], "stream": [], "iteration": [], "latency_ms": []}
+    cols: dict[str, list[np.ndarray]] = {"process": [], "stream": [], "iteration": [], "latency_ms": [],
+                                         "run_delay_ms": []}
     for p in processes:
+        known = p.all_run_delays_ms is not None
         for s, lat in enumerate(p.latencies_ms):
             n = len(lat)
             cols["process"].append(np.full(n, p.process, dtype=np.int64))
             cols["stream"].append(np.full(n, s, dtype=np.int64))
             cols["iteration"].append(np.arange(n, dtype=np.int64))
             cols["latency_ms"].append(np.asarray(lat, dtype=np.float64))
+            delay = p.run_delays_ms[s] if known else None
+            cols["run_delay_ms"].append(np.full(n, np.nan) if delay is None else np.asarray(delay, np.float64))
     arrays = {k: np.concatenate(v) if v else np.empty(0) for k, v in cols.items()}
     n = len(arrays["latency_ms"])
-    return pa.table({"trial_key": pa.array([trial_key] * n, pa.string()), **arrays})
+    delay = pa.array(arrays.pop("run_delay_ms"), pa.float64(), from_pandas=True)  # NaN -> null: unknown
+    return pa.table({"trial_key": pa.array([trial_key] * n, pa.string()), **arrays, "run_delay_ms": delay})
 
 
-def noise_reasons(cv: float, spread: float, cores_used: float, cores_expected: float) -> list[str]:
-    """The noise rules that fire; each is explained on the methodology page."""
+def noise_reasons(cv: float, spread: float, cores_used: float, cores_expected: float,
+                  preemption: PreemptionSummary | None = None) -> list[str]:
+    """The noise rules that fire, on the trial's clean requests; each is explained on the methodology page.
+
+    With preemption known, CPU a neighbour took shows per request and those requests are left out, so the
+    whole-process cores-used rule is replaced by two rules on what is left: too few usable processes, or most
+    requests preempted (the clean ones may then be the short requests a busy scheduler happened to spare)."""
     reasons = []
     if cv >= NOISE_CV:
         reasons.append(f"cv {cv:.0%} ≥ {NOISE_CV:.0%}")
     if spread > NOISE_SPREAD:
         reasons.append(f"process medians spread {spread:.0%} > {NOISE_SPREAD:.0%}")
-    if cores_used < NOISE_CORES_SHARE * cores_expected:
-        reasons.append(f"cores used {cores_used:.2f} < {NOISE_CORES_SHARE} × {cores_expected:g}")
+    if preemption is None:
+        if cores_used < NOISE_CORES_SHARE * cores_expected:
+            reasons.append(f"cores used {cores_used:.2f} < {NOISE_CORES_SHARE} × {cores_expected:g}")
+        return reasons
+    if preemption.usable < min(2, preemption.processes):
+        reasons.append(f"{preemption.usable} of {preemption.processes} processes kept enough clean requests")
+    if preemption.share > NOISE_PREEMPTED_SHARE:
+        reasons.append(f"{preemption.share:.0%} of requests preempted > {NOISE_PREEMPTED_SHARE:.0%}")
     return reasons
+
+
+@dataclass(frozen=True)
+class PreemptionSummary:
+    processes: int
+    usable: int
+    share: float  # of all requests, preempted
 
 
 def measurement_columns(
     processes: Sequence[ProcessOutcome], cores_expected: float, percentile: str
 ) -> dict[str, Any]:
-    """Trial-level latency, throughput and noise figures from its processes."""
-    lat = np.concatenate([p.all_latencies_ms for p in processes])
+    """Trial-level latency, throughput and noise figures from the clean requests of its usable processes
+    (every process, with every request, when none is usable or preemption is unknown)."""
+    known = all(p.preemption_known for p in processes)
+    usable = [p for p in processes if p.usable] if known else list(processes)
+    judged = usable or list(processes)
+    lat = np.concatenate([p.clean_latencies_ms if usable else p.all_latencies_ms for p in judged])
     stats = latency_stats(lat)
-    medians = np.array([np.median(p.all_latencies_ms) for p in processes])
+    per_process = [p.clean_latencies_ms if usable else p.all_latencies_ms for p in judged]
+    medians = np.array([np.median(x) for x in per_process])
     spread = float((medians.max() - medians.min()) / np.median(medians)) if len(medians) > 1 else 0.0
     cores = float(np.median([p.cores_used for p in processes]))
-    reasons = noise_reasons(stats["cv"], spread, cores, cores_expected)
+    total = sum(p.iterations for p in processes)
+    share = float(sum(int(p.preempted.sum()) for p in processes) / total) if known and total else None
+    summary = PreemptionSummary(len(processes), len(usable), share or 0.0) if known else None
+    reasons = noise_reasons(stats["cv"], spread, cores, cores_expected, summary)
     rss = [p.peak_rss_mb for p in processes if p.peak_rss_mb is not None]
     arena = [p.arena_mb for p in processes if p.arena_mb is not None]
     return {
         **{f"latency_{k}_ms": stats[k] for k in ("mean", "p50", "p90", "p95", "p99", "std", "min", "max")},
         "latency_headline_ms": stats[percentile] if stats[percentile] is not None else stats["p95"],
         "cv": stats["cv"],
-        "throughput_ips": float(np.median([p.throughput_ips for p in processes])),
-        "iterations": int(sum(p.iterations for p in processes)),
+        "throughput_ips": float(np.median([p.clean_throughput_ips for p in judged])),
+        "iterations": int(total),
         "duration_s": float(sum(p.wall_s for p in processes)),
         "processes": len(processes),
         "process_median_spread": spread,
@@ -131,7 +210,34 @@ def measurement_columns(
         "first_run_ms": float(np.median([p.first_run_ms for p in processes])),
         "peak_rss_mb": max(rss) if rss else None,
         "arena_mb": max(arena) if arena else None,
+        "preemption_known": known,
+        "preempted_share": share,
+        "usable_processes": len(usable) if known else None,
+        "ci_halfwidth": headline_halfwidth(processes, percentile),
     }
+
+
+def process_headline_ms(p: ProcessOutcome, percentile: str) -> float:
+    """One process's figure for the stopping rule and the paired statistics: its clean requests' latency at
+    the headline percentile (all requests when it kept too few clean ones)."""
+    lat = p.clean_latencies_ms if p.usable else p.all_latencies_ms
+    return float(np.quantile(lat, PERCENTILE_Q[percentile])) if lat.size else float("nan")
+
+
+def paired_halfwidth(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcome],
+                     percentile: str) -> float | None:
+    """Relative half-width of the paired ratio's 95 % interval over the rounds both sides measured."""
+    by_round = [{p.round: process_headline_ms(p, percentile) for p in side} for side in (base, cand)]
+    rounds = sorted(set(by_round[0]) & set(by_round[1]))
+    ci = intervals.paired([by_round[0][r] for r in rounds], [by_round[1][r] for r in rounds])
+    return ci.relative_halfwidth if ci is not None else None
+
+
+def headline_halfwidth(processes: Sequence[ProcessOutcome], percentile: str) -> float | None:
+    """Relative half-width of the 95 % interval of the headline latency over the usable processes."""
+    usable = [p for p in processes if p.usable] or list(processes)
+    ci = intervals.one_side([process_headline_ms(p, percentile) for p in usable])
+    return ci.relative_halfwidth if ci is not None else None
 
 
 def cores_expected(trial: Trial, logical_cores: int | None) -> float:

@@ -67,9 +67,12 @@ def _stderr_tail(stderr: str | None) -> str:
     return f": {lines[-1].strip()[:300]}" if lines else ""
 
 
-def process_outcome(output: dict[str, Any], process: int, rnd: int) -> ProcessOutcome:
-    """The outcome of a measure-mode worker as a typed record, latencies loaded from its .npy files."""
+def process_outcome(output: dict[str, Any], process: int, rnd: int, rule_applies: bool = True,
+                    concurrency: int = 1) -> ProcessOutcome:
+    """The outcome of a measure-mode worker as a typed record, latencies and run-delays loaded from its .npy
+    files (`rule_applies`: generator.results.clean.applies for the trial's configuration)."""
     latencies = tuple(np.load(p) for p in output["latency_files"])
+    delays = tuple(np.load(p) for p in output.get("run_delay_files", []))
     return ProcessOutcome(
         process=process,
         round=rnd,
@@ -82,4 +85,8 @@ def process_outcome(output: dict[str, Any], process: int, rnd: int) -> ProcessOu
         peak_rss_mb=output.get("peak_rss_mb"),
         arena_mb=output.get("arena_mb"),
         latencies_ms=latencies,
+        run_delays_ms=delays,
+        delay_threads=int(output.get("delay_threads", 0)) if len(delays) == len(latencies) else 0,
+        rule_applies=rule_applies,
+        concurrency=concurrency,
     )

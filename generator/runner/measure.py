@@ -7,11 +7,20 @@ and start together; wall time runs from that common start until the last stream 
 
 The loop adds as little as it can around ``run``: the bound method is looked up once, the latency buffer is
 preallocated, and the stopping rule is two integer comparisons on the timestamp already taken.
+
+**Preemption accounting.** After every request the stream reads the scheduler's run-delay (nanoseconds a thread
+was runnable but waiting for a CPU; second field of Linux's ``/proc/<tid>/schedstat``) of its own thread and of
+the session's pool threads, with one ``pread`` per thread on a file opened before timing (about 1 µs each; the
+text is parsed after the loop). The growth between two reads is the CPU time the request lost to other
+processes: a request is *preempted* when that exceeds the rule of ``generator.results.clean``. Where
+schedstat is missing (not Linux, or a kernel without it) the delays are unknown (``None``) and every request
+counts as clean, which the pages say.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -35,6 +44,10 @@ class LoopResult:
     cpu_s: float  # process CPU time (all threads) over the timed phase
     items: int  # requests × batch
     first_run_ms: float  # the first request after session creation (cold)
+    # Per stream, each request's scheduler run-delay (ns) summed over the stream's thread and the pool's
+    # threads; None where the kernel does not tell (no schedstat).
+    run_delays_ns: tuple[np.ndarray | None, ...] = field(default=(), repr=False)
+    delay_threads: int = 0  # threads whose delay was read per request (0: unknown)
 
     @property
     def iterations(self) -> int:
@@ -56,6 +69,35 @@ class LoopResult:
         return np.concatenate(self.latencies_ns).astype(np.float64) / 1e6
 
 
+SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def _schedstat_fd(path: str) -> int | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        os.pread(fd, 64, 0)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _run_delay(raw: bytes) -> int:
+    return int(raw.split()[1])
+
+
+def _pool_tids(streams: set[int]) -> list[int]:
+    """The process's threads other than the request streams: onnxruntime's pool threads (idle Python threads,
+    if any, accumulate no run-delay: they are not runnable)."""
+    try:
+        return sorted(int(t) for t in os.listdir("/proc/self/task") if int(t) not in streams)
+    except OSError:
+        return []
+
+
 @dataclass
 class _Clock:
     """Shared between streams: the common start, set by the barrier once every stream has warmed up."""
@@ -63,10 +105,20 @@ class _Clock:
     start_ns: int = 0
     cpu_start_s: float = 0.0
     stop: list[bool] = field(default_factory=lambda: [False])
+    stream_tids: set[int] = field(default_factory=set)
+    pool_fds: list[int] = field(default_factory=list)
 
     def mark_start(self) -> None:
+        # Every stream has registered its thread: the others are the session's pool.
+        self.pool_fds = [fd for tid in _pool_tids(self.stream_tids)
+                         if (fd := _schedstat_fd(f"/proc/self/task/{tid}/schedstat")) is not None]
         self.cpu_start_s = time.process_time()
         self.start_ns = time.perf_counter_ns()
+
+    def close(self) -> None:
+        for fd in self.pool_fds:
+            os.close(fd)
+        self.pool_fds = []
 
 
 def timed_loop(
@@ -105,6 +157,7 @@ def timed_loop(
     for t in threads:
         t.join()
     cpu_s = time.process_time() - clock.cpu_start_s
+    clock.close()
     return _loop_result(outcomes, clock, cpu_s, batch, first_run_ms)
 
 
@@ -115,10 +168,13 @@ def _loop_result(
     if errors:
         # The stream that failed first aborted the barrier; the others only report the broken barrier.
         raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
-    latencies = tuple(lat for lat, _ in outcomes)
-    end_ns = max(end for _, end in outcomes)
+    latencies = tuple(lat for lat, _, _, _ in outcomes)
+    delays = tuple(d for _, d, _, _ in outcomes)
+    end_ns = max(end for _, _, end, _ in outcomes)
     total = sum(len(a) for a in latencies)
-    return LoopResult(latencies, end_ns - clock.start_ns, cpu_s, total * int(batch), first_run_ms)
+    threads = min(n for _, _, _, n in outcomes) if all(d is not None for d in delays) else 0
+    return LoopResult(latencies, end_ns - clock.start_ns, cpu_s, total * int(batch), first_run_ms,
+                      delays if threads else tuple(None for _ in delays), threads)
 
 
 def _stream(index: int, session: Any, feeds: dict, warmup: int, limits: tuple[int, int, int],
@@ -127,23 +183,41 @@ def _stream(index: int, session: Any, feeds: dict, warmup: int, limits: tuple[in
         run = session.run
         for _ in range(warmup):
             run(None, feeds)
-        barrier.wait()
-        outcomes[index] = _timed(run, feeds, limits, clock)
+        clock.stream_tids.add(threading.get_native_id())
+        own = _schedstat_fd(SCHEDSTAT)
+        try:
+            barrier.wait()
+            fds = [own, *clock.pool_fds] if own is not None else []
+            outcomes[index] = _timed(run, feeds, limits, clock, fds)
+        finally:
+            if own is not None:
+                os.close(own)
     except BaseException as e:  # reported by the caller; the other streams stop at their next request
         clock.stop[0] = True
         barrier.abort()
         outcomes[index] = e
 
 
-def _timed(run: Any, feeds: dict, limits: tuple[int, int, int], clock: _Clock) -> tuple[np.ndarray, int]:
-    """The hot loop. Everything it touches is a local; the buffer grows by doubling (rarely)."""
+def _timed(run: Any, feeds: dict, limits: tuple[int, int, int], clock: _Clock,
+           fds: list[int]) -> tuple[np.ndarray, np.ndarray | None, int, int]:
+    """The hot loop. Everything it touches is a local; the buffers grow by doubling (rarely).
+
+    Returns (latencies ns, run-delays ns or None, end timestamp, threads whose delay was read)."""
     min_iter, min_ns, max_ns = limits
     min_deadline = clock.start_ns + min_ns
     max_deadline = clock.start_ns + max_ns
     stop = clock.stop
     now = time.perf_counter_ns
+    pread = os.pread
     buf = [0] * min(max(min_iter + 64, 1024), INITIAL_BUFFER_MAX)
     cap = len(buf)
+    marks: list = [None] * (cap + 1)
+    one = fds[0] if len(fds) == 1 else None
+    many = fds if len(fds) > 1 else None
+    if one is not None:
+        marks[0] = pread(one, 64, 0)
+    elif many:
+        marks[0] = [pread(fd, 64, 0) for fd in many]
     i = 0
     while True:
         t0 = now()
@@ -151,12 +225,29 @@ def _timed(run: Any, feeds: dict, limits: tuple[int, int, int], clock: _Clock) -
         t1 = now()
         buf[i] = t1 - t0
         i += 1
+        # One read per thread after each request: its growth since the previous read is this request's delay.
+        if one is not None:
+            marks[i] = pread(one, 64, 0)
+        elif many:
+            marks[i] = [pread(fd, 64, 0) for fd in many]
         if (i >= min_iter and t1 >= min_deadline) or t1 >= max_deadline or stop[0]:
             break
         if i == cap:
             buf.extend([0] * cap)
+            marks.extend([None] * cap)
             cap = len(buf)
-    return np.array(buf[:i], dtype=np.int64), t1
+    return np.array(buf[:i], dtype=np.int64), _delays(marks[: i + 1], len(fds)), t1, len(fds)
+
+
+def _delays(marks: list, threads: int) -> np.ndarray | None:
+    """Per request, the growth of the summed run-delay between the reads around it."""
+    if not threads:
+        return None
+    if threads == 1:
+        total = np.array([_run_delay(m) for m in marks], dtype=np.int64)
+    else:
+        total = np.array([sum(_run_delay(x) for x in m) for m in marks], dtype=np.int64)
+    return np.diff(total)
 
 
 def latency_stats(all_latencies_ms: Sequence[float] | np.ndarray) -> dict[str, float | None]:

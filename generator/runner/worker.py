@@ -11,7 +11,9 @@ JOB.json::
 
 OUT.json, measure mode: iterations, items, wall_s, cpu_s, cores_used, latency_median_ms, latency_mean_ms,
 throughput_ips, load_ms, first_run_ms, peak_rss_mb, arena_mb, latency_files (one float64 .npy of request
-latencies in ms per stream, next to OUT.json). Profile mode: nodes (``nodes`` table records, mapped to the
+latencies in ms per stream, next to OUT.json), run_delay_files (the same per stream for each request's scheduler
+run-delay in ms; empty when the kernel does not tell) and delay_threads (threads read per request, 0: unknown).
+Profile mode: nodes (``nodes`` table records, mapped to the
 original graph), model_run_us, kernel_sum_us, profiled_latency_us (means per inference), runs, arena_mb,
 optimized_model, profile_file, load_ms, layers (``layers`` table records without trial_key: static FLOP
 analysis of the original model at the feeds' shapes), layers_notes (what was not counted and why), timeline
@@ -85,11 +87,16 @@ def measure_process(job: Mapping[str, Any], out_path: Path) -> dict[str, Any]:
         min_seconds=float(settings["min_seconds"]), max_seconds=float(settings["max_seconds"]),
         concurrency=int(config.get("concurrency", 1)), batch=int(config.get("batch", 1)),
     )
-    latency_files = []
+    latency_files, delay_files = [], []
     for i, lat_ns in enumerate(loop.latencies_ns):
         path = out_path.with_name(f"{out_path.stem}.stream{i}.latency_ms.npy")
         np.save(path, lat_ns.astype(np.float64) / 1e6)
         latency_files.append(str(path))
+        delay_ns = loop.run_delays_ns[i] if i < len(loop.run_delays_ns) else None
+        if delay_ns is not None:
+            path = out_path.with_name(f"{out_path.stem}.stream{i}.run_delay_ms.npy")
+            np.save(path, delay_ns.astype(np.float64) / 1e6)
+            delay_files.append(str(path))
     all_ms = loop.all_latencies_ms()
     return {
         "iterations": loop.iterations, "items": loop.items, "wall_s": loop.wall_s, "cpu_s": loop.cpu_s,
@@ -99,6 +106,7 @@ def measure_process(job: Mapping[str, Any], out_path: Path) -> dict[str, Any]:
         # onnxruntime's Python API exposes no allocator statistics (the C API's AllocatorGetStats is not
         # bound), so the arena is only known from a profiled pass (profile mode reports it).
         "arena_mb": None, "latency_files": latency_files,
+        "run_delay_files": delay_files, "delay_threads": loop.delay_threads,
     }
 
 

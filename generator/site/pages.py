@@ -104,6 +104,10 @@ class ExperimentView:
         return [t for t in self.trials if t.noisy and t.status == "ok"]
 
     @property
+    def out_of_budget(self) -> list[S.TrialSummary]:
+        return [t for t in self.trials if t.budget_exhausted and t.status == "ok"]
+
+    @property
     def sweet_spots(self) -> list[S.TrialSummary]:
         return [v.best.sweet_spot for v in self.versions if v.best.sweet_spot is not None]
 

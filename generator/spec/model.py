@@ -110,7 +110,12 @@ class Measure(Record):
     )
     percentile: Percentile = Field("p90", description="Tail latency reported next to the median: p50, p90, "
                                    "p95 or p99; also used by `latency_threshold_ms`.")
-    repeats: PositiveInt = Field(3, description="Measurement processes per trial (the unit of repetition).")
+    repeats: PositiveInt = Field(3, description="Measurement processes per trial at least (the unit of "
+                                 "repetition); more are added until `target` is met or `budget_s` is spent.")
+    target: PositiveFloat = Field(0.02, le=0.5, description="Keep measuring until the headline latency's 95 % "
+                                  "interval is within ± this share (0.02: ± 2 %), or the budget is spent.")
+    budget_s: PositiveFloat = Field(45.0, description="Measuring time allowed per trial (its measurement "
+                                    "processes' wall time, start-up included) before it stops unconverged.")
     profile_iterations: PositiveInt = Field(20, description="Requests in the separate profiled pass.")
     timeout_s: PositiveFloat = Field(600.0, description="Kill a measurement process running longer.")
 

@@ -1,0 +1,224 @@
+"""Does `perfsite diff` tell the truth on a busy machine? Reproduces issue 12's table on demand.
+
+Baseline: the example CNN (generator.models) at batch 1, 1 thread, concurrency 1, default `measure:` settings.
+Candidates: an identical copy (A/A) and a copy made X % slower by an input-dependent extra branch (a MatMul on
+the flattened input whose result joins the logits multiplied by zero, so onnxruntime cannot fold it away;
+its width is calibrated here to the slowdown asked for). Each side is a project checkout with the same spec, and
+every answer is measured through the command the CI recipe uses (docs/ci.md)::
+
+    perfsite diff BASE CAND --measure check.yaml --store STORE --json verdict.json [--latency-ratio R]
+
+(`--separate` measures each side with its own `perfsite run` instead, then diffs the two folders: the unpaired
+route, for comparison). A neighbour runs for the whole benchmark (`--load`):
+
+- quiet: none;
+- spin: one process spinning on one core (`while True: pass`);
+- heavy: one process doing 512x512 float32 matrix products on one core (cache and memory traffic too);
+- both: two spinning processes (both cores busy).
+
+Prints, for K rounds: A/A verdicts (a wrong one is "slower" or "faster"), "not comparable" counts, the
+candidate found slower, the preempted share of requests, and the measuring seconds per side of an answer
+(the trials' `measuring_s`: measurement processes' wall time, start-up included).
+
+Usage: ``python bench/truth.py --load spin --rounds 10 [--slowdown 0.10] [--latency-ratio 1.05]
+[--separate] [--keep DIR]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+
+SPEC = """\
+name: check
+description: bench/truth.py — the example CNN, one configuration, default measure settings
+models:
+  cnn: {path: models/cnn.onnx}
+inputs:
+  input: {shape: [1, 3, 64, 64], dtype: float32}
+measure: {percentile: p90}
+"""
+NEIGHBOURS = {
+    "quiet": [],
+    "spin": ["while True: pass"],
+    "heavy": ["import numpy as np\na = np.ones((512, 512), np.float32)\nwhile True: a @ a"],
+    "both": ["while True: pass", "while True: pass"],
+}
+
+
+def slower_copy(model: onnx.ModelProto, width: int) -> onnx.ModelProto:
+    """The model with an extra branch: flatten(input) @ W[:, width], summed, times zero, added to the output."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    out = g.output[0].name
+    inner = f"{out}_before_extra"
+    for node in g.node:
+        node.output[:] = [inner if o == out else o for o in node.output]
+    features = int(np.prod([d.dim_value for d in g.input[0].type.tensor_type.shape.dim[1:]]))
+    rng = np.random.default_rng(7)
+    g.initializer.extend([
+        numpy_helper.from_array(rng.standard_normal((features, width)).astype(np.float32), "extra.weight"),
+        numpy_helper.from_array(np.array([-1, features], np.int64), "extra.shape"),
+        numpy_helper.from_array(np.array(0.0, np.float32), "extra.zero"),
+    ])
+    g.node.extend([
+        helper.make_node("Reshape", [g.input[0].name, "extra.shape"], ["extra_flat"], "/extra/Reshape"),
+        helper.make_node("MatMul", ["extra_flat", "extra.weight"], ["extra_mm"], "/extra/MatMul"),
+        helper.make_node("ReduceSum", ["extra_mm"], ["extra_sum"], "/extra/ReduceSum", keepdims=1),
+        helper.make_node("Mul", ["extra_sum", "extra.zero"], ["extra_nothing"], "/extra/Mul"),
+        helper.make_node("Add", [inner, "extra_nothing"], [out], "/extra/Add"),
+    ])
+    return m
+
+
+def _seconds_per_run(session: ort.InferenceSession, feeds: dict, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        session.run(None, feeds)
+    return (time.perf_counter() - t0) / n
+
+
+def calibrate(model: onnx.ModelProto, slowdown: float) -> tuple[onnx.ModelProto, float]:
+    """The slower copy whose in-process median slowdown is closest to `slowdown` (1 thread, interleaved)."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    feeds = {"input": np.random.default_rng(0).random((1, 3, 64, 64), dtype=np.float32)}
+    base = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    best: tuple[float, onnx.ModelProto, float] | None = None
+    for width in (8, 16, 32, 48, 64, 96, 128, 192, 256):
+        cand_model = slower_copy(model, width)
+        cand = ort.InferenceSession(cand_model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        ratios = [_seconds_per_run(cand, feeds, 30) / _seconds_per_run(base, feeds, 30) for _ in range(7)]
+        got = float(np.median(ratios)) - 1.0
+        if best is None or abs(got - slowdown) < abs(best[0] - slowdown):
+            best = (got, cand_model, got)
+        if got > slowdown * 1.5:
+            break
+    assert best is not None
+    return best[1], best[2]
+
+
+def checkout(root: Path, name: str, model: onnx.ModelProto) -> Path:
+    folder = root / name
+    (folder / "models").mkdir(parents=True)
+    onnx.save(model, folder / "models" / "cnn.onnx")
+    (folder / "check.yaml").write_text(SPEC)
+    return folder
+
+
+def perfsite(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("perfsite")
+    env = {k: v for k, v in os.environ.items() if k != "PERFSITE_QUICK"}
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, env=env)
+
+
+def answer(base: Path, cand: Path, store: Path, separate: bool, latency_ratio: str | None) -> dict:
+    """One verdict through the CLI, with what it cost."""
+    shutil.rmtree(store, ignore_errors=True)
+    ratio = ["--latency-ratio", latency_ratio] if latency_ratio else []
+    verdict = store / "verdict.json"
+    store.mkdir(parents=True)
+    if separate:
+        for side, folder in (("baseline", base), ("candidate", cand)):
+            done = perfsite("run", "check.yaml", "--results", str(store / side), "--force", cwd=folder)
+            if done.returncode:
+                raise SystemExit(done.stderr)
+        done = perfsite("diff", str(store / "baseline"), str(store / "candidate"), "--json", str(verdict), *ratio,
+                        cwd=cand)
+    else:
+        done = perfsite("diff", str(base), str(cand), "--measure", "check.yaml", "--store", str(store), "--json",
+                        str(verdict), *ratio, cwd=cand)
+    if not verdict.is_file():
+        raise SystemExit(f"perfsite diff wrote no verdict (exit {done.returncode}): {done.stderr[-2000:]}")
+    data = json.loads(verdict.read_text())
+    return {"verdict": data["verdict"], "exit": done.returncode, **_cost(store)}
+
+
+def _cost(store: Path) -> dict:
+    import pandas as pd
+
+    rows = [pd.read_parquet(p) for p in store.glob("*/check/trials")]
+    trials = pd.concat(rows)
+    return {"measuring_s": float(trials["measuring_s"].max()), "preempted": float(trials["preempted_share"].mean()),
+            "exhausted": int(trials["budget_exhausted"].sum())}
+
+
+def start_neighbours(load: str) -> list[subprocess.Popen]:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    return [subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
+            for code in NEIGHBOURS[load]]
+
+
+def stop(neighbours: list[subprocess.Popen]) -> None:
+    for p in neighbours:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+def summary(name: str, answers: list[dict]) -> str:
+    counts = Counter(a["verdict"] for a in answers)
+    seconds = [a["measuring_s"] for a in answers]
+    return (f"{name}: {dict(counts)} of {len(answers)}; preempted {np.mean([a['preempted'] for a in answers]):.1%}"
+            f" of requests; measuring per side: median {np.median(seconds):.0f} s, max {max(seconds):.0f} s; "
+            f"{sum(a['exhausted'] > 0 for a in answers)} answers with a trial out of budget")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--load", choices=sorted(NEIGHBOURS), default="quiet")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--slowdown", type=float, default=0.10)
+    parser.add_argument("--latency-ratio", default=None)
+    parser.add_argument("--separate", action="store_true", help="unpaired: two `perfsite run`, then diff")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the checkouts and stores here")
+    args = parser.parse_args()
+
+    from generator.models import build_example_models
+
+    root = Path(args.keep or tempfile.mkdtemp(prefix="perfsite-truth-"))
+    root.mkdir(parents=True, exist_ok=True)
+    cnn = next(p for p in build_example_models(root / "built") if "cnn" in p.stem)
+    model = onnx.load(cnn)
+    slow, got = calibrate(model, args.slowdown)
+    base, same, slower = (checkout(root, n, m) for n, m in (("base", model), ("same", model), ("slower", slow)))
+    print(f"load {args.load}, {args.rounds} rounds, candidate +{got:.1%} in process (asked +{args.slowdown:.0%}), "
+          f"{'separate runs' if args.separate else 'paired (--measure)'}, "
+          f"latency ratio {args.latency_ratio or 'spec default 1.05'}", flush=True)
+    neighbours = start_neighbours(args.load)
+    aa, ab = [], []
+    try:
+        for k in range(args.rounds):
+            aa.append(answer(base, same, root / "store-aa", args.separate, args.latency_ratio))
+            ab.append(answer(base, slower, root / "store-ab", args.separate, args.latency_ratio))
+            print(f"  round {k + 1}: A/A {aa[-1]['verdict']} ({aa[-1]['measuring_s']:.0f} s), "
+                  f"+{args.slowdown:.0%} {ab[-1]['verdict']} ({ab[-1]['measuring_s']:.0f} s)", flush=True)
+    finally:
+        stop(neighbours)
+    wrong = sum(a["verdict"] in ("slower", "faster") for a in aa)
+    not_comparable = sum(a["verdict"] == "not comparable" for a in aa + ab)
+    found = sum(a["verdict"] == "slower" for a in ab)
+    print(summary("A/A", aa))
+    print(summary(f"+{args.slowdown:.0%}", ab))
+    print(f"truth: A/A wrong {wrong} of {len(aa)}; not comparable {not_comparable} of {len(aa) + len(ab)}; "
+          f"+{args.slowdown:.0%} found slower {found} of {len(ab)}")
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""`perfsite diff BASE_DIR HEAD_DIR --measure GLOB`: measure a baseline and a candidate checkout in one run.
+
+The same spec files (GLOB, resolved inside each checkout) are loaded from both folders; specs with the same
+`name:` on both sides are measured together by ``orchestrate.run_paired``: every (version, configuration)
+the two share is measured in the same rounds, baseline and candidate processes alternating, so that a
+neighbour's drift hits both members of a round and cancels in the paired statistics of the diff. Results go to
+STORE/baseline/<name> and STORE/candidate/<name>, ordinary results folders that `perfsite diff` and
+`perfsite build` read (the pairing is stored in each trial's `pair_id`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.errors import PerfsiteError
+from generator.runner.orchestrate import Progress, RunOptions, RunSummary, run_paired
+from generator.spec import LoadedSpec, load_spec
+
+SIDES = ("baseline", "candidate")
+
+
+@dataclass(frozen=True)
+class PairedRun:
+    """Where a paired run stored its two sides, and what it measured."""
+
+    baseline_results: Path
+    candidate_results: Path
+    summaries: tuple[tuple[RunSummary, RunSummary], ...]
+
+    @property
+    def interrupted(self) -> bool:
+        return any(s.interrupted for pair in self.summaries for s in pair)
+
+
+def spec_files(folder: Path, patterns: Sequence[str]) -> list[Path]:
+    """The spec files the patterns name inside `folder` (globs relative to it), sorted, each once."""
+    if not folder.is_dir():
+        raise PerfsiteError(f"{folder} is not a folder: with --measure, BASELINE and CANDIDATE are two checkouts "
+                            "of the project (e.g. a `git worktree` of the merge-base and `.`).")
+    found = sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file()})
+    if not found:
+        raise PerfsiteError(f"--measure {' '.join(patterns)} names no spec file in {folder}; give globs "
+                            "relative to the checkout, e.g. --measure 'experiments/*.yaml'.")
+    return found
+
+
+def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], store: Path, quick: bool = False,
+                   progress: Callable[[str], Progress] | None = None) -> PairedRun:
+    """Measure every spec both checkouts hold, paired (module docstring); `progress(name)` gives the progress
+    reporter of one experiment."""
+    specs = [_by_name(spec_files(Path(folder), patterns)) for folder in (baseline, candidate)]
+    common = [name for name in specs[1] if name in specs[0]]
+    if not common:
+        raise PerfsiteError(f"No experiment is in both checkouts: {baseline} has {_names(specs[0])}, "
+                            f"{candidate} has {_names(specs[1])}. --measure compares specs with the same `name:`.")
+    roots = tuple(Path(store) / side for side in SIDES)
+    summaries = []
+    for name in common:
+        options = tuple(RunOptions(results_dir=root / name, quick=quick, force=True) for root in roots)
+        pair = run_paired(specs[0][name], specs[1][name], options, progress(name) if progress else None)
+        summaries.append(pair)
+        if any(s.interrupted for s in pair):
+            break
+    return PairedRun(roots[0], roots[1], tuple(summaries))
+
+
+def _by_name(paths: list[Path]) -> dict[str, LoadedSpec]:
+    out: dict[str, LoadedSpec] = {}
+    for path in paths:
+        loaded = load_spec(path)
+        if loaded.spec.name in out:
+            raise PerfsiteError(f"{out[loaded.spec.name].path} and {path} both have `name: {loaded.spec.name}`; "
+                                "each experiment name must be unique (its results folder is named after it).")
+        out[loaded.spec.name] = loaded
+    return out
+
+
+def _names(specs: dict[str, LoadedSpec]) -> str:
+    return ", ".join(sorted(specs)) or "none"
