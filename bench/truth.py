@@ -9,7 +9,9 @@ every answer is measured through the command the CI recipe uses (docs/ci.md)::
     perfsite diff BASE CAND --measure check.yaml --store STORE --json verdict.json [--latency-ratio R]
 
 (`--separate` measures each side with its own `perfsite run` instead, then diffs the two folders: the unpaired
-route, for comparison). A neighbour runs for the whole benchmark (`--load`):
+route, for comparison; `--count` asks the noise-immune count mode instead, `perfsite count BASE.onnx
+CAND.onnx --json`, and prints the instruction ratios and spreads). A neighbour runs for the whole benchmark
+(`--load`):
 
 - quiet: none;
 - spin: one process spinning on one core (`while True: pass`);
@@ -21,7 +23,7 @@ candidate found slower, the preempted share of requests, and the measuring secon
 (the trials' `measuring_s`: measurement processes' wall time, start-up included).
 
 Usage: ``python bench/truth.py --load spin --rounds 10 [--slowdown 0.10] [--latency-ratio 1.05]
-[--separate] [--keep DIR]``
+[--separate | --count] [--keep DIR]``
 """
 
 from __future__ import annotations
@@ -100,14 +102,14 @@ def calibrate(model: onnx.ModelProto, slowdown: float) -> tuple[onnx.ModelProto,
     feeds = {"input": np.random.default_rng(0).random((1, 3, 64, 64), dtype=np.float32)}
     base = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
     best: tuple[float, onnx.ModelProto, float] | None = None
-    for width in (8, 16, 32, 48, 64, 96, 128, 192, 256):
+    for width in range(8, 320, 8):
         cand_model = slower_copy(model, width)
         cand = ort.InferenceSession(cand_model.SerializeToString(), so, providers=["CPUExecutionProvider"])
         ratios = [_seconds_per_run(cand, feeds, 30) / _seconds_per_run(base, feeds, 30) for _ in range(7)]
         got = float(np.median(ratios)) - 1.0
         if best is None or abs(got - slowdown) < abs(best[0] - slowdown):
             best = (got, cand_model, got)
-        if got > slowdown * 1.5:
+        if got > slowdown * 1.3:
             break
     assert best is not None
     return best[1], best[2]
@@ -149,6 +151,22 @@ def answer(base: Path, cand: Path, store: Path, separate: bool, latency_ratio: s
     return {"verdict": data["verdict"], "exit": done.returncode, **_cost(store)}
 
 
+def count_answer(base: Path, cand: Path, store: Path, iterations: int) -> dict:
+    """One verdict of the count mode, with its ratio and the versions' spreads."""
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    verdict = store / "count.json"
+    started = time.perf_counter()
+    done = perfsite("count", str(base / "models" / "cnn.onnx"), str(cand / "models" / "cnn.onnx"),
+                    "--iterations", str(iterations), "--warmup", "3", "--json", str(verdict), cwd=cand)
+    if not verdict.is_file():
+        raise SystemExit(f"perfsite count wrote no verdict (exit {done.returncode}): {done.stderr[-2000:]}")
+    data = json.loads(verdict.read_text())
+    return {"verdict": data["verdict"], "exit": done.returncode, "measuring_s": time.perf_counter() - started,
+            "preempted": 0.0, "exhausted": 0, "ratio": data.get("ratio"),
+            "spread_pct": max((v.get("spread_pct") or 0.0) for v in data.get("versions", [{}]))}
+
+
 def _cost(store: Path) -> dict:
     import pandas as pd
 
@@ -186,6 +204,8 @@ def main() -> None:
     parser.add_argument("--latency-ratio", default=None)
     parser.add_argument("--separate", action="store_true", help="unpaired: two `perfsite run`, then diff")
     parser.add_argument("--keep", type=Path, default=None, help="keep the checkouts and stores here")
+    parser.add_argument("--count", action="store_true", help="the count mode (valgrind) instead of timing")
+    parser.add_argument("--count-iterations", type=int, default=3, help="counted inferences per version")
     args = parser.parse_args()
 
     from generator.models import build_example_models
@@ -203,8 +223,14 @@ def main() -> None:
     aa, ab = [], []
     try:
         for k in range(args.rounds):
-            aa.append(answer(base, same, root / "store-aa", args.separate, args.latency_ratio))
-            ab.append(answer(base, slower, root / "store-ab", args.separate, args.latency_ratio))
+            if args.count:
+                aa.append(count_answer(base, same, root / "store-aa", args.count_iterations))
+                ab.append(count_answer(base, slower, root / "store-ab", args.count_iterations))
+                print(f"  instruction ratios: A/A {aa[-1]['ratio']}, +{args.slowdown:.0%} {ab[-1]['ratio']}; "
+                      f"largest spread {max(aa[-1]['spread_pct'], ab[-1]['spread_pct']):.3f} %", flush=True)
+            else:
+                aa.append(answer(base, same, root / "store-aa", args.separate, args.latency_ratio))
+                ab.append(answer(base, slower, root / "store-ab", args.separate, args.latency_ratio))
             print(f"  round {k + 1}: A/A {aa[-1]['verdict']} ({aa[-1]['measuring_s']:.0f} s), "
                   f"+{args.slowdown:.0%} {ab[-1]['verdict']} ({ab[-1]['measuring_s']:.0f} s)", flush=True)
     finally:

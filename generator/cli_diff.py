@@ -54,12 +54,13 @@ def diff_command(
 
 
 def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Path | None,
-                  quick: bool = False) -> tuple[str, str]:
+                  quick: bool = False, latency_ratio: float | None = None) -> tuple[str, str]:
     """`--measure`: measure the two checkouts paired (generator.runner.paired) and return the two results
     folders to diff. STORE defaults to <CANDIDATE>/.perfsite/paired."""
     from generator.cli_format import ProgressBar, print_run_summary
     from generator.runner.paired import measure_paired
 
+    _check_options(None, latency_ratio, None)  # before measuring, not after
     for side in (baseline, candidate):
         if side.startswith("git:"):
             raise PerfsiteError(f"With --measure, BASELINE and CANDIDATE are checkouts (folders), not {side}: "
@@ -72,7 +73,7 @@ def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Pat
         return bars[-1]
 
     try:
-        run = measure_paired(Path(baseline), Path(candidate), patterns, folder, quick, progress)
+        run = measure_paired(Path(baseline), Path(candidate), patterns, folder, quick, progress, latency_ratio)
     finally:
         for bar in bars:
             bar.__exit__(None, None, None)

@@ -63,6 +63,13 @@ def test_printed_figures_equal_the_json(cnn_run):
     assert latency == {k: num(v) for k, v in s["latency_ms"].items()}
     assert all(v is not None for k, v in s["latency_ms"].items() if k != "p99")
     assert _numbers(_line(out, "cold start")) == [s["cold_start_ms"], s["load_ms"], s["first_run_ms"]]
+    # The sweep's noise rules and preempted share, judged on the clean requests.
+    noise = s["noise"]
+    assert set(noise) == {"noisy", "reasons", "preemption_known", "preempted_share"}
+    label = "warning" if noise["noisy"] else "noise"
+    assert "preempted by other processes" in _line(out, label) or not noise["preemption_known"]
+    if noise["noisy"]:
+        assert all(reason in out for reason in noise["reasons"])
     compute = [s["total_gflop"], s["achieved_gops"], s["peak_share_pct"], s["peak_gflops"]]
     assert _numbers(_line(out, "compute")) == compute and s["total_gflop"] > 0 and s["peak_gflops"] > 0
     profiled = _numbers(_line(out, "profiled"))

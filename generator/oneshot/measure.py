@@ -11,6 +11,7 @@ Each job costs about 0.7 s of process start-up.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from generator.errors import RunError
-from generator.runner import children, worker
+from generator.results import clean
+from generator.runner import aggregate, children, worker
 from generator.runner.environment import Environment
 from generator.runner.session import check_providers
 
@@ -66,6 +68,7 @@ class Measured:
 
     loop: dict[str, Any]  # measure-mode OUT.json (iterations, wall_s, cpu_s, load_ms, first_run_ms, ...)
     latencies_ms: np.ndarray  # every timed request, in order
+    process: aggregate.ProcessOutcome  # the same requests with their run-delays: clean and preempted ones
     profile: dict[str, Any]  # profile-mode OUT.json (nodes, layers, profile_file, model_run_us, ...)
     profile_warmup: int  # profiled runs the worker discarded before the kept ones
 
@@ -78,9 +81,23 @@ def measure_model(model_path: Path, feeds: dict[str, np.ndarray], batch: int, op
     np.savez(feeds_path, **feeds)
     loop = _run(model_path, feeds_path, "measure", batch, options, work_dir)
     latencies = np.concatenate([np.load(p) for p in loop["latency_files"]])
+    # The sweep's rule for preempted requests (generator.results.clean), on the one measurement process.
+    applies = clean.applies(options.threads, 1, os.cpu_count())
+    process = children.process_outcome(loop, process=0, rnd=0, rule_applies=applies, concurrency=1)
     profile = _run(model_path, feeds_path, "profile", batch, options, work_dir)
     warmup = max(1, min(options.warmup, worker.PROFILE_WARMUP_MAX))  # as the worker's profile_pass skips them
-    return Measured(loop, latencies, profile, warmup)
+    return Measured(loop, latencies, process, profile, warmup)
+
+
+def noise(measured: Measured, threads: int, percentile: str = "p90") -> dict[str, Any]:
+    """The sweep's noise rules and preempted share for the one measurement process (generator.runner.aggregate),
+    and the latency figures of its clean requests."""
+    cores = min(threads, os.cpu_count() or threads)
+    columns = aggregate.measurement_columns([measured.process], float(cores), percentile)
+    reasons = columns["noise_reasons"]
+    return {"noisy": bool(columns["noisy"]), "reasons": reasons.split("; ") if reasons else [],
+            "preemption_known": bool(columns["preemption_known"]), "preempted_share": columns["preempted_share"],
+            "clean_latency_ms": {k: columns[f"latency_{k}_ms"] for k in ("mean", "p50", "p90", "p95", "p99")}}
 
 
 def _run(model_path: Path, feeds_path: Path, mode: str, batch: int, options: ProfileOptions,

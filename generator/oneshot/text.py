@@ -44,6 +44,7 @@ def summary_text(record: Mapping[str, Any]) -> str:
              f"cores used {num(s['cores_used'])}",
              f"  throughput    {num(s['throughput_ips'])} items/s",
              "  latency ms    " + "  ".join(f"{k} {num(v)}" for k, v in s["latency_ms"].items()) + _p99_note(record),
+             _noise_line(s["noise"]),
              f"  cold start    {num(s['cold_start_ms'])} ms (load {num(s['load_ms'])} ms + first run "
              f"{num(s['first_run_ms'])} ms)",
              _compute_line(s),
@@ -54,6 +55,16 @@ def summary_text(record: Mapping[str, Any]) -> str:
              *_slowest_lines(s["slowest_layers"]),
              *_files_lines(record.get("files", {}))]
     return "\n".join(lines) + "\n"
+
+
+def _noise_line(noise: Mapping[str, Any]) -> str:
+    """Preempted requests (left out of the figures) and the noise rules that fired, as `perfsite run` judges."""
+    share = noise.get("preempted_share")
+    preempted = (f"{100 * share:.1f} % of requests preempted by other processes (left out of the figures)"
+                 if noise.get("preemption_known") and share is not None else "preemption unknown on this system")
+    if noise.get("noisy"):
+        return f"  warning       noisy: {safe('; '.join(noise.get('reasons', [])))}; {preempted}; measure again"
+    return f"  noise         {preempted}"
 
 
 def _p99_note(record: Mapping[str, Any]) -> str:

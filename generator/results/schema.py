@@ -78,7 +78,8 @@ TRIALS = (
     _c("duration_s", F64, "s", "timed wall time over all processes"),
     _c("cv", F64, "ratio", "coefficient of variation of request latency (std / mean)"),
     _c("processes", I64, "processes", "measurement processes (the unit of repetition)"),
-    _c("process_median_spread", F64, "ratio", "(max - min) / median of the per-process medians"),
+    _c("process_median_spread", F64, "ratio", "2 × standard deviation / median of the per-process (clean) medians; "
+       "schema 1: (max - min) / median"),
     _c("cores_used", F64, "cores", "median over processes of CPU time / wall time of the timed phase"),
     _c("cores_expected", F64, "cores", "min(threads × concurrency, logical cores)"),
     _c("noisy", BOOL, "", "a noise rule fired (see noise_reasons)"),

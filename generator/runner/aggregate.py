@@ -184,8 +184,7 @@ def measurement_columns(
     lat = np.concatenate([p.clean_latencies_ms if usable else p.all_latencies_ms for p in judged])
     stats = latency_stats(lat)
     per_process = [p.clean_latencies_ms if usable else p.all_latencies_ms for p in judged]
-    medians = np.array([np.median(x) for x in per_process])
-    spread = float((medians.max() - medians.min()) / np.median(medians)) if len(medians) > 1 else 0.0
+    spread = process_spread([float(np.median(x)) for x in per_process])
     cores = float(np.median([p.cores_used for p in processes]))
     total = sum(p.iterations for p in processes)
     share = float(sum(int(p.preempted.sum()) for p in processes) / total) if known and total else None
@@ -217,6 +216,18 @@ def measurement_columns(
     }
 
 
+def process_spread(medians: Sequence[float]) -> float:
+    """Twice the standard deviation of the per-process medians over their median (0 for one process).
+
+    Not (max − min) / median: the range grows with the number of processes (1.7 σ for 3, 4.3 σ for 37), and
+    adaptive measurement runs many more processes where a machine is noisy; 2 σ is about the range of three
+    processes, so the 5 % rule reads as before at the default minimum."""
+    a = np.asarray(medians, dtype=np.float64)
+    if a.size < 2:
+        return 0.0
+    return float(2.0 * a.std(ddof=1) / np.median(a))
+
+
 def process_headline_ms(p: ProcessOutcome, percentile: str) -> float:
     """One process's figure for the stopping rule and the paired statistics: its clean requests' latency at
     the headline percentile (all requests when it kept too few clean ones)."""
@@ -224,13 +235,21 @@ def process_headline_ms(p: ProcessOutcome, percentile: str) -> float:
     return float(np.quantile(lat, PERCENTILE_Q[percentile])) if lat.size else float("nan")
 
 
-def paired_halfwidth(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcome],
-                     percentile: str) -> float | None:
-    """Relative half-width of the paired ratio's 95 % interval over the rounds both sides measured."""
+def paired_interval(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcome],
+                    percentile: str) -> intervals.LogInterval | None:
+    """The paired headline-latency ratio cand / base and its 95 % interval, over the rounds both measured."""
     by_round = [{p.round: process_headline_ms(p, percentile) for p in side} for side in (base, cand)]
     rounds = sorted(set(by_round[0]) & set(by_round[1]))
-    ci = intervals.paired([by_round[0][r] for r in rounds], [by_round[1][r] for r in rounds])
-    return ci.relative_halfwidth if ci is not None else None
+    return intervals.paired([by_round[0][r] for r in rounds], [by_round[1][r] for r in rounds])
+
+
+def decides(ci: intervals.LogInterval, latency_ratio: float) -> bool:
+    """Whether a ratio interval already settles the diff's verdict at this threshold (generator.diff.verdict):
+    beyond the threshold with 1 excluded (slower or faster), or wholly inside (1/threshold, threshold)."""
+    point = float(np.exp(ci.centre))
+    slower = ci.low > 1.0 and point > latency_ratio
+    faster = ci.high < 1.0 and point < 1.0 / latency_ratio
+    return slower or faster or (ci.low > 1.0 / latency_ratio and ci.high < latency_ratio)
 
 
 def headline_halfwidth(processes: Sequence[ProcessOutcome], percentile: str) -> float | None:

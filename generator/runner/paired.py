@@ -5,7 +5,10 @@ The same spec files (GLOB, resolved inside each checkout) are loaded from both f
 the two share is measured in the same rounds, baseline and candidate processes alternating, so that a
 neighbour's drift hits both members of a round and cancels in the paired statistics of the diff. Results go to
 STORE/baseline/<name> and STORE/candidate/<name>, ordinary results folders that `perfsite diff` and
-`perfsite build` read (the pairing is stored in each trial's `pair_id`).
+`perfsite build` read (the pairing is stored in each trial's `pair_id`). A pair stops measuring as soon as its
+paired interval settles the verdict at the diff's latency threshold, or reaches `measure.target`, or spends
+`measure.budget_s`: identical models stop once the interval is inside the threshold, a large change once the
+interval excludes 1.
 """
 
 from __future__ import annotations
@@ -47,9 +50,11 @@ def spec_files(folder: Path, patterns: Sequence[str]) -> list[Path]:
 
 
 def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], store: Path, quick: bool = False,
-                   progress: Callable[[str], Progress] | None = None) -> PairedRun:
+                   progress: Callable[[str], Progress] | None = None,
+                   latency_ratio: float | None = None) -> PairedRun:
     """Measure every spec both checkouts hold, paired (module docstring); `progress(name)` gives the progress
-    reporter of one experiment."""
+    reporter of one experiment. Each pair measures until its interval is within `measure.target` or settles
+    the diff's verdict at `latency_ratio` (default: the candidate spec's `regression.latency_ratio`)."""
     specs = [_by_name(spec_files(Path(folder), patterns)) for folder in (baseline, candidate)]
     common = [name for name in specs[1] if name in specs[0]]
     if not common:
@@ -58,7 +63,9 @@ def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], sto
     roots = tuple(Path(store) / side for side in SIDES)
     summaries = []
     for name in common:
-        options = tuple(RunOptions(results_dir=root / name, quick=quick, force=True) for root in roots)
+        threshold = latency_ratio or specs[1][name].spec.regression.latency_ratio
+        options = tuple(RunOptions(results_dir=root / name, quick=quick, force=True,
+                                   decide_latency_ratio=threshold) for root in roots)
         pair = run_paired(specs[0][name], specs[1][name], options, progress(name) if progress else None)
         summaries.append(pair)
         if any(s.interrupted for s in pair):

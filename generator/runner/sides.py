@@ -1,0 +1,99 @@
+"""The records a sweep passes between its planning (generator.runner.orchestrate) and its measuring
+(generator.runner.sweep): progress reporting, options, planned trials, summaries and one spec's side."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from generator.plan import Trial
+from generator.results.store import ResultsDir
+from generator.runner.environment import Environment
+from generator.spec import LoadedSpec
+from generator.versions import ModelVersion
+
+
+class Progress(Protocol):
+    """What the runner reports; the CLI draws it. Library code never prints."""
+
+    def message(self, text: str) -> None: ...
+    def start(self, total: int, estimate_s: float) -> None: ...
+    def trial_done(self, trial: Trial, status: str) -> None: ...
+    def converging(self, label: str, halfwidth: float | None, target: float, spent_s: float,
+                   budget_s: float) -> None: ...
+
+
+class SilentProgress:
+    def message(self, text: str) -> None:
+        pass
+
+    def start(self, total: int, estimate_s: float) -> None:
+        pass
+
+    def trial_done(self, trial: Trial, status: str) -> None:
+        pass
+
+    def converging(self, label: str, halfwidth: float | None, target: float, spent_s: float,
+                   budget_s: float) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_dir: Path
+    force: bool = False
+    only: str | None = None
+    dry_run: bool = False
+    quick: bool = False
+    cache_dir: Path | None = None
+    # Paired runs: the diff's latency threshold, so that a pair stops once its interval settles the verdict.
+    decide_latency_ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    trial: Trial
+    key: str
+    stored: bool
+
+
+@dataclass
+class RunSummary:
+    experiment: str
+    results_dir: Path
+    planned: list[PlannedTrial]
+    estimate_s: float
+    measured: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    skipped_locked: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    exhausted: list[str] = field(default_factory=list)  # trials stopped by their budget, unconverged
+
+    @property
+    def to_measure(self) -> list[PlannedTrial]:
+        return [p for p in self.planned if not p.stored]
+
+
+@dataclass(eq=False)  # identity: sides are keys of dicts
+class Side:
+    """One spec's part of a sweep: where its trials go and what they are measured with."""
+
+    loaded: LoadedSpec
+    results: ResultsDir
+    env: Environment
+    versions: dict[str, ModelVersion]
+    settings: dict
+    quick: bool
+    run_id: str
+    summary: RunSummary
+    preexisting: set[str]
+    label: str | None = None  # baseline or candidate in a paired run
+    decide_latency_ratio: float | None = None  # RunOptions.decide_latency_ratio
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+

@@ -1,0 +1,328 @@
+"""Measuring one configuration group: adaptive interleaved rounds of measurement processes (paired when a run
+has two sides), the output agreement check, the profiled passes, and the write of each trial.
+
+See generator.runner.orchestrate for the order of a whole sweep and generator.results.clean / intervals for the
+rules the stopping criterion uses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from generator.errors import RunError
+from generator.plan import Configuration
+from generator.results import clean
+from generator.results.store import TrialFiles
+from generator.runner import aggregate, agreement, children
+from generator.runner.locks import TrialLock
+from generator.runner.sides import PlannedTrial, Progress, Side, now
+
+# Random input batches drawn (seeds 1..N) besides the trial's own for the output agreement check: top-1
+# agreement on one batch of one item says little, and a model run costs far less than a process start.
+AGREEMENT_EXTRA_BATCHES = 2
+
+
+@dataclass
+class SweepContext:
+    progress: Progress
+
+    def measure_group(self, config: Configuration, group: list[tuple[Side, PlannedTrial]]) -> None:
+        """All versions (of every side) at one configuration: adaptive interleaved rounds, then the agreement
+        check and the profiled passes, then write."""
+        with contextlib.ExitStack() as stack:
+            mine = []
+            for side in dict.fromkeys(s for s, _ in group):
+                keys = [p.key for s, p in group if s is side]
+                held = stack.enter_context(TrialLock.many(side.results.path, keys))
+                # A trial another run finished while we waited for it is not measured again (--force included).
+                done_meanwhile = side.results.stored_ok_keys() - side.preexisting
+                mine += [(s, p) for s, p in group if s is side and p.key in held and p.key not in done_meanwhile]
+                side.summary.skipped_locked += [p.key for s, p in group if s is side and p.key not in held]
+            if not mine:
+                return
+            with tempfile.TemporaryDirectory(prefix="perfsite-") as tmp:
+                self._measure_in(Path(tmp), mine)
+
+    def _measure_in(self, tmp: Path, group: list[tuple[Side, PlannedTrial]]) -> None:
+        states = _paired_order([_TrialState(p, now(), side, tag=f"{i}") for i, (side, p) in enumerate(group)])
+        for state in states:
+            state.feeds = self._feeds(tmp, state)
+        self._rounds(tmp, states)
+        for side in dict.fromkeys(st.side for st in states):
+            mine = [st for st in states if st.side is side]
+            agreement_rows = self._agreement(tmp, side, mine)
+            for state in mine:
+                if state.error is None:
+                    self._profile(tmp, state)
+                self._write(state, agreement_rows.get(state.planned.key, []))
+
+    def _rounds(self, tmp: Path, states: list[_TrialState]) -> None:
+        """At least `repeats` rounds; then rounds for the trials whose interval is still wider than the target
+        (both members of a pair go on together), each until its budget is spent."""
+        rnd = 0
+        while True:
+            wanted = [st for st in states if st.wants_more(rnd)]
+            wanted = [st for st in states if st in wanted or (st.pair is not None and st.pair in wanted)]
+            runnable = [st for st in wanted if st.error is None and not st.out_of_budget()]
+            if not runnable:
+                break
+            # A B … then … B A: the order reverses every other round, so that a drift within a round (a
+            # neighbour ramping up) does not always favour whichever version runs first.
+            for state in runnable if rnd % 2 == 0 else runnable[::-1]:
+                self._one_process(tmp, state, rnd)
+                if rnd >= state.side.settings["repeats"] - 1:
+                    self._report_converging(state)
+            rnd += 1
+        for state in states:
+            state.exhausted = state.error is None and not state.converged()
+
+    def _report_converging(self, state: _TrialState) -> None:
+        """Which trial is still measuring, how wide its interval is and how much budget it spent."""
+        report = getattr(self.progress, "converging", None)  # progress objects written before it lack it
+        if report is not None:
+            label = state.planned.trial.label + (f" ({state.side.label})" if state.side.label else "")
+            report(label, state.halfwidth(), state.side.settings["target"], state.measuring_s,
+                   state.side.settings["budget_s"])
+
+    def _feeds(self, tmp: Path, state: _TrialState) -> Path | None:
+        from generator.inputs import make_feeds
+
+        p, side = state.planned, state.side
+        path = tmp / f"{state.tag}-{p.key}.feeds.npz"
+        try:
+            feeds = make_feeds(side.loaded, side.versions[p.trial.version].path, p.trial.config.binding(), seed=0)
+        except RunError as e:
+            # The same inputs fail for every trial of this version: report it once, clearly, and stop.
+            raise RunError(f"{e} (version {p.trial.version}, configuration {p.trial.config.label})") from e
+        np.savez(path, **feeds)
+        return path
+
+    def _job(self, tmp: Path, state: _TrialState, mode: str, tag: str) -> dict:
+        version = state.side.versions[state.planned.trial.version]
+        work = tmp / f"{state.tag}-{state.planned.key}-{tag}"
+        work.mkdir(exist_ok=True)
+        return {
+            "mode": mode,
+            "model_path": str(version.path),
+            "original_model_path": str(version.path),
+            "config": state.planned.trial.config.as_dict(),
+            "feeds_path": str(state.feeds),
+            "measure": state.side.settings,
+            "work_dir": str(work),
+        }
+
+    def _one_process(self, tmp: Path, state: _TrialState, rnd: int) -> None:
+        job = self._job(tmp, state, "measure", f"m{rnd}")
+        started = time.perf_counter()
+        result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
+        state.measuring_s += time.perf_counter() - started
+        if result.error:
+            state.error = result.error
+            return
+        config = state.planned.trial.config
+        applies = clean.applies(config.threads, config.concurrency, state.side.env.logical_cores)
+        state.processes.append(children.process_outcome(
+            result.output, process=len(state.processes), rnd=rnd, rule_applies=applies,
+            concurrency=config.concurrency))
+
+    def _profile(self, tmp: Path, state: _TrialState) -> None:
+        job = self._job(tmp, state, "profile", "profile")
+        job["config"] = {**job["config"], "concurrency": 1}
+        result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
+        if result.error:
+            state.profile_error = result.error
+        else:
+            state.profile = result.output
+
+    def _agreement(self, tmp: Path, side: Side, states: list[_TrialState]) -> dict[str, list[dict]]:
+        """Agreement rows by trial key: each ok trial against its reference versions measured in this group.
+        A version whose outputs could not be recorded gets no rows, and its trial stays ok."""
+        ok = {s.planned.trial.version: s for s in states if s.error is None and s.processes}
+        pairs = agreement.agreement_pairs(side.loaded.spec, ok)
+        outputs = {v: self._outputs(tmp, ok[v]) for pair in pairs for v in pair}
+        rows: dict[str, list[dict]] = {}
+        for version, reference in pairs:
+            mine, theirs = outputs.get(version), outputs.get(reference)
+            if mine is not None and theirs is not None:
+                key = ok[version].planned.key
+                rows.setdefault(key, []).extend(agreement.agreement_rows(key, version, reference, theirs, mine))
+        return rows
+
+    def _outputs(self, tmp: Path, state: _TrialState) -> list[dict[str, np.ndarray]] | None:
+        """The trial's outputs on its feeds and the extra batches, one dict per batch; None when they failed."""
+        if state.outputs is not None or state.outputs_error is not None:
+            return state.outputs
+        job = self._job(tmp, state, "outputs", "outputs")
+        job["config"] = {**job["config"], "concurrency": 1}
+        job["extra_feeds_paths"] = [str(p) for p in self._extra_feeds(tmp, state)]
+        result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
+        state.outputs_error = result.error
+        if result.error is None:
+            state.outputs, state.outputs_error = _load_outputs(result.output)
+        if state.outputs_error is not None:
+            self.progress.message(f"No output agreement for {state.planned.trial.label}: {state.outputs_error}")
+        return state.outputs
+
+    def _extra_feeds(self, tmp: Path, state: _TrialState) -> list[Path]:
+        from generator.inputs import make_feeds
+
+        p, side = state.planned, state.side
+        with np.load(state.feeds, allow_pickle=False) as npz:
+            base = {name: npz[name] for name in npz.files}
+        paths = []
+        for seed in range(1, AGREEMENT_EXTRA_BATCHES + 1):
+            feeds = make_feeds(side.loaded, side.versions[p.trial.version].path, p.trial.config.binding(), seed=seed)
+            if agreement.same_arrays(feeds, base):
+                break  # fixed values and files: every seed gives the same batch, which would count twice
+            paths.append(tmp / f"{state.tag}-{p.key}.feeds{seed}.npz")
+            np.savez(paths[-1], **feeds)
+        return paths
+
+    def _write(self, state: _TrialState, agreement_rows: list[dict] | None = None) -> None:
+        p, side = state.planned, state.side
+        version = side.versions[p.trial.version]
+        row = {
+            "experiment": side.loaded.spec.name, "trial_key": p.key, "run_id": side.run_id,
+            "env_id": side.env.env_id, "spec_sha256": side.loaded.sha256, "version": p.trial.version,
+            "model_sha256": version.sha256, "model_bytes": version.size_bytes,
+            "version_source": version.source, "version_notes": "; ".join(version.notes) or None,
+            **aggregate.config_columns(p.trial), "quick": side.quick,
+            "percentile": side.loaded.spec.measure.percentile, "started_at": state.started_at,
+            "finished_at": now(), **state.adaptive_columns(),
+        }
+        nodes: list = []
+        layers: list = []
+        timeline: list = []
+        if state.error is None and state.processes:
+            expected = aggregate.cores_expected(p.trial, side.env.logical_cores)
+            row.update(aggregate.measurement_columns(state.processes, expected, row["percentile"]))
+            row.update(status="ok", **_profile_columns(state))
+            # The Python API has no allocator statistics; the profiled pass reads the arena from its profile.
+            if row.get("arena_mb") is None:
+                row["arena_mb"] = (state.profile or {}).get("arena_mb")
+            nodes = aggregate.node_rows(p.key, (state.profile or {}).get("nodes", []))
+            layers = [{**layer, "trial_key": p.key} for layer in (state.profile or {}).get("layers", [])]
+            timeline = [{**call, "trial_key": p.key} for call in (state.profile or {}).get("timeline", [])]
+        else:
+            row.update(status="failed", error=state.error or "no measurement process finished")
+            side.summary.failed.append((p.trial.label, row["error"]))
+        side.results.write_trial(TrialFiles(
+            trial=row,
+            processes=[o.row(p.key) for o in state.processes],
+            latencies=aggregate.latency_table(p.key, state.processes),
+            nodes=nodes,
+            layers=layers,
+            agreement=list(agreement_rows or []) if row["status"] == "ok" else [],
+            timeline=timeline,
+        ))
+        side.summary.measured.append(p.key)
+        if row.get("budget_exhausted"):
+            side.summary.exhausted.append(p.trial.label)
+        self.progress.trial_done(p.trial, row["status"])
+
+
+def _paired_order(states: list[_TrialState]) -> list[_TrialState]:
+    """Link each candidate trial to the baseline trial of the same version (one group: one configuration), and
+    order the group so that the two members of a pair run next to each other in every round."""
+    baseline = {st.planned.trial.version: st for st in states if st.side.label == "baseline"}
+    for st in states:
+        twin = baseline.get(st.planned.trial.version) if st.side.label == "candidate" else None
+        if twin is not None and twin.pair is None:
+            pair_id = uuid.uuid4().hex[:16]
+            st.pair, twin.pair = twin, st
+            st.pair_id = twin.pair_id = pair_id
+    ordered: list[_TrialState] = []
+    for st in states:
+        if st not in ordered:
+            ordered += [st] if st.pair is None or st.pair in ordered else [st, st.pair]
+    return ordered
+
+
+def _profile_columns(state: _TrialState) -> dict:
+    prof = state.profile or {}
+    return {
+        "profiled": state.profile is not None,
+        "profile_error": state.profile_error,
+        "model_run_us": prof.get("model_run_us"),
+        "kernel_sum_us": prof.get("kernel_sum_us"),
+        "profiled_latency_us": prof.get("profiled_latency_us"),
+    }
+
+
+@dataclass(eq=False)
+class _TrialState:
+    planned: PlannedTrial
+    started_at: str
+    side: Side
+    tag: str = ""  # unique within the group: the same trial key can be on both sides of a paired run
+    feeds: Path | None = None
+    processes: list[aggregate.ProcessOutcome] = field(default_factory=list)
+    error: str | None = None
+    profile: dict | None = None
+    profile_error: str | None = None
+    outputs: list[dict[str, np.ndarray]] | None = None
+    outputs_error: str | None = None
+    pair: _TrialState | None = None
+    pair_id: str | None = None
+    measuring_s: float = 0.0
+    exhausted: bool = False
+
+    @property
+    def percentile(self) -> str:
+        return self.side.loaded.spec.measure.percentile
+
+    def _paired(self):
+        base, cand = (self.pair, self) if self.side.label == "candidate" else (self, self.pair)
+        return aggregate.paired_interval(base.processes, cand.processes, self.percentile)
+
+    def halfwidth(self) -> float | None:
+        """The interval that decides when to stop: the paired ratio's for a pair, else the trial's own."""
+        if self.pair is not None:
+            ci = self._paired()
+            return ci.relative_halfwidth if ci is not None else None
+        return aggregate.headline_halfwidth(self.processes, self.percentile)
+
+    def converged(self) -> bool:
+        """The interval is within the target; or, for a pair whose run knows the diff's threshold, the interval
+        already settles the verdict (more rounds would not change it)."""
+        if self.pair is not None and self.side.decide_latency_ratio is not None:
+            ci = self._paired()
+            if ci is not None and aggregate.decides(ci, self.side.decide_latency_ratio):
+                return True
+        width = self.halfwidth()
+        return width is not None and width <= self.side.settings["target"]
+
+    def wants_more(self, rnd: int) -> bool:
+        return self.error is None and (rnd < self.side.settings["repeats"] or not self.converged())
+
+    def out_of_budget(self) -> bool:
+        """Spent its budget; the two members of a pair stop together, so that every round has both."""
+        spent = self.measuring_s >= self.side.settings["budget_s"]
+        return spent or (self.pair is not None and self.pair.measuring_s >= self.pair.side.settings["budget_s"])
+
+    def adaptive_columns(self) -> dict:
+        return {
+            "target": self.side.settings["target"], "budget_s": self.side.settings["budget_s"],
+            "measuring_s": self.measuring_s, "budget_exhausted": self.exhausted,
+            "pair_id": self.pair_id, "pair_side": self.side.label if self.pair_id else None,
+        }
+
+
+def _load_outputs(output: dict) -> tuple[list[dict[str, np.ndarray]] | None, str | None]:
+    """The outputs worker's .npz files as one {output name: array} dict per input batch, or the error."""
+    names = output.get("output_names", [])
+    try:
+        batches = []
+        for path in output.get("outputs_files", []):
+            with np.load(path, allow_pickle=False) as npz:
+                batches.append({name: npz[f"arr_{i}"] for i, name in enumerate(names)})
+        return batches, None
+    except (OSError, ValueError, KeyError) as e:
+        return None, f"the recorded outputs are unreadable ({e})"
