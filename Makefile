@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.perfsite-installed
 MODELS := experiments/models/cnn.onnx experiments/models/transformer.onnx
 
-.PHONY: demo test install models lint bench clean
+.PHONY: demo test install models lint bench clean drift
 
 demo: $(MODELS)
 	$(BIN)/perfsite run experiments/quickstart.yaml
@@ -21,11 +21,20 @@ install: $(STAMP)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Re-install when the project's dependencies change.
-$(STAMP): pyproject.toml | $(BIN)/python
+# Re-install when the project's dependencies or their pinned versions change. constraints.txt pins the set the
+# suite passed with, so that a fresh clone installs what CI tested, not whatever the registry serves today.
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $@
+
+# The whole suite against the newest releases of every dependency, in a separate venv: how drift is found
+# before users find it. When it passes, refresh the pins: .drift-venv/bin/pip freeze --exclude-editable.
+drift: $(MODELS)
+	$(PYTHON) -m venv .drift-venv
+	.drift-venv/bin/python -m pip install --quiet --upgrade pip
+	.drift-venv/bin/python -m pip install --quiet --upgrade -e '.[test]'
+	.drift-venv/bin/python -m pytest
 
 models: $(MODELS)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from generator.cli_diff import FAIL_ON, exit_code
+from generator.cli_format import write_output
 from generator.counting import compare_counts, count_instructions
 from generator.counting.report import count_json, count_markdown
 from generator.counting.verdict import check_threshold
@@ -38,9 +39,9 @@ def count_command(baseline: Path, candidate: Path, *, iterations: int, warmup: i
     code = exit_code(verdict.verdict, fail_on)
     text = count_markdown(result, verdict)
     if markdown_out is not None:
-        _write(markdown_out, text)
+        write_output(markdown_out, text)
     if json_out is not None:
-        _write(json_out, json.dumps(count_json(result, verdict, code), indent=2, ensure_ascii=False) + "\n")
+        write_output(json_out, json.dumps(count_json(result, verdict, code), indent=2, ensure_ascii=False) + "\n")
     return text, code
 
 
@@ -50,11 +51,3 @@ def _feeds(model_path: Path, dims: Sequence[str], shapes: Sequence[str]) -> dict
     resolved = resolve_inputs(model_path, model_inputs(model_path), parse_dims(dims, model_path),
                               parse_shapes(shapes, model_path))
     return make_input_feeds(model_path, resolved)
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise PerfsiteError(f"Cannot write {path}: {e.strerror or e}. Choose a writable path.") from e

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from generator.cli_format import write_output
 from generator.diff.export import EXPORT_FORMATS
 from generator.diff.report import markdown_summary, verdict_json
 from generator.diff.sources import load_side, open_source
@@ -45,11 +46,11 @@ def diff_command(
     code = exit_code(result.verdict, fail_on)
     text = markdown_summary(result, site_url)
     if markdown_out is not None:
-        _write(markdown_out, text)
+        write_output(markdown_out, text)
     if json_out is not None:
-        _write(json_out, json.dumps(verdict_json(result, code), indent=2, ensure_ascii=False) + "\n")
+        write_output(json_out, json.dumps(verdict_json(result, code), indent=2, ensure_ascii=False) + "\n")
     for export_format, path in (exports or {}).items():
-        _write(path, json.dumps(EXPORT_FORMATS[export_format](result), indent=2, ensure_ascii=False) + "\n")
+        write_output(path, json.dumps(EXPORT_FORMATS[export_format](result), indent=2, ensure_ascii=False) + "\n")
     return text, code
 
 
@@ -109,11 +110,3 @@ def _default_results() -> Path:
     from generator.paths import project_root
 
     return project_root(Path.cwd()) / "results"
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise PerfsiteError(f"Cannot write {path}: {e.strerror or e}. Choose a writable path.") from e

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import (
@@ -15,6 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from generator.errors import PerfsiteError
 from generator.plan import Trial
 from generator.runner.orchestrate import RunSummary
 
@@ -94,3 +96,12 @@ def print_run_summary(summary: RunSummary) -> None:
                   f"{' …' if len(summary.exhausted) > 5 else ''}", markup=False)
     if summary.interrupted:
         out.print("Interrupted: finished trials are kept; run the same command again to measure the rest.")
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write a command's output file (summary, verdict, export), creating its folder; a user error if it cannot."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise PerfsiteError(f"Cannot write {path}: {e.strerror or e}. Choose a writable path.") from e

@@ -40,8 +40,9 @@ from generator.runner.session import check_providers
 from generator.spec import load_spec
 from generator.versions import prepare_versions
 
+# budget_s: one process a trial, as the rows expect (adaptive measurement would add more).
 MEASURE = ("measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, max_seconds: 1, repeats: 1, "
-           "profile_iterations: 1, timeout_s: 30}")
+           "budget_s: 0.5, profile_iterations: 1, timeout_s: 30}")
 SPEC = f"""\
 name: tiny
 models:

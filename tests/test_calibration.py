@@ -75,3 +75,27 @@ def test_ratio_intervals_cover_one_in_aa_pairs(paired):
     # Unpaired intervals at 2 or 3 processes are conservative (Welch's few degrees of freedom also widen the
     # known drift term).
     assert float(np.median(list(low.values()))) < 0.975, low
+
+
+def test_stopping_early_when_the_interval_settles_the_verdict_keeps_identical_models_unflagged():
+    """A paired run looks at its interval after every round and stops once it settles the verdict (generator.
+    runner.aggregate.decides, at EARLY_STOP_LEVEL from EARLY_STOP_ROUNDS on), else at the budget (35 rounds
+    here); identical models must still almost never come out slower or faster at the diff's 95 %."""
+    from generator.runner.aggregate import EARLY_STOP_LEVEL, EARLY_STOP_ROUNDS, decides
+
+    df, scale, common = fitted()
+    rng = np.random.default_rng(5)
+    rounds, runs, threshold = 35, 1000, 1.05
+    a, b = draws(rng, rounds, df, scale, common, paired=True)
+    wrong = 0
+    for x, y in zip(a[:runs], b[:runs], strict=True):
+        n = rounds
+        for k in range(EARLY_STOP_ROUNDS, rounds + 1):
+            early = intervals.paired(x[:k], y[:k], EARLY_STOP_LEVEL)
+            if decides(early, threshold):
+                n = k
+                break
+        final = intervals.paired(x[:n], y[:n])
+        point = float(np.exp(final.centre))
+        wrong += (final.low > 1 and point > threshold) or (final.high < 1 and point < 1 / threshold)
+    assert wrong / runs <= 0.02, f"{wrong} of {runs} A/A runs called slower or faster"

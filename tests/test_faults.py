@@ -25,8 +25,9 @@ from test_site_fixture import write_results
 
 from generator.results.store import TRIAL_TABLES, load_experiment
 
+# budget_s: one process a trial, as the rows expect (adaptive measurement would add more).
 MEASURE = ("measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, max_seconds: 1, repeats: 1, "
-           "profile_iterations: 1, timeout_s: 60}")
+           "budget_s: 0.5, profile_iterations: 1, timeout_s: 60}")
 
 
 def _model(path: Path, width: int | str = 4) -> Path:

@@ -30,7 +30,7 @@ CNN_SPEC = """\
     sweep:
       batch: [1]
       threads: [2]
-    measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, repeats: 1, profile_iterations: 3}
+    measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, repeats: 1, budget_s: 0.5, profile_iterations: 3}
     """
 
 

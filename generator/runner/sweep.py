@@ -18,7 +18,7 @@ import numpy as np
 
 from generator.errors import RunError
 from generator.plan import Configuration
-from generator.results import clean
+from generator.results import clean, intervals
 from generator.results.store import TrialFiles
 from generator.runner import aggregate, agreement, children
 from generator.runner.locks import TrialLock
@@ -278,9 +278,9 @@ class _TrialState:
     def percentile(self) -> str:
         return self.side.loaded.spec.measure.percentile
 
-    def _paired(self):
+    def _paired(self, level: float = intervals.LEVEL):
         base, cand = (self.pair, self) if self.side.label == "candidate" else (self, self.pair)
-        return aggregate.paired_interval(base.processes, cand.processes, self.percentile)
+        return aggregate.paired_interval(base.processes, cand.processes, self.percentile, level)
 
     def halfwidth(self) -> float | None:
         """The interval that decides when to stop: the paired ratio's for a pair, else the trial's own."""
@@ -293,8 +293,9 @@ class _TrialState:
         """The interval is within the target; or, for a pair whose run knows the diff's threshold, the interval
         already settles the verdict (more rounds would not change it)."""
         if self.pair is not None and self.side.decide_latency_ratio is not None:
-            ci = self._paired()
-            if ci is not None and aggregate.decides(ci, self.side.decide_latency_ratio):
+            ci = self._paired(aggregate.EARLY_STOP_LEVEL)
+            early = ci is not None and ci.n >= aggregate.EARLY_STOP_ROUNDS
+            if early and aggregate.decides(ci, self.side.decide_latency_ratio):
                 return True
         width = self.halfwidth()
         return width is not None and width <= self.side.settings["target"]
