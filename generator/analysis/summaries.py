@@ -131,7 +131,7 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         cores_used=_float(row.get("cores_used")), cores_expected=_float(row.get("cores_expected")),
         cv=_float(row.get("cv")), process_median_spread=_float(row.get("process_median_spread")),
         processes=_int(row.get("processes")), iterations=_int(row.get("iterations")),
-        noisy=bool(clean(row.get("noisy"))), noise_reasons=tuple(r for r in reasons.split(";") if r),
+        noisy=bool(clean(row.get("noisy"))), noise_reasons=tuple(r.strip() for r in reasons.split(";") if r.strip()),
         load_ms=_float(row.get("load_ms")), first_run_ms=_float(row.get("first_run_ms")),
         peak_rss_mb=_float(row.get("peak_rss_mb")), arena_mb=_float(row.get("arena_mb")),
         profiled=bool(clean(row.get("profiled"))), profile_error=clean(row.get("profile_error")),
