@@ -314,13 +314,25 @@ def main() -> None:
     except typer.Abort:
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:  # click's usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(e, click.ClickException):
+        if isinstance(e, _click_exceptions()):
             e.show()
             # Usage errors are user errors: exit 1, keeping 2 and 3 for `perfsite diff` verdicts.
             sys.exit(1)
         raise
+
+
+def _click_exceptions() -> tuple[type[Exception], ...]:
+    """Click's error class, and typer's own copy of it: typer 0.26 and later parse with `typer._click`, whose
+    ClickException is not click's (../shared/NOTES.md), so catching click's alone let every usage error out
+    as a traceback."""
+    import click
+
+    classes: list[type[Exception]] = [click.ClickException]
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+    except ImportError:  # a typer that uses click itself
+        return tuple(classes)
+    return (*classes, TyperClickException)
 
 
 def _paragraph(text: str) -> str:

@@ -51,6 +51,11 @@ def test_usage_errors_exit_1_not_2(tmp_path):
     # 2 and 3 are kept for `perfsite diff` verdicts, so CI can tell a typo from a regression.
     assert perfsite("run").returncode == 1
     assert perfsite("run", "--no-such-option", "x.yaml").returncode == 1
+    # One paragraph on stderr, never a traceback (typer's own copy of click raises its own error class).
+    for args in (("--no-such-option",), ("run", "--no-such-option", "x.yaml")):
+        out = perfsite(*args)
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        assert "Error: No such option: --no-such-option" in out.stderr
 
 
 def test_missing_spec_file_is_a_user_error(tmp_path):

@@ -9,6 +9,7 @@ averaged in silently.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,10 @@ PERCENTILE_Q = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 
 @dataclass(frozen=True)
 class ProcessOutcome:
-    """What one measurement process reported (see generator.runner.worker, measure mode)."""
+    """What one measurement process reported (see generator.runner.worker, measure mode).
+
+    The request-level views (all requests, run-delays, the preempted mask, the clean requests) are cached: the
+    adaptive stopping rule asks for them after every round, for every process of the trial."""
 
     process: int
     round: int
@@ -50,7 +54,7 @@ class ProcessOutcome:
     rule_applies: bool = True  # generator.results.clean.applies for the trial's configuration
     concurrency: int = 1
 
-    @property
+    @functools.cached_property
     def all_latencies_ms(self) -> np.ndarray:
         return np.concatenate(self.latencies_ms) if self.latencies_ms else np.empty(0)
 
@@ -58,19 +62,19 @@ class ProcessOutcome:
     def preemption_known(self) -> bool:
         return bool(self.delay_threads) and self.rule_applies and len(self.run_delays_ms) == len(self.latencies_ms)
 
-    @property
+    @functools.cached_property
     def all_run_delays_ms(self) -> np.ndarray | None:
         if not self.delay_threads or len(self.run_delays_ms) != len(self.latencies_ms):
             return None
         return np.concatenate(self.run_delays_ms)
 
-    @property
+    @functools.cached_property
     def preempted(self) -> np.ndarray:
         """Per request (all streams), whether it was preempted (generator.results.clean)."""
         delays = self.all_run_delays_ms if self.preemption_known else None
         return clean.preempted_mask(self.all_latencies_ms, delays)
 
-    @property
+    @functools.cached_property
     def clean_latencies_ms(self) -> np.ndarray:
         return self.all_latencies_ms[~self.preempted]
 
