@@ -23,7 +23,7 @@ candidate found slower, the preempted share of requests, and the measuring secon
 (the trials' `measuring_s`: measurement processes' wall time, start-up included).
 
 Usage: ``python bench/truth.py --load spin --rounds 10 [--slowdown 0.10] [--latency-ratio 1.05]
-[--separate | --count] [--keep DIR]``
+[--pairs both|aa|slower] [--separate | --count] [--keep DIR]``
 """
 
 from __future__ import annotations
@@ -196,6 +196,17 @@ def summary(name: str, answers: list[dict]) -> str:
             f"{sum(a['exhausted'] > 0 for a in answers)} answers with a trial out of budget")
 
 
+def _round_line(aa: list[dict], ab: list[dict], slowdown: float, count: bool) -> str:
+    """This round's answers (the last of each list asked this round), with their cost or instruction ratio."""
+    parts = []
+    for name, answers in (("A/A", aa), (f"+{slowdown:.0%}", ab)):
+        if answers:
+            a = answers[-1]
+            extra = f"ratio {a['ratio']}, spread {a['spread_pct']:.3f} %" if count else f"{a['measuring_s']:.0f} s"
+            parts.append(f"{name} {a['verdict']} ({extra})")
+    return ", ".join(parts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--load", choices=sorted(NEIGHBOURS), default="quiet")
@@ -206,6 +217,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="keep the checkouts and stores here")
     parser.add_argument("--count", action="store_true", help="the count mode (valgrind) instead of timing")
     parser.add_argument("--count-iterations", type=int, default=3, help="counted inferences per version")
+    parser.add_argument("--pairs", choices=("both", "aa", "slower"), default="both",
+                        help="which answers each round asks: A/A, the slower candidate, or both (default)")
     args = parser.parse_args()
 
     from generator.models import build_example_models
@@ -223,23 +236,22 @@ def main() -> None:
     aa, ab = [], []
     try:
         for k in range(args.rounds):
-            if args.count:
-                aa.append(count_answer(base, same, root / "store-aa", args.count_iterations))
-                ab.append(count_answer(base, slower, root / "store-ab", args.count_iterations))
-                print(f"  instruction ratios: A/A {aa[-1]['ratio']}, +{args.slowdown:.0%} {ab[-1]['ratio']}; "
-                      f"largest spread {max(aa[-1]['spread_pct'], ab[-1]['spread_pct']):.3f} %", flush=True)
-            else:
-                aa.append(answer(base, same, root / "store-aa", args.separate, args.latency_ratio))
-                ab.append(answer(base, slower, root / "store-ab", args.separate, args.latency_ratio))
-            print(f"  round {k + 1}: A/A {aa[-1]['verdict']} ({aa[-1]['measuring_s']:.0f} s), "
-                  f"+{args.slowdown:.0%} {ab[-1]['verdict']} ({ab[-1]['measuring_s']:.0f} s)", flush=True)
+            for wanted, answers, cand, store in (("aa", aa, same, "store-aa"), ("slower", ab, slower, "store-ab")):
+                if args.pairs not in ("both", wanted):
+                    continue
+                if args.count:
+                    answers.append(count_answer(base, cand, root / store, args.count_iterations))
+                else:
+                    answers.append(answer(base, cand, root / store, args.separate, args.latency_ratio))
+            print(f"  round {k + 1}: {_round_line(aa, ab, args.slowdown, args.count)}", flush=True)
     finally:
         stop(neighbours)
     wrong = sum(a["verdict"] in ("slower", "faster") for a in aa)
     not_comparable = sum(a["verdict"] == "not comparable" for a in aa + ab)
     found = sum(a["verdict"] == "slower" for a in ab)
-    print(summary("A/A", aa))
-    print(summary(f"+{args.slowdown:.0%}", ab))
+    for name, answers in (("A/A", aa), (f"+{args.slowdown:.0%}", ab)):
+        if answers:
+            print(summary(name, answers))
     print(f"truth: A/A wrong {wrong} of {len(aa)}; not comparable {not_comparable} of {len(aa) + len(ab)}; "
           f"+{args.slowdown:.0%} found slower {found} of {len(ab)}")
     if args.keep is None:
