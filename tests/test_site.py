@@ -256,3 +256,25 @@ def test_templates_print_untrusted_values_only_through_filters():
             if last_filter and last_filter.group(1) in SAFE_FILTERS:
                 continue
             assert UNFILTERED_OK.fullmatch(expression), f"{template.name}: `{expression}` needs a filter"
+
+
+def test_noisy_trials_that_no_neighbour_explains_are_told_apart():
+    """A spread with (almost) no preempted request is the machine's own variation (a VM's host, frequency):
+    the experiment page says so, because a larger budget, the usual advice, would not help."""
+    import dataclasses
+
+    import pandas as pd
+
+    from generator.analysis.summaries import trial_summary
+    from generator.site.pages import ExperimentView
+    from tests.test_site_fixture import _trial_row
+
+    noisy = trial_summary(pd.Series(_trial_row("k1", "fp32", 1, 1, failed=False, noisy=True, n=1)))
+    noisy = dataclasses.replace(noisy, noise_reasons=("process medians spread 12% > 5%",), preemption_known=True)
+    own = dataclasses.replace(noisy, trial_key="k2", preempted_share=0.002)
+    neighbours = dataclasses.replace(noisy, trial_key="k3", preempted_share=0.2)
+    unknown = dataclasses.replace(noisy, trial_key="k4", preemption_known=False, preempted_share=None)
+    cv_only = dataclasses.replace(own, trial_key="k5", noise_reasons=("cv 15% ≥ 10%",))
+    view = ExperimentView(name="e", slug="e", spec=None, percentile="p90", trials=[own, neighbours, unknown, cv_only],
+                          versions=[], environments=[], last_run=None, results=None)
+    assert [t.trial_key for t in view.noisy_unpreempted] == ["k2"]

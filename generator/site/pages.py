@@ -104,12 +104,24 @@ class ExperimentView:
         return [t for t in self.trials if t.noisy and t.status == "ok"]
 
     @property
+    def noisy_unpreempted(self) -> list[S.TrialSummary]:
+        """Noisy trials whose processes disagree although hardly a request was preempted: the machine itself
+        varied between processes (a virtual machine's host, CPU frequency, memory traffic), which run-delay
+        cannot see and a larger budget does not cure."""
+        return [t for t in self.noisy if t.preemption_known and (t.preempted_share or 0.0) < UNPREEMPTED_SHARE
+                and any(r.startswith("process medians spread") for r in t.noise_reasons)]
+
+    @property
     def out_of_budget(self) -> list[S.TrialSummary]:
         return [t for t in self.trials if t.budget_exhausted and t.status == "ok"]
 
     @property
     def sweet_spots(self) -> list[S.TrialSummary]:
         return [v.best.sweet_spot for v in self.versions if v.best.sweet_spot is not None]
+
+
+# Below this share of preempted requests, a trial's spread is not the neighbours' doing (methodology page).
+UNPREEMPTED_SHARE = 0.01
 
 
 def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
