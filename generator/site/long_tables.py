@@ -48,7 +48,7 @@ def page_long_tables(markdown: str, page_path: str) -> tuple[str, tuple[tuple[st
             continue
         end = _table_end(lines, i, match.group(1))
         block = lines[i:end]
-        if len(block) - 2 > LONG_TABLE_ROWS and _SEPARATOR.match(block[1]):
+        if len(block) - 2 > LONG_TABLE_ROWS and _SEPARATOR.match(block[1]) and not _has_links(block):
             tables += 1
             table_id = f"{PurePosixPath(page_path).stem}.table-{tables}"
             kept, data = _paged(block, match.group(1), page_path, table_id)
@@ -58,6 +58,13 @@ def page_long_tables(markdown: str, page_path: str) -> tuple[str, tuple[tuple[st
             out += block
         i = end
     return ("\n".join(out), tuple(files)) if files else (markdown, ())
+
+
+def _has_links(block: list[str]) -> bool:
+    """Whether the table links pages: mkdocs rewrites a Markdown link for the site's URL style, which a data
+    file's HTML cannot follow, so such a table (a list of versions or experiments, never thousands of rows)
+    stays whole."""
+    return any("](" in row for row in block[2:])
 
 
 def _table_end(lines: list[str], start: int, indent: str) -> int:
