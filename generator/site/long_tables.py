@@ -31,6 +31,7 @@ _ALLOWED_TAG = re.compile(r"(</?(?:code|strong|em|br)>)")
 _STRONG = re.compile(r"\*\*(.+?)\*\*")
 _EM = re.compile(r"(?<![\w*])\*(?![\s*])(.+?)(?<![\s*])\*(?![\w*])")
 _CODE = re.compile(r"`([^`]+)`")
+_MARKUP = re.compile(r"[<>*`]")
 
 
 def page_long_tables(markdown: str, page_path: str) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -103,7 +104,10 @@ def row_cells(row: str) -> list[str]:
 def cell_html(cell: str) -> str:
     """A rendered Markdown cell as HTML: the templates' emphasis and code spans become tags; any other `<`
     or `>` is escaped (character references from md_text stay as they are)."""
-    parts = _ALLOWED_TAG.split(cell.strip())
+    text = cell.strip()
+    if not _MARKUP.search(text):  # most cells: a number, or text md_text escaped
+        return text
+    parts = _ALLOWED_TAG.split(text)
     text = "".join(p if _ALLOWED_TAG.fullmatch(p) else p.replace("<", "&lt;").replace(">", "&gt;") for p in parts)
     text = _CODE.sub(r"<code>\1</code>", text)
     text = _STRONG.sub(r"<strong>\1</strong>", text)
