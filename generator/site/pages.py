@@ -215,7 +215,7 @@ def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
         page = render(env, "profile.md.j2", path, title, True, e=view, v=version, sections=sections,
                       far_below=(FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE), whatif_factor=WHATIF_DEFAULT)
         traces = tuple((f"{REPORTS_DIR}/{view.slug}/{s.trace_file}", s.trace_json) for s in sections if s.trace_file)
-        pages.append(replace(page, files=page.files + traces))
+        pages.append(replace(page, files=traces + page.files))
     return pages
 
 
