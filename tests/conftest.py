@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from perfsite_testing import write_spec
+from perfsite_testing import LARGE_MODEL_NODES, write_spec
 
 from generator.models import build_example_models
 
@@ -57,8 +57,6 @@ def cnn_project(tmp_path, example_models) -> Path:
         """)
     return tmp_path
 
-
-LARGE_MODEL_NODES = 2400  # enough for pages over 3 MB before long tables were paged (issue 13, item 11)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import LARGE_MODEL_NODES
+from perfsite_testing import LARGE_MODEL_NODES
 
 from generator.site.charts_profile import ROOFLINE_POINTS
 from generator.site.long_tables import CHUNK_ROWS, LONG_TABLE_ROWS, PAGE_ROWS, cell_html, page_long_tables
