@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 import generator
-from generator.errors import PerfsiteError
+from generator.errors import PerfsiteError, RuntimeMissingError
 
 app = typer.Typer(
     name="perfsite",
@@ -304,8 +304,13 @@ def main() -> None:
         rc = app(standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else 0)
     except PerfsiteError as e:
-        typer.echo(_paragraph(f"error: {e}"), err=True)
-        sys.exit(e.exit_code)
+        _user_error(e)
+    except ModuleNotFoundError as e:
+        # onnxruntime comes with an extra, perfsite[cpu] or perfsite[gpu] (both provide the module); the
+        # commands import it on use, so one that needs no model (build, validate, schema) runs without it.
+        if e.name != "onnxruntime":
+            raise
+        _user_error(RuntimeMissingError())
     except KeyboardInterrupt:
         typer.echo("Interrupted. Every finished trial is kept; run the same command again to finish.", err=True)
         sys.exit(EXIT_INTERRUPTED)
@@ -319,6 +324,11 @@ def main() -> None:
             # Usage errors are user errors: exit 1, keeping 2 and 3 for `perfsite diff` verdicts.
             sys.exit(1)
         raise
+
+
+def _user_error(e: PerfsiteError) -> None:
+    typer.echo(_paragraph(f"error: {e}"), err=True)
+    sys.exit(e.exit_code)
 
 
 def _click_exceptions() -> tuple[type[Exception], ...]:

@@ -32,3 +32,16 @@ class RunError(PerfsiteError):
 
 class SiteError(PerfsiteError):
     """The site cannot be generated or built."""
+
+
+class RuntimeMissingError(PerfsiteError):
+    """onnxruntime cannot be imported: perfsite was installed without a runtime extra."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "onnxruntime is not installed, and this command needs it to load and run models. Install perfsite "
+            "with the runtime for your machine: `pip install 'perfsite[cpu]'` (onnxruntime, for CPUs) or `pip "
+            "install 'perfsite[gpu]'` (onnxruntime-gpu, for NVIDIA GPUs, which also runs on the CPU). Install "
+            "only one of the two: both provide the `onnxruntime` module, and the one installed last replaces "
+            "the other's."
+        )

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from perfsite_testing import write_spec
+from perfsite_testing import LARGE_MODEL_NODES, write_spec
 
 from generator.models import build_example_models
 
@@ -56,3 +56,36 @@ def cnn_project(tmp_path, example_models) -> Path:
         latency_threshold_ms: 50
         """)
     return tmp_path
+
+
+
+@pytest.fixture(scope="session")
+def large_model_site(tmp_path_factory, _probe_cache) -> Path:
+    """The site of a chain of LARGE_MODEL_NODES tiny nodes (generator.models.chain) measured in quick mode as
+    two versions with a compare pair: a profile page per version and a compare page, each with long tables."""
+    from perfsite_testing import perfsite
+
+    from generator.models.builder import model_bytes, write_if_changed
+    from generator.models.chain import build_chain
+    from generator.site import build_site
+
+    root = tmp_path_factory.mktemp("large-model")
+    write_if_changed(root / "chain.onnx", model_bytes(build_chain(LARGE_MODEL_NODES)))
+    write_spec(root, """\
+        name: chain
+        models:
+          a: {path: chain.onnx}
+          b: {path: chain.onnx}
+        inputs:
+          input: {shape: [batch, 8], dtype: float32}
+        sweep: {batch: [1]}
+        measure: {warmup: 1, min_iterations: 2, min_seconds: 0.0, repeats: 1, profile_iterations: 1, target: 0.5,
+                  budget_s: 1}
+        compare:
+          - {a: a, b: b}
+        """)
+    run = perfsite("run", "spec.yaml", "--results", "results", "--quick", cwd=root,
+                   env={"PERFSITE_QUICK": "1", "PERFSITE_CACHE_DIR": str(_probe_cache)})  # session scope:
+    # the autouse fixtures that set these for each test have not run yet
+    assert run.returncode == 0, run.stderr
+    return build_site(root / "results", root / "site", root)

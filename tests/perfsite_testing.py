@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Nodes of the model whose site `large_model_site` (conftest) builds: enough for pages over 3 MB before long
+# tables were paged (issue 13, item 11), few enough to measure and build in about 15 s.
+LARGE_MODEL_NODES = 2400
 
 
 def profile_recorder():

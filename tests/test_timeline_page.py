@@ -7,6 +7,7 @@ Regenerate after an intended change with `PERFSITE_UPDATE_SNAPSHOTS=1 pytest tes
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -128,3 +129,15 @@ def test_hostile_node_names_stay_inert(tmp_path):
         text = ANY_CHART_RE.sub("", page.markdown[start:])
         assert "<img" not in text and "<script>" not in text and "](javascript" not in text
         assert "&#60;img src&#61;x onerror&#61;alert&#40;1&#41;&#62;" in text  # the Layer details row, escaped
+
+
+def test_a_large_trace_is_written_gzip_compressed(tmp_path, monkeypatch):
+    # A 20,000-call inference made a 5.6 MB trace; above TRACE_GZIP_ABOVE it is written as .trace.json.gz.
+    monkeypatch.setattr(site_pages, "TRACE_GZIP_ABOVE", 100)
+    page = _pages(write_timeline_results(tmp_path))[0]
+    path, data = page.files[0]
+    assert path.endswith(".trace.json.gz") and f"({Path(path).name})" in page.markdown
+    assert "(Chrome trace JSON, gzip-compressed: open it in" in page.markdown
+    trace = json.loads(gzip.decompress(data))
+    assert any(e["name"] == "model_run" for e in trace["traceEvents"])
+    assert data == _pages(write_timeline_results(tmp_path / "again"))[0].files[0][1]  # same bytes per build

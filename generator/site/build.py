@@ -78,8 +78,11 @@ def _write_pages(experiments: list[Any], docs_source: Path, docs_dir: Path,
         target = docs_dir / page.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(page.markdown, encoding="utf-8")
-        for rel, text in page.files:  # e.g. a profile page's Perfetto traces, linked from the page
-            (docs_dir / rel).write_text(text, encoding="utf-8")
+        for rel, content in page.files:  # e.g. a profile page's Perfetto traces, linked from the page
+            if isinstance(content, bytes):
+                (docs_dir / rel).write_bytes(content)
+            else:
+                (docs_dir / rel).write_text(content, encoding="utf-8")
     vendor.copy_assets(templates_dir(), docs_dir)
     return pages, docs
 

@@ -20,6 +20,9 @@ FAR_BELOW_COLOR = "#c62828"
 OTHER_COLOR = "#5c6bc0"
 FAR_BELOW = "far below its roofline"
 OTHER = "other layers"
+# A roofline draws at most this many nodes, those with the most time; the rest become one combined point (a
+# 20,000-node model made a chart with 20,000 marks: 0.6 MB of data per page and seconds of drawing).
+ROOFLINE_POINTS = 500
 
 
 def ops_time_chart(profiles: list[OpTypeProfile], name: str = "ops_time") -> alt.Chart:
@@ -48,13 +51,41 @@ def ops_time_chart(profiles: list[OpTypeProfile], name: str = "ops_time") -> alt
 
 
 def _points(layers: list[LayerResult]) -> list[dict]:
+    placed = [r for r in layers if r.intensity and r.achieved_gops]
+    if len(placed) <= ROOFLINE_POINTS:
+        return _layer_points(placed)
+    placed.sort(key=lambda r: -r.dur_mean_us)  # stable: equal times keep their order
+    combined = _combined_point(placed[ROOFLINE_POINTS:])
+    return _layer_points(placed[:ROOFLINE_POINTS]) + ([combined] if combined["intensity"] and combined["gops"] else [])
+
+
+def roofline_combined(layers: list[LayerResult]) -> int:
+    """How many nodes the roofline shows as one combined point (0: every node is its own point)."""
+    return max(0, sum(1 for r in layers if r.intensity and r.achieved_gops) - ROOFLINE_POINTS)
+
+
+def _combined_point(rest: list[LayerResult]) -> dict:
+    """The nodes beyond ROOFLINE_POINTS as one: their operations over their bytes and over their time."""
+    ops = sum(r.ops for r in rest)
+    moved = sum(r.bytes or 0.0 for r in rest)
+    time_us = sum(r.dur_mean_us for r in rest)
+    return {
+        "node": f"{len(rest):,} shorter nodes, combined", "op_type": "(several)", "exec_order": None,
+        "intensity": _round(ops / moved) if moved else None,
+        "gops": _round(ops / time_us / 1e3) if time_us else None,  # operations per µs / 1e3 = GOP/s
+        "attainable": None, "efficiency": None, "share": _round(sum(r.share for r in rest), 4),
+        "time_us": _round(time_us), "ceiling": "—", "group": OTHER,
+    }
+
+
+def _layer_points(layers: list[LayerResult]) -> list[dict]:
     return [{
         "node": r.node_name, "op_type": r.op_type, "exec_order": r.exec_order,
         "intensity": _round(r.intensity), "gops": _round(r.achieved_gops),
         "attainable": _round(r.attainable_gops), "efficiency": _round(r.efficiency, 4),
         "share": _round(r.share, 4), "time_us": _round(r.dur_mean_us),
         "ceiling": "INT8" if r.integer else "FP32", "group": FAR_BELOW if r.far_below else OTHER,
-    } for r in layers if r.intensity and r.achieved_gops]
+    } for r in layers]
 
 
 def _ceilings(limits: Roofline, low: float, high: float) -> list[dict]:

@@ -8,6 +8,7 @@ Page kinds are a registry (`PAGE_KINDS`): each turns one experiment into pages.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections.abc import Callable
@@ -28,11 +29,16 @@ from generator.results.store import ExperimentResults
 from generator.site import charts, charts_profile
 from generator.site.escape import md_paragraphs, md_text
 from generator.site.formatting import FILTERS
+from generator.site.long_tables import page_long_tables
 from generator.site.specview import SpecView, spec_view
 from generator.timeline import chrome_trace_json, temporal_chart, timeline_chart
+from generator.timeline.charts import TIMELINE_CALLS
 from generator.timeline.view import TimelineView, timeline_view
 
 REPORTS_DIR = "reports"
+# A Perfetto trace above this many characters is written gzip-compressed: about 280 bytes per kernel call made
+# 5.6 MB for a 20,000-node model, and no file of the site is to exceed 3 MB.
+TRACE_GZIP_ABOVE = 1_000_000
 MAX_SLUG = 48  # characters of a name kept in a file name
 
 
@@ -52,7 +58,8 @@ class Page:
     path: str
     title: str
     markdown: str
-    files: tuple[tuple[str, str], ...] = ()  # other files written beside it: (path in the docs folder, text)
+    # Other files written beside it: (path in the docs folder, text or bytes), e.g. a long table's data files.
+    files: tuple[tuple[str, str | bytes], ...] = ()
 
 
 def slugify(name: str, taken: set[str]) -> str:
@@ -174,7 +181,8 @@ def render(env: jinja2.Environment, template: str, path: str, title: str, wide: 
     title_html = md_text(title)
     body = env.get_template(template).render(title=title_html, **context)
     # One trailing newline whatever the template ends with: stable snapshots.
-    return Page(path, title_html, front_matter(title_html, wide) + body.rstrip() + "\n")
+    markdown, data_files = page_long_tables(front_matter(title_html, wide) + body.rstrip() + "\n", path)
+    return Page(path, title_html, markdown, data_files)
 
 
 def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
@@ -219,7 +227,7 @@ def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
         page = render(env, "profile.md.j2", path, title, True, e=view, v=version, sections=sections,
                       far_below=(FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE), whatif_factor=WHATIF_DEFAULT)
         traces = tuple((f"{REPORTS_DIR}/{view.slug}/{s.trace_file}", s.trace_json) for s in sections if s.trace_file)
-        pages.append(replace(page, files=traces))
+        pages.append(replace(page, files=traces + page.files))
     return pages
 
 
@@ -233,11 +241,13 @@ class ProfileSection:
     op_time_chart: str = ""
     ops_time_chart: str = ""
     roofline_chart: str = ""
+    roofline_combined: int = 0  # nodes drawn as one combined point (charts_profile.ROOFLINE_POINTS)
     timeline: TimelineView | None = None  # None: no `timeline` rows (older results, no profiled pass)
     timeline_chart: str = ""
+    timeline_hidden: int = 0  # calls too short to be among the drawn ones (timeline.charts.TIMELINE_CALLS)
     temporal_chart: str = ""
     trace_file: str = ""  # the Perfetto trace, beside the page
-    trace_json: str = ""
+    trace_json: str | bytes = ""  # bytes: gzip-compressed (TRACE_GZIP_ABOVE)
     overruns: LimitOverruns | None = None  # figures above a measured limit (generator.analysis.limits)
 
 
@@ -260,6 +270,7 @@ def _profile_section(view: ExperimentView, target: S.ProfileTarget, number: int,
         blocks["roofline_chart"] = charts.chart_block(
             f"chart-roofline-{number}",
             charts_profile.roofline_chart(profile.layers, profile.limits, f"roofline_{number}"))
+        blocks["roofline_combined"] = charts_profile.roofline_combined(profile.layers)
     blocks.update(_timeline_blocks(view, trial, profile, number, stem))
     return ProfileSection(target, is_sweet, profile, **blocks, overruns=_overruns(profile, blocks.get("timeline")))
 
@@ -284,9 +295,13 @@ def _timeline_blocks(view: ExperimentView, trial: S.TrialSummary, profile: Trial
         return {}
     label = re.sub(r"[^A-Za-z0-9.]+", "-", trial.config_label).strip(".-") or "trial"
     title = f"{view.name} · {trial.version} · {trial.config_label}"
+    trace_file, trace = f"{stem}-{number}-{label}.trace.json", chrome_trace_json(tv.timeline, title)
+    if len(trace) > TRACE_GZIP_ABOVE:
+        # Perfetto and chrome://tracing open gzip-compressed traces; mtime=0 keeps the bytes the same per build.
+        trace_file, trace = trace_file + ".gz", gzip.compress(trace.encode("utf-8"), mtime=0)
     return {
-        "timeline": tv, "trace_file": f"{stem}-{number}-{label}.trace.json",
-        "trace_json": chrome_trace_json(tv.timeline, title),
+        "timeline": tv, "timeline_hidden": max(0, len(tv.timeline.events) - TIMELINE_CALLS),
+        "trace_file": trace_file, "trace_json": trace,
         "timeline_chart": charts.chart_block(f"chart-timeline-{number}",
                                              timeline_chart(tv.timeline, f"timeline_{number}")),
         "temporal_chart": charts.chart_block(f"chart-temporal-{number}",
