@@ -615,6 +615,74 @@ def test_site_folder_is_read_only(rows):
              "Allowed: a folder perfsite can create and write", "--site DIR")
 
 
+@row_setup
+def setup_site_folder_is_another_website(p: Path) -> list[Command]:
+    _results(p)
+    (p / "site" / "blog").mkdir(parents=True)
+    (p / "site" / "index.html").write_text("<h1>my blog</h1>\n")
+    (p / "site" / "blog" / "post.html").write_text("<p>a post</p>\n")
+    return _build()
+
+
+def test_site_folder_is_another_website(rows):
+    """mkdocs would empty it (it did: every file and sub-folder deleted, exit 0): refused, left as it was."""
+    row = _row(rows, "site_folder_is_another_website")
+    _refused(row.result, f"The site folder {row.project / 'site'} holds files perfsite did not write",
+             "no .perfsite-site marker", "Allowed: a new or empty folder, or a site perfsite built", "--site")
+    assert (row.project / "site" / "index.html").read_text() == "<h1>my blog</h1>\n"
+    assert (row.project / "site" / "blog" / "post.html").read_text() == "<p>a post</p>\n"
+    assert sorted(p.name for p in (row.project / "site").iterdir()) == ["blog", "index.html"]
+
+
+@row_setup
+def setup_site_of_an_earlier_release(p: Path) -> list[Command]:
+    """A site built before the marker existed: index.html beside perfsite's own assets."""
+    _results(p)
+    (p / "site" / "assets" / "perfsite").mkdir(parents=True)
+    (p / "site" / "index.html").write_text("<p>old perfsite site</p>")
+    (p / "site" / "assets" / "perfsite" / "perfsite.css").write_text("/* old */")
+    (p / "site" / "stale-page.html").write_text("gone after the build")
+    return _build() + _build()
+
+
+def test_site_of_an_earlier_release_is_accepted_once_and_marked(rows):
+    row = _row(rows, "site_of_an_earlier_release")
+    first, again = row.results
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    site = row.project / "site"
+    assert (site / ".perfsite-site").is_file() and "cnn-int8" in (site / "reports" / "index.html").read_text()
+    assert not (site / "stale-page.html").exists()
+    assert not [e.name for e in row.project.iterdir() if ".perfsite-" in e.name]  # no staging folder left
+
+
+@row_setup
+def setup_site_folder_is_a_symlink(p: Path) -> list[Command]:
+    _results(p)
+    (p / "elsewhere").mkdir()
+    (p / "elsewhere" / "keep.txt").write_text("mine")
+    (p / "site").symlink_to(p / "elsewhere")
+    return _build()
+
+
+def test_site_folder_is_a_symlink(rows):
+    row = _row(rows, "site_folder_is_a_symlink")
+    _refused(row.result, f"The site folder {row.project / 'site'} is a symbolic link", "does not follow a link",
+             "Pass the link's target with --site")
+    assert (row.project / "elsewhere" / "keep.txt").read_text() == "mine"
+
+
+@row_setup
+def setup_site_folder_is_the_home_folder(p: Path) -> list[Command]:
+    _results(p)
+    return _build(str(Path.home()))
+
+
+def test_site_folder_is_the_home_folder(rows):
+    row = _row(rows, "site_folder_is_the_home_folder")
+    _refused(row.result, f"The site folder {Path.home().resolve()} would contain", "or be the home or root folder",
+             "Choose a separate folder with --site")
+
+
 # ---- a spec changed since its results were measured -----------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ import yaml
 
 from generator.errors import SiteError
 from generator.results.store import ResultsDir, find_experiments, load_experiment
-from generator.site import vendor
+from generator.site import publish, vendor
 from generator.site.pages import REPORTS_DIR, Page, home_page, render_pages, templates_dir
 
 Progress = Callable[[str], None]
@@ -37,25 +37,47 @@ def build_site(
     with `baseline` (a results folder or git:REF) a changes page, with `trend` N a trend page over the last N
     commits that changed results_root (generator.site.changes_page)."""
     say = progress or (lambda _text: None)
-    project_root, site_dir = Path(project_root).resolve(), Path(site_dir).resolve()
+    project_root, site_dir = Path(project_root).resolve(), _site_path(Path(site_dir))
     _check_site_dir(site_dir, project_root, Path(results_root).resolve())
-    experiments = _load_experiments(Path(results_root), say)
+    with publish.build_lock(project_root, say):
+        publish.check_target(site_dir)  # again under the lock: another build may have just written it
+        _check_writable(site_dir, "the site", "Choose a writable folder with --site DIR")
+        _check_writable(site_dir.parent, "the site's staging folder beside it", "Choose a --site DIR in a "
+                        "writable folder")
+        _check_writable(project_root / ".perfsite", "the build folder", "Run `perfsite build` from a writable "
+                        "project")
+        staging = publish.staging_dir(site_dir)
+        try:
+            _build_into(staging, Path(results_root), project_root, say, baseline, trend)
+            publish.publish(staging, site_dir)
+        finally:
+            publish.discard(staging)
+    return site_dir
+
+
+def _site_path(site_dir: Path) -> Path:
+    """The site folder, resolved through its parents' links but not through its own name: a link named as the
+    site is refused (publish.check_target) rather than followed to whatever it points at."""
+    return site_dir.absolute().parent.resolve() / site_dir.name
+
+
+def _build_into(staging: Path, results_root: Path, project_root: Path, say: Progress, baseline: str | None,
+                trend: int | None) -> None:
+    """Pages into <project>/.perfsite/build, then mkdocs into `staging`."""
+    experiments = _load_experiments(results_root, say)
     parent = _parent_config(project_root)
     parent_config = _read_config(parent)
     build_dir = project_root / ".perfsite" / "build"
-    _check_writable(site_dir, "the site", "Choose a writable folder with --site DIR")
-    _check_writable(build_dir.parent, "the build folder", "Run `perfsite build` from a writable project")
     if build_dir.exists():
         shutil.rmtree(build_dir)
     docs_source = _docs_source(project_root, parent, parent_config)
     from generator.site.changes_page import history_pages
 
-    extra = history_pages(Path(results_root), experiments, baseline, trend, say)
+    extra = history_pages(results_root, experiments, baseline, trend, say)
     pages, docs = _write_pages(experiments, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(experiments)} experiment(s); running mkdocs build")
-    config = _write_config(build_dir, site_dir, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
+    config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
     _run_mkdocs(config)
-    return site_dir
 
 
 def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]) -> Path:
@@ -88,20 +110,16 @@ def _write_pages(experiments: list[Any], docs_source: Path, docs_dir: Path,
 
 
 def _check_site_dir(site_dir: Path, project_root: Path, results_root: Path) -> None:
-    # mkdocs empties site_dir before writing: never point it at a folder holding anything else.
-    precious = [project_root, results_root, project_root / "docs", project_root / ".perfsite" / "build"]
+    # The site folder is replaced whole: never let it be, or hold, the project, its docs or its results.
+    precious = [project_root, results_root, project_root / "docs", project_root / ".perfsite",
+                Path.home().resolve(), Path(site_dir.anchor)]
     if any(site_dir == p or site_dir in p.parents for p in precious):
         raise SiteError(
-            f"The site folder {site_dir} would contain the project, its docs or its results, and mkdocs "
-            "empties the site folder before writing. Choose a separate folder with --site (default: "
-            "<project>/site)."
+            f"The site folder {site_dir} would contain the project, its docs or its results (or be the home "
+            "or root folder), and building replaces the site folder whole. Choose a separate folder with --site "
+            "(default: <project>/site)."
         )
-    if site_dir.is_dir() and any(site_dir.iterdir()) and not (site_dir / "index.html").is_file():
-        raise SiteError(
-            f"The site folder {site_dir} is not empty and holds no index.html, so it does not look like a "
-            "site perfsite built; mkdocs would delete its contents. Choose an empty or new folder with "
-            "--site."
-        )
+    publish.check_target(site_dir)
 
 
 def _check_writable(folder: Path, what: str, fix: str) -> None:
@@ -250,7 +268,8 @@ def _merged_list(items: list[Any], required: list[str], parent: Path, key: str) 
 def _run_mkdocs(config: Path) -> None:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)]
-    done = subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True,
+                          preexec_fn=publish.die_with_parent)
     if done.returncode != 0:
         output = (done.stdout + done.stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
         raise SiteError(

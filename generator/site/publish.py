@@ -1,0 +1,148 @@
+"""Where a built site goes, and how it gets there without losing anything.
+
+mkdocs empties its site folder before writing. perfsite therefore never lets mkdocs write into the folder the
+user named: it builds into a *staging* folder beside it (same file system) and, once the build is complete,
+swaps the two (one `renameat2(RENAME_EXCHANGE)` where Linux has it, else two renames), then deletes the old
+site. An interrupted build (Ctrl-C, `kill -9`, a failed mkdocs) leaves the previous site whole; its staging
+folder is removed by the next build.
+
+perfsite only ever replaces a folder it built: each site it builds carries a marker file (MARKER). A folder
+without one is refused unless it is empty, or a site of an earlier perfsite release (an `index.html` beside
+perfsite's own assets), which is accepted once and then carries the marker.
+
+One build per project at a time: the build folder `<project>/.perfsite/build` is shared, so a build holds an
+`flock` on `<project>/.perfsite/build.lock` (the kernel drops it when its holder dies, even by SIGKILL) and a
+second build waits for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from generator.errors import SiteError
+
+MARKER = ".perfsite-site"
+# Files only a perfsite-built site has: a site of a release before the marker is recognised by them.
+LEGACY_SIGNS = ("assets/perfsite/perfsite.css", "assets/perfsite/perfsite.js")
+_STAGING = re.compile(r"^\.(?P<name>.+)\.perfsite-(?:new|old)-(?P<pid>\d+)$")
+_RENAME_EXCHANGE = 2
+
+
+def check_target(site_dir: Path) -> None:
+    """Refuse a site folder perfsite did not build (module docstring): mkdocs would delete its contents."""
+    if site_dir.is_symlink():
+        raise SiteError(f"The site folder {site_dir} is a symbolic link (to {os.readlink(site_dir)}); perfsite "
+                        "replaces the site folder whole and does not follow a link to do so. Allowed: a real "
+                        "folder, new, empty or built by perfsite. Pass the link's target with --site instead.")
+    if not site_dir.is_dir() or not any(site_dir.iterdir()) or is_ours(site_dir):
+        return
+    raise SiteError(
+        f"The site folder {site_dir} holds files perfsite did not write (no {MARKER} marker, and not a site an "
+        "earlier perfsite built), and building would replace them all. Allowed: a new or empty folder, or a "
+        "site perfsite built (it carries the marker). Choose another folder with --site, or empty this one "
+        "yourself if it is meant for perfsite."
+    )
+
+
+def is_ours(site_dir: Path) -> bool:
+    """Whether perfsite built this folder: its marker, or (sites from before the marker) an index.html beside
+    perfsite's own assets."""
+    if (site_dir / MARKER).is_file():
+        return True
+    return (site_dir / "index.html").is_file() and any((site_dir / sign).is_file() for sign in LEGACY_SIGNS)
+
+
+def staging_dir(site_dir: Path) -> Path:
+    """The folder mkdocs writes into for this build, beside the site (so that the swap is a rename)."""
+    clean_stale(site_dir.parent)
+    return site_dir.parent / f".{site_dir.name}.perfsite-new-{os.getpid()}"
+
+
+def publish(staging: Path, site_dir: Path) -> None:
+    """Mark the complete build in `staging` and put it in place of `site_dir`; the old site, if any, is deleted
+    only after the new one is in place."""
+    (staging / MARKER).write_text(json.dumps({"built_by": "perfsite", "built_at": time.time()}) + "\n")
+    if not site_dir.exists():
+        staging.rename(site_dir)
+        return
+    old = site_dir.parent / f".{site_dir.name}.perfsite-old-{os.getpid()}"
+    if _exchange(staging, site_dir):
+        staging.rename(old)  # staging now holds the old site
+    else:
+        site_dir.rename(old)
+        staging.rename(site_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def discard(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def clean_stale(parent: Path) -> None:
+    """Remove staging folders of builds whose process is gone (killed mid-build): only names perfsite makes."""
+    if not parent.is_dir():
+        return
+    for entry in parent.iterdir():
+        match = _STAGING.match(entry.name)
+        if match and entry.is_dir() and not entry.is_symlink() and not _alive(int(match["pid"])):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # a leftover of an earlier process that had this pid
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where the system cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    return done == 0
+
+
+@contextlib.contextmanager
+def build_lock(project_root: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold the project's build lock (module docstring) for the duration; wait, saying so, if another build
+    holds it."""
+    folder = project_root / ".perfsite"
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / "build.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"Waiting for another `perfsite build` of {project_root} to finish (it holds "
+                f"{folder / 'build.lock'})")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def die_with_parent() -> None:
+    """For subprocess' preexec_fn: the child gets SIGKILL when the process that started it dies (Linux
+    prctl PR_SET_PDEATHSIG), so a killed `perfsite build` leaves no mkdocs writing on as an orphan."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG

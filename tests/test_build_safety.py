@@ -1,0 +1,72 @@
+"""`perfsite build` never loses a site: killed mid-build, or two builds at once (generator.site.publish)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from perfsite_testing import perfsite
+from test_site_fixture import write_results
+
+
+def _build_command(project: Path, results: str, site: str) -> list[str]:
+    return [sys.executable, "-m", "generator.cli", "build", "--results", results, "--site", site]
+
+
+def _mkdocs_children_of(config: Path) -> list[int]:
+    """Processes still running mkdocs on this project's build config."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "mkdocs" in cmdline and str(config) in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_build_killed_mid_way_leaves_the_old_site_whole_and_no_orphan(tmp_path):
+    write_results(tmp_path / "results")
+    first = perfsite("build", "--results", "results", "--site", "site", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    home = (tmp_path / "site" / "index.html").read_text()
+    config = tmp_path / ".perfsite" / "build" / "mkdocs.yml"
+
+    build = subprocess.Popen(_build_command(tmp_path, "results", "site"), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not _mkdocs_children_of(config) and build.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)  # kill it while mkdocs writes the new site
+    assert build.poll() is None, "the build finished before mkdocs could be caught running"
+    os.kill(build.pid, signal.SIGKILL)
+    build.wait()
+    time.sleep(0.5)
+    assert _mkdocs_children_of(config) == []  # mkdocs died with its parent
+    assert (tmp_path / "site" / "index.html").read_text() == home  # the old site, whole
+    assert (tmp_path / "site" / ".perfsite-site").is_file()
+
+    again = perfsite("build", "--results", "results", "--site", "site", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "site" / "reports" / "cnn-int8" / "index.html").is_file()
+    assert not [e.name for e in tmp_path.iterdir() if ".perfsite-" in e.name]  # the staging folder is gone
+
+
+def test_two_builds_of_one_project_at_once_each_give_a_whole_unmixed_site(tmp_path):
+    write_results(tmp_path / "results")
+    (tmp_path / "empty-results").mkdir()
+    runs = [subprocess.Popen(_build_command(tmp_path, results, site), cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+            for results, site in (("results", "site-a"), ("empty-results", "site-b"))]
+    outputs = [p.communicate(timeout=300) for p in runs]
+    assert [p.returncode for p in runs] == [0, 0], outputs
+    assert any("Waiting for another `perfsite build`" in " ".join(err.split()) for _, err in outputs), outputs
+    assert (tmp_path / "site-a" / "reports" / "cnn-int8" / "index.html").is_file()
+    assert not (tmp_path / "site-b" / "reports" / "cnn-int8").exists()  # not the other build's reports
+    for site in ("site-a", "site-b"):
+        assert (tmp_path / site / "index.html").is_file() and (tmp_path / site / ".perfsite-site").is_file()
