@@ -169,6 +169,13 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
+# The version of perfsite's way of measuring (the worker's timed loop, what a process reports, how the runner
+# judges rounds). Part of every trial key: bump it when a change makes figures measured before it no longer
+# comparable with figures measured after it (not for a change of pages or of analysis), so that `perfsite run`
+# measures stored trials again instead of mixing the two. 2: per-request run-delay, adaptive and paired rounds.
+MEASUREMENT_VERSION = 2
+
+
 def trial_key(
     trial: Trial,
     *,
@@ -181,9 +188,11 @@ def trial_key(
     """Hash of everything that makes two measurements comparable; equal keys are the same trial.
 
     The version name is part of it so that two versions built to byte-identical files stay two trials; a changed
-    model file changes the key through its sha256, so stale results are never reused.
+    model file changes the key through its sha256, so stale results are never reused; input files enter by
+    their contents (the runner's keyed_inputs), and the measurement method by MEASUREMENT_VERSION.
     """
     payload = {
+        "method": MEASUREMENT_VERSION,
         "version": trial.version,
         "model_sha256": model_sha256,
         "config": trial.config.as_dict(),

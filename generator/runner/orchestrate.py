@@ -50,6 +50,7 @@ from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, Silen
 from generator.runner.sweep import SweepContext
 from generator.spec import LoadedSpec, spec_to_json
 from generator.versions import prepare_versions
+from generator.versions.cache import file_sha256
 
 QUICK_ENV = "PERFSITE_QUICK"
 QUICK_BUDGET_S = 1.0
@@ -159,7 +160,7 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     check_providers({t.config.provider for t in trials}, f"{loaded.path}: sweep.provider")
     cache_dir = options.cache_dir or loaded.root / ".perfsite" / "models"
     versions = prepare_versions(loaded, cache_dir, progress=progress.message)
-    inputs = {k: v.model_dump(mode="json") for k, v in spec.inputs.items()}
+    inputs = keyed_inputs(loaded)
     keys = {
         t: trial_key(t, model_sha256=versions[t.version].sha256, inputs=inputs,
                      measure={k: v for k, v in settings.items() if k not in UNKEYED_SETTINGS},
@@ -173,6 +174,19 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     summary = RunSummary(spec.name, results.path, planned, estimate_s)
     return Side(loaded, results, env, versions, settings, quick, "", summary, preexisting, label,
                  options.decide_latency_ratio)
+
+
+def keyed_inputs(loaded: LoadedSpec) -> dict[str, Any]:
+    """The spec's inputs as they enter a trial's key: an input read from a file by its *contents* (sha256),
+    not only its path, so that a file changed in place (sequence length 8 -> 4096) is measured again."""
+    keyed = {}
+    for name, entry in loaded.spec.inputs.items():
+        data = entry.model_dump(mode="json")
+        if getattr(entry, "file", None) is not None:
+            path = loaded.resolve(entry.file, f"inputs.{name}.file")
+            data["file_sha256"] = file_sha256(path) if path.is_file() else None
+        keyed[name] = data
+    return keyed
 
 
 def _start_side(side: Side) -> None:
