@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 import generator
-from generator.errors import PerfsiteError, RuntimeMissingError
+from generator.errors import PerfsiteError, RunError, RuntimeMissingError
 
 app = typer.Typer(
     name="perfsite",
@@ -73,8 +73,9 @@ def run(
     from generator.spec import load_spec
 
     interrupted = False
-    for spec_path in specs:
-        loaded = load_spec(spec_path, allow_outside=allow_outside)
+    loaded_specs = [load_spec(spec_path, allow_outside=allow_outside) for spec_path in specs]
+    _check_distinct_names(loaded_specs, results)
+    for loaded in loaded_specs:
         root = results or _default_results(loaded.path.parent)
         options = RunOptions(results_dir=root / loaded.spec.name, force=force, only=only, dry_run=dry_run, quick=quick)
         with ProgressBar(loaded.spec.name) as bar:
@@ -85,6 +86,18 @@ def run(
             break
     if interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _check_distinct_names(loaded_specs: list, results: Path | None) -> None:
+    """Two specs of one `perfsite run` that share a name (and a results root) would write into one folder."""
+    from generator.runner.orchestrate import same_name_message
+
+    seen: dict[tuple[str, Path], Path] = {}
+    for loaded in loaded_specs:
+        root = (results or _default_results(loaded.path.parent)).absolute()
+        first = seen.setdefault((loaded.spec.name, root), loaded.path)
+        if first != loaded.path:
+            raise RunError(same_name_message(loaded.path, first, loaded.spec.name, root / loaded.spec.name))
 
 
 @app.command()

@@ -26,17 +26,12 @@ from generator.site.compare_page import (
     throughput_words,
 )
 from generator.site.formatting import num, pct
+from generator.terminal_text import safe
 
 TOP_KERNELS = 10  # kernel rows printed, most time first
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control character but tab and newline
 _VALUE_INT = re.compile(r"[+-]?\d+")
 _VALUE_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?")
 _BOOLS = {"true": True, "on": True, "yes": True, "false": False, "off": False, "no": False}
-
-
-def safe(text: Any) -> str:
-    """Untrusted text for the terminal: control characters (escape sequences) become `?`, lines are joined."""
-    return _CONTROL.sub("?", str(text)).replace("\n", " ")
 
 
 def parse_config(text: str | None) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from generator.diff.report import markdown_summary, verdict_json
 from generator.diff.sources import load_side, open_source
 from generator.diff.verdict import NOT_COMPARABLE, SLOWER, diff_experiments
 from generator.errors import PerfsiteError
+from generator.terminal_text import safe
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 2, 3
 FAIL_ON = ("regression", "never")
@@ -44,7 +45,8 @@ def diff_command(
         result = diff_experiments(base, cand, (base_src.short, cand_src.short),
                                   (latency_ratio, throughput_ratio), allow_env_mismatch)
     code = exit_code(result.verdict, fail_on)
-    text = markdown_summary(result, site_url)
+    # Layer names in the summary come from models: no escape sequence reaches a terminal or a PR comment.
+    text = safe(markdown_summary(result, site_url), lines=True)
     if markdown_out is not None:
         write_output(markdown_out, text)
     if json_out is not None:

@@ -19,6 +19,7 @@ from rich.table import Table
 from generator.errors import PerfsiteError
 from generator.plan import Trial
 from generator.runner.orchestrate import RunSummary
+from generator.terminal_text import safe
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
@@ -88,8 +89,8 @@ def print_run_summary(summary: RunSummary) -> None:
     if summary.skipped_locked:
         parts.append(f"{len(summary.skipped_locked)} left to another perfsite run in progress")
     out.print(f"{summary.experiment}: " + ", ".join(parts) + f". Results in {summary.results_dir}")
-    for label, reason in summary.failed:
-        out.print(f"  failed: {label}: {reason}", markup=False)
+    for label, reason in summary.failed:  # the reason can quote a node name: untrusted text
+        out.print(f"  failed: {safe(label)}: {safe(reason)}", markup=False)
     if summary.exhausted:
         out.print(f"  {len(summary.exhausted)} trial(s) ran out of measuring budget before their interval reached "
                   f"the target (measure.budget_s): {', '.join(summary.exhausted[:5])}"

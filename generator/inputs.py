@@ -276,6 +276,14 @@ def _from_file(feeder: _Feeder, name: str, spec: Any, decl: ModelInput, dtype: n
             f"{dtype.name} without changing its kind; save it as {dtype.name}",
             decl,
         )
+    if array.size == 0:
+        # Zero rows used to be stored as an `ok` trial at batch 1 with a throughput for items never processed.
+        raise feeder.fail(
+            name,
+            f"file {spec.file} holds an empty array (shape {list(array.shape)}): there is nothing to measure; "
+            "save at least one row (the rows are repeated or cut to the batch size)",
+            decl,
+        )
     array = array.astype(dtype, copy=False)
     if decl.shape and array.ndim >= 1 and not (isinstance(decl.shape[0], int) and decl.shape[0] > 0):
         first = decl.shape[0]

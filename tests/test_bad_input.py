@@ -683,6 +683,87 @@ def test_site_folder_is_the_home_folder(rows):
              "Choose a separate folder with --site")
 
 
+def _second_spec_named_tiny(p: Path) -> None:
+    """Another experiment in its own folder that happens to be called `tiny` too."""
+    (p / "other").mkdir()
+    _project(p / "other", p / "models")
+    (p / "other" / "spec.yaml").write_text(SPEC.replace("name: tiny", "name: tiny\ndescription: another model"))
+
+
+@row_setup
+def setup_two_specs_with_one_name_in_one_run(p: Path) -> list[Command]:
+    _second_spec_named_tiny(p)
+    return [(["run", "spec.yaml", "other/spec.yaml", "--results", "results", "--quick"], {})]
+
+
+def test_two_specs_with_one_name_in_one_run(rows):
+    row = _row(rows, "two_specs_with_one_name_in_one_run")
+    _refused(row.result, f"The specs {row.project / 'other' / 'spec.yaml'} and {row.project / 'spec.yaml'} both "
+             "have `name: tiny`", f"one results folder {row.project / 'results' / 'tiny'}",
+             "rename one of them (`name:`) or give it its own --results DIR")
+    assert not (row.project / "results").exists()  # refused before measuring anything
+
+
+@row_setup
+def setup_two_specs_with_one_name_one_after_the_other(p: Path) -> list[Command]:
+    _second_spec_named_tiny(p)
+    return _run("--quick") + [(["run", "other/spec.yaml", "--results", "results", "--quick"], {})]
+
+
+def test_two_specs_with_one_name_one_after_the_other(rows):
+    row = _row(rows, "two_specs_with_one_name_one_after_the_other")
+    first, second = row.results
+    assert first.returncode == 0, first.stderr
+    _refused(second, f"The specs {row.project / 'other' / 'spec.yaml'} and {row.project / 'spec.yaml'} both "
+             "have `name: tiny`", "one experiment mixing two unrelated models")
+    assert len(list((row.project / "results" / "tiny" / "trials").glob("*.parquet"))) == 1  # the first one's
+
+
+@row_setup
+def setup_non_finite_value(p: Path) -> list[Command]:
+    _spec(p, ("x: {shape: [batch, 4], dtype: float32}", "x: {value: [1.0, .nan, .inf, 2.0], dtype: float32}"))
+    return _validate() + _run("--quick")
+
+
+def test_non_finite_value(rows):
+    """`.nan` passed validate and run, was stored as null, and every later build of the results failed."""
+    row = _row(rows, "non_finite_value")
+    for result in row.results:
+        _refused(result, "`inputs.x.value`", "expected finite numbers (not .nan, .inf or -.inf)", "input `file:`")
+    assert not (row.project / "results").exists()
+
+
+@row_setup
+def setup_input_file_with_zero_rows(p: Path) -> list[Command]:
+    np.save(p / "empty.npy", np.zeros((0, 4), np.float32))
+    _spec(p, ("x: {shape: [batch, 4], dtype: float32}", "x: {file: empty.npy}"))
+    return _run("--quick")
+
+
+def test_input_file_with_zero_rows(rows):
+    """It was stored as an `ok` trial at batch 1, with a throughput for items never processed."""
+    row = _row(rows, "input_file_with_zero_rows")
+    _refused(row.result, f"{row.project / 'spec.yaml'}: inputs.x: file empty.npy holds an empty array (shape [0, 4])",
+             "save at least one row")
+    assert not list((row.project / "results").glob("*/trials/*.parquet"))
+
+
+@row_setup
+def setup_sweep_too_large(p: Path) -> list[Command]:
+    values = list(range(1, 301))
+    _spec(p, ("x: {shape: [batch, 4], dtype: float32}", "x: {shape: [batch, n], dtype: float32}"),
+          ("sweep: {batch: [1]}", f"sweep: {{batch: {values}, threads: {values}, concurrency: {values}, n: {values}}}"))
+    return _validate()
+
+
+def test_sweep_too_large(rows):
+    """Four axes of 300 values: validate built 8.1e9 configurations and ran out of memory."""
+    row = _row(rows, "sweep_too_large")
+    _refused(row.result, "`sweep`: the sweep plans 8,100,000,000 trials",
+             "(batch 300 × threads 300 × concurrency 300 × n 300 values × 1 version(s))",
+             "more than the 100,000 one spec may plan")
+
+
 # ---- a spec changed since its results were measured -----------------------------------------------------------
 
 

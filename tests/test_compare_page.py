@@ -203,7 +203,7 @@ def test_parse_config_types_values():
 
 
 def test_safe_removes_terminal_control_sequences():
-    assert safe("conv\x1b[2J\x07\nnext") == "conv?[2J? next"
+    assert safe("conv\x1b[2J\x07\nnext") == "conv\\x1b[2J\\x07 next"
 
 
 def test_table_aligns_columns():
@@ -260,3 +260,18 @@ def test_provider_fallback_is_a_note_at_the_top(view):
     note = text.index('!!! warning "Provider fallback"')
     assert note < text.index("## Inference results")
     assert text.count("3 nodes ran on CPUExecutionProvider") == 1 and "Q/DQ overhead is 3.6" in text
+
+
+def test_run_summary_prints_a_failed_trials_reason_without_control_characters(capsys):
+    """A failure reason can quote a node name (onnxruntime's error names the node): untrusted text."""
+    from pathlib import Path
+
+    from generator.cli_format import print_run_summary
+    from generator.runner.sides import RunSummary
+
+    summary = RunSummary("tiny", Path("results/tiny"), [], 0.0)
+    summary.failed.append(("fp32 b1 t1 c1", "Non-zero status code running node /evil\x1b]0;pwned\x07"))
+    print_run_summary(summary)
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\x07" not in printed
+    assert "failed: fp32 b1 t1 c1: Non-zero status code running node /evil\\x1b]0;pwned\\x07" in printed

@@ -381,3 +381,15 @@ def test_changes_page_shows_both_sides_and_environment_differences(tmp_path):
     assert "| /layer4/conv/Conv | Conv | — |" in text and "| added |" in text
     assert "<script>alert" not in text.split("<script type=")[0]  # before the first chart: escaped text only
     assert "/layer1/conv/Conv&#60;script&#62;alert&#40;1&#41;" in text
+
+
+def test_control_characters_in_layer_names_never_reach_the_terminal(tmp_path):
+    """A layer named with an escape sequence (clear screen, ring the bell) is printed as visible escapes, by the
+    real command line, and written so to the Markdown summary."""
+    sneaky = "/layer4/conv/Conv\x1b[2J\x07"
+    base, cand = sides(tmp_path, Side(), Side(latency={1: 1.3, 4: 1.3}, added=(sneaky,)))
+    done = perfsite("diff", base, cand, "--markdown", str(tmp_path / "s.md"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "/layer4/conv/Conv\\x1b[2J\\x07" in done.stdout
+    assert "\x1b" not in (tmp_path / "s.md").read_text()

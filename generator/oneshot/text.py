@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from generator.analysis.limits import LIMIT_UNDERESTIMATED
+from generator.terminal_text import safe
 
 MISSING = "n/a"
 NAME_WIDTH = 44
@@ -25,12 +26,6 @@ def num(value: Any) -> str:
     if isinstance(value, bool | int):
         return str(int(value))
     return np.format_float_positional(float(value), trim="-")
-
-
-def safe(text: Any, width: int | None = None) -> str:
-    """Untrusted text for a terminal: control characters escaped, cut to ``width`` with an ellipsis."""
-    out = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))
-    return out if width is None or len(out) <= width else out[: width - 1] + "…"
 
 
 def summary_text(record: Mapping[str, Any]) -> str:

@@ -253,6 +253,7 @@ RUNS = (
     _c("perfsite_version", STR, "", "perfsite version that measured"),
     _c("quick", BOOL, "", "quick mode"),
     _c("command", STR, "", "the command line"),
+    _c("spec_path", STR, "", "the spec file measured, absolute: one spec per name in a results folder (v2)"),
 )
 
 TABLES: dict[str, tuple[Column, ...]] = {

@@ -22,6 +22,8 @@ import shlex
 import sys
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import generator
 from generator.errors import RunError
@@ -150,6 +152,7 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     quick = is_quick(options.quick)
     settings = measure_settings(loaded, quick)
     results = ResultsDir(options.results_dir)
+    check_one_spec_per_name(results, loaded)
     env = capture_environment()
     axes = list(sweep_axes(spec.sweep))
     planned_all = plan_trials(spec)
@@ -174,6 +177,33 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     summary = RunSummary(spec.name, results.path, planned, estimate_s)
     return Side(loaded, results, env, versions, settings, quick, "", summary, preexisting, label,
                  options.decide_latency_ratio)
+
+
+def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
+    """Refuse to measure into a results folder another spec of the same name wrote: the site would show one
+    experiment mixing two unrelated models, with one spec's description and a "best" picked across both.
+
+    The other spec counts only while it exists, still has this name and says something else (a spec moved,
+    renamed or checked out twice stays the same experiment)."""
+    from generator.spec import load_spec
+
+    runs = results.read_table("runs") if (results.path / "runs").is_dir() else None
+    if runs is None or "spec_path" not in runs:
+        return
+    for other in sorted(set(runs["spec_path"].dropna()) - {str(loaded.path)}):
+        try:
+            theirs = load_spec(Path(other), allow_outside=True)
+        except Exception:  # gone, moved or broken: not a second experiment of this name any more
+            continue
+        if theirs.spec.name == loaded.spec.name and theirs.sha256 != loaded.sha256:
+            raise RunError(same_name_message(loaded.path, Path(other), loaded.spec.name, results.path))
+
+
+def same_name_message(mine: Path, theirs: Path, name: str, folder: Path | None) -> str:
+    where = f"one results folder {folder}" if folder else "one results folder"
+    return (f"The specs {mine} and {theirs} both have `name: {name}` and would write into {where}: a site would "
+            "show one experiment mixing two unrelated models. Allowed: one spec per name in a results folder; "
+            "rename one of them (`name:`) or give it its own --results DIR.")
 
 
 def keyed_inputs(loaded: LoadedSpec) -> dict[str, Any]:
@@ -224,6 +254,7 @@ def _start_run(results: ResultsDir, loaded: LoadedSpec, env: Environment, quick:
         "started_at": now(), "git_commit": commit, "git_dirty": dirty,
         "perfsite_version": generator.__version__, "quick": quick,
         "command": shlex.join(["perfsite", *sys.argv[1:]]),
+        "spec_path": str(loaded.path),
     })
     return run_id
 

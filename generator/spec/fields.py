@@ -112,6 +112,9 @@ def _check_tensor_value(value: Any) -> Any:
         array = None
     if array is None or array.dtype.kind not in "biuf" or isinstance(value, dict):
         expect("a number, true/false, or a (nested) list of them with equal-length rows")
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        # JSON has no NaN or infinity: the stored spec would hold `null` and no later build could read it.
+        expect("finite numbers (not .nan, .inf or -.inf); for a tensor of NaNs, use an input `file:` (.npy)")
     return value
 
 

@@ -9,6 +9,8 @@ trusts these records.
 
 from __future__ import annotations
 
+import math
+
 import re
 from typing import Annotated, Any
 
@@ -207,6 +209,7 @@ class Spec(Record):
     def _cross_field_rules(self) -> Spec:
         axes = self.sweep.axes()
         issues = [*_version_issues(self.models), *_placeholder_issues(self.inputs, self.sweep)]
+        issues += _size_issues(self.sweep, len(self.models))
         issues += _selection_issues("exclude", self.exclude, axes, allow_empty=False)
         issues += _selection_issues("profile", self.profile, axes, allow_empty=True)
         issues += _compare_issues(self.compare, self.models, axes)
@@ -228,6 +231,23 @@ class Spec(Record):
             ordered.update(dict.fromkeys(self.version_chain(name)))
         return tuple(ordered)
 
+
+
+# Trials one spec may plan. The plan is built whole (validate lists it, run keys every trial): four axes of 300
+# values made 8.1e9 configurations and ran out of memory. 100,000 trials at a few seconds each are already days.
+MAX_TRIALS = 100_000
+
+
+def _size_issues(sweep: Sweep, versions: int) -> list[Issue]:
+    """The sweep's size, counted before anything is expanded."""
+    lengths = {name: len(values) for name, values in sweep.axes().items()}
+    total = math.prod(lengths.values()) * max(versions, 1)
+    if total <= MAX_TRIALS:
+        return []
+    listed = " × ".join(f"{name} {n}" for name, n in lengths.items() if n > 1)
+    return [Issue(("sweep",), f"the sweep plans {total:,} trials ({listed} values × {versions} version(s)), more than the "
+                      f"{MAX_TRIALS:,} one spec may plan; split it into several specs or sweep fewer values "
+                      "(`exclude:` applies after this count)")]
 
 def _version_issues(models: dict[str, ModelSpec]) -> list[Issue]:
     issues = []
