@@ -114,3 +114,35 @@ def test_unwritable_results_dir_is_a_user_error(tmp_path):
     blocker.write_text("x")
     with pytest.raises(ResultsError, match="Cannot write results"):
         ResultsDir(blocker / "exp").ensure_writable()
+
+
+def test_a_copied_trial_file_counts_once_and_a_lost_side_table_is_named(tmp_path):
+    """A sync tool's `copy of K.parquet` made "2 ok trials"; a lost nodes/K.parquet silently dropped the layer
+    sections of a profiled trial. Both are reported naming the files; the copy counts once, the incomplete
+    trial is measured again by `run` and its profile page says what is missing."""
+    import shutil
+
+    from perfsite_testing import perfsite
+    from test_site_fixture import write_results
+
+    folder = write_results(tmp_path / "results")
+    rd = ResultsDir(folder)
+    keys, every = sorted(rd.stored_ok_keys()), rd.stored_trial_keys()
+    original, lost = folder / "trials" / f"{keys[0]}.parquet", set(keys[1:])
+    shutil.copy(original, folder / "trials" / f"copy of {keys[0]}.parquet")
+    for key in lost:  # every profile page then has a trial without its layer table
+        (folder / "nodes" / f"{key}.parquet").unlink()
+
+    report = rd.check()
+    assert set(report.trials["trial_key"]) == every and report.trials["trial_key"].is_unique
+    assert rd.stored_ok_keys() == {keys[0]}  # run measures the incomplete ones again
+    done = perfsite("build", "--results", "results", "--site", "site", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    trials = f"results/{folder.name}/trials"  # as given on the command line
+    assert f"{trials}/copy of {keys[0]}.parquet holds trial {keys[0]}, but a trial's file is named after" in said
+    assert f"Trial {keys[0]} is stored twice, in {trials}/{keys[0]}.parquet and" in said
+    assert all(f"trial {key} lacks nodes/{key}.parquet" in said for key in lost)
+    pages = [p.read_text() for p in (tmp_path / ".perfsite" / "build" / "docs").rglob("profile-*.md")]
+    assert pages and all('!!! failure "Results files missing"' in page for page in pages)
+    assert any(f"nodes/{key}.parquet" in "".join(pages) for key in lost)

@@ -126,11 +126,19 @@ class ResultsDir:
         return {p.stem for p in folder.glob("*.parquet") if not p.name.startswith(".")}
 
     def stored_ok_keys(self) -> set[str]:
-        """Trials finished with status ok; failed ones are measured again by the next run."""
+        """Trials finished with status ok and whole (generator.results.integrity); failed, incomplete or
+        misnamed ones are measured again by the next run."""
         if not self.stored_trial_keys():
             return set()
-        trials = self.read_table("trials")
-        return set(trials.loc[trials["status"] == "ok", "trial_key"])
+        report = self.check()
+        trials = report.trials
+        return set(trials.loc[trials["status"] == "ok", "trial_key"]) - set(report.incomplete)
+
+    def check(self):
+        """The folder's generator.results.integrity report (duplicate or misnamed trial files, lost tables)."""
+        from generator.results.integrity import check
+
+        return check(self.path, self.read_table("trials", with_files=True))
 
     def remove_trial(self, key: str) -> None:
         """Forget a stored trial (for --force): the `trials` row first, so no reader sees a partial trial."""
@@ -148,13 +156,18 @@ class ResultsDir:
                 f"{self.path.parent}` to store it again."
             ) from e
 
-    def read_table(self, table: str) -> pd.DataFrame:
-        """A whole table as a DataFrame with the schema's columns (empty with the right columns if none)."""
+    def read_table(self, table: str, with_files: bool = False) -> pd.DataFrame:
+        """A whole table as a DataFrame with the schema's columns (empty with the right columns if none);
+        `with_files` adds `_file`, the name of the file each row came from."""
         folder = self.path / table
         files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.is_dir() else []
         if not files:
-            return arrow_schema(table).empty_table().to_pandas()
+            empty = arrow_schema(table).empty_table().to_pandas()
+            return empty.assign(_file=pd.Series(dtype=str)) if with_files else empty
         parts = [_read_file(f, table) for f in files]
+        if with_files:
+            parts = [t.append_column("_file", pa.array([f.name] * t.num_rows, pa.string()))
+                     for f, t in zip(files, parts, strict=True)]
         return pa.concat_tables(parts, promote_options="default").to_pandas()
 
 
@@ -251,6 +264,10 @@ class ExperimentResults:
     runs: pd.DataFrame
     # One representative inference per profiled trial; empty for results written before the table existed.
     timeline: pd.DataFrame = field(default_factory=lambda: arrow_schema("timeline").empty_table().to_pandas())
+    # What generator.results.integrity found: one sentence per problem, and per incomplete trial the side
+    # tables it lacks (its pages say so instead of dropping sections silently).
+    problems: tuple[str, ...] = ()
+    incomplete: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def spec(self):
@@ -264,7 +281,8 @@ class ExperimentResults:
 def load_experiment(path: Path) -> ExperimentResults:
     """Read one experiment's results folder. The spec shown is the one of the most recent trial."""
     rd = ResultsDir(path)
-    trials = rd.read_table("trials")
+    report = rd.check()
+    trials = report.trials
     if trials.empty:
         raise ResultsError(f"{path} holds no finished trial; run `perfsite run SPEC` first.")
     trials = trials.sort_values(["finished_at", "trial_key"], kind="stable").reset_index(drop=True)
@@ -278,6 +296,7 @@ def load_experiment(path: Path) -> ExperimentResults:
         trials=trials,
         environments=rd.read_table("environments").drop_duplicates("env_id").reset_index(drop=True),
         runs=rd.read_table("runs").sort_values("started_at", kind="stable").reset_index(drop=True),
+        problems=report.problems, incomplete=report.incomplete,
         **tables,
     )
 

@@ -171,6 +171,9 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
         for t in trials
     }
     preexisting = results.stored_ok_keys()
+    if preexisting or results.stored_trial_keys():
+        for problem in results.check().problems:
+            progress.message(f"Warning: {problem}")
     stored = set() if options.force else preexisting
     planned = [PlannedTrial(t, keys[t], keys[t] in stored) for t in trials]
     estimate_s = estimate_trial_s(settings) * sum(not p.stored for p in planned)

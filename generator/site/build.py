@@ -145,6 +145,8 @@ def _load_experiments(results_root: Path, say: Progress) -> list[Any]:
             continue
         say(f"Reading results of {path.name}")
         experiment = load_experiment(path)
+        for problem in experiment.problems:
+            say(f"Warning: {problem}")
         _note_older_spec(experiment, say)
         experiments.append(experiment)
     return experiments

@@ -1,0 +1,73 @@
+"""A results folder as files on disk can disagree with what perfsite wrote: a sync tool's conflict copy
+(`copy of K.parquet`), a trial file renamed by hand, a side table lost in a partial copy. Readers check here
+before they count or render anything.
+
+- A trial is its key, not its file: a `trials/` file whose name is not the key inside, or a key seen in two
+  files, is reported naming both files and counted once (the file named after its key wins).
+- A trial lacking a side table it must have (`processes/`, `latencies/`, and `nodes/` when it was profiled)
+  is *incomplete*: `run` measures it again, and its pages say which file is missing instead of silently
+  dropping the sections that file feeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REQUIRED_TABLES = ("processes", "latencies")
+PROFILED_TABLES = ("nodes",)
+
+
+@dataclass(frozen=True)
+class IntegrityReport:
+    trials: pd.DataFrame  # one row per key, without the `_file` column
+    problems: tuple[str, ...]  # one sentence each, naming the files
+    incomplete: dict[str, tuple[str, ...]]  # trial key -> the side-table files it lacks (relative paths)
+
+
+def check(folder: Path, trials: pd.DataFrame) -> IntegrityReport:
+    """Deduplicate `trials` (read with its `_file` column, if available) and find incomplete trials."""
+    problems: list[str] = []
+    if "_file" in trials:
+        trials, problems = _one_row_per_key(Path(folder), trials)
+    incomplete = _incomplete(Path(folder), trials)
+    for key, missing in incomplete.items():
+        problems.append(f"{folder}: trial {key} lacks {', '.join(missing)} (lost in a partial copy?); its pages "
+                        "say so, and the next `perfsite run` measures it again.")
+    return IntegrityReport(trials.reset_index(drop=True), tuple(problems), incomplete)
+
+
+def _one_row_per_key(folder: Path, trials: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    problems = []
+    named = trials["_file"] == trials["trial_key"].astype(str) + ".parquet"
+    for _, row in trials[~named].iterrows():
+        problems.append(f"{folder / 'trials' / row['_file']} holds trial {row['trial_key']}, but a trial's file "
+                        f"is named after its key ({row['trial_key']}.parquet): a copy or a renamed file? It is "
+                        "counted once; delete the copy.")
+    # The file named after its key first, so that drop_duplicates keeps it.
+    ordered = trials.assign(_named=named).sort_values(["_named", "_file"], ascending=[False, True], kind="stable")
+    dup = ordered["trial_key"].duplicated(keep="first")
+    for _, row in ordered[dup].iterrows():
+        kept = ordered[(ordered["trial_key"] == row["trial_key"]) & ~dup]["_file"].iloc[0]
+        problems.append(f"Trial {row['trial_key']} is stored twice, in {folder / 'trials' / kept} and "
+                        f"{folder / 'trials' / row['_file']}; counted once, from {kept}.")
+    kept = ordered[~dup].drop(columns=["_file", "_named"]).sort_index()
+    return kept, list(dict.fromkeys(problems))
+
+
+def _incomplete(folder: Path, trials: pd.DataFrame) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for _, row in trials.iterrows():
+        if row.get("status") != "ok":
+            continue
+        key = str(row["trial_key"])
+        profiled = row.get("profiled")
+        profiled = bool(profiled) if isinstance(profiled, bool | np.bool_) else False  # None/NaN: not profiled
+        tables = REQUIRED_TABLES + (PROFILED_TABLES if profiled else ())
+        missing = tuple(f"{t}/{key}.parquet" for t in tables if not (folder / t / f"{key}.parquet").is_file())
+        if missing:
+            out[key] = missing
+    return out
