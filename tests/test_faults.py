@@ -208,3 +208,39 @@ def test_bad_input_found_mid_sweep_keeps_finished_trials(tmp_path):
     again = perfsite("run", "spec.yaml", "--results", "results", "--only", "version=any", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "1 measured, 1 already stored" in again.stdout
+
+
+def _workers_of(project: Path) -> list[int]:
+    """Measurement workers whose job lies under this project's temp folder."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "generator.runner.worker" in cmdline and str(project / "tmp") in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def test_kill_9_of_run_takes_its_worker_and_the_next_run_removes_its_temp_folder(two_versions):
+    """The worker used to run on until its time limit (a run started at once was measured on a loaded
+    machine), and its temp folder stayed."""
+    proc = _start(two_versions)
+    deadline = time.monotonic() + 60
+    while not _workers_of(two_versions) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _workers_of(two_versions), "no worker started"
+    proc.send_signal(signal.SIGKILL)  # the parent only: its worker must follow by itself
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 5
+    while _workers_of(two_versions) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _workers_of(two_versions) == []
+    left = sorted(p.name for p in (two_versions / "tmp").iterdir() if p.name.startswith("perfsite-"))
+    assert left and all(name.startswith(f"perfsite-run-{proc.pid}-") for name in left), left
+    final = perfsite("run", "spec.yaml", "--results", "results", "--only", "batch=1", cwd=two_versions,
+                     env={"TMPDIR": str(two_versions / "tmp")})
+    assert final.returncode == 0, final.stderr
+    assert not [p for p in (two_versions / "tmp").iterdir() if p.name.startswith(f"perfsite-run-{proc.pid}-")]

@@ -14,7 +14,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -28,6 +27,7 @@ from generator.counting.callgrind import find_valgrind, read_dumps, valgrind_com
 from generator.counting.marker import compile_marker
 from generator.counting.worker import EMPTY, count_label
 from generator.errors import RunError
+from generator.processes import die_with_parent, owned_tempdir
 
 DEFAULT_ITERATIONS = 10
 DEFAULT_WARMUP = 5
@@ -84,7 +84,7 @@ def count_instructions(versions: Mapping[str, Path], feeds: Mapping[str, Mapping
     say = progress or (lambda _text: None)
     valgrind = find_valgrind()
     names = list(versions)
-    with tempfile.TemporaryDirectory(prefix="perfsite-count-") as tmp:
+    with owned_tempdir("perfsite-count-") as tmp:
         work = Path(tmp)
         job = _write_job(work, versions, feeds, iterations, warmup, optimization_level, compile_marker(work))
         say(f"Counting {iterations} inferences of {len(names)} versions under valgrind (callgrind)...")
@@ -119,8 +119,9 @@ def _run_worker(valgrind: str, work: Path, job: Path, timeout_s: float, say: Cal
     # A fixed hash seed makes the Python share of every count repeat from one run to the next.
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     stderr_path = work / "stderr.txt"
-    with stderr_path.open("w") as stderr, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr,
-                                                            text=True, env=env, cwd=work) as proc:
+    with stderr_path.open("w") as stderr, subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=work, preexec_fn=die_with_parent
+    ) as proc:
         reader = threading.Thread(target=_forward, args=(proc.stdout, say), daemon=True)
         reader.start()
         try:

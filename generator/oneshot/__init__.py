@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from generator.oneshot.shapes import (
     resolve_inputs,
 )
 from generator.oneshot.text import summary_text
+from generator.processes import owned_tempdir
 
 if TYPE_CHECKING:
     from generator.oneshot.analysis import ProfileAnalysis
@@ -73,7 +73,7 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     # The same probe and the same per-user cache as `perfsite run` (generator.runner.probe.probe_cache_dir).
     env = ensure_limits(env, options.quick)
     peak = scaled_peak_gflops(env, options.threads)
-    with tempfile.TemporaryDirectory(prefix="perfsite-profile-") as tmp:
+    with owned_tempdir("perfsite-profile-") as tmp:
         say(f"Measuring {options.iterations} requests, then profiling {options.profile_iterations}...")
         measured = measure_model(model_path, feeds, resolved.batch, options, Path(tmp))
         analysis = analyse_profile(measured.profile, measured.profile_warmup, peak, env.bandwidth_gbs)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from generator.processes import die_with_parent
 from generator.runner.aggregate import ProcessOutcome
 
 
@@ -33,7 +34,7 @@ def run_child(job: dict[str, Any], timeout_s: float) -> ChildResult:
     job_path.write_text(json.dumps(job))
     cmd = [sys.executable, "-m", "generator.runner.worker", str(job_path), str(out_path)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent)
     except subprocess.TimeoutExpired:
         return ChildResult({}, f"timed out after {timeout_s:g} s (measure.timeout_s)")
     output = _read_output(out_path)

@@ -8,7 +8,6 @@ rules the stopping criterion uses.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import numpy as np
 
 from generator.errors import RunError
 from generator.plan import Configuration
+from generator.processes import owned_tempdir
 from generator.results import clean, intervals
 from generator.results.store import TrialFiles
 from generator.runner import aggregate, agreement, children
@@ -47,7 +47,7 @@ class SweepContext:
                 side.summary.skipped_locked += [p.key for s, p in group if s is side and p.key not in held]
             if not mine:
                 return
-            with tempfile.TemporaryDirectory(prefix="perfsite-") as tmp:
+            with owned_tempdir("perfsite-run-") as tmp:
                 self._measure_in(Path(tmp), mine)
 
     def _measure_in(self, tmp: Path, group: list[tuple[Side, PlannedTrial]]) -> None:

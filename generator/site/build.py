@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from generator.errors import SiteError
+from generator.processes import die_with_parent
 from generator.results.store import ResultsDir, find_experiments, load_experiment
 from generator.site import publish, vendor
 from generator.site.pages import REPORTS_DIR, Page, home_page, render_pages, templates_dir
@@ -271,7 +272,7 @@ def _run_mkdocs(config: Path) -> None:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)]
     done = subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True,
-                          preexec_fn=publish.die_with_parent)
+                          preexec_fn=die_with_parent)
     if done.returncode != 0:
         output = (done.stdout + done.stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
         raise SiteError(

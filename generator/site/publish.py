@@ -24,12 +24,12 @@ import json
 import os
 import re
 import shutil
-import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from generator.errors import SiteError
+from generator.processes import alive
 
 MARKER = ".perfsite-site"
 # Files only a perfsite-built site has: a site of a release before the marker is recognised by them.
@@ -94,20 +94,8 @@ def clean_stale(parent: Path) -> None:
         return
     for entry in parent.iterdir():
         match = _STAGING.match(entry.name)
-        if match and entry.is_dir() and not entry.is_symlink() and not _alive(int(match["pid"])):
+        if match and entry.is_dir() and not entry.is_symlink() and not alive(int(match["pid"])):
             shutil.rmtree(entry, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # a leftover of an earlier process that had this pid
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -139,10 +127,3 @@ def build_lock(project_root: Path, say: Callable[[str], None]) -> Iterator[None]
         yield
     finally:
         os.close(fd)
-
-
-def die_with_parent() -> None:
-    """For subprocess' preexec_fn: the child gets SIGKILL when the process that started it dies (Linux
-    prctl PR_SET_PDEATHSIG), so a killed `perfsite build` leaves no mkdocs writing on as an orphan."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG

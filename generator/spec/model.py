@@ -10,7 +10,6 @@ trusts these records.
 from __future__ import annotations
 
 import math
-
 import re
 from typing import Annotated, Any
 
@@ -245,9 +244,10 @@ def _size_issues(sweep: Sweep, versions: int) -> list[Issue]:
     if total <= MAX_TRIALS:
         return []
     listed = " × ".join(f"{name} {n}" for name, n in lengths.items() if n > 1)
-    return [Issue(("sweep",), f"the sweep plans {total:,} trials ({listed} values × {versions} version(s)), more than the "
-                      f"{MAX_TRIALS:,} one spec may plan; split it into several specs or sweep fewer values "
-                      "(`exclude:` applies after this count)")]
+    message = (f"the sweep plans {total:,} trials ({listed} values × {versions} version(s)), more than the "
+               f"{MAX_TRIALS:,} one spec may plan; split it into several specs or sweep fewer values "
+               "(`exclude:` applies after this count)")
+    return [Issue(("sweep",), message)]
 
 def _version_issues(models: dict[str, ModelSpec]) -> list[Issue]:
     issues = []

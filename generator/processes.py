@@ -1,0 +1,63 @@
+"""Child processes and temporary folders that never outlive the perfsite process that made them.
+
+`kill -9` of `perfsite run` or `perfsite profile` used to leave the measurement worker running until its time
+limit (a run started at once was measured on a loaded machine) and its temporary folder behind; `kill -9` of
+`perfsite build` left mkdocs writing as an orphan. Children get `die_with_parent` as their preexec_fn (Linux's
+PR_SET_PDEATHSIG: the kernel sends them SIGKILL when the parent dies, whatever killed it), and temporary
+folders carry their creator's pid in their name, so the next perfsite removes those of dead processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """For subprocess' preexec_fn: SIGKILL this child when its parent dies (Linux; elsewhere nothing)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def alive(pid: int) -> bool:
+    """Whether another process with this pid runs (ours counts as gone: a leftover of an earlier holder)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def owned_tempdir(prefix: str) -> Iterator[str]:
+    """A temporary folder `<prefix><pid>-XXXX`, removed on exit; first, those of dead processes."""
+    clean_stale_tempdirs(prefix)
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-") as folder:
+        yield folder
+
+
+def clean_stale_tempdirs(prefix: str, parent: str | None = None) -> list[Path]:
+    """Remove `<prefix><pid>-*` folders whose process is gone; returns what was removed."""
+    pattern = re.compile(rf"^{re.escape(prefix)}(\d+)-")
+    removed = []
+    root = Path(parent or tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in root.iterdir():
+            match = pattern.match(entry.name)
+            if match and entry.is_dir() and not entry.is_symlink() and not alive(int(match.group(1))):
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+    return removed
