@@ -314,7 +314,7 @@ def _echo_err(text: str) -> None:
 def main() -> None:
     """Console-script entry: run the app, turning user errors into one paragraph and exit status 1."""
     try:
-        rc = app(standalone_mode=False)
+        rc = app(prog_name="perfsite", standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else 0)
     except PerfsiteError as e:
         _user_error(e)
@@ -332,11 +332,21 @@ def main() -> None:
     except typer.Abort:
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:  # click's usage errors arrive here in non-standalone mode
+        if type(e).__name__ == "NoArgsIsHelpError":
+            sys.exit(0)  # plain `perfsite` (or a group without its command) asks for the help just printed
         if isinstance(e, _click_exceptions()):
-            e.show()
-            # Usage errors are user errors: exit 1, keeping 2 and 3 for `perfsite diff` verdicts.
+            # Usage errors are user errors: one paragraph and exit 1, keeping 2 and 3 for `perfsite diff`.
+            typer.echo(_paragraph(f"error: {_usage_message(e)}"), err=True)
             sys.exit(1)
         raise
+
+
+def _usage_message(e: Exception) -> str:
+    """Click's message for a malformed command line, with the command whose help lists what is allowed."""
+    message = e.format_message() if hasattr(e, "format_message") else str(e)
+    ctx = getattr(e, "ctx", None)
+    command = ctx.command_path if ctx is not None and ctx.command_path else "perfsite"
+    return f"{message.rstrip('.')}. Run `{command} --help` for the arguments and options it takes."
 
 
 def _user_error(e: PerfsiteError) -> None:

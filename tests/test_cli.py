@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from perfsite_testing import ROOT, perfsite, write_spec
@@ -55,7 +56,8 @@ def test_usage_errors_exit_1_not_2(tmp_path):
     for args in (("--no-such-option",), ("run", "--no-such-option", "x.yaml")):
         out = perfsite(*args)
         assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
-        assert "Error: No such option: --no-such-option" in out.stderr
+        assert "error: No such option: --no-such-option. Run `perfsite --help`" in out.stderr or \
+            "error: No such option: --no-such-option. Run `perfsite run --help`" in out.stderr
 
 
 def test_missing_spec_file_is_a_user_error(tmp_path):
@@ -75,3 +77,56 @@ def test_every_command_has_help_and_is_documented(command):
     docs = (ROOT / "docs" / "cli.md").read_text()
     assert f"perfsite {command}" in docs
     assert f"perfsite {command}" in (ROOT / "README.md").read_text()
+
+
+def _malformed_command_lines() -> list[tuple[list[str], str]]:
+    """For every command (read from the app, so new ones are covered): an unknown option, a missing argument,
+    each option without its value, and each number option with a word for a value; with the fragment of the
+    message that says what is wrong."""
+    import typing
+
+    import typer
+
+    from generator.cli import app
+
+    cases: list[tuple[list[str], str]] = [(["nosuch"], "No such command 'nosuch'"),
+                                           (["--no-such-option"], "No such option: --no-such-option")]
+    for name, command in typer.main.get_command(app).commands.items():
+        hints = typing.get_type_hints(command.callback)
+        arguments = [p for p in command.params if p.param_type_name == "argument" and p.required]
+        given = ["x"] * len(arguments)
+        cases.append(([name, *given, "--no-such-option"], "No such option: --no-such-option"))
+        if arguments:
+            cases.append(([name], "Missing argument"))
+        for option in (p for p in command.params if p.param_type_name == "option" and not p.is_flag):
+            cases.append(([name, *given, option.opts[0]], f"Option '{option.opts[0]}' requires an argument"))
+            base = {t for t in typing.get_args(hints[option.name]) or (hints[option.name],)} - {type(None)}
+            if base & {int, float}:
+                cases.append(([name, *given, option.opts[0], "abc"], f"Invalid value for '{option.opts[0]}'"))
+    return cases
+
+
+def test_every_malformed_command_line_is_one_paragraph_and_exit_1(tmp_path, monkeypatch, capsys):
+    """Walked in-process through main(): exit 1 (2 and 3 are diff verdicts), `error:`, one paragraph naming the
+    problem and the command's --help, never a traceback."""
+    from generator.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    cases = _malformed_command_lines()
+    assert len(cases) > 60  # every command and option, not a sample
+    for args, fragment in cases:
+        monkeypatch.setattr(sys, "argv", ["perfsite", *args])
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        err = capsys.readouterr().err.strip()
+        assert exit_.value.code == 1, (args, err)
+        assert err.startswith("error: ") and "\n\n" not in err and "Traceback" not in err, (args, err)
+        flat = " ".join(err.split())
+        assert fragment in flat and "--help` for the arguments and options it takes." in flat, (args, err)
+
+
+def test_plain_perfsite_prints_the_commands():
+    """No command at all is a request for the list of commands, not a mistake: help on stdout, exit 0."""
+    out = perfsite()
+    assert out.returncode == 0 and "Usage: perfsite" in out.stdout and "run" in out.stdout
+    assert "Traceback" not in out.stderr
