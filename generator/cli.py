@@ -154,8 +154,7 @@ def serve(
     from generator.site.serve import serve_forever
 
     folder = site or project_root(Path.cwd()) / "site"
-    typer.echo(f"Serving {folder} on http://127.0.0.1:{port}/ (Ctrl-C stops)")
-    serve_forever(folder, port)
+    serve_forever(folder, port, lambda url: typer.echo(f"Serving {folder} on {url} (Ctrl-C stops)"))
 
 
 @app.command("example-models")

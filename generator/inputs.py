@@ -8,6 +8,9 @@ instead of an onnxruntime error from deep inside a child process.
 from __future__ import annotations
 
 import functools
+import math
+import os
+import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -216,6 +219,23 @@ def _random_from_spec(feeder: _Feeder, name: str, spec: Any, decl: ModelInput, d
     )
 
 
+def check_size(name: str, shape: Sequence[int], dtype: np.dtype, fail: Any) -> None:
+    """Refuse, before allocating, an input larger than half the memory available now: numpy's MemoryError
+    came out as a traceback, or the kernel's out-of-memory killer ended the process."""
+    size = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
+    available = _available_bytes()
+    if available is not None and size > available / 2:
+        raise fail(f"shape {list(shape)} of {np.dtype(dtype).name} is {size / 2**30:,.1f} GiB, more than half of "
+                   f"the {available / 2**30:,.1f} GiB of memory available; use a smaller shape or batch")
+
+
+def _available_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def random_array(
     rng: np.random.Generator,
     dtype: np.dtype,
@@ -225,6 +245,7 @@ def random_array(
     name: str,
 ) -> np.ndarray:
     """Standard normal floats (uniform in ``bounds`` if given), uniform ints in [low, high), fair bools."""
+    check_size(name, shape, dtype, lambda problem: fail(name, problem))
     if dtype.kind == "b":
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
@@ -243,8 +264,16 @@ def random_array(
 def _from_value(feeder: _Feeder, name: str, value: Any, decl: ModelInput, dtype: np.dtype) -> np.ndarray:
     try:
         array = np.asarray(value, dtype=dtype)
+    except OverflowError as e:
+        info = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype)
+        raise feeder.fail(name, f"value {value!r} does not fit {dtype.name} ({info.min}..{info.max}), the "
+                          "model's type for this input", decl) from e
     except (TypeError, ValueError) as e:
         raise feeder.fail(name, f"value {value!r} cannot be read as {dtype.name}: {e}", decl) from e
+    if dtype.kind == "f" and not np.isfinite(array).all():  # 1e39 becomes inf in float32, silently
+        info = np.finfo(dtype)
+        raise feeder.fail(name, f"value {value!r} does not fit {dtype.name} (±{info.max:.4g}), the model's type "
+                          "for this input", decl)
     rank = len(decl.shape) if decl.shape is not None else array.ndim
     if array.ndim == rank:
         feeder.check_shape(name, array.shape, decl, f"value of shape {list(array.shape)}")
@@ -259,6 +288,7 @@ def _from_value(feeder: _Feeder, name: str, value: Any, decl: ModelInput, dtype:
             "sweep; give the value with its full shape, or use `shape:` with placeholders",
             decl,
         )
+    check_size(name, shape, dtype, lambda problem: feeder.fail(name, problem, decl))
     try:
         return np.broadcast_to(array, shape).copy()
     except ValueError as e:
@@ -316,10 +346,16 @@ def load_array_file(loaded: Any, file: str, key: str | None, field: str) -> np.n
         raise RunError(
             f"{loaded.path}: {field}.file: {path} does not exist (paths are relative to the spec file)."
         )
+    def unreadable(e: Exception) -> RunError:
+        why = "it holds Python objects, which perfsite does not unpickle" if "allow_pickle" in str(e) else str(e)
+        return RunError(f"{loaded.path}: {field}.file: {path} is not a readable .npy or .npz file "
+                        f"({type(e).__name__}: {why}). Allowed: numeric arrays saved with numpy.save or "
+                        "numpy.savez.")
+
     try:
         data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise RunError(f"{loaded.path}: {field}.file: {path} is not a readable .npy or .npz file: {e}") from e
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise unreadable(e) from e
     if isinstance(data, np.ndarray):
         return data
     with data:
@@ -331,7 +367,10 @@ def load_array_file(loaded: Any, file: str, key: str | None, field: str) -> np.n
                 f"{loaded.path}: {field}.key: {path} holds the arrays {keys}; set `key:` to one of them"
                 + (f" (not {key!r})." if key is not None else ".")
             )
-        return data[key]
+        try:
+            return data[key]
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:  # a damaged member, an object array
+            raise unreadable(e) from e
 
 
 def _undescribed(feeder: _Feeder, decl: ModelInput) -> np.ndarray | None:

@@ -764,6 +764,77 @@ def test_sweep_too_large(rows):
              "more than the 100,000 one spec may plan")
 
 
+def _io_model(path: Path, elem_type: int, dims: list) -> None:
+    """x -> Cast to float -> y, with x of `elem_type` and shape `dims`."""
+    x = helper.make_tensor_value_info("x", elem_type, dims)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)
+    graph = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, path)
+
+
+@row_setup
+def setup_value_does_not_fit_the_input_type(p: Path) -> list[Command]:
+    _io_model(p / "models" / "u8.onnx", TensorProto.UINT8, ["batch", 4])
+    _spec(p, ("{path: models/tiny.onnx}", "{path: models/u8.onnx}"),
+          ("x: {shape: [batch, 4], dtype: float32}", "x: {value: 300}"))
+    return _run("--quick")
+
+
+def test_value_does_not_fit_the_input_type(rows):
+    row = _row(rows, "value_does_not_fit_the_input_type")
+    _refused(row.result, "inputs.x: value 300 does not fit uint8 (0..255), the model's type for this input",
+             "declares x: uint8 [batch, 4]")
+
+
+@row_setup
+def setup_input_larger_than_memory(p: Path) -> list[Command]:
+    _io_model(p / "models" / "free.onnx", TensorProto.FLOAT, ["batch", "n"])
+    _spec(p, ("{path: models/tiny.onnx}", "{path: models/free.onnx}"),
+          ("x: {shape: [batch, 4], dtype: float32}", "x: {shape: [batch, 100000000000], dtype: float32}"))
+    return _run("--quick") + [(["profile", "models/free.onnx", "--shape", "x=1,100000000000", "--quick"], {})]
+
+
+def test_input_larger_than_memory(rows):
+    """numpy's MemoryError was a traceback (or the OOM killer ended the process)."""
+    row = _row(rows, "input_larger_than_memory")
+    for result in row.results:
+        _refused(result, "inputs.x: shape [1, 100000000000] of float32 is 372.5 GiB, more than half of the",
+                 "use a smaller shape or batch")
+
+
+@row_setup
+def setup_unreadable_npz_inputs(p: Path) -> list[Command]:
+    (p / "corrupt.npz").write_bytes(b"PK\x03\x04 not a zip archive")
+    np.savez(p / "objects.npz", x=np.array([{"a": 1}], dtype=object))
+    commands = []
+    for name in ("corrupt", "objects"):
+        _spec(p, ("x: {shape: [batch, 4], dtype: float32}", f"x: {{file: {name}.npz}}"), name=f"{name}.yaml")
+        commands.append((["run", f"{name}.yaml", "--results", "results", "--quick"], {}))
+    return commands
+
+
+def test_unreadable_npz_inputs(rows):
+    row = _row(rows, "unreadable_npz_inputs")
+    corrupt, objects = row.results
+    _refused(corrupt, f"inputs.x.file: {row.project / 'corrupt.npz'} is not a readable .npy or .npz file "
+             "(BadZipFile: File is not a zip file)", "Allowed: numeric arrays saved with numpy.save")
+    _refused(objects, f"inputs.x.file: {row.project / 'objects.npz'} is not a readable .npy or .npz file "
+             "(ValueError: it holds Python objects, which perfsite does not unpickle)")
+
+
+@row_setup
+def setup_serve_on_a_port_that_does_not_exist(p: Path) -> list[Command]:
+    return [(["serve", "--port", "99999"], {}), (["serve", "--port", "-1"], {})]
+
+
+def test_serve_on_a_port_that_does_not_exist(rows):
+    row = _row(rows, "serve_on_a_port_that_does_not_exist")
+    for result, port in zip(row.results, ("99999", "-1"), strict=True):
+        _refused(result, f"--port {port} is not a TCP port. Allowed: 1 to 65535 (0: any free port")
+
+
 # ---- a spec changed since its results were measured -----------------------------------------------------------
 
 

@@ -244,3 +244,35 @@ def test_kill_9_of_run_takes_its_worker_and_the_next_run_removes_its_temp_folder
                      env={"TMPDIR": str(two_versions / "tmp")})
     assert final.returncode == 0, final.stderr
     assert not [p for p in (two_versions / "tmp").iterdir() if p.name.startswith(f"perfsite-run-{proc.pid}-")]
+
+
+def test_disk_full_during_run_is_one_paragraph_and_keeps_finished_trials(two_versions, monkeypatch):
+    """ENOSPC on the second trial's files: a ResultsError naming the file (the CLI's one paragraph, exit 1),
+    and the first trial stays whole."""
+    import errno
+
+    from generator.errors import ResultsError
+    from generator.results import store
+    from generator.runner.orchestrate import RunOptions, run_experiment
+    from generator.spec import load_spec
+
+    real, committed = store.atomic_write_bytes, []
+
+    def fills_up(path: Path, data: bytes) -> None:
+        if committed and path.parent.name == "processes":  # the second trial's first file
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+        if path.parent.name == "trials":
+            committed.append(path.stem)
+
+    monkeypatch.setattr(store, "atomic_write_bytes", fills_up)
+    monkeypatch.setenv("PERFSITE_QUICK", "1")
+    loaded = load_spec(two_versions / "spec.yaml")
+    results = two_versions / "results" / "faults"
+    with pytest.raises(ResultsError) as raised:
+        run_experiment(loaded, RunOptions(results_dir=results, quick=True))
+    message = " ".join(str(raised.value).split())
+    assert message.startswith(f"Cannot write {results / 'processes'}") and "No space left on device" in message
+    assert "Every trial stored before it is kept and whole" in message
+    trials = _assert_whole(results)
+    assert list(trials["trial_key"]) == committed and len(committed) == 1

@@ -16,10 +16,11 @@ its files or is not in `trials` at all; rows of other tables whose trial is not 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,19 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """A failed write to the results (disk full, quota, permissions changed mid-run) as a ResultsError naming
+    the file: the trials stored before it stay whole, since each is committed by its own rename."""
+    try:
+        yield
+    except OSError as e:
+        raise ResultsError(
+            f"Cannot write {path}: {e.strerror or e}. Every trial stored before it is kept and whole; free space "
+            "(or fix the folder's permissions) and run the same command again to measure the rest."
+        ) from e
 
 
 def table_to_parquet_bytes(table: str, rows: Iterable[Mapping[str, Any]]) -> bytes:
@@ -108,16 +122,20 @@ class ResultsDir:
         for table in TRIAL_TABLES:
             rows = getattr(files, table)
             data = _latency_bytes(rows) if isinstance(rows, pa.Table) else table_to_parquet_bytes(table, rows)
-            atomic_write_bytes(self._file(table, key), data)
-        atomic_write_bytes(self._file("trials", key), table_to_parquet_bytes("trials", [files.trial]))
+            with _writing(self._file(table, key)):
+                atomic_write_bytes(self._file(table, key), data)
+        with _writing(self._file("trials", key)):
+            atomic_write_bytes(self._file("trials", key), table_to_parquet_bytes("trials", [files.trial]))
 
     def write_row(self, table: str, key: str, row: Mapping[str, Any]) -> None:
-        atomic_write_bytes(self._file(table, key), table_to_parquet_bytes(table, [row]))
+        with _writing(self._file(table, key)):
+            atomic_write_bytes(self._file(table, key), table_to_parquet_bytes(table, [row]))
 
     def write_spec(self, sha256: str, canonical_json: str) -> None:
         path = self.path / "specs" / f"{sha256}.json"
         if not path.exists():
-            atomic_write_bytes(path, canonical_json.encode())
+            with _writing(path):
+                atomic_write_bytes(path, canonical_json.encode())
 
     def stored_trial_keys(self) -> set[str]:
         folder = self.path / "trials"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -18,9 +19,15 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+MAX_PORT = 65535
+
+
 def make_server(site_dir: Path, port: int = 0) -> ThreadingHTTPServer:
     """An HTTP server for site_dir bound to 127.0.0.1:port (port 0: any free port, see server_address)."""
     site_dir = Path(site_dir)
+    if not 0 <= port <= MAX_PORT:
+        raise SiteError(f"--port {port} is not a TCP port. Allowed: 1 to {MAX_PORT} (0: any free port, printed "
+                        "when the server starts); ports below 1024 need administrator rights.")
     if not (site_dir / "index.html").is_file():
         raise SiteError(
             f"{site_dir} holds no index.html: it is not a built site. Build it first with `perfsite build`, "
@@ -34,9 +41,12 @@ def make_server(site_dir: Path, port: int = 0) -> ThreadingHTTPServer:
         raise SiteError(f"Cannot listen on {HOST}:{port} ({reason}); choose another port with --port.") from e
 
 
-def serve(site_dir: Path, port: int) -> None:
-    """Serve site_dir on http://127.0.0.1:port/ until interrupted (KeyboardInterrupt propagates)."""
+def serve(site_dir: Path, port: int, announce: Callable[[str], None] = lambda _url: None) -> None:
+    """Serve site_dir on http://127.0.0.1:port/ until interrupted (KeyboardInterrupt propagates); `announce`
+    gets the URL once the server listens (with port 0, the port the system chose)."""
     with make_server(site_dir, port) as server:
+        host, bound = server.server_address[:2]
+        announce(f"http://{host}:{bound}/")
         server.serve_forever()
 
 
