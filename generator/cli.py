@@ -164,6 +164,9 @@ def example_models(
     """Build the example models (a ResNet-style CNN and a transformer encoder) from code, no downloads."""
     from generator.models import build_example_models
 
+    if out.exists() and not out.is_dir():
+        raise PerfsiteError(f"{out} is a file; the example models go into a folder. Allowed: a folder, new or "
+                            "existing (default: experiments/models).")
     for path in build_example_models(out):
         typer.echo(f"wrote {path}")
 

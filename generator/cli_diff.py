@@ -8,6 +8,7 @@ CLI), 2 a significant regression beyond the thresholds with `--fail-on regressio
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from generator.cli_format import write_output
@@ -100,9 +101,9 @@ def _check_options(fail_on: str | None, latency: float | None, throughput: float
     if fail_on is not None and fail_on not in FAIL_ON:
         raise PerfsiteError(f"--fail-on {fail_on!r} is not known; use --fail-on regression (exit 2 on a "
                             "significant regression) or --fail-on never.")
-    if latency is not None and not latency >= 1.0:
-        raise PerfsiteError(f"--latency-ratio {latency} must be 1 or more: the candidate's latency over the "
-                            "baseline's above which a change is a regression (e.g. 1.05).")
+    if latency is not None and not 1.0 <= latency < math.inf:  # inf: no change could ever be a regression
+        raise PerfsiteError(f"--latency-ratio {latency} must be a finite number, 1 or more: the candidate's "
+                            "latency over the baseline's above which a change is a regression (e.g. 1.05).")
     if throughput is not None and not 0.0 < throughput <= 1.0:
         raise PerfsiteError(f"--throughput-ratio {throughput} must be above 0 and at most 1: the candidate's "
                             "throughput over the baseline's below which a change is a regression (e.g. 0.95).")

@@ -130,3 +130,10 @@ def test_plain_perfsite_prints_the_commands():
     out = perfsite()
     assert out.returncode == 0 and "Usage: perfsite" in out.stdout and "run" in out.stdout
     assert "Traceback" not in out.stderr
+
+
+def test_example_models_into_a_file_is_a_user_error(tmp_path):
+    (tmp_path / "cnn.onnx").write_bytes(b"a model already")
+    out = perfsite("example-models", "cnn.onnx", cwd=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "error: cnn.onnx is a file; the example models go into a folder." in " ".join(out.stderr.split())

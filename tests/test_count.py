@@ -124,7 +124,8 @@ def test_missing_model_file_is_one_paragraph(tmp_path, models):
 
 
 def test_bad_threshold_and_fail_on_are_user_errors(models):
-    for args, said in ((["--threshold", "0.99"], "--threshold 0.99 must be above 1"),
+    for args, said in ((["--threshold", "0.99"], "--threshold 0.99 must be a finite number above 1"),
+                       (["--threshold", "inf"], "--threshold inf must be a finite number above 1"),
                        (["--fail-on", "slower"], "--fail-on 'slower' is not known")):
         out = perfsite("count", str(models["base"]), str(models["slower"]), *args)
         assert out.returncode == 1 and said in " ".join(out.stderr.split()) and "Traceback" not in out.stderr

@@ -270,8 +270,11 @@ def test_user_errors(tmp_path):
     base = str(write_side(tmp_path / "b", Side()))
     with pytest.raises(PerfsiteError, match="--fail-on 'always' is not known"):
         diff_command(base, base, fail_on="always")
-    with pytest.raises(PerfsiteError, match="--latency-ratio 0.9 must be 1 or more"):
+    with pytest.raises(PerfsiteError, match="--latency-ratio 0.9 must be a finite number, 1 or more"):
         diff_command(base, base, latency_ratio=0.9)
+    for endless in (float("inf"), float("nan")):  # inf: nothing could ever be a regression
+        with pytest.raises(PerfsiteError, match=f"--latency-ratio {endless} must be a finite number"):
+            diff_command(base, base, latency_ratio=endless)
     with pytest.raises(PerfsiteError, match="--throughput-ratio 1.2 must be above 0"):
         diff_command(base, base, throughput_ratio=1.2)
     with pytest.raises(PerfsiteError, match="does not exist"):
@@ -345,7 +348,8 @@ def test_trend_follows_each_figure_over_the_commits(repo):
     write_side(repo / "results", Side(latency={1: 1.1, 4: 1.0}, seed=2, finished="2026-01-07T10:00:00Z"))
     git(repo, *commit_all)
     git(repo, "commit", "-q", "-m", "drift 2")
-    commits, points = collect_trend(repo / "results", 10)
+    commits, points, skipped = collect_trend(repo / "results", 10)
+    assert skipped == []
     # The first commit held no results folder: skipped; the other three in order, oldest first.
     assert [c.subject for c in commits] == ["baseline results", "drift <b>1</b>", "drift 2"]
     b1 = [p.latency_ms for p in points if p.config_label == "b1 t1 c1"]
@@ -356,6 +360,24 @@ def test_trend_follows_each_figure_over_the_commits(repo):
     assert "| cnn | fp32 · b1 t1 c1 |" in page.markdown and "| &#43;10.0% |" in page.markdown
     assert "<b>" not in page.markdown and "drift &#60;b&#62;1&#60;/b&#62;" in page.markdown
     assert 'data-chart="chart-trend-latency-1"' in page.markdown
+
+
+def test_a_damaged_file_in_an_old_commit_is_skipped_by_the_trend_not_fatal(repo):
+    """A corrupt Parquet file committed once used to fail every later `build --trend`."""
+    from generator.diff.trend import collect_trend, trend_page
+
+    trial = sorted((repo / "results" / EXPERIMENT / "trials").glob("*.parquet"))[0]
+    good = trial.read_bytes()
+    trial.write_bytes(good[:100])
+    git(repo, "commit", "-q", "-am", "a damaged copy")
+    trial.write_bytes(good)
+    git(repo, "commit", "-q", "-am", "repaired")
+    commits, points, skipped = collect_trend(repo / "results", 10)
+    assert [c.subject for c in commits] == ["baseline results", "repaired"] and points
+    assert [(c.subject, f"results/{EXPERIMENT}/trials/{trial.name} is not readable Parquet" in why)
+            for c, why in skipped] == [("a damaged copy", True)]
+    page = trend_page(commits, points, 10, skipped).markdown
+    assert '!!! warning "1 commit skipped: results unreadable"' in page and "a damaged copy" in page
 
 
 def test_trend_outside_git_is_a_user_error(tmp_path):

@@ -14,6 +14,8 @@ The words are those of `perfsite diff` (generator.diff.verdict), so that CI read
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from generator.counting.count import CountResult, VersionCount
@@ -48,9 +50,9 @@ def compare_counts(result: CountResult, baseline: str, candidate: str,
 
 
 def check_threshold(threshold: float) -> None:
-    if not threshold > 1.0:
-        raise RunError(f"--threshold {threshold} must be above 1: the candidate's instructions over the "
-                       "baseline's above which it is slower (e.g. 1.01 for 1 %).")
+    if not 1.0 < threshold < math.inf:  # inf would make every candidate "no significant change"
+        raise RunError(f"--threshold {threshold} must be a finite number above 1: the candidate's instructions "
+                       "over the baseline's above which it is slower (e.g. 1.01 for 1 %).")
 
 
 def _judge(baseline: VersionCount, candidate: VersionCount, ratio: float, threshold: float) -> tuple[str, str]:

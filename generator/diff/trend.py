@@ -27,6 +27,7 @@ from generator.diff.sources import (
     load_side,
     materialize,
 )
+from generator.errors import PerfsiteError
 from generator.results.store import ExperimentResults
 from generator.site.charts import _round, chart_block
 from generator.site.pages import REPORTS_DIR, Page, render, template_env
@@ -70,12 +71,13 @@ class SeriesChange:
         return self.last.latency_ms / self.first.latency_ms if self.first.latency_ms else float("nan")
 
 
-def collect_trend(results_root: Path, last: int) -> tuple[list[Commit], list[TrendPoint]]:
+def collect_trend(results_root: Path, last: int) -> tuple[list[Commit], list[TrendPoint], list[tuple[Commit, str]]]:
     """The commits (oldest first) among the last `last` that changed the results folder and still hold
-    results, and every configuration's figures at each of them."""
+    results, every configuration's figures at each of them, and the commits skipped because their results
+    could not be read (a damaged file committed once must not fail every later build), each with why."""
     repo, rel = git_location(results_root, "--trend follows the results folder {path} through git history",
                              "Commit the results in a git repository, or build without --trend.")
-    commits, points = [], []
+    commits, points, skipped = [], [], []
     for commit in commits_changing(repo, rel, last):
         with tempfile.TemporaryDirectory(prefix="perfsite-trend-") as tmp:
             try:
@@ -83,9 +85,12 @@ def collect_trend(results_root: Path, last: int) -> tuple[list[Commit], list[Tre
                 experiments = load_side(ResultsSource(commit.commit[:12], folder, commit.commit))
             except SourceError:
                 continue  # the folder was deleted at this commit, or held no finished trial yet
+            except PerfsiteError as e:  # damaged or unreadable results in that revision
+                skipped.append((commit, str(e).replace(str(folder), rel)))
+                continue
             points += trend_points(experiments, commit, len(commits))
             commits.append(commit)
-    return commits, points
+    return commits, points, skipped
 
 
 def trend_points(experiments: list[ExperimentResults], commit: Commit, position: int) -> list[TrendPoint]:
@@ -145,11 +150,12 @@ def _label_expr(labels: dict[int, str]) -> str:
 
 def trend_pages(results_root: Path, last: int) -> list[Page]:
     """The trend page for `perfsite build --trend N`."""
-    commits, points = collect_trend(results_root, last)
-    return [trend_page(commits, points, last)]
+    commits, points, skipped = collect_trend(results_root, last)
+    return [trend_page(commits, points, last, skipped)]
 
 
-def trend_page(commits: list[Commit], points: list[TrendPoint], last: int) -> Page:
+def trend_page(commits: list[Commit], points: list[TrendPoint], last: int,
+               skipped: list[tuple[Commit, str]] = ()) -> Page:
     """The page from collected points: per experiment, latency and throughput over commits, then a table."""
     experiments = sorted({p.experiment for p in points})
     sections = []
@@ -159,4 +165,5 @@ def trend_page(commits: list[Commit], points: list[TrendPoint], last: int) -> Pa
                   for figure in ("latency", "throughput")]
         sections.append({"experiment": exp, "charts": charts})
     return render(template_env(), "trend.md.j2", TREND_PATH, "Trend over commits", True, commits=commits,
-                  sections=sections, changes=series_changes(points), last=last, signed_pct=signed_pct)
+                  sections=sections, changes=series_changes(points), last=last, signed_pct=signed_pct,
+                  skipped=list(skipped))
