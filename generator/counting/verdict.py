@@ -15,7 +15,6 @@ The words are those of `perfsite diff` (generator.diff.verdict), so that CI read
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 from generator.counting.count import CountResult, VersionCount
