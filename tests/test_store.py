@@ -146,3 +146,20 @@ def test_a_copied_trial_file_counts_once_and_a_lost_side_table_is_named(tmp_path
     pages = [p.read_text() for p in (tmp_path / ".perfsite" / "build" / "docs").rglob("profile-*.md")]
     assert pages and all('!!! failure "Results files missing"' in page for page in pages)
     assert any(f"nodes/{key}.parquet" in "".join(pages) for key in lost)
+
+
+def test_an_infinite_figure_in_a_results_file_is_refused_naming_the_file(tmp_path):
+    """A hand-edited `inf` latency made `perfsite build` fail with a JSON traceback."""
+    from test_site_fixture import write_results
+
+    folder = write_results(tmp_path / "results")
+    path = sorted((folder / "trials").glob("*.parquet"))[0]
+    table = pq.read_table(path)
+    column = table.schema.get_field_index("latency_p50_ms")
+    table = table.set_column(column, "latency_p50_ms", pa.array([float("inf")] * table.num_rows, pa.float64()))
+    pq.write_table(table.replace_schema_metadata(pq.read_schema(path).metadata), path)
+    with pytest.raises(ResultsError) as raised:
+        load_experiment(folder)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: `latency_p50_ms` is inf; allowed: a finite number ≥ 0")
+    assert f"named {path.stem}.parquet); the next `perfsite run` measures it again." in message

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from generator.errors import ResultsError
+
 REQUIRED_TABLES = ("processes", "latencies")
 PROFILED_TABLES = ("nodes",)
 
@@ -28,8 +30,16 @@ class IntegrityReport:
     incomplete: dict[str, tuple[str, ...]]  # trial key -> the side-table files it lacks (relative paths)
 
 
+# Figures a page plots and a verdict divides: an infinite or negative one (a hand-edited file, a bug elsewhere)
+# made `build` fail with a JSON traceback; it is refused as a damaged file instead.
+FIGURES = ("latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms",
+           "latency_headline_ms", "latency_min_ms", "latency_max_ms", "throughput_ips")
+
+
 def check(folder: Path, trials: pd.DataFrame) -> IntegrityReport:
-    """Deduplicate `trials` (read with its `_file` column, if available) and find incomplete trials."""
+    """Deduplicate `trials` (read with its `_file` column, if available) and find incomplete trials; a trial
+    whose figures are infinite or negative is a ResultsError naming its file."""
+    _check_figures(Path(folder), trials)
     problems: list[str] = []
     if "_file" in trials:
         trials, problems = _one_row_per_key(Path(folder), trials)
@@ -71,3 +81,18 @@ def _incomplete(folder: Path, trials: pd.DataFrame) -> dict[str, tuple[str, ...]
         if missing:
             out[key] = missing
     return out
+
+
+def _check_figures(folder: Path, trials: pd.DataFrame) -> None:
+    for column in (c for c in FIGURES if c in trials):
+        values = pd.to_numeric(trials[column], errors="coerce")
+        bad = trials[np.isinf(values) | (values < 0)]
+        if not bad.empty:
+            row = bad.iloc[0]
+            name = row["_file"] if "_file" in bad else f"{row['trial_key']}.parquet"
+            raise ResultsError(
+                f"{folder / 'trials' / name}: `{column}` is {row[column]}; allowed: a finite number ≥ 0 (or "
+                "empty). The file was probably edited or damaged outside perfsite; delete that trial's files "
+                f"under {folder} (trials/, processes/, latencies/, … named {row['trial_key']}.parquet); the next "
+                "`perfsite run` measures it again."
+            )
