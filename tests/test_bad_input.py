@@ -779,13 +779,17 @@ def setup_value_does_not_fit_the_input_type(p: Path) -> list[Command]:
     _io_model(p / "models" / "u8.onnx", TensorProto.UINT8, ["batch", 4])
     _spec(p, ("{path: models/tiny.onnx}", "{path: models/u8.onnx}"),
           ("x: {shape: [batch, 4], dtype: float32}", "x: {value: 300}"))
-    return _run("--quick")
+    _spec(p, ("x: {shape: [batch, 4], dtype: float32}", "x: {value: 1.0e+39}"), name="huge.yaml")
+    return _run("--quick") + [(["run", "huge.yaml", "--results", "results", "--quick"], {})]
 
 
 def test_value_does_not_fit_the_input_type(rows):
     row = _row(rows, "value_does_not_fit_the_input_type")
-    _refused(row.result, "inputs.x: value 300 does not fit uint8 (0..255), the model's type for this input",
+    uint8, float32 = row.results
+    _refused(uint8, "inputs.x: value 300 does not fit uint8 (0..255), the model's type for this input",
              "declares x: uint8 [batch, 4]")
+    # 1e39 became inf in float32, silently.
+    _refused(float32, "inputs.x: value 1e+39 does not fit float32 (±3.403e+38), the model's type")
 
 
 @row_setup
