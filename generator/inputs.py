@@ -263,7 +263,8 @@ def random_array(
 
 def _from_value(feeder: _Feeder, name: str, value: Any, decl: ModelInput, dtype: np.dtype) -> np.ndarray:
     try:
-        array = np.asarray(value, dtype=dtype)
+        with np.errstate(over="ignore"):  # a float too large for the type becomes inf: refused just below
+            array = np.asarray(value, dtype=dtype)
     except OverflowError as e:
         info = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype)
         raise feeder.fail(name, f"value {value!r} does not fit {dtype.name} ({info.min}..{info.max}), the "
