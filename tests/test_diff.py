@@ -380,6 +380,22 @@ def test_a_damaged_file_in_an_old_commit_is_skipped_by_the_trend_not_fatal(repo)
     assert '!!! warning "1 commit skipped: results unreadable"' in page and "a damaged copy" in page
 
 
+def test_a_damaged_file_in_a_git_revision_is_named_with_the_revision(repo):
+    """The working-folder advice ("delete the trial, run again") cannot apply to a commit's history."""
+    from generator.errors import ResultsError
+
+    trial = sorted((repo / "results" / EXPERIMENT / "trials").glob("*.parquet"))[0]
+    good = trial.read_bytes()
+    trial.write_bytes(good[:100])
+    git(repo, "commit", "-q", "-am", "a damaged copy")
+    trial.write_bytes(good)
+    with pytest.raises(ResultsError) as raised:
+        diff_command("git:HEAD", str(repo / "results"), results=repo / "results")
+    message = " ".join(str(raised.value).split())
+    assert message.startswith("The results committed at git:HEAD (") and "is not readable Parquet" in message
+    assert "compare with another revision, or commit repaired results" in message
+
+
 def test_trend_outside_git_is_a_user_error(tmp_path):
     from generator.diff.trend import trend_pages
 

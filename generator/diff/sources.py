@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import PerfsiteError
+from generator.errors import PerfsiteError, ResultsError
 
 GIT_PREFIX = "git:"
 GIT_TIMEOUT_S = 120
@@ -154,4 +154,14 @@ def load_side(source: ResultsSource) -> list:
             f"{source.short} holds no finished trial (looked in {source.path}). Run `perfsite run SPEC "
             "--results DIR` for it first, or check the path."
         )
-    return [load_experiment(p) for p in folders]
+    if source.commit is None:
+        return [load_experiment(p) for p in folders]
+    try:
+        return [load_experiment(p) for p in folders]
+    except ResultsError as e:
+        # The advice for a working folder (delete the trial, run again) cannot apply to a commit's history.
+        raise ResultsError(
+            f"The results committed at {source.label} ({source.commit[:12]}) cannot be read: {e} That file is in "
+            "the commit's history, so it stays as it is: compare with another revision, or commit repaired "
+            "results and compare with that commit."
+        ) from e
