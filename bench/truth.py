@@ -42,7 +42,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import helper, numpy_helper
 
 SPEC = """\
@@ -88,31 +87,53 @@ def slower_copy(model: onnx.ModelProto, width: int) -> onnx.ModelProto:
     return m
 
 
-def _seconds_per_run(session: ort.InferenceSession, feeds: dict, n: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(n):
-        session.run(None, feeds)
-    return (time.perf_counter() - t0) / n
+PROBE = """\
+import sys, time, numpy as np, onnxruntime as ort
+so = ort.SessionOptions(); so.intra_op_num_threads = 1
+s = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+x = {"input": np.random.default_rng(0).random((1, 3, 64, 64), dtype=np.float32)}
+for _ in range(20): s.run(None, x)
+lat, end = [], time.perf_counter() + float(sys.argv[2])
+while time.perf_counter() < end:
+    t0 = time.perf_counter_ns(); s.run(None, x); lat.append(time.perf_counter_ns() - t0)
+print(np.percentile(lat, 90))
+"""
 
 
-def calibrate(model: onnx.ModelProto, slowdown: float) -> tuple[onnx.ModelProto, float]:
-    """The slower copy whose in-process median slowdown is closest to `slowdown` (1 thread, interleaved)."""
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    feeds = {"input": np.random.default_rng(0).random((1, 3, 64, 64), dtype=np.float32)}
-    base = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    best: tuple[float, onnx.ModelProto, float] | None = None
-    for width in range(8, 320, 8):
+def _p90_in_own_process(path: Path, seconds: float) -> float:
+    done = subprocess.run([sys.executable, "-c", PROBE, str(path), str(seconds)], capture_output=True, text=True,
+                          check=True)
+    return float(done.stdout)
+
+
+def _slowdown(base: Path, cand: Path, rounds: int = 4, seconds: float = 0.6) -> float:
+    """The candidate's p90 over the baseline's, each in its own process, rounds alternating (median ratio).
+
+    Measured as perfsite measures (one model per process), not by alternating two sessions in one process:
+    there the two models evict each other's weights from the caches, and the extra branch (a large weight
+    matrix) looked twice as costly as it is (+11 % calibrated in process, +4.4 % measured by perfsite)."""
+    ratios = [_p90_in_own_process(cand, seconds) / _p90_in_own_process(base, seconds) for _ in range(rounds)]
+    return float(np.median(ratios)) - 1.0
+
+
+def calibrate(model: onnx.ModelProto, slowdown: float, root: Path) -> tuple[onnx.ModelProto, float]:
+    """The slower copy whose p90 slowdown (measured as _slowdown does) is closest to `slowdown`, searched by
+    secant steps on the extra branch's width (its cost grows about linearly with it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    base = root / "base.onnx"
+    onnx.save(model, base)
+    tried: list[tuple[float, int, onnx.ModelProto]] = []
+    width = 64
+    for _ in range(4):
         cand_model = slower_copy(model, width)
-        cand = ort.InferenceSession(cand_model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-        ratios = [_seconds_per_run(cand, feeds, 30) / _seconds_per_run(base, feeds, 30) for _ in range(7)]
-        got = float(np.median(ratios)) - 1.0
-        if best is None or abs(got - slowdown) < abs(best[0] - slowdown):
-            best = (got, cand_model, got)
-        if got > slowdown * 1.3:
+        onnx.save(cand_model, root / "cand.onnx")
+        got = _slowdown(base, root / "cand.onnx")
+        tried.append((got, width, cand_model))
+        if abs(got - slowdown) < 0.1 * slowdown:
             break
-    assert best is not None
-    return best[1], best[2]
+        width = int(np.clip(round(width * slowdown / max(got, 0.005)), 8, 4096))
+    got, _, best = min(tried, key=lambda t: abs(t[0] - slowdown))
+    return best, got
 
 
 def checkout(root: Path, name: str, model: onnx.ModelProto) -> Path:
@@ -148,7 +169,8 @@ def answer(base: Path, cand: Path, store: Path, separate: bool, latency_ratio: s
     if not verdict.is_file():
         raise SystemExit(f"perfsite diff wrote no verdict (exit {done.returncode}): {done.stderr[-2000:]}")
     data = json.loads(verdict.read_text())
-    return {"verdict": data["verdict"], "exit": done.returncode, **_cost(store)}
+    ratio = (data.get("trials") or [{}])[0].get("latency_ratio") or {}
+    return {"verdict": data["verdict"], "exit": done.returncode, "ratio": ratio.get("point"), **_cost(store)}
 
 
 def count_answer(base: Path, cand: Path, store: Path, iterations: int) -> dict:
@@ -191,7 +213,9 @@ def stop(neighbours: list[subprocess.Popen]) -> None:
 def summary(name: str, answers: list[dict]) -> str:
     counts = Counter(a["verdict"] for a in answers)
     seconds = [a["measuring_s"] for a in answers]
-    return (f"{name}: {dict(counts)} of {len(answers)}; preempted {np.mean([a['preempted'] for a in answers]):.1%}"
+    ratios = [a["ratio"] for a in answers if a.get("ratio") is not None]
+    measured = f"; measured ratio median {np.median(ratios):.3f}" if ratios else ""
+    return (f"{name}: {dict(counts)} of {len(answers)}{measured}; preempted {np.mean([a['preempted'] for a in answers]):.1%}"
             f" of requests; measuring per side: median {np.median(seconds):.0f} s, max {max(seconds):.0f} s; "
             f"{sum(a['exhausted'] > 0 for a in answers)} answers with a trial out of budget")
 
@@ -202,7 +226,8 @@ def _round_line(aa: list[dict], ab: list[dict], slowdown: float, count: bool) ->
     for name, answers in (("A/A", aa), (f"+{slowdown:.0%}", ab)):
         if answers:
             a = answers[-1]
-            extra = f"ratio {a['ratio']}, spread {a['spread_pct']:.3f} %" if count else f"{a['measuring_s']:.0f} s"
+            extra = (f"ratio {a['ratio']}, spread {a['spread_pct']:.3f} %" if count else
+                     f"{a['measuring_s']:.0f} s, latency ratio {a['ratio'] or float('nan'):.3f}")
             parts.append(f"{name} {a['verdict']} ({extra})")
     return ", ".join(parts)
 
@@ -227,9 +252,9 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     cnn = next(p for p in build_example_models(root / "built") if "cnn" in p.stem)
     model = onnx.load(cnn)
-    slow, got = calibrate(model, args.slowdown)
+    slow, got = calibrate(model, args.slowdown, root / "calibration")
     base, same, slower = (checkout(root, n, m) for n, m in (("base", model), ("same", model), ("slower", slow)))
-    print(f"load {args.load}, {args.rounds} rounds, candidate +{got:.1%} in process (asked +{args.slowdown:.0%}), "
+    print(f"load {args.load}, {args.rounds} rounds, candidate p90 +{got:.1%} calibrated in separate processes (asked +{args.slowdown:.0%}), "
           f"{'separate runs' if args.separate else 'paired (--measure)'}, "
           f"latency ratio {args.latency_ratio or 'spec default 1.05'}", flush=True)
     neighbours = start_neighbours(args.load)
