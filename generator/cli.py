@@ -90,14 +90,14 @@ def run(
 
 def _check_distinct_names(loaded_specs: list, results: Path | None) -> None:
     """Two specs of one `perfsite run` that share a name (and a results root) would write into one folder."""
-    from generator.runner.orchestrate import same_name_message
+    from generator.runner.orchestrate import model_files, same_name_message
 
-    seen: dict[tuple[str, Path], Path] = {}
+    seen: dict[tuple[str, Path], object] = {}
     for loaded in loaded_specs:
         root = (results or _default_results(loaded.path.parent)).absolute()
-        first = seen.setdefault((loaded.spec.name, root), loaded.path)
-        if first != loaded.path:
-            raise RunError(same_name_message(loaded.path, first, loaded.spec.name, root / loaded.spec.name))
+        first = seen.setdefault((loaded.spec.name, root), loaded)
+        if first.path != loaded.path and not model_files(first) & model_files(loaded):
+            raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name, root / loaded.spec.name))
 
 
 @app.command()

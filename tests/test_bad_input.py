@@ -780,7 +780,7 @@ def setup_value_does_not_fit_the_input_type(p: Path) -> list[Command]:
     _spec(p, ("{path: models/tiny.onnx}", "{path: models/u8.onnx}"),
           ("x: {shape: [batch, 4], dtype: float32}", "x: {value: 300}"))
     _spec(p, ("x: {shape: [batch, 4], dtype: float32}", "x: {value: 1.0e+39}"), name="huge.yaml")
-    return _run("--quick") + [(["run", "huge.yaml", "--results", "results", "--quick"], {})]
+    return _run("--quick") + [(["run", "huge.yaml", "--results", "results-huge", "--quick"], {})]
 
 
 def test_value_does_not_fit_the_input_type(rows):

@@ -15,6 +15,7 @@ a second run measures only what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import os
@@ -186,8 +187,9 @@ def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
     """Refuse to measure into a results folder another spec of the same name wrote: the site would show one
     experiment mixing two unrelated models, with one spec's description and a "best" picked across both.
 
-    The other spec counts only while it exists, still has this name and says something else (a spec moved,
-    renamed or checked out twice stays the same experiment)."""
+    The other spec counts only while it exists, still has this name, says something else and measures none of
+    this spec's model files: a spec moved, copied, edited or checked out twice (sharing its models) stays the
+    same experiment."""
     from generator.spec import load_spec
 
     runs = results.read_table("runs") if (results.path / "runs").is_dir() else None
@@ -198,8 +200,19 @@ def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
             theirs = load_spec(Path(other), allow_outside=True)
         except Exception:  # gone, moved or broken: not a second experiment of this name any more
             continue
-        if theirs.spec.name == loaded.spec.name and theirs.sha256 != loaded.sha256:
+        if (theirs.spec.name == loaded.spec.name and theirs.sha256 != loaded.sha256
+                and not model_files(theirs) & model_files(loaded)):
             raise RunError(same_name_message(loaded.path, Path(other), loaded.spec.name, results.path))
+
+
+def model_files(loaded: LoadedSpec) -> set[Path]:
+    """The model files a spec measures (its `path:` versions), resolved."""
+    found = set()
+    for name, model in loaded.spec.models.items():
+        if getattr(model, "path", None):
+            with contextlib.suppress(Exception):
+                found.add(loaded.resolve(model.path, f"models.{name}.path").resolve())
+    return found
 
 
 def same_name_message(mine: Path, theirs: Path, name: str, folder: Path | None) -> str:
