@@ -169,7 +169,15 @@ def test_transformer_example_runs_with_a_seq_len_sweep(tmp_path, example_models)
 def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
     from generator.runner.orchestrate import run_paired
 
-    loaded = load_spec(cnn_project / "spec.yaml")
+    # The fixture's processes time ~15 requests, whose p90 is their second slowest: three rounds of that once
+    # called this A/A pair "faster" in CI. Quick mode's longest processes (~35 requests) and a target tight
+    # enough that the adaptive rounds spend the quick budget keep the A/A check honest at a few seconds.
+    spec = cnn_project / "spec.yaml"
+    spec.write_text(spec.read_text().replace(
+        "measure: {warmup: 2, min_iterations: 5, min_seconds: 0.02, repeats: 2, profile_iterations: 2}",
+        "measure: {warmup: 3, min_iterations: 10, min_seconds: 0.05, repeats: 2, profile_iterations: 2, "
+        "target: 0.01}"))
+    loaded = load_spec(spec)
     folders = [cnn_project / "paired" / side / "tiny" for side in ("baseline", "candidate")]
     options = tuple(RunOptions(results_dir=f, only="version=fp32,batch=1") for f in folders)
     base, cand = run_paired(loaded, loaded, options)
