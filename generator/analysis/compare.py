@@ -9,13 +9,12 @@ results, same record.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from generator.analysis import stats
 from generator.analysis.advice import AdviceInput, advise
 from generator.analysis.compare_choice import (
     CompareContext,
@@ -28,7 +27,7 @@ from generator.analysis.compare_choice import (
     overall_sweet_spot,
     version_sweet_spot,
 )
-from generator.analysis.layer_match import LayerMatch, group_ratio, kernel_op, match_layers
+from generator.analysis.layer_match import Executed, LayerMatch, group_ratio, kernel_op, match_layers
 from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     AgreementRow,
@@ -40,11 +39,10 @@ from generator.analysis.records_compare import (
     VersionTiming,
 )
 from generator.analysis.summaries import TrialSummary, clean
+from generator.analysis.trial_stats import pair_ratios, quantile_name, timing, trial_stats
 from generator.errors import ResultsError
-from generator.results import intervals
 from generator.results.store import ExperimentResults
 
-P99_MIN_SAMPLES = 460  # as generator.runner.measure: below it the trials' headline falls back to p95
 QUICK_PROFILE_ITERATIONS = 3  # profiled iterations in quick mode (generator.runner.orchestrate)
 PRECISIONS = ("FP32", "FP16", "INT8")
 
@@ -56,13 +54,13 @@ def compare_pairs(exp: ExperimentResults) -> list[Comparison]:
 
 
 def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
-                     config: dict[str, Any] | None = None) -> Comparison:
+                     config: dict[str, Any] | None = None, ctx: CompareContext | None = None) -> Comparison:
     """Version `b` against version `a` (see the module docstring for the defaults).
 
     Raises ResultsError when a version has no successful trial, when no other version exists to compare
     with, or when `config` matches no configuration both versions ran (the message lists those that exist).
     """
-    ctx = compare_context(exp)
+    ctx = ctx or compare_context(exp)  # one context for many comparisons shares its per-trial statistics
     check_version(ctx, a, "A")
     b_was_default = b is None
     b, b_reason = default_b(ctx, a) if b is None else (b, None)
@@ -80,7 +78,8 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
         a_trial_key=ta.trial_key if ta else None, b_trial_key=tb.trial_key if tb else None,
         b_was_default=b_was_default, points=points, sweet_spots=spots,
         latency_ratio=timing.latency, throughput_ratio=timing.throughput, timings=timing.timings,
-        layer_types=_layer_types(match, timing.reference, ctx, ta, tb) if match else (),
+        layer_types=layer_type_rows(match.executed_a, match.executed_b, timing.reference, iterations_of(ctx, ta),
+                                    iterations_of(ctx, tb)) if match else (),
         kernels=match.kernels if match else (), overhead=match.overhead if match else None,
         coverage=match.coverage if match else None, pareto=tuple(p for p in points if p.on_pareto),
         model_bytes=dict(ctx.model_bytes), precision_share=_precision_shares(ctx, chosen),
@@ -142,58 +141,21 @@ class _Timing:
 def _timings(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | None) -> _Timing:
     if ta is None or tb is None:
         return _Timing()
-    exp = ctx.exp
-    row_a, row_b = (_trial_row(exp, t.trial_key) for t in (ta, tb))
-    sa = stats.process_samples(exp.processes, exp.latencies, ta.trial_key, _known(row_a))
-    sb = stats.process_samples(exp.processes, exp.latencies, tb.trial_key, _known(row_b))
-    # Versions of one configuration measured in one run share its rounds (A B A B …): paired by round.
-    paired = ta.config_label == tb.config_label and row_a.get("run_id") == row_b.get("run_id")
-    between = 0.0 if row_a.get("run_id") == row_b.get("run_id") else intervals.BETWEEN_RUN_SD
-    if not sa.processes or not sb.processes:
+    sa, sb = (trial_stats(ctx.cache, ctx.exp, t) for t in (ta, tb))
+    if not sa.samples.processes or not sb.samples.processes:
         note = "No request latencies are stored for these trials: the figures are shown without intervals."
         return _Timing(timings=(_bare_timing(ta, ctx.percentile), _bare_timing(tb, ctx.percentile)), notes=(note,))
-    q_name, notes = ctx.percentile, ()
-    if q_name == "p99" and min(sum(x.size for x in s.latencies_ms) for s in (sa, sb)) < P99_MIN_SAMPLES:
-        q_name, notes = "p95", (f"Fewer than {P99_MIN_SAMPLES} requests: p95 stands in for p99, as in the "
-                                "trials table.",)
-    lat, boot_a, boot_b = stats.latency_ratio(sa, sb, stats.percentile_of(q_name), paired=paired,
-                                              between_run_sd=between)
-    thr, thr_a, thr_b = stats.throughput_ratio(sa, sb, paired=paired, between_run_sd=between)
-    reference = lat if q_name == "p50" else stats.latency_ratio(sa, sb, 0.5, paired=paired,
-                                                                between_run_sd=between)[0]
-    timings = (_timing(ta, sa, boot_a, thr_a, q_name), _timing(tb, sb, boot_b, thr_b, q_name))
-    notes += tuple(_budget_note(t) for t in (ta, tb) if t.budget_exhausted)
-    return _Timing(lat, thr, timings, reference, notes)
+    q_name, notes = quantile_name(ctx.percentile, sa, sb)
+    r = pair_ratios(sa, sb, q_name)
+    notes += tuple(budget_note(t) for t in (ta, tb) if t.budget_exhausted)
+    return _Timing(r.latency, r.throughput, (timing(sa, q_name), timing(sb, q_name)), r.reference, notes)
 
 
-def _budget_note(t: TrialSummary) -> str:
+def budget_note(t: TrialSummary) -> str:
     reached = f"± {t.ci_halfwidth:.1%}" if t.ci_halfwidth is not None else "no interval"
     target = f"± {t.target:.1%}" if t.target is not None else "its target"
     return (f"{t.version} at {t.config_label} ran out of its measuring budget: its headline interval reached "
             f"{reached}, not {target}. Its ratios are judged with that wider interval.")
-
-
-def _trial_row(exp, trial_key: str) -> dict:
-    rows = exp.trials[exp.trials["trial_key"] == trial_key]
-    return {} if rows.empty else dict(rows.iloc[-1].items())
-
-
-def _known(row: dict) -> bool:
-    """The trial recorded run-delays and the clean rule applies (results schema 2)."""
-    value = row.get("preemption_known")
-    return bool(value) if isinstance(value, bool | np.bool_) else False
-
-
-def _timing(t: TrialSummary, samples: stats.ProcessSamples, lat: stats.Bootstrap, thr: stats.Bootstrap | None,
-            q_name: str) -> VersionTiming:
-    lat_low, lat_high = lat.interval()
-    thr_low, thr_high = thr.interval() if thr else (None, None)
-    return VersionTiming(
-        version=t.version, latency_ms=lat.point, latency_ci_low=lat_low, latency_ci_high=lat_high,
-        throughput_ips=thr.point if thr else t.throughput_ips, throughput_ci_low=thr_low,
-        throughput_ci_high=thr_high, processes=samples.processes, trial_key=t.trial_key, percentile=q_name,
-        note=stats.small_sample_note(samples.processes, samples.processes),
-    )
 
 
 def _bare_timing(t: TrialSummary, percentile: str) -> VersionTiming:
@@ -201,7 +163,7 @@ def _bare_timing(t: TrialSummary, percentile: str) -> VersionTiming:
                          t.processes or 0, t.trial_key, percentile, "no stored request latencies")
 
 
-def _iterations(ctx: CompareContext, t: TrialSummary) -> int:
+def iterations_of(ctx: CompareContext, t: TrialSummary) -> int:
     wanted = int(ctx.exp.spec.measure.profile_iterations)
     return min(wanted, QUICK_PROFILE_ITERATIONS) if t.quick else wanted
 
@@ -216,24 +178,24 @@ def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | Non
     if missing:
         return None, (f"No per-node profile of {' and '.join(missing)} at {ta.config_label}: the layer-level "
                       "sections are empty. Add this configuration to the spec's `profile:` list and run again.",)
-    return match_layers(na, nb, reference, _iterations(ctx, ta), _iterations(ctx, tb)), ()
+    return match_layers(na, nb, reference, iterations_of(ctx, ta), iterations_of(ctx, tb)), ()
 
 
-def _layer_types(match: LayerMatch, reference: RatioCI | None, ctx: CompareContext, ta: TrialSummary,
-                 tb: TrialSummary) -> tuple[LayerTypeRow, ...]:
-    """Time per standard op (`QLinearConv` and `FusedConv` count as Conv) in A and B, largest first."""
+def layer_type_rows(executed_a: Sequence[Executed], executed_b: Sequence[Executed], reference: RatioCI | None,
+                    iterations_a: int, iterations_b: int) -> tuple[LayerTypeRow, ...]:
+    """Time per standard op (`QLinearConv` and `FusedConv` count as Conv) in A and B, largest first: every
+    top-level executed node of each version counts (shares are of its whole kernel time)."""
     by_op: dict[str, tuple[list, list]] = {}
-    for side, executed in ((0, match.executed_a), (1, match.executed_b)):
+    for side, executed in ((0, executed_a), (1, executed_b)):
         for e in executed:
             by_op.setdefault(kernel_op(e.op_type), ([], []))[side].append(e)
-    total_a, total_b = match.coverage.total_a_us, match.coverage.total_b_us
-    ia, ib = _iterations(ctx, ta), _iterations(ctx, tb)
+    total_a, total_b = sum(e.dur_us for e in executed_a), sum(e.dur_us for e in executed_b)
     rows = []
     for op, (ma, mb) in by_op.items():
         time_a, time_b = sum(e.dur_us for e in ma), sum(e.dur_us for e in mb)
         rows.append(LayerTypeRow(
             op_type=op, time_a_us=time_a, time_b_us=time_b, delta_us=time_b - time_a,
-            ratio=group_ratio(ma, mb, reference, ia, ib) if ma and mb else None,
+            ratio=group_ratio(ma, mb, reference, iterations_a, iterations_b) if ma and mb else None,
             share_a=time_a / total_a if total_a > 0 else 0.0, share_b=time_b / total_b if total_b > 0 else 0.0,
             precision_counts_a=_counts(ma), precision_counts_b=_counts(mb), nodes_a=len(ma), nodes_b=len(mb),
         ))

@@ -9,7 +9,7 @@ its reason, shown on the page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from generator.analysis.records_compare import SweetSpot
@@ -28,6 +28,9 @@ class CompareContext:
     threshold_ms: float | None
     percentile: str
     model_bytes: dict[str, int | None]
+    # Per-trial statistics computed once for every comparison made with this context
+    # (generator.analysis.trial_stats).
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def config_key(t: TrialSummary) -> tuple:

@@ -117,6 +117,11 @@ def executed_rows(nodes: pd.DataFrame) -> list[dict[str, Any]]:
              for k, v in r.items()} for r in rows.to_dict("records")]
 
 
+def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
+    """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b")."""
+    return [_executed(side, r) for r in executed_rows(nodes)]
+
+
 def _strings(value: Any) -> tuple[str, ...]:
     if value is None or isinstance(value, float):
         return ()
@@ -192,8 +197,7 @@ def match_layers(nodes_a: pd.DataFrame, nodes_b: pd.DataFrame, reference: RatioC
     variation from `reference` (the whole-model latency ratio) and adds the spread over the profiled
     iterations (`iterations_a`/`iterations_b` of them), see generator.analysis.stats.scaled_ratio_ci.
     """
-    a = [_executed("a", r) for r in executed_rows(nodes_a)]
-    b = [_executed("b", r) for r in executed_rows(nodes_b)]
+    a, b = executed_nodes("a", nodes_a), executed_nodes("b", nodes_b)
     a, b = _with_common_names(a, b)
     nodes = [e for e in a + b if not e.overhead]
     groups = tuple(_group(ms) for ms in group_executed(nodes))

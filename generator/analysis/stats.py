@@ -270,15 +270,22 @@ def calibrated_ratio(boot_a: Bootstrap, boot_b: Bootstrap, figures: tuple[list[f
     `between_run_sd` when unpaired). The ratio of per-process figures, not of the pooled ones: pooling mixes
     the processes' disagreement into the tail (a p90 over processes that disagree by 25 % rises with the
     disagreement itself). The bootstrap ratio of the pooled figures where a side has one process."""
+    ci = figures_ratio(figures, rounds, paired, between_run_sd, (boot_a.processes, boot_b.processes))
+    return ci if ci is not None else ratio_ci(boot_a, boot_b)
+
+
+def figures_ratio(figures: tuple[list[float], list[float]], rounds: tuple[tuple[int, ...], tuple[int, ...]],
+                  paired: bool, between_run_sd: float, processes: tuple[int, int]) -> RatioCI | None:
+    """calibrated_ratio without its bootstrap fallback: None where no t interval exists (a side with fewer
+    than two figures), so that callers can skip bootstrapping whenever it is not needed."""
     ci = _paired_interval(figures, rounds) if paired else None
     if ci is None:
         ci = intervals.unpaired(figures[0], figures[1], between_run_sd)
     if ci is None:
-        return ratio_ci(boot_a, boot_b)
+        return None
     low, high = ci.low, ci.high
     return RatioCI(point=math.exp(ci.centre), low=low, high=high, significant=bool(low > 1.0 or high < 1.0),
-                   note=small_sample_note(boot_a.processes, boot_b.processes), processes_a=boot_a.processes,
-                   processes_b=boot_b.processes)
+                   note=small_sample_note(*processes), processes_a=processes[0], processes_b=processes[1])
 
 
 def _paired_interval(figures: tuple[list[float], list[float]],

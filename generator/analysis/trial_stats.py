@@ -1,0 +1,139 @@
+"""Per-trial statistics that every comparison of the trial reuses, and the ratios of two trials built on them.
+
+A trial's per-process figures and its bootstraps do not depend on what it is compared with: the compare pages
+and the chooser (generator.analysis.chooser, every trial against every other) compute them once per trial and
+keep them in the CompareContext's cache. Each bootstrap draws from its own generator (seeded like
+generator.analysis.stats), so a trial's intervals are the same whatever it is compared with.
+
+Ratios follow generator.analysis.stats.calibrated_ratio: t intervals on per-process figures, paired by round when
+both trials were measured in the same rounds of one run, Welch's with the between-run drift floor when they
+come from two runs; the bootstrap ratio only where a side has a single process.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from generator.analysis import stats
+from generator.analysis.records_compare import RatioCI, VersionTiming
+from generator.analysis.summaries import TrialSummary
+from generator.results import intervals
+
+P99_MIN_SAMPLES = 460  # as generator.runner.measure: below it the trials' headline falls back to p95
+
+
+@dataclass
+class TrialStats:
+    """One trial's per-process samples and what is derived from them, computed on first use."""
+
+    summary: TrialSummary
+    samples: stats.ProcessSamples
+    run_id: Any
+    _figures: dict[str, list[float]] = field(default_factory=dict)
+    _boots: dict[str, stats.Bootstrap] = field(default_factory=dict)
+    _throughput: list[stats.Bootstrap | None] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        return sum(x.size for x in self.samples.latencies_ms)
+
+    def figures(self, q_name: str) -> list[float]:
+        """Each process's latency at percentile `q_name`."""
+        if q_name not in self._figures:
+            q = stats.percentile_of(q_name)
+            self._figures[q_name] = [float(np.quantile(x, q)) for x in self.samples.latencies_ms]
+        return self._figures[q_name]
+
+    def boot(self, q_name: str) -> stats.Bootstrap:
+        if q_name not in self._boots:
+            rng = np.random.default_rng(stats.SEED)
+            self._boots[q_name] = stats.bootstrap_latency(self.samples.latencies_ms, stats.percentile_of(q_name),
+                                                          rng)
+        return self._boots[q_name]
+
+    def throughput_boot(self) -> stats.Bootstrap | None:
+        if not self._throughput:
+            self._throughput.append(stats.bootstrap_throughput(self.samples, np.random.default_rng(stats.SEED + 1)))
+        return self._throughput[0]
+
+
+def trial_stats(cache: dict, exp, t: TrialSummary) -> TrialStats:
+    """The trial's TrialStats, from `cache` (a CompareContext's) when computed before."""
+    key = ("stats", t.trial_key)
+    if key not in cache:
+        rows = exp.trials[exp.trials["trial_key"] == t.trial_key]
+        row = {} if rows.empty else dict(rows.iloc[-1].items())
+        known = row.get("preemption_known")
+        known = bool(known) if isinstance(known, bool | np.bool_) else False  # results schema 2 only
+        samples = stats.process_samples(exp.processes, exp.latencies, t.trial_key, known)
+        cache[key] = TrialStats(t, samples, row.get("run_id"))
+    return cache[key]
+
+
+def quantile_name(percentile: str, a: TrialStats, b: TrialStats) -> tuple[str, tuple[str, ...]]:
+    """The spec's percentile, p95 standing in for p99 with too few requests (as the trials table does)."""
+    if percentile == "p99" and min(a.requests, b.requests) < P99_MIN_SAMPLES:
+        return "p95", (f"Fewer than {P99_MIN_SAMPLES} requests: p95 stands in for p99, as in the trials table.",)
+    return percentile, ()
+
+
+@dataclass(frozen=True)
+class PairRatios:
+    """B / A of two trials: latency at the headline percentile, throughput, and the median latency ratio whose
+    process-to-process variation layer ratios borrow."""
+
+    latency: RatioCI
+    throughput: RatioCI | None
+    reference: RatioCI
+    paired: bool
+
+
+def pair_ratios(a: TrialStats, b: TrialStats, q_name: str) -> PairRatios:
+    """Both trials must have request latencies."""
+    # Versions of one configuration measured in one run share its rounds (A B A B …): paired by round.
+    same_run = a.run_id == b.run_id
+    paired = a.summary.config_label == b.summary.config_label and same_run
+    between = 0.0 if same_run else intervals.BETWEEN_RUN_SD
+    latency = _latency(a, b, q_name, paired, between)
+    reference = latency if q_name == "p50" else _latency(a, b, "p50", paired, between)
+    return PairRatios(latency, _throughput(a, b, paired, between), reference, paired)
+
+
+def _rounds(a: TrialStats, b: TrialStats) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return a.samples.rounds, b.samples.rounds
+
+
+def _latency(a: TrialStats, b: TrialStats, q_name: str, paired: bool, between: float) -> RatioCI:
+    ci = stats.figures_ratio((a.figures(q_name), b.figures(q_name)), _rounds(a, b), paired, between,
+                             (a.samples.processes, b.samples.processes))
+    return ci if ci is not None else stats.ratio_ci(a.boot(q_name), b.boot(q_name))
+
+
+def _throughput(a: TrialStats, b: TrialStats, paired: bool, between: float) -> RatioCI | None:
+    fa, fb = list(a.samples.throughput_ips), list(b.samples.throughput_ips)
+    if not any(math.isfinite(x) for x in fa) or not any(math.isfinite(x) for x in fb):
+        return None
+    finite = (sum(math.isfinite(x) for x in fa), sum(math.isfinite(x) for x in fb))
+    ci = stats.figures_ratio((fa, fb), _rounds(a, b), paired, between, finite)
+    if ci is not None:
+        return ci
+    ra, rb = a.throughput_boot(), b.throughput_boot()
+    return stats.ratio_ci(ra, rb) if ra is not None and rb is not None else None
+
+
+def timing(s: TrialStats, q_name: str) -> VersionTiming:
+    """The trial's latency and throughput with their bootstrap intervals (a compare page's timing table)."""
+    lat, thr = s.boot(q_name), s.throughput_boot()
+    lat_low, lat_high = lat.interval()
+    thr_low, thr_high = thr.interval() if thr else (None, None)
+    t = s.summary
+    return VersionTiming(
+        version=t.version, latency_ms=lat.point, latency_ci_low=lat_low, latency_ci_high=lat_high,
+        throughput_ips=thr.point if thr else t.throughput_ips, throughput_ci_low=thr_low,
+        throughput_ci_high=thr_high, processes=s.samples.processes, trial_key=t.trial_key, percentile=q_name,
+        note=stats.small_sample_note(s.samples.processes, s.samples.processes),
+    )
