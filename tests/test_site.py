@@ -61,7 +61,8 @@ def test_generated_nav_lists_reports_per_experiment(built):
     assert reports[0] == {"All reports": "reports/index.md"}
     assert reports[1] == {"cnn-int8": [{"Overview": "reports/cnn-int8/index.md"},
                                        {"fp32 — profile": "reports/cnn-int8/profile-fp32.md"},
-                                       {"int8 — profile": "reports/cnn-int8/profile-int8.md"}]}
+                                       {"int8 — profile": "reports/cnn-int8/profile-int8.md"},
+                                       {"Choose A and B": "reports/cnn-int8/choose.md"}]}
 
 
 def test_pages_show_the_figures_and_warnings(built):
@@ -121,7 +122,7 @@ def test_project_docs_and_config_are_used(tmp_path, results_root):
     assert config["nav"][3] == {"Documentation": ["methodology.md"]}
     # The project's script is kept; perfsite's scripts and extensions are added after it.
     assert config["extra_javascript"][0] == "extra.js"
-    assert config["extra_javascript"][-1] == "assets/perfsite/perfsite.js"
+    assert config["extra_javascript"][-2:] == ["assets/perfsite/perfsite.js", "assets/perfsite/perfsite-choose.js"]
     assert set(config["markdown_extensions"]) == {"admonition", "tables", "toc"}
     assert "Our models" in (site / "index.html").read_text()
     assert "<title>Our models</title>" in (site / "index.html").read_text()
@@ -246,7 +247,8 @@ UNFILTERED_OK = re.compile(
     r"|trials_failed)|axis_names\[line_axis\]|loop\.index|name|o\.(calls|nodes)|s\.node_count|s\.spread\.processes"
     r"|t\.batch|profiled_times_rule|\"(s|ok)\" if .*"
 )
-SAFE_FILTERS = ("md", "num", "pct", "of_limit", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs")
+SAFE_FILTERS = ("md", "num", "pct", "of_limit", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs",
+                "url")
 
 
 def test_templates_print_untrusted_values_only_through_filters():

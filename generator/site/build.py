@@ -102,6 +102,7 @@ def _write_pages(experiments: list[Any], docs_source: Path, docs_dir: Path,
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(page.markdown, encoding="utf-8")
         for rel, content in page.files:  # e.g. a profile page's Perfetto traces, linked from the page
+            (docs_dir / rel).parent.mkdir(parents=True, exist_ok=True)  # the chooser's data folder
             if isinstance(content, bytes):
                 (docs_dir / rel).write_bytes(content)
             else:

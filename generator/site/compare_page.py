@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -142,6 +143,7 @@ class CompareView:
     config_why: str | None  # why the layer-level sections use this configuration, as a sentence
     fallback: tuple[Advice, ...]  # provider-fallback findings, shown as a note at the top of the page
     advice: tuple[Advice, ...]  # every other finding, in rule order
+    chooser_link: str = ""  # the "choose A and B" page at this page's pair and configuration
 
     @property
     def sweet_spot_version(self) -> str | None:
@@ -199,7 +201,17 @@ def compare_view(view: ExperimentView, c: Comparison, named_config: bool = False
         overhead_ops=_overhead_ops(c), config_why=_config_why(c, named_config),
         fallback=tuple(a for a in c.advice if a.rule_id == FALLBACK_RULE),
         advice=tuple(a for a in c.advice if a.rule_id != FALLBACK_RULE),
+        chooser_link=chooser_link(c),
     )
+
+
+def chooser_link(c: Comparison) -> str:
+    """The chooser page (generator.site.chooser_page) opened at this comparison's pair: the address holds the
+    choice, percent-encoded, so no character of a name can leave the link."""
+    if c.config_label is None:
+        return "choose.md"
+    choice = {"a": c.a, "ac": c.config_label, "b": c.b, "bc": c.config_label}
+    return "choose.md#" + "&".join(f"{k}={quote(v, safe='')}" for k, v in choice.items())
 
 
 def _overhead_ops(c: Comparison) -> tuple[str, ...]:

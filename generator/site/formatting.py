@@ -102,7 +102,15 @@ def wanted_text(wanted: tuple[tuple[str, Any], ...]) -> str:
     return " · ".join(f"{k} {on_off(v) if isinstance(v, bool) else v}" for k, v in wanted)
 
 
+def url(value: str) -> str:
+    """A relative link target printed as is in a Markdown link: every character outside a URL's own
+    punctuation percent-encoded, so that nothing in it can end the link or start markup."""
+    from urllib.parse import quote
+
+    return quote(value, safe="/#&=%.-_~")
+
+
 FILTERS = {
     "num": num, "pct": pct, "of_limit": of_limit, "fixed": fixed, "mib": mib, "short_sha": short_sha, "on_off": on_off,
-    "when": when, "at": at, "config_text": config_text, "wanted_text": wanted_text,
+    "when": when, "at": at, "config_text": config_text, "wanted_text": wanted_text, "url": url,
 }

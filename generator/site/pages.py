@@ -192,7 +192,7 @@ def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page
     block = charts.chart_block("chart-latency-throughput", chart) if view.ok_trials else ""
     page = render(env, "experiment.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.name, True, e=view,
                   chart=block, multi_env=len(view.environments) > 1, line_axis=charts.line_axis(view.trials),
-                  compares=_compare_page().compare_links(view))
+                  compares=_compare_page().compare_links(view), chooser=len(view.ok_trials) >= 2)
     return [page]
 
 
@@ -329,9 +329,16 @@ def _compared_times(view: ExperimentView, trial: S.TrialSummary) -> dict[str, di
     return out
 
 
+def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
+    """The page where a reader chooses A and B (generator.site.chooser_page)."""
+    from generator.site import chooser_page  # builds on this module, as compare_page does
+
+    return chooser_page.chooser_pages(env, view)
+
+
 PageKind = Callable[[jinja2.Environment, ExperimentView], list[Page]]
 PAGE_KINDS: dict[str, PageKind] = {"overview": experiment_pages, "profiles": profile_pages,
-                                 "compare": compare_pages}
+                                 "compare": compare_pages, "choose": chooser_pages}
 
 
 def render_pages(experiments: list[ExperimentResults]) -> tuple[list[Page], list[ExperimentView]]:

@@ -42,7 +42,7 @@ LICENSES: tuple[VendoredFile, ...] = (
 # Pages reference assets under this folder of the docs dir (mkdocs copies it into the site).
 ASSETS_PREFIX = "assets/perfsite"
 # The site's own script and style sheet, after the vendored scripts they use.
-OWN_SCRIPTS = ("perfsite-tables.js", "perfsite.js")
+OWN_SCRIPTS = ("perfsite-tables.js", "perfsite.js", "perfsite-choose.js")
 OWN_STYLES = ("perfsite.css",)
 
 # A trailing source-map comment makes browser dev tools request a .map file we do not ship (a 404 on

@@ -1,0 +1,128 @@
+"""The "choose A and B" page of an experiment: any two versions at any configuration each ran, in the browser.
+
+The page holds the controls and empty sections; site_templates/assets/perfsite-choose.js fills them from data
+files beside the page (folder `choose/`), loaded with script tags so that the page also works opened from disk:
+
+- `index.js`: versions, every ok trial with its timing and intervals, the default choice;
+- `t-<n>.js`: trial n's executed nodes, each with its time (µs per inference) and precision;
+- `v-<i>-<j>.js`: version i against version j: the kernel table's rows (which nodes each row sums), the
+  advice and the output agreement (generator.analysis.chooser.VersionPair);
+- `f-<n>.js`: trial n as A against every other trial as B: the ratios with their 95 % intervals and the
+  verdict words of the compare pages, each kernel row's ratio and the layer-type rows.
+
+Every figure with an interval, and every sentence about a ratio, is written here by the analysis; the script
+only sums a row's stored node times and chooses what to show. Strings from models reach the page through the
+script's textContent, never as markup.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import jinja2
+
+from generator.analysis.chooser import ChooserData, PairFigures, VersionPair, chooser_data, pair_figures
+from generator.analysis.records_compare import LayerTypeRow, RatioCI, VersionTiming
+from generator.site.compare_page import latency_words, precision_counts, throughput_words
+from generator.site.pages import REPORTS_DIR, ExperimentView, Page, render
+
+CHOOSER_PAGE = "choose.md"
+DATA_FOLDER = "choose"  # beside the page; site_templates/choose.md.j2 links its index.js
+DIGITS = 6  # significant digits of figures in the data files: far below any interval's width
+
+
+def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
+    """The experiment's chooser page with its data files; none with fewer than two ok trials."""
+    made = chooser_data(view.results)
+    if made is None:
+        return []
+    data, ctx = made
+    folder = f"{REPORTS_DIR}/{view.slug}/{DATA_FOLDER}"
+    files = [(f"{folder}/index.js", _call("index", _index(view, data)))]
+    files += [(f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card.nodes, card.total_us)))
+              for n, card in enumerate(data.trials)]
+    index = {v: i for i, v in enumerate(data.versions)}
+    files += [(f"{folder}/v-{index[p.a]}-{index[p.b]}.js", _call("pair", index[p.a], index[p.b], _pair(p)))
+              for p in data.pairs]
+    position = {c.trial_key: n for n, c in enumerate(data.trials)}
+    for key, figures in pair_figures(ctx, data):
+        n = position[key]
+        files.append((f"{folder}/f-{n}.js", _call("figures", n, {position[f.b_key]: _figures(f) for f in figures})))
+    page = render(env, "choose.md.j2", f"{REPORTS_DIR}/{view.slug}/{CHOOSER_PAGE}", "Choose A and B",
+                  True, e=view, trials=len(data.trials),
+                  versions=data.versions)
+    return [Page(page.path, page.title, page.markdown, tuple(files) + page.files)]
+
+
+def _call(function: str, *args: Any) -> str:
+    """A data file: one call of the page script's loader (ASCII JSON, so no character can end the script)."""
+    body = ", ".join(json.dumps(a, ensure_ascii=True, separators=(",", ":"), sort_keys=True) for a in args)
+    return f"perfsiteChooser.{function}({body});\n"
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.{DIGITS}g}")
+
+
+def _index(view: ExperimentView, data: ChooserData) -> dict[str, Any]:
+    position = {c.trial_key: n for n, c in enumerate(data.trials)}
+    return {
+        "experiment": view.name,
+        "percentile": data.percentile,
+        "versions": list(data.versions),
+        "default": [position[k] for k in data.default] if data.default else None,
+        "trials": [{"version": c.version, "config": c.config_label, "key": c.trial_key,
+                    "timing": _timing(c.timing), "budget": c.budget_note} for c in data.trials],
+        "pairs": [[data.versions.index(p.a), data.versions.index(p.b)] for p in data.pairs],
+    }
+
+
+def _timing(t: VersionTiming | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {"latency": _num(t.latency_ms), "latencyLow": _num(t.latency_ci_low), "latencyHigh": _num(t.latency_ci_high),
+            "throughput": _num(t.throughput_ips), "throughputLow": _num(t.throughput_ci_low),
+            "throughputHigh": _num(t.throughput_ci_high), "processes": t.processes, "percentile": t.percentile,
+            "note": t.note}
+
+
+def _trial_nodes(nodes: dict[str, tuple[float, str | None]], total_us: float) -> dict[str, Any]:
+    return {"nodes": {name: [_num(us), precision] for name, (us, precision) in nodes.items()}, "total": _num(total_us)}
+
+
+def _pair(p: VersionPair) -> dict[str, Any]:
+    return {
+        "config": p.config_label, "reason": p.reason,
+        "rows": [[r.layer, r.op_type, r.kind, r.only_in, r.note, list(r.executed_a), list(r.executed_b),
+                  list(r.weights)] for r in p.rows],
+        "advice": [[a.severity, a.text] for a in p.advice],
+        "agreement": [[g.version, g.reference_version, g.output, _num(g.cosine), _num(g.max_abs), g.within_tolerance]
+                      for g in p.agreement],
+    }
+
+
+def _ratio(r: RatioCI | None) -> list[Any] | None:
+    """[point, low, high, significant, note] of a ratio."""
+    if r is None:
+        return None
+    return [_num(r.point), _num(r.low), _num(r.high), r.significant, r.note]
+
+
+def _figures(f: PairFigures) -> dict[str, Any]:
+    return {
+        "latency": _ratio(f.latency), "throughput": _ratio(f.throughput),
+        "latencyText": latency_words(f.latency), "throughputText": throughput_words(f.throughput),
+        "paired": f.paired, "notes": list(f.notes), "rows": [_ratio(r) for r in f.rows],
+        "types": [_type_row(t) for t in f.layer_types],
+    }
+
+
+def _type_row(t: LayerTypeRow) -> list[Any]:
+    return [t.op_type, _num(t.time_a_us), _num(t.time_b_us), _ratio(t.ratio), _num(t.share_a), _num(t.share_b),
+            _counts(t.precision_counts_a.items()), _counts(t.precision_counts_b.items())]
+
+
+def _counts(items: Iterable[tuple[str, int]]) -> str:
+    return precision_counts(dict(items))

@@ -1,0 +1,431 @@
+/* perfsite: the "choose A and B" page (generator/site/chooser_page.py).
+ *
+ * Data files beside the page are scripts that call window.perfsiteChooser.{index,trial,pair,figures}; they are
+ * loaded with <script> tags (fetch() is refused for pages opened from disk). Every ratio, interval and verdict
+ * sentence comes from those files, computed by the analysis when the site was built: this script sums the
+ * stored node times of a kernel row and picks which figures to show. Text from the data (node names, op
+ * types, advice) is set with textContent only.
+ *
+ * The choice lives in the address: #a=<version>&ac=<configuration>&b=<version>&bc=<configuration>.
+ */
+(function () {
+  "use strict";
+
+  var DASH = "\u2014";
+  var KERNEL_ROWS = 200;  // rows shown before "show all"
+  var store = { index: null, trials: {}, pairs: {}, figures: {} };
+  var waiting = {};
+  var page = null;  // { root, base, state }
+
+  function loaded(key, value) {
+    var callbacks = waiting[key] || [];
+    delete waiting[key];
+    callbacks.forEach(function (done) { done(value); });
+  }
+
+  window.perfsiteChooser = {
+    index: function (data) { store.index = data; loaded("index", data); },
+    trial: function (n, data) { store.trials[n] = data; loaded("t-" + n, data); },
+    pair: function (i, j, data) { store.pairs[i + "-" + j] = data; loaded("v-" + i + "-" + j, data); },
+    figures: function (n, data) { store.figures[n] = data; loaded("f-" + n, data); }
+  };
+
+  function have(key) {
+    if (key === "index") return store.index;
+    var kind = key.charAt(0), rest = key.slice(2);
+    return { t: store.trials, v: store.pairs, f: store.figures }[kind][rest];
+  }
+
+  function load(key) {
+    return new Promise(function (resolve, reject) {
+      var value = have(key);
+      if (value) { resolve(value); return; }
+      if (waiting[key]) { waiting[key].push(resolve); return; }
+      waiting[key] = [resolve];
+      var script = document.createElement("script");
+      script.src = page.base + key + ".js";
+      script.onerror = function () { delete waiting[key]; reject(new Error(script.src + " did not load")); };
+      document.head.appendChild(script);
+    });
+  }
+
+  // ---- formatting (the pages' conventions: thousands separators, 3 significant digits) ----
+  function fmt(value, digits) {
+    if (value === null || value === undefined || !isFinite(value)) return DASH;
+    var d = digits === undefined ? 3 : digits;
+    var abs = Math.abs(value);
+    var decimals = abs >= 100 ? 0 : abs >= 10 ? Math.max(0, d - 2) : abs >= 1 ? Math.max(0, d - 1) : d;
+    return value.toLocaleString("en-US", { minimumFractionDigits: 0, maximumFractionDigits: decimals });
+  }
+  function pct(value) { return value === null || value === undefined ? DASH : (100 * value).toFixed(1) + " %"; }
+  function ratioCells(r) {
+    if (!r) return [DASH, DASH];
+    if (!r[3]) return [r[0].toFixed(2), "no significant difference"];
+    return [r[0].toFixed(2), r[1].toFixed(2) + "\u2013" + r[2].toFixed(2)];
+  }
+
+  function el(tag, text, cls) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (cls) node.className = cls;
+    return node;
+  }
+
+  function table(headers, rows, numeric) {
+    var t = el("table", null, "perfsite-chooser-table");
+    var head = t.createTHead().insertRow();
+    headers.forEach(function (h, i) {
+      var th = el("th", h);
+      if (numeric[i]) th.style.textAlign = "right";
+      head.appendChild(th);
+    });
+    var body = t.createTBody();
+    rows.forEach(function (cells) {
+      var tr = body.insertRow();
+      cells.forEach(function (c, i) {
+        var td = tr.insertCell();
+        if (c instanceof Node) td.appendChild(c); else td.textContent = c === null || c === undefined ? DASH : c;
+        if (numeric[i]) td.style.textAlign = "right";
+      });
+    });
+    var wrap = el("div", null, "md-typeset__scrollwrap");
+    var inner = el("div", null, "md-typeset__table");
+    inner.appendChild(t);
+    wrap.appendChild(inner);
+    return wrap;
+  }
+
+  function section(name) { return page.root.parentNode.querySelector('[data-section="' + name + '"]') ||
+                                  document.querySelector('[data-section="' + name + '"]'); }
+  function fill(name, nodes) {
+    var target = section(name);
+    if (!target) return;
+    target.textContent = "";
+    nodes.forEach(function (n) { target.appendChild(n); });
+  }
+
+  // ---- the choice ----
+  function trialsOf(version) {
+    return store.index.trials.map(function (t, n) { return n; })
+      .filter(function (n) { return store.index.trials[n].version === version; });
+  }
+  function findTrial(version, config) {
+    var found = trialsOf(version).filter(function (n) { return store.index.trials[n].config === config; });
+    return found.length ? found[0] : null;
+  }
+
+  function readHash() {
+    var out = {};
+    location.hash.replace(/^#/, "").split("&").forEach(function (part) {
+      var kv = part.split("=");
+      if (kv.length === 2) out[decodeURIComponent(kv[0])] = decodeURIComponent(kv[1].replace(/\+/g, " "));
+    });
+    var a = out.a !== undefined ? findTrial(out.a, out.ac) : null;
+    var b = out.b !== undefined ? findTrial(out.b, out.bc) : null;
+    return a !== null && b !== null ? [a, b] : null;
+  }
+
+  function writeHash(a, b) {
+    var ta = store.index.trials[a], tb = store.index.trials[b];
+    var hash = "#a=" + encodeURIComponent(ta.version) + "&ac=" + encodeURIComponent(ta.config) +
+      "&b=" + encodeURIComponent(tb.version) + "&bc=" + encodeURIComponent(tb.config);
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+  }
+
+  function select(side, field) { return page.root.querySelector('select[data-side="' + side + '"][data-field="' + field + '"]'); }
+
+  function fillSelects(side, trial) {
+    var t = store.index.trials[trial];
+    var versions = select(side, "version"), configs = select(side, "config");
+    versions.textContent = "";
+    store.index.versions.forEach(function (v) {
+      if (!trialsOf(v).length) return;
+      var o = el("option", v); o.value = v; o.selected = v === t.version; versions.appendChild(o);
+    });
+    configs.textContent = "";
+    trialsOf(t.version).forEach(function (n) {
+      var c = store.index.trials[n].config;
+      var o = el("option", c); o.value = c; o.selected = n === trial; configs.appendChild(o);
+    });
+  }
+
+  function chosenFromSelects(side, changed) {
+    var version = select(side, "version").value;
+    var config = select(side, "config").value;
+    var n = findTrial(version, config);
+    if (n === null) {
+      // The configuration does not exist for the newly chosen version: keep the one closest in the list.
+      var other = page.state[side] !== undefined ? store.index.trials[page.state[side]].config : null;
+      n = findTrial(version, other);
+      if (n === null) n = trialsOf(version)[0];
+    }
+    return changed === "version" && n === null ? trialsOf(version)[0] : n;
+  }
+
+  function choose(a, b) {
+    page.state = { a: a, b: b };
+    fillSelects("a", a);
+    fillSelects("b", b);
+    writeHash(a, b);
+    var status = page.root.querySelector(".perfsite-chooser-status");
+    if (a === b) {
+      status.textContent = "A and B are the same trial: choose another version or configuration for one of them.";
+      ["verdict", "time", "types", "kernels", "overhead", "agreement", "advice"].forEach(function (s) { fill(s, []); });
+      return;
+    }
+    status.textContent = "Loading\u2026";
+    var ta = store.index.trials[a], tb = store.index.trials[b];
+    var vi = store.index.versions.indexOf(ta.version), vj = store.index.versions.indexOf(tb.version);
+    var samePair = vi === vj;
+    var wanted = [load("t-" + a), load("t-" + b), load("f-" + a), samePair ? Promise.resolve(null) : load("v-" + vi + "-" + vj)];
+    Promise.all(wanted).then(function (got) {
+      if (page.state.a !== a || page.state.b !== b) return;  // a newer choice is loading
+      render(a, b, got[0], got[1], got[2][b], got[3]);
+      status.textContent = "A: " + ta.version + " at " + ta.config + " \u00b7 B: " + tb.version + " at " + tb.config;
+      status.dataset.ready = a + "-" + b;
+    }).catch(function (e) { status.textContent = "The figures did not load: " + e.message; });
+  }
+
+  // ---- the sections ----
+  function render(a, b, nodesA, nodesB, figures, pair) {
+    var ta = store.index.trials[a], tb = store.index.trials[b];
+    renderVerdict(ta, tb, figures, pair);
+    renderTime(ta, tb);
+    renderTypes(figures);
+    var rows = pair ? kernelRows(pair, figures, nodesA, nodesB) : [];
+    renderKernels(pair, rows, ta, tb);
+    renderOverhead(pair, rows);
+    renderAgreement(pair);
+    renderAdvice(pair);
+  }
+
+  function renderVerdict(ta, tb, figures, pair) {
+    var out = [];
+    var p = el("p");
+    p.appendChild(el("strong", "Latency " + store.index.percentile + ": "));
+    p.appendChild(document.createTextNode(figures.latencyText + "."));
+    out.push(p);
+    p = el("p");
+    p.appendChild(el("strong", "Throughput: "));
+    p.appendChild(document.createTextNode(figures.throughputText + "."));
+    out.push(p);
+    var notes = figures.notes.slice();
+    if (figures.paired) notes.push("A and B were measured in the same rounds of one run: their ratio is compared round by round.");
+    if (ta.config !== tb.config) notes.push("A and B ran at different configurations: the ratios compare the two trials as they ran, not the versions at one setting.");
+    [ta, tb].forEach(function (t) { if (t.budget) notes.push(t.budget); });
+    if (pair && pair.agreement.some(function (g) { return g[5] === false; }))
+      notes.push("Some outputs disagree with their reference beyond the spec's tolerance (see Output agreement): the speed of a broken model is not a result.");
+    notes.forEach(function (n) { out.push(el("p", n, "perfsite-chooser-note")); });
+    fill("verdict", out);
+  }
+
+  function renderTime(ta, tb) {
+    var rows = [["A", ta], ["B", tb]].map(function (x) {
+      var t = x[1].timing || {};
+      return [x[0], x[1].version, x[1].config, fmt(t.latency), fmt(t.latencyLow) + "\u2013" + fmt(t.latencyHigh),
+              fmt(t.throughput, 4), fmt(t.throughputLow, 4) + "\u2013" + fmt(t.throughputHigh, 4),
+              t.processes === undefined ? DASH : String(t.processes), t.note || ""];
+    });
+    var lat = "Latency " + store.index.percentile + " (ms)";
+    var nodes = [table(["", "Version", "Configuration", lat, "95 % CI", "Throughput (items/s)", "95 % CI", "Processes", "Note"],
+                       rows, [false, false, false, true, true, true, true, true, false])];
+    nodes.push(bars("Latency " + store.index.percentile + " (ms), 95 % CI", [ta, tb], "latency"));
+    nodes.push(bars("Throughput (items/s), 95 % CI", [ta, tb], "throughput"));
+    fill("time", nodes);
+  }
+
+  // A small horizontal bar chart in SVG: one bar per trial with its interval as a whisker.
+  function bars(title, trials, metric) {
+    var NS = "http://www.w3.org/2000/svg";
+    var width = 520, rowH = 28, left = 60, right = 90, top = 24;
+    var values = trials.map(function (t) { return t.timing || {}; });
+    var max = Math.max.apply(null, values.map(function (v) { return v[metric + "High"] || v[metric] || 0; })) || 1;
+    var svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("viewBox", "0 0 " + width + " " + (top + rowH * trials.length + 6));
+    svg.setAttribute("class", "perfsite-chooser-bars");
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", title);
+    var caption = document.createElementNS(NS, "text");
+    caption.setAttribute("x", 0); caption.setAttribute("y", 14); caption.textContent = title;
+    svg.appendChild(caption);
+    var scale = (width - left - right) / max;
+    values.forEach(function (v, i) {
+      var y = top + i * rowH;
+      var label = document.createElementNS(NS, "text");
+      label.setAttribute("x", 0); label.setAttribute("y", y + 16); label.textContent = i === 0 ? "A" : "B";
+      svg.appendChild(label);
+      var rect = document.createElementNS(NS, "rect");
+      rect.setAttribute("x", left); rect.setAttribute("y", y + 4);
+      rect.setAttribute("width", Math.max(0, (v[metric] || 0) * scale)); rect.setAttribute("height", rowH - 10);
+      rect.setAttribute("class", i === 0 ? "perfsite-bar-a" : "perfsite-bar-b");
+      svg.appendChild(rect);
+      if (v[metric + "Low"] !== null && v[metric + "Low"] !== undefined) {
+        var line = document.createElementNS(NS, "line");
+        line.setAttribute("x1", left + v[metric + "Low"] * scale); line.setAttribute("x2", left + v[metric + "High"] * scale);
+        line.setAttribute("y1", y + rowH / 2 - 1); line.setAttribute("y2", y + rowH / 2 - 1);
+        line.setAttribute("class", "perfsite-bar-ci");
+        svg.appendChild(line);
+      }
+      var value = document.createElementNS(NS, "text");
+      value.setAttribute("x", left + (v[metric + "High"] || v[metric] || 0) * scale + 6); value.setAttribute("y", y + 16);
+      value.textContent = fmt(v[metric], 4);
+      svg.appendChild(value);
+    });
+    var fig = el("figure", null, "perfsite-chooser-figure");
+    fig.appendChild(svg);
+    return fig;
+  }
+
+  function renderTypes(figures) {
+    if (!figures.types.length) {
+      fill("types", [el("p", "No per-node profile of one of the two trials: no layer-type comparison.")]);
+      return;
+    }
+    var rows = figures.types.map(function (r) {
+      var cells = ratioCells(r[3]);
+      return [r[0], fmt(r[1], 4), fmt(r[2], 4), fmt(r[2] - r[1], 4), cells[0], cells[1], pct(r[4]), pct(r[5]), r[6], r[7]];
+    });
+    fill("types", [table(["Layer type", "A (\u00b5s)", "B (\u00b5s)", "\u0394 B \u2212 A (\u00b5s)", "B / A", "95 % CI",
+                          "Share of A", "Share of B", "Nodes in A by precision", "Nodes in B by precision"],
+                         rows, [false, true, true, true, true, true, true, true, false, false])]);
+  }
+
+  function sum(names, nodes) {
+    var total = 0, missing = 0, byPrecision = {};
+    names.forEach(function (name) {
+      var n = nodes.nodes[name];
+      if (!n) { missing += 1; return; }
+      total += n[0];
+      var p = n[1] || "other";
+      byPrecision[p] = (byPrecision[p] || 0) + n[0];
+    });
+    var precision = null, most = -1;
+    Object.keys(byPrecision).sort().forEach(function (p) { if (byPrecision[p] > most) { most = byPrecision[p]; precision = p; } });
+    return { time: total, missing: missing, precision: precision };
+  }
+
+  function kernelRows(pair, figures, nodesA, nodesB) {
+    return pair.rows.map(function (r, i) {
+      var a = sum(r[5], nodesA), b = sum(r[6], nodesB);
+      return { layer: r[0], op: r[1], kind: r[2], only: r[3], note: r[4], a: a, b: b, ratio: figures.rows[i] };
+    }).sort(function (x, y) {
+      return Math.max(y.a.time, y.b.time) - Math.max(x.a.time, x.b.time) || (x.layer < y.layer ? -1 : x.layer > y.layer ? 1 : 0);
+    });
+  }
+
+  function renderKernels(pair, rows, ta, tb) {
+    if (!pair) {
+      fill("kernels", [el("p", "A and B are the same version: every layer is the same; the inference time above compares the two configurations.")]);
+      return;
+    }
+    if (!pair.rows.length) {
+      fill("kernels", [el("p", "No kernel table: " + (pair.reason || "no configuration both versions profiled") + ".")]);
+      return;
+    }
+    var missing = rows.reduce(function (n, r) { return n + r.a.missing + r.b.missing; }, 0);
+    var body = rows.map(function (r) {
+      var cells = ratioCells(r.ratio);
+      var note = r.note || (r.only === "a" ? "only in A" : r.only === "b" ? "only in B" : "");
+      if (r.a.missing || r.b.missing) note = (note ? note + "; " : "") + (r.a.missing + r.b.missing) + " kernel(s) not in the chosen trials";
+      return [r.layer, r.op, fmt(r.a.time, 4), fmt(r.b.time, 4), fmt(r.b.time - r.a.time, 4), cells[0], cells[1],
+              r.a.precision || DASH, r.b.precision || DASH, note];
+    });
+    var nodes = [];
+    nodes.push(el("p", "Layers were matched at " + (pair.config || "one configuration") + "; times are those of the chosen trials (A at " +
+                  ta.config + ", B at " + tb.config + ")." + (missing ? " " + missing + " matched kernels did not run in the chosen trials." : "")));
+    var headers = ["Layer", "Op type", "A (\u00b5s)", "B (\u00b5s)", "\u0394 (\u00b5s)", "B / A", "95 % CI", "Precision A", "Precision B", "Note"];
+    var numeric = [false, false, true, true, true, true, true, false, false, false];
+    var shown = body.length > KERNEL_ROWS ? body.slice(0, KERNEL_ROWS) : body;
+    nodes.push(table(headers, shown, numeric));
+    if (shown.length < body.length) {
+      var more = el("button", "Show all " + body.length.toLocaleString("en-US") + " rows", "md-button");
+      more.type = "button";
+      more.addEventListener("click", function () {
+        nodes[1].replaceWith(table(headers, body, numeric));
+        more.remove();
+      });
+      nodes.push(more);
+    }
+    fill("kernels", nodes);
+  }
+
+  function renderOverhead(pair, rows) {
+    if (!pair || !pair.rows.length) { fill("overhead", [el("p", "No kernel table, so no overhead figures.")]); return; }
+    var byOp = {};
+    rows.filter(function (r) { return r.kind === "overhead"; }).forEach(function (r) {
+      var o = byOp[r.op] || (byOp[r.op] = { a: 0, b: 0, n: 0 });
+      o.a += r.a.time; o.b += r.b.time; o.n += 1;
+    });
+    var ops = Object.keys(byOp).sort(function (x, y) { return Math.max(byOp[y].a, byOp[y].b) - Math.max(byOp[x].a, byOp[x].b); });
+    if (!ops.length) { fill("overhead", [el("p", "Neither version spends time converting precisions (no QuantizeLinear, DequantizeLinear or inserted Cast kernels).")]); return; }
+    var total = ops.reduce(function (t, op) { return [t[0] + byOp[op].a, t[1] + byOp[op].b]; }, [0, 0]);
+    var rowsOut = ops.map(function (op) { return [op, String(byOp[op].n), fmt(byOp[op].a, 4), fmt(byOp[op].b, 4)]; });
+    rowsOut.push(["Total", "", fmt(total[0], 4), fmt(total[1], 4)]);
+    fill("overhead", [el("p", "Kernels that only convert between precisions, added by quantization or inserted by onnxruntime, in the chosen trials."),
+                      table(["Op type", "Kernels", "A (\u00b5s)", "B (\u00b5s)"], rowsOut, [false, true, true, true])]);
+  }
+
+  function renderAgreement(pair) {
+    if (!pair || !pair.agreement.length) {
+      fill("agreement", [el("p", pair ? "No output agreement was recorded between these two versions." :
+                                     "A and B are the same version: their outputs are the same model's.")]);
+      return;
+    }
+    var rows = pair.agreement.map(function (g) {
+      return [g[0], g[1], g[2], g[3] === null ? DASH : g[3].toFixed(4), fmt(g[4], 3),
+              g[5] === null ? "no tolerance set" : g[5] ? "within tolerance" : "beyond tolerance"];
+    });
+    fill("agreement", [el("p", "Outputs of each version against its reference on the same inputs, recorded at " + (pair.config || "one configuration") + "."),
+                       table(["Version", "Reference", "Output", "Cosine", "Max abs difference", "Tolerance"], rows,
+                             [false, false, false, true, true, false])]);
+  }
+
+  function renderAdvice(pair) {
+    if (!pair) { fill("advice", [el("p", "No advice: A and B are the same version.")]); return; }
+    if (!pair.advice.length) { fill("advice", [el("p", "No finding for this pair of versions.")]); return; }
+    var list = el("ul");
+    pair.advice.forEach(function (a) {
+      var li = el("li");
+      li.appendChild(el("strong", a[0] === "warning" ? "Warning: " : "Note: "));
+      li.appendChild(document.createTextNode(a[1]));
+      list.appendChild(li);
+    });
+    fill("advice", [el("p", "Findings for these two versions, computed at " + (pair.config || "one configuration") + "."), list]);
+  }
+
+  // ---- wiring ----
+  function onPage() {
+    var root = document.querySelector(".perfsite-chooser");
+    if (!root) return;
+    var link = document.querySelector(".perfsite-chooser-data a");
+    if (!link) return;
+    var href = link.getAttribute("href");
+    page = { root: root, base: href.slice(0, href.length - "index.js".length), state: {} };
+    load("index").then(function () {
+      var chosen = readHash() || store.index.default || [0, 1];
+      root.querySelectorAll("select").forEach(function (s) {
+        s.addEventListener("change", function () {
+          var side = s.dataset.side;
+          var n = chosenFromSelects(side, s.dataset.field);
+          choose(side === "a" ? n : page.state.a, side === "b" ? n : page.state.b);
+        });
+      });
+      root.querySelector(".perfsite-chooser-swap").addEventListener("click", function () { choose(page.state.b, page.state.a); });
+      window.addEventListener("hashchange", function () {
+        var fromHash = readHash();
+        if (fromHash && (fromHash[0] !== page.state.a || fromHash[1] !== page.state.b)) choose(fromHash[0], fromHash[1]);
+      });
+      choose(chosen[0], chosen[1]);
+    }).catch(function (e) {
+      root.querySelector(".perfsite-chooser-status").textContent = "The figures did not load: " + e.message;
+    });
+  }
+
+  if (typeof window.document$ !== "undefined" && window.document$.subscribe) {
+    window.document$.subscribe(onPage);
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", onPage);
+  } else {
+    onPage();
+  }
+})();

@@ -1,0 +1,112 @@
+"""The "choose A and B" page in headless Chromium, on the recorded results of tests/compare_fixture.py: the
+default pair says what its compare page says, choosing another version and configuration changes every section
+and the address, the address restores the choice, and the page works opened from disk."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+import pytest
+from test_compare_browser import compare_site, compare_url  # noqa: F401  (module-scoped fixtures, reused)
+from test_site_browser import _open
+
+pytestmark = pytest.mark.browser
+
+EXPERIMENT = "reports/tiny-compare/"
+READY = ".perfsite-chooser-status[data-ready]"
+SECTIONS = ("verdict", "time", "types", "kernels", "overhead", "agreement", "advice")
+
+
+def _sections(page) -> dict[str, str]:
+    return {s: page.inner_text(f'[data-section="{s}"]') for s in SECTIONS}
+
+
+def _ready(page, previous: str | None = None) -> str:
+    """Wait until the chosen pair is drawn (a different one than `previous`), return its status line."""
+    page.wait_for_function(
+        f"() => {{ const s = document.querySelector('{READY}'); return s && s.dataset.ready !== {previous!r}; }}"
+        if previous else f"() => document.querySelector('{READY}') !== null")
+    return page.locator(READY).get_attribute("data-ready")
+
+
+def _choose(page, side: str, version: str | None = None, config_index: int | None = None) -> None:
+    before = page.locator(READY).get_attribute("data-ready")
+    if version is not None:
+        page.select_option(f'select[data-side="{side}"][data-field="version"]', version)
+    if config_index is not None:
+        page.select_option(f'select[data-side="{side}"][data-field="config"]', index=config_index)
+    _ready(page, before)
+
+
+def test_default_pair_says_what_its_compare_page_says(chromium, compare_url):  # noqa: F811
+    context, compare, visit = _open(chromium, compare_url + EXPERIMENT + "compare-fp32-vs-int8-static.html")
+    verdict = re.search(r"B is [\d.]+× (?:faster|slower) \(95 % CI [^)]*\)", compare.inner_text("article"))
+    assert verdict, "the compare page states a latency verdict"
+    config = re.search(r"at (b\d+ t\d+ c\d+)", compare.inner_text("article"))
+    # The compare page's link opens the chooser at its own pair and configuration.
+    compare.click("text=Choose another A, B or configuration")
+    _ready(compare)
+    assert compare.inner_text(".perfsite-chooser-status") == (
+        f"A: fp32 at {config.group(1)} · B: int8-static at {config.group(1)}")
+    page = context.new_page()
+    page.goto(compare_url + EXPERIMENT + "choose.html")
+    _ready(page)
+    status = page.inner_text(".perfsite-chooser-status")
+    assert status.startswith("A: fp32 at ") and " · B: int8-static at " in status
+    shown = _sections(page)
+    assert verdict.group(0) in shown["verdict"]
+    assert "Conv" in shown["types"] and "B / A" in page.inner_html('[data-section="types"]')
+    kernels = page.locator('[data-section="kernels"] tbody tr')
+    assert kernels.count() >= 5, shown["kernels"]
+    assert visit.errors == [] and not any(r.startswith("http") and "127.0.0.1" not in r for r in visit.requests)
+    context.close()
+
+
+def test_choosing_b_and_its_configuration_changes_every_section_and_the_address(chromium, compare_url):  # noqa: F811
+    context, page, visit = _open(chromium, compare_url + EXPERIMENT + "choose.html")
+    _ready(page)
+    before = _sections(page)
+    versions = page.locator('select[data-side="b"][data-field="version"] option').all_inner_texts()
+    other = next(v for v in versions if v not in ("fp32", "int8-static"))  # a third version of the recording
+    _choose(page, "b", version=other)
+    after = _sections(page)
+    assert other in page.inner_text(".perfsite-chooser-status")
+    for name in ("verdict", "time", "types", "kernels"):
+        assert after[name] != before[name], f"the {name} section did not follow the choice of B"
+    # A different configuration for B only: A keeps its own, the note says the two ran differently.
+    configs = page.locator('select[data-side="b"][data-field="config"] option').all_inner_texts()
+    a_config = page.locator('select[data-side="a"][data-field="config"]').input_value()
+    index = next(i for i, c in enumerate(configs) if c != a_config)
+    _choose(page, "b", config_index=index)
+    assert "different configurations" in page.inner_text('[data-section="verdict"]')
+    assert configs[index] in page.inner_text('[data-section="time"]')
+    hash_ = unquote(page.evaluate("location.hash"))
+    assert f"b={other}" in hash_ and f"bc={configs[index]}" in hash_ and f"ac={a_config}" in hash_
+    # The address is shareable: a new page opened at it shows the same choice.
+    shared = context.new_page()
+    shared.goto(page.url)
+    _ready(shared)
+    assert shared.inner_text(".perfsite-chooser-status") == page.inner_text(".perfsite-chooser-status")
+    assert _sections(shared)["verdict"] == _sections(page)["verdict"]
+    # Swapping A and B turns the verdict around.
+    _choose_swap(page)
+    assert page.inner_text(".perfsite-chooser-status").startswith(f"A: {other} at {configs[index]}")
+    assert visit.errors == []
+    context.close()
+
+
+def _choose_swap(page) -> None:
+    before = page.locator(READY).get_attribute("data-ready")
+    page.click(".perfsite-chooser-swap")
+    _ready(page, before)
+
+
+def test_the_chooser_works_opened_from_disk(chromium, compare_site):  # noqa: F811
+    context, page, visit = _open(chromium, (compare_site / EXPERIMENT / "choose.html").as_uri())
+    _ready(page)
+    assert "B is" in page.inner_text('[data-section="verdict"]') or "no significant" in page.inner_text(
+        '[data-section="verdict"]')
+    assert visit.errors == []
+    assert all(r.startswith("file://") or r.startswith("data:") for r in visit.requests), visit.requests
+    context.close()
