@@ -210,8 +210,9 @@ def summary(name: str, answers: list[dict]) -> str:
     seconds = [a["measuring_s"] for a in answers]
     ratios = [a["ratio"] for a in answers if a.get("ratio") is not None]
     measured = f"; measured ratio median {np.median(ratios):.3f}" if ratios else ""
-    return (f"{name}: {dict(counts)} of {len(answers)}{measured}; preempted {np.mean([a['preempted'] for a in answers]):.1%}"
-            f" of requests; measuring per side: median {np.median(seconds):.0f} s, max {max(seconds):.0f} s; "
+    preempted = np.mean([a["preempted"] for a in answers])
+    return (f"{name}: {dict(counts)} of {len(answers)}{measured}; preempted {preempted:.1%} of requests; "
+            f"measuring per side: median {np.median(seconds):.0f} s, max {max(seconds):.0f} s; "
             f"{sum(a['exhausted'] > 0 for a in answers)} answers with a trial out of budget")
 
 
@@ -249,7 +250,8 @@ def main() -> None:
     model = onnx.load(cnn)
     slow, got = calibrate(model, args.slowdown)
     base, same, slower = (checkout(root, n, m) for n, m in (("base", model), ("same", model), ("slower", slow)))
-    print(f"load {args.load}, {args.rounds} rounds, candidate +{got:.1%} (median, calibrated in blocks) (asked +{args.slowdown:.0%}), "
+    print(f"load {args.load}, {args.rounds} rounds, candidate +{got:.1%} (median, calibrated in blocks) "
+          f"(asked +{args.slowdown:.0%}), "
           f"{'separate runs' if args.separate else 'paired (--measure)'}, "
           f"latency ratio {args.latency_ratio or 'spec default 1.05'}", flush=True)
     neighbours = start_neighbours(args.load)

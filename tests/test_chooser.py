@@ -57,3 +57,15 @@ def test_data_files_are_single_loader_calls_in_ascii(recorded):
         json.loads(f"[{m.group(2)}]")  # every argument is JSON
     index = json.loads(call.fullmatch(dict(page.files)["reports/tiny-compare/choose/index.js"]).group(2))
     assert index["default"] is not None and len(index["trials"]) == len(chooser_data(recorded)[0].trials)
+
+
+def test_figures_of_a_model_with_many_layers_are_split_across_files(recorded):
+    from dataclasses import replace
+
+    from generator.site.chooser_page import FIGURES_FILE_BYTES, ROW_BYTES, figures_per_file
+
+    data, _ = chooser_data(recorded)
+    assert figures_per_file(data) >= len(data.trials)  # a small model: one file per trial as A
+    many = replace(data, pairs=(replace(data.pairs[0], rows=data.pairs[0].rows * 10_000),))
+    per_file = figures_per_file(many)
+    assert per_file * ROW_BYTES * len(many.pairs[0].rows) <= FIGURES_FILE_BYTES or per_file == 1

@@ -38,7 +38,14 @@ from generator.analysis.records_compare import (
     VersionTiming,
 )
 from generator.analysis.summaries import TrialSummary
-from generator.analysis.trial_stats import TrialStats, pair_ratios, quantile_name, timing, trial_stats
+from generator.analysis.trial_stats import (
+    TrialStats,
+    bootstrap_all,
+    pair_ratios,
+    quantile_name,
+    timing,
+    trial_stats,
+)
 from generator.errors import ResultsError
 
 
@@ -53,6 +60,7 @@ class TrialCard:
     timing: VersionTiming | None  # None without stored request latencies
     nodes: dict[str, tuple[float, str | None]]  # executed top-level node -> (µs per inference, precision)
     total_us: float  # every top-level executed node's time
+    op_types: tuple[LayerTypeRow, ...]  # time per standard op, as the A side of a layer-type table
     budget_note: str | None  # set when the trial ran out of its measuring budget
 
 
@@ -115,9 +123,10 @@ def chooser_data(exp) -> tuple[ChooserData, CompareContext] | None:
     """The chooser's per-trial and per-version-pair parts, and the context whose cache pair_figures reuses;
     None with fewer than two ok trials."""
     ctx = compare_context(exp)
-    ok = [t for v in ctx.versions for t in sorted(ctx.trials.get(v, {}).values(), key=_order)]
+    ok = choosable(ctx)
     if len(ok) < 2:
         return None
+    bootstrap_all([trial_stats(ctx.cache, exp, t) for t in ok], ctx.percentile)
     cards = tuple(_card(ctx, t) for t in ok)
     versions = tuple(v for v in ctx.versions if v in ctx.trials)
     pairs = tuple(_version_pair(ctx, a, b) for a in versions for b in versions if a != b)
@@ -127,26 +136,34 @@ def chooser_data(exp) -> tuple[ChooserData, CompareContext] | None:
 def pair_figures(ctx: CompareContext, data: ChooserData) -> Iterator[tuple[str, list[PairFigures]]]:
     """For each trial as A, in the data's order: its figures against every other trial as B."""
     summaries = {t.trial_key: t for v in ctx.trials.values() for t in v.values()}
-    executed = {c.trial_key: _executed(ctx, c.trial_key) for c in data.trials}
+    sides = {c.trial_key: (trial_stats(ctx.cache, ctx.exp, summaries[c.trial_key]), _executed(ctx, c.trial_key),
+                           iterations_of(ctx, summaries[c.trial_key])) for c in data.trials}
     for a in data.trials:
         out = []
         for b in data.trials:
             if b.trial_key == a.trial_key:
                 continue
             pair = data.pair(a.version, b.version)
-            sides = [(trial_stats(ctx.cache, ctx.exp, summaries[c.trial_key]), executed[c.trial_key],
-                      iterations_of(ctx, summaries[c.trial_key])) for c in (a, b)]
-            out.append(_figures(ctx, sides[0], sides[1], pair.rows if pair else ()))
+            out.append(_figures(ctx, sides[a.trial_key], sides[b.trial_key], pair.rows if pair else ()))
         yield a.trial_key, out
+
+
+def choosable(ctx: CompareContext) -> list[TrialSummary]:
+    """The trials a reader can choose: the newest ok trial of each version and configuration."""
+    return [t for v in ctx.versions for t in sorted(ctx.trials.get(v, {}).values(), key=_order)]
 
 
 def _order(t: TrialSummary) -> tuple:
     return (t.sort_key(), t.trial_key)
 
 
-def _executed(ctx: CompareContext, trial_key: str, side: str = "a") -> tuple[Executed, ...]:
-    nodes = ctx.exp.nodes
-    return tuple(executed_nodes(side, nodes[nodes["trial_key"] == trial_key]))
+def _executed(ctx: CompareContext, trial_key: str) -> tuple[Executed, ...]:
+    """The trial's top-level executed nodes (side "a": the chooser never matches them again), cached."""
+    key = ("executed", trial_key)
+    if key not in ctx.cache:
+        nodes = ctx.exp.nodes
+        ctx.cache[key] = tuple(executed_nodes("a", nodes[nodes["trial_key"] == trial_key]))
+    return ctx.cache[key]
 
 
 def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
@@ -156,7 +173,7 @@ def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
     return TrialCard(t.trial_key, t.version, t.config_label, config_dict(t),
                      timing(s, q_name) if s.samples.processes else None,
                      {e.name: (e.dur_us, e.precision) for e in executed}, sum(e.dur_us for e in executed),
-                     budget_note(t) if t.budget_exhausted else None)
+                     layer_type_rows(executed, (), None, 1, 1), budget_note(t) if t.budget_exhausted else None)
 
 
 def _version_pair(ctx: CompareContext, a: str, b: str) -> VersionPair:

@@ -29,6 +29,7 @@ Only top-level executed nodes count (`parent` null): an If/Loop/Scan node's time
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import defaultdict
@@ -253,6 +254,7 @@ def _overhead(overhead_a: Sequence[Executed], overhead_b: Sequence[Executed],
     )
 
 
+@functools.lru_cache(maxsize=4096)  # a few dozen op types, asked for once per node and comparison
 def kernel_op(op_type: str) -> str:
     """The standard op an executed kernel implements (`QLinearConv`, `FusedConv` → `Conv`); conversions keep
     their own name."""

@@ -13,6 +13,8 @@ come from two runs; the bootstrap ratio only where a side has a single process.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +74,19 @@ def trial_stats(cache: dict, exp, t: TrialSummary) -> TrialStats:
         samples = stats.process_samples(exp.processes, exp.latencies, t.trial_key, known)
         cache[key] = TrialStats(t, samples, row.get("run_id"))
     return cache[key]
+
+
+def bootstrap_all(trials: list[TrialStats], percentile: str) -> None:
+    """Draw every trial's latency and throughput bootstraps, on all cores: numpy releases the GIL while it
+    partitions and gathers, and each bootstrap has its own generator, so the figures do not depend on the order
+    (the chooser bootstraps every trial of an experiment, the largest cost of its page)."""
+    def draw(s: TrialStats) -> None:
+        if s.samples.processes:
+            s.boot(quantile_name(percentile, s, s)[0])
+            s.throughput_boot()
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(draw, trials))
 
 
 def quantile_name(percentile: str, a: TrialStats, b: TrialStats) -> tuple[str, tuple[str, ...]]:

@@ -17,6 +17,7 @@ its files or is not in `trials` at all; rows of other tables whose trial is not 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import tempfile
@@ -287,7 +288,7 @@ class ExperimentResults:
     problems: tuple[str, ...] = ()
     incomplete: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property  # validated once: pages ask for it thousands of times (frozen: set via __dict__)
     def spec(self):
         """The validated spec record of the newest run (stored copies are validated again on read)."""
         from generator.spec import spec_from_json

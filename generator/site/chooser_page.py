@@ -23,14 +23,24 @@ from typing import Any
 
 import jinja2
 
-from generator.analysis.chooser import ChooserData, PairFigures, VersionPair, chooser_data, pair_figures
-from generator.analysis.records_compare import LayerTypeRow, RatioCI, VersionTiming
+from generator.analysis.chooser import (
+    ChooserData,
+    PairFigures,
+    TrialCard,
+    VersionPair,
+    chooser_data,
+    pair_figures,
+)
+from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
 from generator.site.pages import REPORTS_DIR, ExperimentView, Page, render
 
 CHOOSER_PAGE = "choose.md"
 DATA_FOLDER = "choose"  # beside the page; site_templates/choose.md.j2 links its index.js
 DIGITS = 6  # significant digits of figures in the data files: far below any interval's width
+ROW_DIGITS = 4  # a layer's ratio and interval: two decimals are shown
+FIGURES_FILE_BYTES = 1_000_000
+PAIR_BYTES, ROW_BYTES = 1_500, 32  # a pair of trials' figures without its layer rows; one layer row
 
 
 def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
@@ -41,19 +51,29 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     data, ctx = made
     folder = f"{REPORTS_DIR}/{view.slug}/{DATA_FOLDER}"
     files = [(f"{folder}/index.js", _call("index", _index(view, data)))]
-    files += [(f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card.nodes, card.total_us)))
-              for n, card in enumerate(data.trials)]
+    files += [(f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card))) for n, card in enumerate(data.trials)]
     index = {v: i for i, v in enumerate(data.versions)}
     files += [(f"{folder}/v-{index[p.a]}-{index[p.b]}.js", _call("pair", index[p.a], index[p.b], _pair(p)))
               for p in data.pairs]
     position = {c.trial_key: n for n, c in enumerate(data.trials)}
+    per_file = figures_per_file(data)
     for key, figures in pair_figures(ctx, data):
         n = position[key]
-        files.append((f"{folder}/f-{n}.js", _call("figures", n, {position[f.b_key]: _figures(f) for f in figures})))
+        by_b = {position[f.b_key]: _figures(f) for f in figures}
+        for k in range(0, len(data.trials), per_file):
+            chunk = {b: v for b, v in by_b.items() if k <= b < k + per_file}
+            files.append((f"{folder}/f-{n}-{k // per_file}.js", _call("figures", n, k // per_file, chunk)))
     page = render(env, "choose.md.j2", f"{REPORTS_DIR}/{view.slug}/{CHOOSER_PAGE}", "Choose A and B",
                   True, e=view, trials=len(data.trials),
                   versions=data.versions)
     return [Page(page.path, page.title, page.markdown, tuple(files) + page.files)]
+
+
+def figures_per_file(data: ChooserData) -> int:
+    """Trials as B per figures file: a model of 20,000 layers has 20,000 layer ratios per pair of trials, so
+    one file per A with every B would outgrow FIGURES_FILE_BYTES (and the 3 MB any file of a site may have)."""
+    rows = max((len(p.rows) for p in data.pairs), default=0)
+    return max(1, FIGURES_FILE_BYTES // (PAIR_BYTES + ROW_BYTES * rows))
 
 
 def _call(function: str, *args: Any) -> str:
@@ -76,6 +96,7 @@ def _index(view: ExperimentView, data: ChooserData) -> dict[str, Any]:
         "trials": [{"version": c.version, "config": c.config_label, "key": c.trial_key,
                     "timing": _timing(c.timing), "budget": c.budget_note} for c in data.trials],
         "pairs": [[data.versions.index(p.a), data.versions.index(p.b)] for p in data.pairs],
+        "figuresPerFile": figures_per_file(data),
     }
 
 
@@ -88,8 +109,12 @@ def _timing(t: VersionTiming | None) -> dict[str, Any] | None:
             "note": t.note}
 
 
-def _trial_nodes(nodes: dict[str, tuple[float, str | None]], total_us: float) -> dict[str, Any]:
-    return {"nodes": {name: [_num(us), precision] for name, (us, precision) in nodes.items()}, "total": _num(total_us)}
+def _trial_nodes(card: TrialCard) -> dict[str, Any]:
+    """The trial's executed nodes and its time per standard op: [µs, share, nodes per precision, nodes]."""
+    return {"nodes": {name: [_num(us), precision] for name, (us, precision) in card.nodes.items()},
+            "total": _num(card.total_us),
+            "ops": {t.op_type: [_num(t.time_a_us), _num(t.share_a), _counts(t.precision_counts_a.items()), t.nodes_a]
+                    for t in card.op_types}}
 
 
 def _pair(p: VersionPair) -> dict[str, Any]:
@@ -110,18 +135,21 @@ def _ratio(r: RatioCI | None) -> list[Any] | None:
     return [_num(r.point), _num(r.low), _num(r.high), r.significant, r.note]
 
 
+def _row(r: RatioCI | None) -> list[float] | int:
+    """A layer row's ratio as [point, low, high] (significant when the interval excludes 1), 0 for none: the
+    most numerous figures of the site, kept short."""
+    if r is None:
+        return 0
+    return [float(f"{x:.{ROW_DIGITS}g}") for x in (r.point, r.low, r.high)]
+
+
 def _figures(f: PairFigures) -> dict[str, Any]:
     return {
         "latency": _ratio(f.latency), "throughput": _ratio(f.throughput),
         "latencyText": latency_words(f.latency), "throughputText": throughput_words(f.throughput),
-        "paired": f.paired, "notes": list(f.notes), "rows": [_ratio(r) for r in f.rows],
-        "types": [_type_row(t) for t in f.layer_types],
+        "paired": f.paired, "notes": list(f.notes), "rows": [_row(r) for r in f.rows],
+        "types": [[t.op_type, _row(t.ratio)] for t in f.layer_types],  # times and shares: in each trial's file
     }
-
-
-def _type_row(t: LayerTypeRow) -> list[Any]:
-    return [t.op_type, _num(t.time_a_us), _num(t.time_b_us), _ratio(t.ratio), _num(t.share_a), _num(t.share_b),
-            _counts(t.precision_counts_a.items()), _counts(t.precision_counts_b.items())]
 
 
 def _counts(items: Iterable[tuple[str, int]]) -> str:

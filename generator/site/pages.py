@@ -192,7 +192,7 @@ def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page
     block = charts.chart_block("chart-latency-throughput", chart) if view.ok_trials else ""
     page = render(env, "experiment.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.name, True, e=view,
                   chart=block, multi_env=len(view.environments) > 1, line_axis=charts.line_axis(view.trials),
-                  compares=_compare_page().compare_links(view), chooser=len(view.ok_trials) >= 2)
+                  compares=_compare_page().compare_links(view), chooser=has_chooser(view))
     return [page]
 
 
@@ -327,6 +327,14 @@ def _compared_times(view: ExperimentView, trial: S.TrialSummary) -> dict[str, di
         if match is not None:
             out[other] = {o.op_type: o.dur_mean_us for o in op_type_times(view.results.nodes, match.trial_key)}
     return out
+
+
+def has_chooser(view: ExperimentView) -> bool:
+    """Whether the experiment gets a chooser page (bench/chooser_cost.py builds sites without the kind)."""
+    from generator.analysis.chooser import choosable
+    from generator.analysis.compare_choice import compare_context
+
+    return "choose" in PAGE_KINDS and len(choosable(compare_context(view.results))) >= 2
 
 
 def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:

@@ -27,7 +27,7 @@
     index: function (data) { store.index = data; loaded("index", data); },
     trial: function (n, data) { store.trials[n] = data; loaded("t-" + n, data); },
     pair: function (i, j, data) { store.pairs[i + "-" + j] = data; loaded("v-" + i + "-" + j, data); },
-    figures: function (n, data) { store.figures[n] = data; loaded("f-" + n, data); }
+    figures: function (n, k, data) { store.figures[n + "-" + k] = data; loaded("f-" + n + "-" + k, data); }
   };
 
   function have(key) {
@@ -58,9 +58,12 @@
     return value.toLocaleString("en-US", { minimumFractionDigits: 0, maximumFractionDigits: decimals });
   }
   function pct(value) { return value === null || value === undefined ? DASH : (100 * value).toFixed(1) + " %"; }
+  // [point, low, high, significant, note] of a ratio, or [point, low, high] of a layer row (its interval
+  // excludes 1 when significant), or 0/null where there is none.
   function ratioCells(r) {
     if (!r) return [DASH, DASH];
-    if (!r[3]) return [r[0].toFixed(2), "no significant difference"];
+    var significant = r.length > 3 ? r[3] : r[1] > 1 || r[2] < 1;
+    if (!significant) return [r[0].toFixed(2), "no significant difference"];
     return [r[0].toFixed(2), r[1].toFixed(2) + "\u2013" + r[2].toFixed(2)];
   }
 
@@ -177,7 +180,9 @@
     var ta = store.index.trials[a], tb = store.index.trials[b];
     var vi = store.index.versions.indexOf(ta.version), vj = store.index.versions.indexOf(tb.version);
     var samePair = vi === vj;
-    var wanted = [load("t-" + a), load("t-" + b), load("f-" + a), samePair ? Promise.resolve(null) : load("v-" + vi + "-" + vj)];
+    var chunk = Math.floor(b / store.index.figuresPerFile);
+    var wanted = [load("t-" + a), load("t-" + b), load("f-" + a + "-" + chunk),
+                  samePair ? Promise.resolve(null) : load("v-" + vi + "-" + vj)];
     Promise.all(wanted).then(function (got) {
       if (page.state.a !== a || page.state.b !== b) return;  // a newer choice is loading
       render(a, b, got[0], got[1], got[2][b], got[3]);
@@ -191,7 +196,7 @@
     var ta = store.index.trials[a], tb = store.index.trials[b];
     renderVerdict(ta, tb, figures, pair);
     renderTime(ta, tb);
-    renderTypes(figures);
+    renderTypes(figures, nodesA, nodesB);
     var rows = pair ? kernelRows(pair, figures, nodesA, nodesB) : [];
     renderKernels(pair, rows, ta, tb);
     renderOverhead(pair, rows);
@@ -276,14 +281,15 @@
     return fig;
   }
 
-  function renderTypes(figures) {
+  function renderTypes(figures, nodesA, nodesB) {
     if (!figures.types.length) {
       fill("types", [el("p", "No per-node profile of one of the two trials: no layer-type comparison.")]);
       return;
     }
+    var none = [0, 0, DASH, 0];
     var rows = figures.types.map(function (r) {
-      var cells = ratioCells(r[3]);
-      return [r[0], fmt(r[1], 4), fmt(r[2], 4), fmt(r[2] - r[1], 4), cells[0], cells[1], pct(r[4]), pct(r[5]), r[6], r[7]];
+      var a = nodesA.ops[r[0]] || none, b = nodesB.ops[r[0]] || none, cells = ratioCells(r[1]);
+      return [r[0], fmt(a[0], 4), fmt(b[0], 4), fmt(b[0] - a[0], 4), cells[0], cells[1], pct(a[1]), pct(b[1]), a[2], b[2]];
     });
     fill("types", [table(["Layer type", "A (\u00b5s)", "B (\u00b5s)", "\u0394 B \u2212 A (\u00b5s)", "B / A", "95 % CI",
                           "Share of A", "Share of B", "Nodes in A by precision", "Nodes in B by precision"],
