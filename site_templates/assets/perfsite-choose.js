@@ -75,7 +75,10 @@
   }
 
   function table(headers, rows, numeric) {
-    var t = el("table", null, "perfsite-chooser-table");
+    // No class: mkdocs-material styles `table:not([class])`; the data attribute keeps perfsite.js from
+    // setting up the table a second time, as Tablesort is set up here.
+    var t = el("table");
+    t.dataset.perfsiteSortable = "1";
     var head = t.createTHead().insertRow();
     headers.forEach(function (h, i) {
       var th = el("th", h);
@@ -91,6 +94,7 @@
         if (numeric[i]) td.style.textAlign = "right";
       });
     });
+    if (typeof Tablesort !== "undefined") new Tablesort(t);
     var wrap = el("div", null, "md-typeset__scrollwrap");
     var inner = el("div", null, "md-typeset__table");
     inner.appendChild(t);
@@ -242,11 +246,14 @@
   // A small horizontal bar chart in SVG: one bar per trial with its interval as a whisker.
   function bars(title, trials, metric) {
     var NS = "http://www.w3.org/2000/svg";
-    var width = 520, rowH = 28, left = 60, right = 90, top = 24;
+    var width = 560, rowH = 28, left = 24, right = 90, top = 24;
     var values = trials.map(function (t) { return t.timing || {}; });
     var max = Math.max.apply(null, values.map(function (v) { return v[metric + "High"] || v[metric] || 0; })) || 1;
     var svg = document.createElementNS(NS, "svg");
-    svg.setAttribute("viewBox", "0 0 " + width + " " + (top + rowH * trials.length + 6));
+    var height = top + rowH * trials.length + 6;
+    svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+    svg.setAttribute("width", width);
+    svg.setAttribute("height", height);
     svg.setAttribute("class", "perfsite-chooser-bars");
     svg.setAttribute("role", "img");
     svg.setAttribute("aria-label", title);
@@ -273,7 +280,7 @@
       }
       var value = document.createElementNS(NS, "text");
       value.setAttribute("x", left + (v[metric + "High"] || v[metric] || 0) * scale + 6); value.setAttribute("y", y + 16);
-      value.textContent = fmt(v[metric], 4);
+      value.textContent = fmt(v[metric], metric === "latency" ? 3 : 4);
       svg.appendChild(value);
     });
     var fig = el("figure", null, "perfsite-chooser-figure");
