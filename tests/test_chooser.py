@@ -69,3 +69,15 @@ def test_figures_of_a_model_with_many_layers_are_split_across_files(recorded):
     many = replace(data, pairs=(replace(data.pairs[0], rows=data.pairs[0].rows * 10_000),))
     per_file = figures_per_file(many)
     assert per_file * ROW_BYTES * len(many.pairs[0].rows) <= FIGURES_FILE_BYTES or per_file == 1
+
+
+def test_one_version_offers_its_configurations(recorded):
+    from dataclasses import replace
+
+    only = replace(recorded, trials=recorded.trials[recorded.trials["version"] == "fp32"])
+    data, ctx = chooser_data(only)
+    assert data.versions == ("fp32",) and data.pairs == () and data.default is None
+    figures = dict(pair_figures(ctx, data))
+    assert len(figures) == len(data.trials) >= 2
+    first = figures[data.trials[0].trial_key][0]
+    assert first.latency is not None and first.rows == () and first.layer_types

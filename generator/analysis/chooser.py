@@ -194,6 +194,8 @@ def _default(ctx: CompareContext, versions: tuple[str, ...]) -> tuple[str, str] 
     """The trial keys shown first: the spec's first compare pair at its compared configuration, else the first
     two versions at the configuration a comparison of them picks."""
     pairs = list(ctx.exp.spec.compare)
+    if len(versions) < 2:
+        return None  # one version's configurations: the page starts at its first two
     try:
         if pairs:
             p = pairs[0]
