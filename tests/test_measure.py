@@ -171,8 +171,10 @@ def test_a_neighbour_on_the_same_core_shows_as_preempted_requests_and_the_clean_
     quiet_ms, busy_ms = quiet.all_latencies_ms(), busy.all_latencies_ms()
     quiet_hit = preempted_mask(quiet_ms, np.concatenate(quiet.run_delays_ns) / 1e6)
     busy_hit = preempted_mask(busy_ms, np.concatenate(busy.run_delays_ns) / 1e6)
-    # Sharing one CPU, a good part of the requests lose a time slice; alone, hardly any.
-    assert busy_hit.mean() > 0.15 and quiet_hit.mean() < 0.1, (busy_hit.mean(), quiet_hit.mean())
+    # Sharing one CPU with the spinner, a good part of the requests lose a time slice, clearly more than without
+    # it. Not "hardly any without it": on a busy CI host the pinned CPU has other neighbours too (a run beside
+    # other jobs saw 22 % of the quiet loop's requests preempted, and 32 % beside the spinner).
+    assert busy_hit.mean() > 0.15 and busy_hit.mean() > quiet_hit.mean() + 0.05, (busy_hit.mean(), quiet_hit.mean())
     # The preempted requests are the slow ones; the clean ones keep near the quiet median. "Near" is 1.5x, not
     # closer: on a shared CI host the quiet loop alone ranged 1.15-1.75 ms and the clean busy median came out
     # 1.25x the quiet one (the neighbour's cache traffic stays even when no time slice is lost).
