@@ -144,12 +144,14 @@ def _verdict(c: Comparison) -> list[str]:
 def _agreement(c: Comparison) -> str:
     if not c.agreement:
         return "no agreement recorded between these versions"
+    whose = "the spec's tolerance" if c.tolerance_set else "perfsite's default tolerance (cosine >= 0.99)"
     bad = [r for r in c.agreement if r.within_tolerance is False]
     if bad:
-        return f"DIFFER beyond the spec's tolerance: {safe(', '.join(r.output for r in bad))}"
+        return (f"DIFFER beyond {whose}: {safe(', '.join(r.output for r in bad))}; the speed of a broken model "
+                "is not a result")
     worst = max((r.max_abs for r in c.agreement if r.max_abs is not None), default=None)
     checked = any(r.within_tolerance for r in c.agreement)
-    verdict = "within the spec's tolerance" if checked else "compared (the spec sets no tolerance)"
+    verdict = f"within {whose}" if checked else "compared (no figure the tolerance needs was recorded)"
     return f"{verdict}; largest absolute difference {num(worst)}"
 
 

@@ -205,3 +205,35 @@ def test_real_recorded_run(tmp_path):
         if c.coverage is not None:
             assert c.coverage.share_a >= 0.98 and c.coverage.share_b >= 0.98
             assert c.layer_types and c.kernels
+
+
+def test_without_a_tolerance_outputs_far_from_the_reference_still_warn(tmp_path):
+    """No `tolerance:` in the spec: perfsite's default (cosine ≥ 0.99) judges the outputs, in the record, the
+    advice, the compare page and the terminal. A static INT8 detector calibrated on random data once reached
+    cosine 0.19 with nothing said beside its speed-up."""
+    from compare_fixture import write_compare_results
+
+    from generator.cli_compare import _agreement
+    from generator.site.compare_page import _tolerance_text
+
+    exp = load_experiment(write_compare_results(tmp_path))
+    spec = {k: v for k, v in exp.spec_json.items() if k != "tolerance"}
+    close = dataclasses.replace(exp, spec_json=spec)
+    ok = compare_versions(close, "fp32", "int8-static")
+    assert not ok.tolerance_set and {r.within_tolerance for r in ok.agreement} == {True}  # cosine 0.9998
+    assert "within perfsite's default tolerance (cosine >= 0.99)" in _agreement(ok)
+    assert _tolerance_text(close.spec) == "cosine ≥ 0.99, perfsite's default: the spec sets no `tolerance:`"
+    broken = exp.agreement.assign(cosine=0.19)
+    c = compare_versions(dataclasses.replace(close, agreement=broken), "fp32", "int8-static")
+    assert {r.within_tolerance for r in c.agreement} == {False}
+    (advice,) = [a for a in c.advice if a.rule_id == "outputs_disagree"]
+    assert advice.severity == "warning" and "perfsite's default tolerance (cosine ≥ 0.99)" in advice.text
+    assert "the speed of a broken model is not a result" in advice.text and "cosine 0.19000" in advice.text
+    assert _agreement(c).startswith("DIFFER beyond perfsite's default tolerance (cosine >= 0.99): ")
+    from generator.site.pages import experiment_pages, experiment_view, template_env
+
+    view = experiment_view(dataclasses.replace(close, agreement=broken), "tiny-compare")
+    (page,) = experiment_pages(template_env(), view)
+    assert '!!! danger "Outputs changed: int8-dyn, int8-static"' in page.markdown
+    assert "beyond perfsite's\n    default tolerance (cosine ≥ 0.99; the spec sets no `tolerance:`)" in page.markdown
+    assert "int8-static output logits against fp32 (cosine 0.1900" in page.markdown

@@ -217,9 +217,10 @@ def outputs_disagree(data: AdviceInput) -> Advice | None:
         return None
     shown = "; ".join(f"{r.version} output {r.output} against {r.reference_version}: max abs "
                       f"{_number(r.max_abs, '.3g')}, cosine {_number(r.cosine, '.5f')}" for r in bad[:3])
+    whose = "the spec's tolerance" if data.comparison.tolerance_set else "perfsite's default tolerance (cosine ≥ 0.99)"
     return Advice("outputs_disagree", "warning",
-                  f"Outputs differ beyond the spec's tolerance ({shown}): a speed-up means little if the results "
-                  "changed.")
+                  f"Outputs differ beyond {whose} ({shown}): the speed of a broken model is not a result. Check "
+                  "B's accuracy (calibration data, quantized ops) before using its speed.")
 
 
 RULES: tuple[tuple[str, Rule], ...] = (

@@ -45,6 +45,7 @@ from generator.results.store import ExperimentResults
 
 QUICK_PROFILE_ITERATIONS = 3  # profiled iterations in quick mode (generator.runner.orchestrate)
 PRECISIONS = ("FP32", "FP16", "INT8")
+DEFAULT_COSINE_MIN = 0.99  # outputs' agreement below this warns when the spec sets no tolerance
 
 
 def compare_pairs(exp: ExperimentResults) -> list[Comparison]:
@@ -85,6 +86,7 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
         model_bytes=dict(ctx.model_bytes), precision_share=_precision_shares(ctx, chosen),
         precision_transitions=_precision_transitions(ctx, chosen), advice=(),
         other_configs=_other_labels(ctx, a, b, chosen), agreement=_agreement(ctx, a, b, ta, tb),
+        tolerance_set=ctx.exp.spec.tolerance is not None,
         overall_sweet_spot=overall_sweet_spot(ctx), threshold_ms=ctx.threshold_ms,
         percentile=ctx.percentile,
         b_reason=b_reason, config_reason=config_reason, notes=timing.notes + layer_notes,
@@ -270,8 +272,30 @@ def _agreement(ctx: CompareContext, a: str, b: str, ta: TrialSummary | None,
         rows = table[table["version"].astype(str) == b]
     rows = rows.drop_duplicates(["version", "reference_version", "output"], keep="last")
     rows = rows.sort_values(["version", "reference_version", "output"], key=lambda s: s.astype(str))
-    tolerance = ctx.exp.spec.tolerance
+    tolerance = effective_tolerance(ctx.exp.spec)
     return tuple(_agreement_row(r, tolerance) for _, r in rows.iterrows())
+
+
+def outputs_beyond_tolerance(exp: ExperimentResults) -> tuple[AgreementRow, ...]:
+    """Every version's newest agreement rows outside the tolerance (the spec's or the default), for the
+    experiment page's warning."""
+    table = exp.agreement
+    if table is None or not len(table):
+        return ()
+    rows = table.drop_duplicates(["version", "reference_version", "output"], keep="last")
+    rows = rows.sort_values(["version", "reference_version", "output"], key=lambda s: s.astype(str))
+    tolerance = effective_tolerance(exp.spec)
+    return tuple(r for r in (_agreement_row(row, tolerance) for _, row in rows.iterrows())
+                 if r.within_tolerance is False)
+
+
+def effective_tolerance(spec: Any) -> Any:
+    """The spec's `tolerance:`, or perfsite's default (cosine ≥ DEFAULT_COSINE_MIN on every output) when it sets
+    none: a static INT8 model calibrated on random data reached cosine 0.19, and the speed of a broken model is
+    not a result, so a comparison never stays silent about outputs that changed that much."""
+    from generator.spec.model import Tolerance
+
+    return spec.tolerance if spec.tolerance is not None else Tolerance(cosine_min=DEFAULT_COSINE_MIN)
 
 
 def _agreement_row(r: pd.Series, tolerance: Any) -> AgreementRow:

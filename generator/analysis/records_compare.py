@@ -188,7 +188,7 @@ class AgreementRow:
     mean_abs: float | None = None
     samples: int | None = None
     trial_key: str | None = None
-    within_tolerance: bool | None = None  # None when the spec sets no tolerance
+    within_tolerance: bool | None = None  # None without the figure the tolerance needs
 
 
 @dataclass(frozen=True)
@@ -219,6 +219,7 @@ class Comparison:
     advice: tuple[Advice, ...]
     other_configs: tuple[str, ...]  # labels of the other configurations present in both versions
     agreement: tuple[AgreementRow, ...] = ()
+    tolerance_set: bool = True  # False: outputs were judged by perfsite's default tolerance
     overall_sweet_spot: SweetSpot | None = None
     threshold_ms: float | None = None
     percentile: str = "p90"

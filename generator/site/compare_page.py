@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from generator.analysis.compare import effective_tolerance
 from generator.analysis.records_compare import (
     Advice,
     AgreementRow,
@@ -133,7 +134,7 @@ class CompareView:
     sources: dict[str, str]  # version -> how it was made
     latency_text: str
     throughput_text: str
-    tolerance_text: str | None  # the spec's output tolerance as text, None when it sets none
+    tolerance_text: str  # the output tolerance as text (the spec's, or perfsite's default)
     disagreeing: tuple[AgreementRow, ...]  # agreement rows past the tolerance
     charts: dict[str, str]  # chart name -> HTML block, "" when there is nothing to draw
     line_axis: str | None  # the axis the results chart's lines follow
@@ -155,13 +156,13 @@ class CompareView:
         return cov is not None and min(cov.share_a, cov.share_b) < MATCHED_WARN
 
 
-def _tolerance_text(spec: Any) -> str | None:
-    tolerance = getattr(spec, "tolerance", None)
-    if tolerance is None:
-        return None
+def _tolerance_text(spec: Any) -> str:
+    """The tolerance outputs are judged by, as text; perfsite's default says so."""
+    tolerance = effective_tolerance(spec)
     parts = [f"max abs ≤ {tolerance.max_abs:g}" if tolerance.max_abs is not None else None,
              f"cosine ≥ {tolerance.cosine_min:g}" if tolerance.cosine_min is not None else None]
-    return " and ".join(p for p in parts if p)
+    text = " and ".join(p for p in parts if p)
+    return text if spec.tolerance is not None else f"{text}, perfsite's default: the spec sets no `tolerance:`"
 
 
 def _charts(c: Comparison) -> dict[str, str]:

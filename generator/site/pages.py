@@ -119,6 +119,17 @@ class ExperimentView:
                 and any(r.startswith("process medians spread") for r in t.noise_reasons)]
 
     @property
+    def outputs_beyond_tolerance(self) -> tuple[Any, ...]:
+        """Agreement rows (generator.analysis.compare) of versions whose outputs left the tolerance."""
+        from generator.analysis.compare import outputs_beyond_tolerance
+
+        return outputs_beyond_tolerance(self.results)
+
+    @property
+    def tolerance_default(self) -> bool:
+        return self.results.spec.tolerance is None
+
+    @property
     def out_of_budget(self) -> list[S.TrialSummary]:
         return [t for t in self.trials if t.budget_exhausted and t.status == "ok"]
 

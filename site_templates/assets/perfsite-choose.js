@@ -223,7 +223,7 @@
     if (ta.config !== tb.config) notes.push("A and B ran at different configurations: the ratios compare the two trials as they ran, not the versions at one setting.");
     [ta, tb].forEach(function (t) { if (t.budget) notes.push(t.budget); });
     if (pair && pair.agreement.some(function (g) { return g[5] === false; }))
-      notes.push("Some outputs disagree with their reference beyond the spec's tolerance (see Output agreement): the speed of a broken model is not a result.");
+      notes.push("Some outputs disagree with their reference beyond the tolerance (the spec's, or perfsite's default of cosine \u2265 0.99; see Output agreement): the speed of a broken model is not a result.");
     notes.forEach(function (n) { out.push(el("p", n, "perfsite-chooser-note")); });
     fill("verdict", out);
   }
