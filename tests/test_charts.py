@@ -24,8 +24,7 @@ def trials(tmp_path_factory):
 
 
 def _latency_chart(trials, threshold=12.0):
-    spots = [b.sweet_spot for b in S.version_bests(trials, ["fp32", "int8"], threshold) if b.sweet_spot]
-    return charts.latency_throughput_chart(trials, ["fp32", "int8"], "p95", threshold, spots)
+    return charts.latency_throughput_chart(trials, ["fp32", "int8"], "p95", threshold)
 
 
 def test_specs_are_identical_across_calls_with_explicit_names(trials):
@@ -34,7 +33,7 @@ def test_specs_are_identical_across_calls_with_explicit_names(trials):
     assert inline_json(first) == inline_json(second)
     text = json.dumps(first)
     assert not re.search(r'"(param|view)_\d', text), "altair generated a name; name params and views"
-    assert [p["name"] for p in first["params"]] == ["version_pick"]
+    assert [p["name"] for p in first["params"]] == ["version_pick", "latency_threshold"]
     assert {layer["name"] for layer in first["layer"]} >= {"lines", "points", "threshold", "sweet_spots"}
 
 

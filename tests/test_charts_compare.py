@@ -14,6 +14,7 @@ import pytest
 from compare_fixture import sample_comparison
 from perfsite_testing import json_keys
 
+from generator.site import charts
 from generator.site import charts_compare as CC
 from generator.site.escape import inline_json
 
@@ -37,11 +38,12 @@ def test_specs_are_deterministic_named_and_inline(kind):
     assert "url" not in json_keys(first)
 
 
-def test_results_chart_has_the_slider_the_legend_toggle_and_every_layer():
+def test_results_chart_has_the_threshold_control_the_legend_toggle_and_every_layer():
     spec = CC.results_chart(sample_comparison()).to_dict()
     threshold = next(p for p in spec["params"] if p["name"] == "latency_threshold")
-    assert threshold["value"] == 5.0 and threshold["bind"]["input"] == "range"
-    assert threshold["bind"]["min"] <= 1.1 and threshold["bind"]["max"] >= 6.5  # every latency reachable
+    assert threshold["value"] == 5.0 and "bind" not in threshold  # perfsite.js draws the control
+    meta = spec["usermeta"]["perfsiteThreshold"]
+    assert meta["min"] <= 1.1 / 2 and meta["max"] >= 6.5 and meta["value"] == meta["spec"] == 5.0
     hide = next(p for p in spec["params"] if p["name"] == "version_hide")
     assert hide["bind"] == "legend" and hide["select"]["toggle"] == "true" and hide["views"] == ["lines"]
     names = {layer["name"] for layer in spec["layer"]}
@@ -72,25 +74,27 @@ def test_sweet_spot_is_recomputed_from_the_slider_like_the_analysis():
         ("throughput_ips", "descending"), ("latency_ms", "ascending"), ("key", "ascending")]
 
 
-def test_the_latency_axis_is_fixed_to_the_slider_range():
-    spec = CC.results_chart(sample_comparison()).to_dict()
-    threshold = next(p for p in spec["params"] if p["name"] == "latency_threshold")["bind"]
-    y = _layer(spec, "points")["encoding"]["y"]["scale"]
-    assert y["domain"] == [threshold["min"], threshold["max"]]
-
-
-def test_slider_bounds_are_round_and_cover_every_latency_and_the_threshold():
-    low, high, step = CC.slider_bounds([0.42, 3.3, 17.9], 25.0)
-    assert low <= 0.42 / 2 + step and high >= 25.0
-    assert re.fullmatch(r"[125]0*|0\.0*[125]", f"{step:g}"), step
-    assert 50 <= (high - low) / step <= 2 * CC.SLIDER_STEPS
-
-
-def test_without_a_threshold_the_slider_starts_at_its_top():
-    c = sample_comparison(threshold_ms=None)
+def test_the_latency_axis_follows_the_data_and_the_threshold_rule_is_clipped():
+    c = sample_comparison()
     spec = CC.results_chart(c).to_dict()
-    threshold = next(p for p in spec["params"] if p["name"] == "latency_threshold")
-    assert threshold["value"] == threshold["bind"]["max"]
+    y = _layer(spec, "points")["encoding"]["y"]["scale"]
+    latencies = [p.latency_ms for p in c.points]
+    low, high = y["domain"]
+    # Every point inside the frame with a margin for its own size; the threshold does not stretch the axis.
+    assert low < min(latencies) and high > max(latencies) and high < 2 * max(latencies)
+    assert _layer(spec, "threshold")["mark"]["clip"] is True and _layer(spec, "threshold_label")["mark"]["clip"]
+
+
+def test_threshold_control_covers_every_latency_and_the_threshold_on_a_log_range():
+    meta = charts.threshold_meta([0.42, 3.3, 17.9], 25.0, "p90")["perfsiteThreshold"]
+    assert meta["min"] == 0.21 and meta["max"] == 50.0 and meta["value"] == 25.0
+
+
+def test_without_a_threshold_the_control_starts_at_its_top():
+    c = sample_comparison(threshold_ms=None)
+    meta = CC.results_chart(c).to_dict()["usermeta"]["perfsiteThreshold"]
+    threshold = next(p for p in CC.results_chart(c).to_dict()["params"] if p["name"] == "latency_threshold")
+    assert threshold["value"] == meta["max"] == meta["value"] and meta["spec"] is None
 
 
 def test_versions_keep_one_colour_in_every_chart():

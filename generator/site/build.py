@@ -26,7 +26,7 @@ from generator.site.pages import REPORTS_DIR, Page, home_page, render_pages, tem
 Progress = Callable[[str], None]
 GETTING_STARTED = ("getting-started.md", "getting_started.md", "quickstart.md", "tutorial.md")
 # The pages use these Markdown extensions; a project's mkdocs.yml that lacks one gets it added.
-REQUIRED_EXTENSIONS = ("admonition", "tables", "toc")
+REQUIRED_EXTENSIONS = ("admonition", "tables", "toc", "md_in_html")  # md_in_html: tables inside <div markdown>
 MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
 
 

@@ -33,10 +33,32 @@ def _round(value: float | None, digits: int = 6) -> float | None:
 
 
 def _scale(values: list[float]) -> alt.Scale:
+    """Log when the values span more than LOG_SCALE_RATIO, else linear; the domain follows the data (see
+    data_domain), so that no mark sits on or beyond the frame."""
     positive = [v for v in values if v and v > 0]
     if positive and max(positive) / min(positive) > LOG_SCALE_RATIO:
-        return alt.Scale(type="log", nice=False)
-    return alt.Scale(zero=False, nice=True)
+        return alt.Scale(type="log", nice=False, domain=data_domain(positive, True))
+    return alt.Scale(zero=False, nice=False, domain=data_domain(positive, False)) if positive else alt.Scale()
+
+
+def data_domain(values: list[float], log: bool) -> list[float]:
+    """The values' range with a margin for the marks' own size: a fifth of a step either way on a log axis (a
+    factor 1.25), 8 % of the range on a linear one (never below 0). Fixed, so that moving a threshold rule
+    never rescales the chart; the rule is clipped to the frame instead."""
+    low, high = min(values), max(values)
+    if log:
+        return [_round(low / 1.25, 4), _round(high * 1.25, 4)]
+    pad = (high - low) * 0.08 or abs(high) * 0.1 or 1.0
+    return [_round(max(0.0, low - pad), 4), _round(high + pad, 4)]
+
+
+def threshold_meta(values: list[float], threshold_ms: float | None, percentile: str) -> dict[str, Any]:
+    """What perfsite.js needs to draw a chart's latency-threshold control (a log slider and a typed value):
+    its range, from half the lowest latency to twice the highest (and the spec's threshold), and its start."""
+    positive = [v for v in values + ([threshold_ms] if threshold_ms else []) if v and v > 0]
+    low, high = _round(min(positive) / 2, 3), _round(max(positive) * 2, 3)
+    return {"perfsiteThreshold": {"min": low, "max": high, "value": threshold_ms if threshold_ms else high,
+                                  "percentile": percentile, "spec": threshold_ms}}
 
 
 # Axes that trade latency for throughput, in the order a chart's lines follow them: a line joins the
@@ -86,16 +108,15 @@ def latency_throughput_chart(
     versions: list[str],
     percentile: str,
     latency_threshold_ms: float | None = None,
-    sweet_spots: list[TrialSummary] | None = None,
 ) -> alt.LayerChart:
     """Latency at the spec's percentile against throughput: a point per ok trial; lines (coloured by version)
     join the configurations that differ only in the first varying axis of LINE_AXES, in its order; the
     latency threshold as a dashed rule and each version's sweet spot (best throughput under the threshold)
-    as a ring. Click a legend entry to highlight one version."""
+    as a ring, both following the page's threshold control. Click a legend entry to highlight one version."""
     axis = line_axis(trials)
     ok = sorted((t for t in trials if t.ok), key=lambda t: (t.version, t.sort_key(), t.trial_key))
     records = [_point_record(t, percentile, axis) for t in ok]
-    lat = [r["latency_ms"] for r in records] + ([latency_threshold_ms] if latency_threshold_ms else [])
+    lat = [r["latency_ms"] for r in records]
     throughput = [r["throughput_ips"] for r in records]
     x = alt.X("throughput_ips:Q", title="Throughput (items/s)", scale=_scale(throughput))
     y = alt.Y("latency_ms:Q", title=f"Latency {percentile} (ms)", scale=_scale(lat))
@@ -111,30 +132,39 @@ def latency_throughput_chart(
         shape=alt.Shape("noisy:N", title="Noise", scale=NOISE_SHAPES),
     ).transform_calculate(noisy="datum.noise == 'none' ? 'ok' : 'noisy'").add_params(pick)
     layers = [lines.properties(name="lines"), points.properties(name="points")]
-    layers += _threshold_layers(latency_threshold_ms, sweet_spots or [], x, y, color, percentile)
-    return alt.layer(*layers).properties(
+    chart = alt.layer(*layers, *_threshold_layers(latency_threshold_ms, base, x, y, color, percentile))
+    if latency_threshold_ms is not None and lat:
+        threshold = threshold_meta(lat, latency_threshold_ms, percentile)
+        chart = chart.add_params(alt.param(name="latency_threshold", value=latency_threshold_ms)).properties(
+            usermeta=threshold)
+    return chart.properties(
         name="latency_throughput", width="container", height=380,
         title=alt.Title(f"Latency ({percentile}) vs throughput, every configuration", anchor="start"),
     )
 
 
-def _threshold_layers(threshold_ms, sweet_spots, x, y, color, percentile) -> list:
+def _threshold_layers(threshold_ms, base, x, y, color, percentile) -> list:
+    """The threshold as a dashed rule and each version's sweet spot (best throughput within it, ties to the
+    lower latency) as a ring, both following the `latency_threshold` parameter that the page's threshold
+    control sets (perfsite.js); the rule is clipped to the frame when the control leaves the data's range."""
     if threshold_ms is None:
         return []
-    rule_data = alt.Data(values=[{"latency_ms": threshold_ms, "text": f"threshold {threshold_ms:g} ms"}])
-    rule = alt.Chart(rule_data).mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4]).encode(y=y)
-    label = alt.Chart(rule_data).mark_text(
-        color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0,
+    rule_data = alt.Chart(alt.Data(values=[{"line": "threshold"}])).transform_calculate(
+        latency_ms="latency_threshold", text="'threshold ' + format(latency_threshold, ',.4~r') + ' ms'")
+    rule = rule_data.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
+    label = rule_data.mark_text(
+        color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0, clip=True,
     ).encode(y=y, text="text:N")
-    layers = [rule.properties(name="threshold"), label.properties(name="threshold_label")]
-    if sweet_spots:
-        spots = [_point_record(t, percentile) for t in sweet_spots]
-        tooltip = [alt.Tooltip("version:N", title="Sweet spot of")] + _tooltip(percentile)
-        ring = alt.Chart(alt.Data(values=spots)).mark_point(size=380, strokeWidth=2.5, filled=False).encode(
-            x=x, y=y, color=color, tooltip=tooltip,
-        )
-        layers.append(ring.properties(name="sweet_spots"))
-    return layers
+    tooltip = [alt.Tooltip("version:N", title="Sweet spot of")] + _tooltip(percentile)
+    ring = base.mark_point(size=380, strokeWidth=2.5, filled=False).encode(
+        x=x, y=y, color=color, tooltip=tooltip,
+    ).transform_filter("datum.latency_ms <= latency_threshold").transform_window(
+        rank="row_number()", groupby=["version"],
+        sort=[alt.SortField("throughput_ips", "descending"), alt.SortField("latency_ms", "ascending"),
+              alt.SortField("label", "ascending")],
+    ).transform_filter("datum.rank == 1")
+    return [rule.properties(name="threshold"), label.properties(name="threshold_label"),
+            ring.properties(name="sweet_spots")]
 
 
 def op_time_chart(op_times: list[OpTypeTime], name: str = "op_time") -> alt.LayerChart:

@@ -8,19 +8,17 @@ so A and B in the inference-time chart look like A and B in the results chart.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import altair as alt
 
 from generator.analysis.records_compare import Comparison, ConfigPoint, LayerTypeRow, VersionTiming
-from generator.site.charts import LINE_AXES, LOG_SCALE_RATIO, THRESHOLD_COLOR, _round
+from generator.site.charts import LINE_AXES, LOG_SCALE_RATIO, THRESHOLD_COLOR, _round, data_domain, threshold_meta
 
 # Vega-Lite's default categorical scheme (tableau10), written out so that colours can be assigned per version.
 PALETTE = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
            "#bab0ac")
 SWEET_SPOT_COLOR = "#1565c0"
-SLIDER_STEPS = 200  # positions of the threshold slider between its bounds
 # Legend-bound selections below mean "hidden": clicking an entry hides it, clicking again shows it. Vega-Lite
 # fades the legend entries *not* selected, the opposite here, so charts switch that fading off (config
 # legend.unselectedOpacity 1) and mark the hidden entries in their label instead.
@@ -78,29 +76,11 @@ def _point_record(point: ConfigPoint, axis: str | None) -> dict[str, Any]:
     }
 
 
-def _nice_step(span: float) -> float:
-    """A round slider step (1, 2 or 5 times a power of ten) giving about SLIDER_STEPS positions."""
-    raw = span / SLIDER_STEPS if span > 0 else 0.01
-    power = 10 ** math.floor(math.log10(raw))
-    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-
-
-def slider_bounds(latencies: list[float], threshold_ms: float | None) -> tuple[float, float, float]:
-    """(min, max, step) of the threshold slider: from half the lowest latency to a fifth above the highest
-    (and the spec's threshold), in round steps."""
-    low, high = min(latencies), max(latencies + ([threshold_ms] if threshold_ms else []))
-    step = _nice_step(high * 1.2 - low * 0.5)
-    lo = max(step, math.floor(low * 0.5 / step) * step)
-    hi = math.ceil(high * 1.2 / step) * step
-    return _round(lo), _round(hi), _round(step)
-
-
-def _latency_scale(latencies: list[float], bounds: tuple[float, float, float]) -> alt.Scale:
-    """Fixed to the slider's range, so that moving the threshold rule never rescales the chart."""
-    lo, hi, _ = bounds
-    if min(latencies) > 0 and max(latencies) / min(latencies) > LOG_SCALE_RATIO:
-        return alt.Scale(type="log", domain=[lo, hi], nice=False)
-    return alt.Scale(type="linear", domain=[lo, hi], nice=False, zero=False)
+def _latency_scale(latencies: list[float]) -> alt.Scale:
+    """Follows the data (charts.data_domain), fixed so that moving the threshold rule never rescales the chart."""
+    positive = [v for v in latencies if v and v > 0]
+    log = bool(positive) and max(positive) / min(positive) > LOG_SCALE_RATIO
+    return alt.Scale(type="log" if log else "linear", domain=data_domain(positive, log), nice=False, zero=False)
 
 
 def _results_tooltip(percentile: str) -> list[alt.Tooltip]:
@@ -110,11 +90,6 @@ def _results_tooltip(percentile: str) -> list[alt.Tooltip]:
         alt.Tooltip("throughput_ips:Q", title="Throughput (items/s)", format=",.4~r"),
         alt.Tooltip("noise:N", title="Noise"),
     ]
-
-
-def threshold_initial(c: Comparison, bounds: tuple[float, float, float]) -> float:
-    """The slider's starting value: the spec's threshold, else the top of its range (no budget)."""
-    return c.threshold_ms if c.threshold_ms is not None else bounds[1]
 
 
 def results_chart(c: Comparison) -> alt.LayerChart:
@@ -130,15 +105,15 @@ def results_chart(c: Comparison) -> alt.LayerChart:
     axis = line_axis(points)
     records = [_point_record(p, axis) for p in sorted(points, key=lambda p: (p.version, p.order, p.trial_key))]
     latencies = [p.latency_ms for p in points]
-    bounds = slider_bounds(latencies, c.threshold_ms)
+    meta = threshold_meta(latencies, c.threshold_ms, c.percentile)
     versions = _versions(c)
     colors = version_colors(versions)
-    threshold = alt.param(name="latency_threshold", value=threshold_initial(c, bounds), bind=alt.binding_range(
-        min=bounds[0], max=bounds[1], step=bounds[2], name=f"Latency threshold, {c.percentile} (ms) "))
+    # Set by the page's threshold control (perfsite.js: a log slider and a typed value, text and table follow).
+    threshold = alt.param(name="latency_threshold", value=meta["perfsiteThreshold"]["value"])
     hide = alt.selection_point(name="version_hide", fields=["version"], bind="legend", toggle="true")
     x = alt.X("throughput_ips:Q", title="Throughput (items/s)", axis=alt.Axis(tickCount=8),
               scale=_plain_scale([p.throughput_ips for p in points]))
-    y = alt.Y("latency_ms:Q", title=f"Latency {c.percentile} (ms)", scale=_latency_scale(latencies, bounds))
+    y = alt.Y("latency_ms:Q", title=f"Latency {c.percentile} (ms)", scale=_latency_scale(latencies))
     legend = _hiding_legend("version_hide", "version", "Version (click to hide)")
     color = alt.Color("version:N", sort=versions, legend=legend,
                       scale=alt.Scale(domain=versions, range=[colors[v] for v in versions]))
@@ -148,7 +123,7 @@ def results_chart(c: Comparison) -> alt.LayerChart:
     ]
     chart = alt.layer(*layers, data=alt.Data(values=records)).add_params(threshold)
     return chart.configure_legend(unselectedOpacity=1).properties(
-        name="compare_results", width="container", height=400,
+        name="compare_results", width="container", height=400, usermeta=meta,
         title=alt.Title(f"Latency ({c.percentile}) vs throughput, every configuration of every version",
                         anchor="start"),
     )
@@ -194,8 +169,9 @@ def _threshold_rule(y) -> list[alt.Chart]:
     data = alt.Data(values=[{"line": "threshold"}])
     base = alt.Chart(data).transform_calculate(
         latency_ms="latency_threshold", text="'threshold ' + format(latency_threshold, ',.4~r') + ' ms'")
-    rule = base.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4]).encode(y=y)
-    label = base.mark_text(color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0).encode(
+    rule = base.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
+    label = base.mark_text(color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0,
+                           clip=True).encode(
         y=y, text="text:N")
     return [rule.properties(name="threshold"), label.properties(name="threshold_label")]
 

@@ -39,6 +39,8 @@
       vegaEmbed(el, spec, EMBED_OPTIONS).then(function (result) {
         // The Vega view, for tests and readers' consoles: el.__perfsiteView.signal("latency_threshold").
         el.__perfsiteView = result.view;
+        var meta = spec.usermeta && spec.usermeta.perfsiteThreshold;
+        if (meta) thresholdControl(el, result.view, meta, chartRows(spec));
       }).catch(function (error) {
         el.textContent = "Chart failed to render: " + error.message;
       });
@@ -100,6 +102,122 @@
     p.appendChild(document.createTextNode(" \u00b7 "));
     p.appendChild(downloadLink("JSON", JSON.stringify(rows, null, 1) + "\n", "application/json", base + ".json"));
     source.parentNode.insertBefore(p, source.nextSibling);
+  }
+
+  // ---- The latency-threshold control of a chart (usermeta.perfsiteThreshold, generator/site/charts.py) ----
+  // A slider on a log scale over the data's range and a typed value; the chart's `latency_threshold` signal,
+  // and the page's sentence, table cells and headings marked data-perfsite-threshold="<chart id>", follow.
+  // The sweet spot is a selection over the chart's own points (highest throughput within the threshold, ties
+  // to the lower latency, then the trial), as generator.analysis picks it; nothing is estimated here.
+  // As the pages' `num` filter (generator/site/formatting.py): 3 significant digits, whole numbers from 100 up
+  // with thousands separators, trailing zeros kept (1.90 ms).
+  function num(value) {
+    if (value === null || value === undefined || !isFinite(value)) return "\u2014";
+    if (Math.abs(value) >= 100) return Math.round(value).toLocaleString("en-US");
+    var rounded = Number(value.toPrecision(3));
+    if (rounded === 0) return "0";
+    var decimals = Math.max(0, 2 - Math.floor(Math.log10(Math.abs(rounded))));
+    return rounded.toFixed(decimals);
+  }
+  var formatMs = num;
+
+  // Whether point r beats point b: higher throughput, ties to the lower latency, then the trial (key or label).
+  function better(r, b) {
+    if (!b) return true;
+    if (r.throughput_ips !== b.throughput_ips) return r.throughput_ips > b.throughput_ips;
+    if (r.latency_ms !== b.latency_ms) return r.latency_ms < b.latency_ms;
+    return (r.key || r.label || "") < (b.key || b.label || "");
+  }
+
+  function sweetSpots(rows, threshold) {
+    var best = {};
+    rows.forEach(function (r) {
+      if (!(r.latency_ms <= threshold) || r.throughput_ips === null || r.throughput_ips === undefined) return;
+      if (better(r, best[r.version])) best[r.version] = r;
+    });
+    return best;
+  }
+
+  function overallSpot(best) {
+    return Object.keys(best).sort().reduce(function (spot, v) { return better(best[v], spot) ? best[v] : spot; }, null);
+  }
+
+  function followers(id, role) {
+    return document.querySelectorAll('[data-perfsite-threshold="' + id + '"][data-role="' + role + '"]');
+  }
+
+  function updateFollowers(id, rows, threshold) {
+    var best = sweetSpots(rows, threshold), spot = overallSpot(best);
+    Array.prototype.forEach.call(followers(id, "value"), function (node) { node.textContent = formatMs(threshold); });
+    Array.prototype.forEach.call(followers(id, "sentence"), function (node) {
+      node.textContent = "";
+      if (!spot) {
+        node.appendChild(document.createTextNode("No configuration meets " + formatMs(threshold) + " ms: there is no sweet spot at this threshold."));
+        return;
+      }
+      var strong = document.createElement("strong");
+      strong.textContent = "Sweet spot";
+      var version = document.createElement("strong");
+      version.textContent = spot.version;
+      node.appendChild(strong);
+      node.appendChild(document.createTextNode(" under " + formatMs(threshold) + " ms: "));
+      node.appendChild(version);
+      node.appendChild(document.createTextNode(" at " + spot.label + ", " + num(spot.throughput_ips) + " items/s at " +
+        num(spot.latency_ms) + " ms."));
+    });
+    Array.prototype.forEach.call(followers(id, "table"), function (box) {
+      var columns = (box.dataset.columns || "").split(",");
+      var table = box.querySelector("table");
+      if (!table || !table.tBodies.length) return;
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+        var cells = row.cells, version = cells[columns.indexOf("version")].textContent.trim(), r = best[version];
+        columns.forEach(function (name, i) {
+          if (!cells[i] || name === "version" || !name) return;
+          var text = !r ? (name === "config" ? "none under the threshold" : "\u2014")
+            : name === "config" ? r.label + (box.dataset.noisySuffix && r.noise !== "none" ? " (noisy)" : "")
+            : name === "latency" ? num(r.latency_ms) : num(r.throughput_ips);
+          cells[i].textContent = text;
+        });
+      });
+    });
+  }
+
+  function thresholdControl(el, view, meta, rows) {
+    var id = el.dataset.chart, lo = meta.min, hi = meta.max, steps = 1000;
+    var box = document.createElement("div");
+    box.className = "perfsite-threshold";
+    var label = document.createElement("label");
+    label.textContent = "Latency threshold (" + meta.percentile + ") ";
+    var slider = document.createElement("input");
+    slider.type = "range"; slider.min = 0; slider.max = steps; slider.step = 1;
+    slider.setAttribute("aria-label", "Latency threshold, log scale from " + formatMs(lo) + " to " + formatMs(hi) + " ms");
+    var typed = document.createElement("input");
+    typed.type = "number"; typed.step = "any"; typed.min = 0;
+    typed.setAttribute("aria-label", "Latency threshold in ms");
+    label.appendChild(slider);
+    box.appendChild(label);
+    box.appendChild(typed);
+    box.appendChild(document.createTextNode(" ms"));
+    if (meta.spec) {
+      var reset = document.createElement("button");
+      reset.type = "button"; reset.className = "md-button perfsite-threshold-reset";
+      reset.textContent = "Spec's " + formatMs(meta.spec) + " ms";
+      reset.addEventListener("click", function () { set(meta.spec, null); });
+      box.appendChild(reset);
+    }
+    el.parentNode.insertBefore(box, el);
+    function position(ms) { return Math.round(steps * Math.log(Math.min(Math.max(ms, lo), hi) / lo) / Math.log(hi / lo)); }
+    function set(ms, from) {
+      if (!(ms > 0)) return;
+      if (from !== slider) slider.value = position(ms);
+      if (from !== typed) typed.value = Number(ms.toPrecision(3));
+      view.signal("latency_threshold", ms).runAsync();
+      updateFollowers(id, rows, ms);
+    }
+    slider.addEventListener("input", function () { set(lo * Math.pow(hi / lo, slider.value / steps), slider); });
+    typed.addEventListener("input", function () { set(parseFloat(typed.value), typed); });
+    el.__perfsiteThreshold = set;  // for tests: el.__perfsiteThreshold(0.5)
+    set(meta.value, null);
   }
 
   // Numeric columns may hold "—" for a missing figure; Tablesort's number sorter then refuses the column.

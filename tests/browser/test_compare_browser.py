@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from compare_fixture import write_compare_results
-from test_site_browser import _assert_charts_drawn, _column, _open, _pages
+from test_site_browser import _assert_charts_drawn, _assert_no_mark_outside_its_frame, _column, _open, _pages
 
 from generator.site import build_site
 from generator.site.serve import BackgroundServer
@@ -64,12 +64,14 @@ def _expected_spot(points: list[dict], threshold: float) -> str | None:
     return best["key"] if best else None
 
 
+CONTROL = ".perfsite-threshold:has(+ [data-chart='chart-compare-results'])"
+
+
 def _set_threshold(page, value: float) -> None:
-    slider = page.locator(f"{RESULTS} input[type=range]")
-    slider.evaluate("(el, v) => { el.value = String(v); el.dispatchEvent(new Event('input', {bubbles: true})); }",
-                    value)
-    page.wait_for_function(f"""() => document.querySelector("{RESULTS}").__perfsiteView
-        .signal('latency_threshold') === {value}""")
+    """Type the threshold into the control's number field, as a reader would."""
+    page.locator(f"{CONTROL} input[type=number]").fill(str(value))
+    page.wait_for_function(f"""() => Math.abs(document.querySelector("{RESULTS}").__perfsiteView
+        .signal('latency_threshold') - {value}) < 1e-9""")
 
 
 def _spot(page) -> str | None:
@@ -84,32 +86,48 @@ def test_every_compare_page_renders_without_errors_or_network(chromium, compare_
     for rel in pages:
         context, page, visit = _open(chromium, compare_url + rel)
         assert _assert_charts_drawn(page, rel) == 5
+        _assert_no_mark_outside_its_frame(page, rel)
         assert not visit.errors, f"{rel}: console errors {visit.errors}"
         assert not visit.foreign_requests(), f"{rel}: {visit.foreign_requests()}"
         context.close()
 
 
-def test_the_threshold_slider_moves_the_sweet_spot(results_page):
+def test_the_threshold_control_moves_the_sweet_spot_and_the_text_and_table_follow(results_page):
     page, visit = results_page
     points = _points(page)
     initial = page.evaluate(f"() => document.querySelector(\"{RESULTS}\").__perfsiteView.signal('latency_threshold')")
     assert initial == 6.0  # the spec's latency_threshold_ms
+    assert page.locator(f"{CONTROL} input[type=number]").input_value() == "6"
     first = _spot(page)
     assert first == _expected_spot(points, initial)
-    # A threshold just under the sweet spot's latency excludes it: the spot must move to another point.
+    # A typed threshold just under the sweet spot's latency excludes it: the spot, the sentence and the
+    # version's row in the table move to another point.
     latency = next(p["latency_ms"] for p in points if p["key"] == first)
-    step = float(page.locator(f"{RESULTS} input[type=range]").get_attribute("step"))
-    lower = round((latency - step) // step * step, 6)
+    lower = round(latency * 0.995, 6)
     _set_threshold(page, lower)
     moved = _spot(page)
     assert moved != first and moved == _expected_spot(points, lower)
-    assert page.locator(f"{RESULTS} svg").get_by_text("threshold", exact=False).count() >= 1
-    # Below every latency there is no sweet spot, and the chart says so.
-    bottom = float(page.locator(f"{RESULTS} input[type=range]").get_attribute("min"))
-    assert bottom < min(p["latency_ms"] for p in points)
-    _set_threshold(page, bottom)
+    spot = next(p for p in points if p["key"] == moved)
+    sentence = page.locator("[data-perfsite-threshold='chart-compare-results'][data-role='sentence']").inner_text()
+    assert f"under {lower:.3g}" in sentence and spot["version"] in sentence and spot["label"] in sentence
+    rows = page.locator("[data-perfsite-threshold='chart-compare-results'][data-role='table'] tbody tr")
+    cells = {rows.nth(i).locator("td").first.inner_text(): rows.nth(i).locator("td").nth(1).inner_text()
+             for i in range(rows.count())}
+    assert cells[spot["version"]] == spot["label"]
+    # The slider is logarithmic and reaches below every latency: no sweet spot, and the page says so.
+    slider = page.locator(f"{CONTROL} input[type=range]")
+    slider.evaluate("el => { el.value = '0'; el.dispatchEvent(new Event('input', {bubbles: true})); }")
+    bottom = page.evaluate(f"() => document.querySelector(\"{RESULTS}\").__perfsiteView.signal('latency_threshold')")
+    assert bottom < min(p["latency_ms"] for p in points) / 1.9
+    page.wait_for_function(f"() => document.querySelector(\"{RESULTS}\").__perfsiteView.signal('latency_threshold') === {bottom}")
     assert _spot(page) is None
     assert _view_data(page, "chart-compare-results", "no_sweet_spot_marks")
+    assert "No configuration meets" in page.locator(
+        "[data-perfsite-threshold='chart-compare-results'][data-role='sentence']").inner_text()
+    assert set(cells) == {page.locator(
+        "[data-perfsite-threshold='chart-compare-results'][data-role='table'] tbody tr").nth(i).locator("td").first
+        .inner_text() for i in range(rows.count())}
+    assert rows.nth(0).locator("td").nth(1).inner_text() == "none under the threshold"
     assert not visit.errors
 
 

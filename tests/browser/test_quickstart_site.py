@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from perfsite_testing import ROOT, perfsite
-from test_site_browser import _assert_charts_drawn, _open, _pages
+from test_site_browser import _assert_charts_drawn, _assert_no_mark_outside_its_frame, _open, _pages
 
 from generator.site.serve import BackgroundServer
 
@@ -50,6 +50,7 @@ def test_quickstart_site_renders_every_chart_without_errors_or_network(chromium,
         for rel in pages:
             context, page, visit = _open(chromium, url + rel)
             charts += _assert_charts_drawn(page, rel)
+            _assert_no_mark_outside_its_frame(page, rel)
             assert not visit.errors, f"{rel}: console errors {visit.errors}"
             assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
             context.close()

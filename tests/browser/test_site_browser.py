@@ -3,6 +3,7 @@ text."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -51,6 +52,39 @@ def _pages(site: Path) -> list[str]:
     return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
 
 
+# Every drawn mark of every chart (points, lines, bars, rules, text) whose centre lies outside its plot frame, by
+# SVG geometry; marks of a clipped layer are drawn only inside the frame and are skipped. One pixel of slack.
+MARKS_OUTSIDE = """() => {
+  const out = [];
+  document.querySelectorAll('.perfsite-chart svg').forEach((svg, chart) => {
+    svg.querySelectorAll('g.role-mark').forEach(group => {
+      if (group.getAttribute('clip-path')) return;
+      const frame = group.closest('g.role-frame');
+      const background = frame && frame.querySelector(':scope > g > path.background');
+      if (!background) return;
+      const f = background.getBoundingClientRect();
+      if (f.width === 0 || f.height === 0) return;
+      group.querySelectorAll(':scope > path, :scope > line, :scope > text, :scope > rect, :scope > g > path')
+        .forEach(item => {
+          const b = item.getBoundingClientRect();
+          if (b.width === 0 && b.height === 0) return;
+          const x = b.left + b.width / 2, y = b.top + b.height / 2;
+          if (x < f.left - 1 || x > f.right + 1 || y < f.top - 1 || y > f.bottom + 1) {
+            out.push(`chart ${chart} ${group.getAttribute('class')}: centre (${x.toFixed(0)}, ${y.toFixed(0)}) ` +
+                     `outside the frame ${f.left.toFixed(0)}-${f.right.toFixed(0)} x ${f.top.toFixed(0)}-${f.bottom.toFixed(0)}`);
+          }
+        });
+    });
+  });
+  return out;
+}"""
+
+
+def _assert_no_mark_outside_its_frame(page, where: str) -> None:
+    outside = page.evaluate(MARKS_OUTSIDE)
+    assert not outside, f"{where}: {len(outside)} marks outside their chart's frame: {outside[:5]}"
+
+
 def _assert_charts_drawn(page, where: str) -> int:
     charts = page.locator(".perfsite-chart")
     for i in range(charts.count()):
@@ -67,6 +101,7 @@ def test_every_page_renders_its_charts_offline_without_errors(chromium, built_si
     for rel in pages:
         context, page, visit = _open(chromium, site_url + rel)
         total += _assert_charts_drawn(page, rel)
+        _assert_no_mark_outside_its_frame(page, rel)
         assert not visit.errors, f"{rel}: console errors {visit.errors}"
         assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
         context.close()
@@ -148,3 +183,28 @@ def _hover_marks(page) -> None:
     for i in range(min(marks.count(), 12)):
         marks.nth(i).hover(force=True)
     page.wait_for_timeout(100)
+
+
+def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_results(chromium, site_url):
+    context, page, visit = _open(chromium, site_url + "reports/cnn-int8/index.html")
+    chart = "[data-chart='chart-latency-throughput']"
+    page.wait_for_function(f"() => document.querySelector(\"{chart}\").__perfsiteThreshold !== undefined")
+    typed = page.locator(f".perfsite-threshold:has(+ {chart}) input[type=number]")
+    points = json.loads(page.locator(f"{chart} + script").text_content())[0]
+    rows = next(t for t in points["datasets"].values() if len(t) > 1) if "datasets" in points else None
+    rows = rows or next(layer["data"]["values"] for layer in points["layer"] if layer.get("name") == "points")
+    fp32 = sorted((r for r in rows if r["version"] == "fp32"), key=lambda r: r["latency_ms"])
+    # A threshold between fp32's two fastest latencies leaves it one sweet spot: its fastest configuration.
+    value = round((fp32[0]["latency_ms"] + fp32[1]["latency_ms"]) / 2, 3)
+    typed.fill(str(value))
+    page.wait_for_function(f"() => document.querySelector(\"{chart}\").__perfsiteView.signal('latency_threshold') === {value}")
+    table = page.locator("[data-perfsite-threshold='chart-latency-throughput'][data-role='table'] table")
+    assert f"≤ {value:.3g} ms" in table.locator("thead").inner_text()
+    row = next(i for i, v in enumerate(_column(page, table, "Version")) if v == "fp32")
+    cells = table.locator("tbody tr").nth(row).locator("td")  # column 7: where the sweet spot was measured
+    assert cells.nth(7).inner_text().startswith(fp32[0]["label"])
+    rings = page.evaluate(f"() => document.querySelector(\"{chart}\").__perfsiteView.data('sweet_spots_marks')"
+                          ".map(d => d.datum ? d.datum.label + '/' + d.datum.version : null)")
+    assert f"{fp32[0]['label']}/fp32" in rings
+    assert not visit.errors
+    context.close()
