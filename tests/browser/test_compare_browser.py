@@ -119,7 +119,8 @@ def test_the_threshold_control_moves_the_sweet_spot_and_the_text_and_table_follo
     slider.evaluate("el => { el.value = '0'; el.dispatchEvent(new Event('input', {bubbles: true})); }")
     bottom = page.evaluate(f"() => document.querySelector(\"{RESULTS}\").__perfsiteView.signal('latency_threshold')")
     assert bottom < min(p["latency_ms"] for p in points) / 1.9
-    page.wait_for_function(f"() => document.querySelector(\"{RESULTS}\").__perfsiteView.signal('latency_threshold') === {bottom}")
+    signal = f"document.querySelector(\"{RESULTS}\").__perfsiteView.signal('latency_threshold')"
+    page.wait_for_function(f"() => {signal} === {bottom}")
     assert _spot(page) is None
     assert _view_data(page, "chart-compare-results", "no_sweet_spot_marks")
     assert "No configuration meets" in page.locator(

@@ -71,7 +71,8 @@ MARKS_OUTSIDE = """() => {
           const x = b.left + b.width / 2, y = b.top + b.height / 2;
           if (x < f.left - 1 || x > f.right + 1 || y < f.top - 1 || y > f.bottom + 1) {
             out.push(`chart ${chart} ${group.getAttribute('class')}: centre (${x.toFixed(0)}, ${y.toFixed(0)}) ` +
-                     `outside the frame ${f.left.toFixed(0)}-${f.right.toFixed(0)} x ${f.top.toFixed(0)}-${f.bottom.toFixed(0)}`);
+                     `outside the frame ${f.left.toFixed(0)}-${f.right.toFixed(0)} x ` +
+                     `${f.top.toFixed(0)}-${f.bottom.toFixed(0)}`);
           }
         });
     });
@@ -197,7 +198,8 @@ def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_resu
     # A threshold between fp32's two fastest latencies leaves it one sweet spot: its fastest configuration.
     value = round((fp32[0]["latency_ms"] + fp32[1]["latency_ms"]) / 2, 3)
     typed.fill(str(value))
-    page.wait_for_function(f"() => document.querySelector(\"{chart}\").__perfsiteView.signal('latency_threshold') === {value}")
+    signal = f"document.querySelector(\"{chart}\").__perfsiteView.signal('latency_threshold')"
+    page.wait_for_function(f"() => {signal} === {value}")
     table = page.locator("[data-perfsite-threshold='chart-latency-throughput'][data-role='table'] table")
     assert f"≤ {value:.3g} ms" in table.locator("thead").inner_text()
     row = next(i for i, v in enumerate(_column(page, table, "Version")) if v == "fp32")
