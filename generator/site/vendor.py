@@ -50,9 +50,15 @@ OWN_STYLES = ("perfsite.css",)
 _SOURCE_MAP_RE = re.compile(rb"\n?//# sourceMappingURL=\S+\s*$")
 
 
+# The chart library (about 830 KB) is not on every page: perfsite.js loads these, in this order, only on pages
+# that hold a chart (docs pages and tables-only pages never fetch them).
+CHART_LIBRARY = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
+
+
 def extra_javascript() -> list[str]:
-    """Script paths (relative to the docs dir) in load order, for mkdocs' `extra_javascript`."""
-    vendored = [f"{ASSETS_PREFIX}/vendor/{f.name}" for f in SCRIPTS]
+    """Script paths (relative to the docs dir) in load order, for mkdocs' `extra_javascript`: every vendored
+    script but the chart library (see CHART_LIBRARY), then the site's own."""
+    vendored = [f"{ASSETS_PREFIX}/vendor/{f.name}" for f in SCRIPTS if f.name not in CHART_LIBRARY]
     return vendored + [f"{ASSETS_PREFIX}/{name}" for name in OWN_SCRIPTS]
 
 

@@ -23,7 +23,36 @@
     return next && next.tagName === "SCRIPT" ? next : null;
   }
 
+  // The chart library is loaded only on pages that hold a chart (generator/site/vendor.py CHART_LIBRARY), from
+  // the folder this script came from, one script after the other (vega-lite needs vega, vega-embed both).
+  var SCRIPT_SRC = document.currentScript ? document.currentScript.src : "";
+  var CHART_LIBRARY = ["vega.min.js", "vega-lite.min.js", "vega-embed.min.js"];
+  var library = null;
+
+  function loadChartLibrary() {
+    if (typeof vegaEmbed === "function") return Promise.resolve();
+    if (library) return library;
+    var base = SCRIPT_SRC.slice(0, SCRIPT_SRC.lastIndexOf("/") + 1) + "vendor/";
+    library = CHART_LIBRARY.reduce(function (previous, name) {
+      return previous.then(function () {
+        return new Promise(function (resolve, reject) {
+          var script = document.createElement("script");
+          script.src = base + name;
+          script.onload = resolve;
+          script.onerror = function () { reject(new Error(name + " did not load")); };
+          document.head.appendChild(script);
+        });
+      });
+    }, Promise.resolve());
+    return library;
+  }
+
   function renderCharts(root) {
+    if (!root.querySelector(".perfsite-chart[data-chart]")) return;
+    loadChartLibrary().then(function () { drawCharts(root); }, function () { drawCharts(root); });
+  }
+
+  function drawCharts(root) {
     var charts = root.querySelectorAll(".perfsite-chart[data-chart]");
     Array.prototype.forEach.call(charts, function (el) {
       if (el.dataset.perfsiteRendered) return;
