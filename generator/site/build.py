@@ -27,6 +27,8 @@ Progress = Callable[[str], None]
 GETTING_STARTED = ("getting-started.md", "getting_started.md", "quickstart.md", "tutorial.md")
 # The pages use these Markdown extensions; a project's mkdocs.yml that lacks one gets it added.
 REQUIRED_EXTENSIONS = ("admonition", "tables", "toc", "md_in_html")  # md_in_html: tables inside <div markdown>
+# mkdocs-material's offline plugin: search works on a site opened from disk (file://), with vendor.POLYFILLS.
+REQUIRED_PLUGINS = ("search", "offline")
 MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
 
 
@@ -240,13 +242,25 @@ def _write_config(
         "INHERIT": str(parent), "docs_dir": str(build_dir / "docs"), "site_dir": str(site_dir), "nav": nav,
     }
     for key, required in (("extra_javascript", vendor.extra_javascript()), ("extra_css", vendor.extra_css()),
-                          ("markdown_extensions", list(REQUIRED_EXTENSIONS))):
+                          ("markdown_extensions", list(REQUIRED_EXTENSIONS)),
+                          ("plugins", _required_plugins(parent_config))):
         merged = _merged_list(parent_config.get(key) or [], required, parent, key)
         if merged is not None:
             config[key] = merged
+    # Search from a site opened from disk: the offline plugin inlines the index, the vendored shim runs the
+    # search worker (mkdocs merges `extra` dicts from INHERIT, but a list is replaced: keep the parent's).
+    polyfills = list((parent_config.get("extra") or {}).get("polyfills") or [])
+    config["extra"] = {"polyfills": polyfills + [p for p in vendor.polyfills() if p not in polyfills]}
     path = build_dir / "mkdocs.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
+
+
+def _required_plugins(parent_config: dict[str, Any]) -> list[str]:
+    """Search, and offline search where pages link .html files (opened from disk): a project whose
+    mkdocs.yml asks for directory URLs serves its site over HTTP, and the offline plugin would turn them off."""
+    offline = parent_config.get("use_directory_urls", True) is False
+    return list(REQUIRED_PLUGINS) if offline else [p for p in REQUIRED_PLUGINS if p != "offline"]
 
 
 def _merged_list(items: list[Any], required: list[str], parent: Path, key: str) -> list[Any] | None:

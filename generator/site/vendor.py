@@ -32,11 +32,18 @@ SCRIPTS: tuple[VendoredFile, ...] = (
     VendoredFile("tablesort", "dist/tablesort.min.js", "tablesort.min.js"),
     VendoredFile("tablesort", "dist/sorts/tablesort.number.min.js", "tablesort.number.min.js"),
 )
+# Loaded in the page's head (mkdocs-material's `extra.polyfills`): with the theme's offline plugin, search runs
+# in a web worker that pages opened from disk (file://) cannot start; the shim runs it in an iframe. The plugin
+# would add the shim from unpkg.com; a polyfill whose URL names iframe-worker keeps it from doing so.
+POLYFILLS: tuple[VendoredFile, ...] = (
+    VendoredFile("iframe-worker", "shim/index.js", "iframe-worker-shim.js"),
+)
 LICENSES: tuple[VendoredFile, ...] = (
     VendoredFile("vega", "LICENSE", "LICENSE.vega"),
     VendoredFile("vega-lite", "LICENSE", "LICENSE.vega-lite"),
     VendoredFile("vega-embed", "LICENSE", "LICENSE.vega-embed"),
     VendoredFile("tablesort", "LICENCE", "LICENSE.tablesort"),
+    VendoredFile("iframe-worker", "LICENSE", "LICENSE.iframe-worker"),
 )
 
 # Pages reference assets under this folder of the docs dir (mkdocs copies it into the site).
@@ -62,6 +69,11 @@ def extra_javascript() -> list[str]:
     return vendored + [f"{ASSETS_PREFIX}/{name}" for name in OWN_SCRIPTS]
 
 
+def polyfills() -> list[str]:
+    """Script paths (relative to the docs dir) for mkdocs-material's `extra.polyfills`."""
+    return [f"{ASSETS_PREFIX}/vendor/{f.name}" for f in POLYFILLS]
+
+
 def extra_css() -> list[str]:
     """Style sheet paths (relative to the docs dir), for mkdocs' `extra_css`."""
     return [f"{ASSETS_PREFIX}/{name}" for name in OWN_STYLES]
@@ -80,7 +92,7 @@ def copy_assets(templates: Path, docs_dir: Path) -> Path:
 def refresh_vendor(tarball_dir: Path, dest: Path) -> list[Path]:
     """Extract the vendored files from `npm pack` tarballs in tarball_dir into dest (maintainers only)."""
     written = []
-    for item in SCRIPTS + LICENSES:
+    for item in SCRIPTS + POLYFILLS + LICENSES:
         tarball = _single_tarball(tarball_dir, item.package)
         with tarfile.open(tarball) as tar:
             member = tar.extractfile(f"package/{item.member}")

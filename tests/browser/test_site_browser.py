@@ -215,3 +215,16 @@ def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_resu
     assert f"{fp32[0]['label']}/fp32" in rings
     assert not visit.errors
     context.close()
+
+
+def test_search_works_on_a_site_opened_from_disk(chromium, built_site):
+    """mkdocs-material's offline plugin inlines the index; the vendored iframe-worker shim runs the search
+    worker, which a file:// page cannot start (the plugin would have fetched the shim from unpkg.com)."""
+    context, page, visit = _open(chromium, (built_site / "reports" / "index.html").as_uri())
+    page.locator("input.md-search__input").click()
+    page.keyboard.type("sweet spot")
+    page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
+    assert "matching document" in page.locator(".md-search-result__meta").inner_text()
+    assert not visit.errors and all(r.startswith(("file:", "data:", "blob:")) for r in visit.requests)
+    assert "unpkg.com" not in (built_site / "index.html").read_text()
+    context.close()
