@@ -29,6 +29,7 @@ GETTING_STARTED = ("getting-started.md", "getting_started.md", "quickstart.md", 
 REQUIRED_EXTENSIONS = ("admonition", "tables", "toc", "md_in_html")  # md_in_html: tables inside <div markdown>
 # mkdocs-material's offline plugin: search works on a site opened from disk (file://), with vendor.POLYFILLS.
 REQUIRED_PLUGINS = ("search", "offline")
+REQUIRED_FEATURES = ("toc.integrate",)
 MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
 
 
@@ -249,6 +250,11 @@ def _write_config(
             config[key] = merged
     # Search from a site opened from disk: the offline plugin inlines the index, the vendored shim runs the
     # search worker (mkdocs merges `extra` dicts from INHERIT, but a list is replaced: keep the parent's).
+    # Report pages are long and their tables wide: the table of contents goes into the left navigation.
+    theme = parent_config.get("theme")
+    if isinstance(theme, dict) and theme.get("name") == "material":
+        features = list(theme.get("features") or [])
+        config["theme"] = {"features": features + [f for f in REQUIRED_FEATURES if f not in features]}
     polyfills = list((parent_config.get("extra") or {}).get("polyfills") or [])
     config["extra"] = {"polyfills": polyfills + [p for p in vendor.polyfills() if p not in polyfills]}
     path = build_dir / "mkdocs.yml"

@@ -181,10 +181,12 @@ def template_env() -> jinja2.Environment:
 
 def front_matter(title_html: str, wide: bool) -> str:
     """Front matter with an already escaped title: mkdocs themes print `page.meta.title` as raw HTML, and
-    Material's fallback (`page.title | striptags`) would unescape entities inside <title>. Wide pages hide
-    the table of contents to give their tables room."""
-    hide = "hide:\n  - toc\n" if wide else ""
-    return f"---\ntitle: {json.dumps(title_html, ensure_ascii=False)}\n{hide}---\n\n"
+    Material's fallback (`page.title | striptags`) would unescape entities inside <title>. Report pages keep
+    their table of contents (a profile page can be 30,000 px tall): the build integrates it into the left
+    navigation (theme feature `toc.integrate`), which leaves their tables the width of the page. `wide` is
+    kept for the templates that pass it."""
+    del wide
+    return f"---\ntitle: {json.dumps(title_html, ensure_ascii=False)}\n---\n\n"
 
 
 def render(env: jinja2.Environment, template: str, path: str, title: str, wide: bool = False,

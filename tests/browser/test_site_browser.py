@@ -228,3 +228,17 @@ def test_search_works_on_a_site_opened_from_disk(chromium, built_site):
     assert not visit.errors and all(r.startswith(("file:", "data:", "blob:")) for r in visit.requests)
     assert "unpkg.com" not in (built_site / "index.html").read_text()
     context.close()
+
+
+def test_report_pages_show_their_table_of_contents_at_1400_px(chromium, site_url):
+    """A profile page can be 30,000 px tall: its sections are listed in the left navigation (toc.integrate),
+    visible beside the content, and the tables keep the page's width."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.goto(site_url + "reports/cnn-int8/profile-int8.html")
+    toc = page.locator(".md-sidebar--primary nav.md-nav--secondary")
+    assert toc.is_visible()
+    entries = toc.locator("a.md-nav__link").all_inner_texts()
+    assert any("Model summary" in e for e in entries) and any("Layer results" in e for e in entries)
+    assert page.locator(".md-sidebar--secondary").is_hidden() or not page.locator(".md-sidebar--secondary").count()
+    context.close()
