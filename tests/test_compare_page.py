@@ -275,3 +275,18 @@ def test_run_summary_prints_a_failed_trials_reason_without_control_characters(ca
     printed = capsys.readouterr().out
     assert "\x1b" not in printed and "\x07" not in printed
     assert "failed: fp32 b1 t1 c1: Non-zero status code running node /evil\\x1b]0;pwned\\x07" in printed
+
+
+def test_op_types_name_the_standard_op_and_the_kernel_that_ran_on_every_page():
+    """QLinearConv on profile pages and Conv on compare pages named one thing two ways: both pages now give the
+    model's op and, where onnxruntime ran another kernel, its name."""
+    from generator.site.formatting import op_name
+
+    assert op_name("QLinearConv") == "Conv (QLinearConv)" and op_name("Conv") == "Conv"
+    assert op_name("Conv", ("FusedConv",), ("QLinearConv",)) == "Conv (A: FusedConv · B: QLinearConv)"
+    assert op_name("Conv", ("Conv",), ("Conv",)) == "Conv"
+    assert op_name("Add", (), ("QLinearAdd",)) == "Add (B: QLinearAdd)"
+    snapshots = Path(__file__).parent / "snapshots"
+    compare = (snapshots / "compare" / "compare-fp32-vs-int8-static.md").read_text()
+    assert "| Conv &#40;B&#58; QLinearConv&#41; |" in compare
+    assert "| Conv &#40;QLinearConv&#41; |" in (snapshots / "profile" / "cnn-profile" / "profile-int8.md").read_text()

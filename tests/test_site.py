@@ -250,7 +250,7 @@ UNFILTERED_OK = re.compile(
     r"|t\.batch|profiled_times_rule|\"(s|ok)\" if .*"
 )
 SAFE_FILTERS = ("md", "num", "pct", "of_limit", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs",
-                "url")
+                "url", "op_name")
 
 
 def test_templates_print_untrusted_values_only_through_filters():

@@ -27,7 +27,7 @@ from generator.analysis.compare_choice import (
     overall_sweet_spot,
     version_sweet_spot,
 )
-from generator.analysis.layer_match import Executed, LayerMatch, group_ratio, kernel_op, match_layers
+from generator.analysis.layer_match import Executed, LayerMatch, executed_ops, group_ratio, kernel_op, match_layers
 from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     AgreementRow,
@@ -200,6 +200,7 @@ def layer_type_rows(executed_a: Sequence[Executed], executed_b: Sequence[Execute
             ratio=group_ratio(ma, mb, reference, iterations_a, iterations_b) if ma and mb else None,
             share_a=time_a / total_a if total_a > 0 else 0.0, share_b=time_b / total_b if total_b > 0 else 0.0,
             precision_counts_a=_counts(ma), precision_counts_b=_counts(mb), nodes_a=len(ma), nodes_b=len(mb),
+            ops_a=executed_ops(ma), ops_b=executed_ops(mb),
         ))
     return tuple(sorted(rows, key=lambda r: (-max(r.time_a_us, r.time_b_us), r.op_type)))
 

@@ -310,7 +310,13 @@ def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -
         executed_a=tuple(e.name for e in g.members_a), executed_b=tuple(e.name for e in g.members_b),
         weights=weights, original_nodes=g.keys,
         share_a=_share(g.time_a_us, total_a), share_b=_share(g.time_b_us, total_b), kind="layer",
+        ops_a=executed_ops(g.members_a), ops_b=executed_ops(g.members_b),
     )
+
+
+def executed_ops(members: Sequence[Executed]) -> tuple[str, ...]:
+    """The distinct op types onnxruntime ran, in execution order."""
+    return tuple(dict.fromkeys(e.op_type for e in sorted(members, key=lambda e: e.exec_order)))
 
 
 def _label(names: Sequence[str], shown: int = 3) -> str:

@@ -107,6 +107,8 @@ class LayerTypeRow:
     precision_counts_b: dict[str, int]
     nodes_a: int = 0
     nodes_b: int = 0
+    ops_a: tuple[str, ...] = ()  # the executed kernels' own op types in A (`QLinearConv` where op_type is Conv)
+    ops_b: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,8 @@ class KernelRow:
     share_a: float = 0.0
     share_b: float = 0.0
     kind: str = "layer"  # "layer" (a group of original layers) or "overhead" (a precision conversion)
+    ops_a: tuple[str, ...] = ()  # the executed kernels' own op types in A (`QLinearConv` where op_type is Conv)
+    ops_b: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,20 @@ def wanted_text(wanted: tuple[tuple[str, Any], ...]) -> str:
     return " · ".join(f"{k} {on_off(v) if isinstance(v, bool) else v}" for k, v in wanted)
 
 
+def op_name(op_type: str, ops_a: tuple[str, ...] = (), ops_b: tuple[str, ...] | None = None) -> str:
+    """An op type in the words of both pages: the standard op the model names, then the kernels onnxruntime
+    ran where they are called otherwise. Profile pages (one version): `Conv (QLinearConv)` for an executed
+    QLinearConv; compare pages: `Conv (A: FusedConv · B: QLinearConv)`. Untrusted: escape the result."""
+    from generator.layers.anchors import base_op
+
+    if ops_b is None:  # one executed op type, a profile page's
+        standard = base_op(op_type)
+        return op_type if standard == op_type else f"{standard} ({op_type})"
+    sides = [(side, [o for o in ops if o != op_type]) for side, ops in (("A", ops_a), ("B", ops_b))]
+    shown = [f"{side}: {', '.join(others)}" for side, others in sides if others]
+    return op_type if not shown else f"{op_type} ({' · '.join(shown)})"
+
+
 def url(value: str) -> str:
     """A relative link target printed as is in a Markdown link: every character outside a URL's own
     punctuation percent-encoded, so that nothing in it can end the link or start markup."""
@@ -113,4 +127,5 @@ def url(value: str) -> str:
 FILTERS = {
     "num": num, "pct": pct, "of_limit": of_limit, "fixed": fixed, "mib": mib, "short_sha": short_sha, "on_off": on_off,
     "when": when, "at": at, "config_text": config_text, "wanted_text": wanted_text, "url": url,
+    "op_name": op_name,
 }
