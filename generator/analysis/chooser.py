@@ -76,6 +76,8 @@ class RowShape:
     executed_a: tuple[str, ...]
     executed_b: tuple[str, ...]
     weights: tuple[str, ...]
+    ops_a: tuple[str, ...] = ()  # the executed kernels' own op types (generator.site.formatting.op_name)
+    ops_b: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,8 @@ def _version_pair(ctx: CompareContext, a: str, b: str) -> VersionPair:
 
 
 def _shape(k: KernelRow) -> RowShape:
-    return RowShape(k.layer, k.op_type, k.kind, k.only_in, k.note, k.executed_a, k.executed_b, k.weights)
+    return RowShape(k.layer, k.op_type, k.kind, k.only_in, k.note, k.executed_a, k.executed_b, k.weights,
+                    k.ops_a, k.ops_b)
 
 
 def _default(ctx: CompareContext, versions: tuple[str, ...]) -> tuple[str, str] | None:

@@ -33,6 +33,7 @@ from generator.analysis.chooser import (
 )
 from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
+from generator.site.formatting import op_name
 from generator.site.pages import REPORTS_DIR, ExperimentView, Page, render
 
 CHOOSER_PAGE = "choose.md"
@@ -120,8 +121,8 @@ def _trial_nodes(card: TrialCard) -> dict[str, Any]:
 def _pair(p: VersionPair) -> dict[str, Any]:
     return {
         "config": p.config_label, "reason": p.reason,
-        "rows": [[r.layer, r.op_type, r.kind, r.only_in, r.note, list(r.executed_a), list(r.executed_b),
-                  list(r.weights)] for r in p.rows],
+        "rows": [[r.layer, op_name(r.op_type, r.ops_a, r.ops_b) if r.kind == "layer" else r.op_type, r.kind,
+                  r.only_in, r.note, list(r.executed_a), list(r.executed_b), list(r.weights)] for r in p.rows],
         "advice": [[a.severity, a.text] for a in p.advice],
         "agreement": [[g.version, g.reference_version, g.output, _num(g.cosine), _num(g.max_abs), g.within_tolerance]
                       for g in p.agreement],
