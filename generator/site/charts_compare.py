@@ -19,6 +19,9 @@ from generator.site.charts import LINE_AXES, LOG_SCALE_RATIO, THRESHOLD_COLOR, _
 PALETTE = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
            "#bab0ac")
 SWEET_SPOT_COLOR = "#1565c0"
+# The ink of labels, whiskers and frontier lines: perfsite.js swaps this exact colour for a light one when the
+# reader chose the dark scheme.
+INK = "#1b1e23"
 # Legend-bound selections below mean "hidden": clicking an entry hides it, clicking again shows it. Vega-Lite
 # fades the legend entries *not* selected, the opposite here, so charts switch that fading off (config
 # legend.unselectedOpacity 1) and mark the hidden entries in their label instead.
@@ -160,7 +163,7 @@ def _sweet_spot_layer(x, y) -> alt.Chart:
 
 
 def _role_labels(x, y) -> alt.Chart:
-    return alt.Chart().mark_text(fontWeight="bold", fontSize=14, dx=10, dy=-10, color="#1b1e23").encode(
+    return alt.Chart().mark_text(fontWeight="bold", fontSize=14, dx=10, dy=-10, color=INK).encode(
         x=x, y=y, text="role:N",
     ).transform_filter("datum.role != ''").transform_filter(_shown("version_hide")).properties(name="a_b")
 
@@ -247,8 +250,8 @@ def inference_time_chart(c: Comparison) -> alt.LayerChart:
             alt.Tooltip("run:N", title="Version"), alt.Tooltip("value:Q", title="Value", format=",.4~r"),
             alt.Tooltip("low:Q", title="95 % CI low", format=",.4~r"),
             alt.Tooltip("high:Q", title="95 % CI high", format=",.4~r")])
-    errors = alt.Chart().mark_rule(strokeWidth=2, color="#1b1e23").encode(x=x, y="low:Q", y2="high:Q")
-    ticks = [alt.Chart().mark_tick(width=18, thickness=2, color="#1b1e23").encode(x=x, y=f"{end}:Q")
+    errors = alt.Chart().mark_rule(strokeWidth=2, color=INK).encode(x=x, y="low:Q", y2="high:Q")
+    ticks = [alt.Chart().mark_tick(width=18, thickness=2, color=INK).encode(x=x, y=f"{end}:Q")
              for end in ("low", "high")]
     title = (f"metric == 'throughput' ? 'Throughput (items/s), 95 % CI' : "
              f"'Latency {c.percentile} (ms), 95 % CI'")
@@ -282,9 +285,9 @@ def pareto_chart(c: Comparison) -> alt.LayerChart:
     everything = alt.Chart().mark_point(size=30, opacity=0.5, filled=True).encode(
         x=x, y=y, color=color, tooltip=tooltip)
     on_frontier = alt.Chart().transform_filter("datum.frontier")
-    line = on_frontier.mark_line(color="#1b1e23", strokeDash=[4, 3], strokeWidth=1.2).encode(
+    line = on_frontier.mark_line(color=INK, strokeDash=[4, 3], strokeWidth=1.2).encode(
         x=x, y=y, order=alt.Order("latency_ms:Q"))
-    dots = on_frontier.mark_circle(opacity=0.85, stroke="#1b1e23", strokeWidth=1).encode(
+    dots = on_frontier.mark_circle(opacity=0.85, stroke=INK, strokeWidth=1).encode(
         x=x, y=y, color=color, tooltip=tooltip,
         size=alt.Size("model_mib:Q", title="Model size (MiB)", scale=alt.Scale(range=[60, 600], zero=True)))
     layers = [everything.properties(name="all_points"), line.properties(name="frontier_line"),

@@ -13,6 +13,51 @@
     actions: { export: true, source: false, compiled: false, editor: false },
   };
 
+  // Charts follow the reader's colour scheme (mkdocs-material's palette toggle sets data-md-color-scheme on
+  // the body): on the dark scheme they use vega-themes' dark theme on the page's own background, and the few
+  // colours the chart specs use for text and thin lines turn light (DARK_COLOURS).
+  // Colours of text and thin lines in the chart specs (generator/site/charts*.py) and what they become on the
+  // dark scheme, with a contrast of 4.5:1 or more against the page.
+  var DARK_COLOURS = { "#1b1e23": "#e8e8e8", "#c62828": "#ff8a80", "#6a1b9a": "#ce93d8", "#1565c0": "#90caf9" };
+
+  function darkScheme() {
+    return document.body && document.body.getAttribute("data-md-color-scheme") === "slate";
+  }
+
+  function embedOptions() {
+    if (!darkScheme()) return EMBED_OPTIONS;
+    return Object.assign({}, EMBED_OPTIONS, { theme: "dark", config: { background: null, text: { color: "#e8e8e8" } } });
+  }
+
+  function forScheme(spec) {
+    if (!darkScheme()) return spec;
+    var text = JSON.stringify(spec);
+    Object.keys(DARK_COLOURS).forEach(function (c) { text = text.split('"' + c + '"').join('"' + DARK_COLOURS[c] + '"'); });
+    return JSON.parse(text);
+  }
+
+  // On a scheme toggle, draw every chart again in the new scheme (its data and signals come from the spec).
+  var schemeWatch = null;
+  function watchScheme() {
+    if (schemeWatch || !document.body || typeof MutationObserver === "undefined") return;
+    schemeWatch = new MutationObserver(function () {
+      Array.prototype.forEach.call(document.querySelectorAll(".perfsite-chart[data-chart]"), function (el) {
+        if (!el.__perfsiteView) return;
+        var threshold = el.__perfsiteThresholdValue;
+        el.__perfsiteView.finalize();
+        el.__perfsiteView = undefined;
+        delete el.dataset.perfsiteRendered;
+        el.__perfsiteRedraw = threshold;
+        var control = el.previousElementSibling;
+        if (control && control.classList.contains("perfsite-threshold")) control.remove();
+        var downloads = el.parentNode.querySelector('.perfsite-downloads[data-for="' + el.dataset.chart + '"]');
+        if (downloads) downloads.remove();
+      });
+      renderCharts(document);
+    });
+    schemeWatch.observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+  }
+
   // The spec is the <script type="application/json" id="ID"> right after the chart's div, wrapped in a
   // one-element array. Material's instant navigation re-inserts inline scripts without their attributes
   // (id included), so fall back to the next sibling script.
@@ -65,11 +110,14 @@
       var data = JSON.parse(source.textContent);
       var spec = Array.isArray(data) ? data[0] : data;
       addDownloads(el, source, spec);
-      vegaEmbed(el, spec, EMBED_OPTIONS).then(function (result) {
+      vegaEmbed(el, forScheme(spec), embedOptions()).then(function (result) {
         // The Vega view, for tests and readers' consoles: el.__perfsiteView.signal("latency_threshold").
         el.__perfsiteView = result.view;
         var meta = spec.usermeta && spec.usermeta.perfsiteThreshold;
-        if (meta) thresholdControl(el, result.view, meta, chartRows(spec));
+        if (meta) {
+          var start = el.__perfsiteRedraw !== undefined ? el.__perfsiteRedraw : meta.value;
+          thresholdControl(el, result.view, Object.assign({}, meta, { value: start }), chartRows(spec));
+        }
       }).catch(function (error) {
         el.textContent = "Chart failed to render: " + error.message;
       });
@@ -126,6 +174,7 @@
     var base = page + "." + el.dataset.chart;
     var p = document.createElement("p");
     p.className = "perfsite-downloads";
+    p.dataset.for = el.dataset.chart;
     p.appendChild(document.createTextNode("Download data: "));
     p.appendChild(downloadLink("CSV", toCsv(rows), "text/csv", base + ".csv"));
     p.appendChild(document.createTextNode(" \u00b7 "));
@@ -241,6 +290,7 @@
       if (from !== slider) slider.value = position(ms);
       if (from !== typed) typed.value = Number(ms.toPrecision(3));
       view.signal("latency_threshold", ms).runAsync();
+      el.__perfsiteThresholdValue = ms;
       updateFollowers(id, rows, ms);
     }
     slider.addEventListener("input", function () { set(lo * Math.pow(hi / lo, slider.value / steps), slider); });
@@ -281,6 +331,7 @@
   }
 
   function onPage() {
+    watchScheme();
     renderCharts(document);
     sortableTables(document);
   }

@@ -242,3 +242,36 @@ def test_report_pages_show_their_table_of_contents_at_1400_px(chromium, site_url
     assert any("Model summary" in e for e in entries) and any("Layer results" in e for e in entries)
     assert page.locator(".md-sidebar--secondary").is_hidden() or not page.locator(".md-sidebar--secondary").count()
     context.close()
+
+
+# The lowest contrast (WCAG) between a chart's visible text and the page behind it, with the text that has it.
+LOWEST_CONTRAST = """() => {
+  const rgb = c => (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);
+  const lum = c => { const [r, g, b] = rgb(c).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+                     return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const page = lum(getComputedStyle(document.body).backgroundColor);
+  let worst = [99, ''];
+  document.querySelectorAll('.perfsite-chart svg text').forEach(t => {
+    if (!t.textContent.trim() || t.getBoundingClientRect().width === 0) return;
+    const style = getComputedStyle(t);
+    if (style.fill === 'none' || Number(style.fillOpacity) < 0.5 || Number(style.opacity) < 0.5) return;
+    const l = lum(style.fill), ratio = (Math.max(l, page) + 0.05) / (Math.min(l, page) + 0.05);
+    if (ratio < worst[0]) worst = [ratio, t.textContent.trim() + ' ' + style.fill];
+  });
+  return worst;
+}"""
+
+
+@pytest.mark.parametrize("path", ["reports/cnn-int8/index.html", "reports/cnn-int8/profile-int8.html"])
+def test_charts_follow_the_dark_scheme_with_readable_text(chromium, site_url, path):
+    context, page, visit = _open(chromium, site_url + path)
+    assert page.evaluate(LOWEST_CONTRAST)[0] >= 4.5
+    page.locator("label[for='__palette_1']").click()  # the header's palette toggle: to the dark scheme
+    page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'")
+    page.wait_for_function(CHARTS_DRAWN)
+    page.locator(".perfsite-chart svg text").first.wait_for()
+    ratio, text = page.evaluate(LOWEST_CONTRAST)
+    assert ratio >= 4.5, f"{path}: {text!r} has contrast {ratio:.2f} on the dark page"
+    assert page.locator(".perfsite-chart").count() == page.locator(".perfsite-chart svg.marks").count()
+    assert not visit.errors
+    context.close()
