@@ -247,8 +247,8 @@ def test_report_pages_show_their_table_of_contents_at_1400_px(chromium, site_url
 # The lowest contrast (WCAG) between a chart's visible text and the page behind it, with the text that has it.
 LOWEST_CONTRAST = """() => {
   const rgb = c => (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);
-  const lum = c => { const [r, g, b] = rgb(c).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
-                     return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const channel = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const lum = c => { const [r, g, b] = rgb(c).map(channel); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
   const page = lum(getComputedStyle(document.body).backgroundColor);
   let worst = [99, ''];
   document.querySelectorAll('.perfsite-chart svg text').forEach(t => {
