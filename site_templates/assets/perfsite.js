@@ -330,8 +330,76 @@
     });
   }
 
+  // ---- Wide tables: the identifying columns stay in view, column groups can be hidden ----
+  // The page generator puts <div class="perfsite-table-controls" data-sticky="N" data-groups="Name:3,4;…">
+  // right before a wide table (columns counted from 1). Rules go into a <style> scoped to the table, so that
+  // rows a long table pages in later (perfsite-tables.js) follow them too.
+  var tableCount = 0;
+
+  function tableAfter(marker) {
+    var next = marker.nextElementSibling;
+    while (next && next.tagName !== "TABLE" && !next.querySelector("table")) next = next.nextElementSibling;
+    return next ? (next.tagName === "TABLE" ? next : next.querySelector("table")) : null;
+  }
+
+  function cells(id, column) {
+    return 'table[data-perfsite-table="' + id + '"] tr > :nth-child(' + column + ")";
+  }
+
+  function tableControls(root) {
+    Array.prototype.forEach.call(root.querySelectorAll(".perfsite-table-controls"), function (marker) {
+      if (marker.dataset.perfsiteDone) return;
+      marker.dataset.perfsiteDone = "1";
+      var table = tableAfter(marker);
+      if (!table) return;
+      // A data attribute, not a class: the theme styles only tables without a class.
+      var id = "t" + (++tableCount);
+      table.dataset.perfsiteTable = id;
+      var style = document.createElement("style");
+      marker.appendChild(style);
+      // The theme makes a table its own scroll box (overflow: auto), inside a scrolling wrapper that does
+      // the scrolling: sticky cells stick to the nearest scroll box, so the table must not be one.
+      var sticky = parseInt(marker.dataset.sticky || "0", 10);
+      var rules = ['table[data-perfsite-table="' + id + '"] { overflow: visible !important; }'];
+      // The sticky columns' left offsets are their widths, measured once drawn.
+      var left = 0, head = table.tHead && table.tHead.rows[0];
+      for (var c = 1; c <= sticky && head && head.cells[c - 1]; c++) {
+        rules.push(cells(id, c) + " { position: sticky; left: " + left + "px; z-index: 1; " +
+                   "background: var(--md-default-bg-color); }");
+        left += head.cells[c - 1].getBoundingClientRect().width;
+      }
+      var hidden = {};
+      function write() {
+        var extra = Object.keys(hidden).filter(function (k) { return hidden[k]; }).map(function (k) {
+          return hidden[k].map(function (col) { return cells(id, col) + " { display: none; }"; }).join("\n");
+        });
+        style.textContent = rules.concat(extra).join("\n");
+      }
+      var groups = (marker.dataset.groups || "").split(";").filter(Boolean);
+      if (groups.length) {
+        var bar = document.createElement("div");
+        bar.className = "perfsite-column-groups";
+        bar.appendChild(document.createTextNode("Columns: "));
+        groups.forEach(function (g) {
+          var parts = g.split(":"), name = parts[0];
+          var columns = parts[1].split(",").map(function (x) { return parseInt(x, 10); });
+          var label = document.createElement("label");
+          var box = document.createElement("input");
+          box.type = "checkbox"; box.checked = true; box.dataset.group = name;
+          box.addEventListener("change", function () { hidden[name] = box.checked ? null : columns; write(); });
+          label.appendChild(box);
+          label.appendChild(document.createTextNode(" " + name));
+          bar.appendChild(label);
+        });
+        marker.appendChild(bar);
+      }
+      write();
+    });
+  }
+
   function onPage() {
     watchScheme();
+    tableControls(document);
     renderCharts(document);
     sortableTables(document);
   }

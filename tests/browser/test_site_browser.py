@@ -275,3 +275,30 @@ def test_charts_follow_the_dark_scheme_with_readable_text(chromium, site_url, pa
     assert page.locator(".perfsite-chart").count() == page.locator(".perfsite-chart svg.marks").count()
     assert not visit.errors
     context.close()
+
+
+def test_wide_tables_keep_their_names_in_view_and_hide_column_groups(chromium, site_url):
+    # 1000 px: the recorded model's names are short, so its 17-column table only overflows a narrower page.
+    context = chromium.new_context(viewport={"width": 1000, "height": 900})
+    page = context.new_page()
+    page.goto(site_url + "reports/cnn-int8/profile-int8.html")
+    marker = page.locator(".perfsite-table-controls").first
+    marker.locator("input[data-group='Operations']").wait_for()
+    table = page.locator("table[data-perfsite-table]").first
+    wrap = table.locator("xpath=ancestor::div[contains(@class, 'md-typeset__scrollwrap')]")
+    name = table.locator("tbody tr").first.locator("td").nth(1)
+    before = name.bounding_box()["x"]
+    wrap.evaluate("el => { el.scrollLeft = el.scrollWidth; }")
+    page.wait_for_timeout(100)
+    assert wrap.evaluate("el => el.scrollLeft") > 50, "the 17-column table is wider than the page"
+    wrap_left = wrap.bounding_box()["x"]
+    assert name.bounding_box()["x"] >= wrap_left - 1 and name.bounding_box()["x"] <= before + 1, \
+        "the executed node's name scrolled out of view"
+    headers = table.locator("thead th")
+    assert headers.nth(12).is_visible()  # MOP
+    marker.locator("input[data-group='Operations']").uncheck()
+    assert not headers.nth(12).is_visible() and not table.locator("tbody tr").first.locator("td").nth(16).is_visible()
+    assert headers.nth(8).is_visible()  # Mean (µs): another group stays
+    mean = table.locator("tbody tr").first.locator("td").nth(8)
+    assert mean.evaluate("el => getComputedStyle(el).textAlign") == "right" and "(µs)" in headers.nth(8).inner_text()
+    context.close()
