@@ -205,6 +205,10 @@ def profile(
     shape: Annotated[
         list[str] | None, typer.Option(help="Whole shape of an input, e.g. --shape input=1,3,224,224 (repeatable).")
     ] = None,
+    input_files: Annotated[
+        list[str] | None, typer.Option("--input", help="Real data for an input: --input NAME=FILE.npy, or "
+                                                       "FILE.npz[:KEY] (repeatable; its shape sets the input's).")
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Folder for MODEL.perf.json and .html (default: here).")] = None,
     provider: Annotated[str, typer.Option(help="Execution provider: cpu, cuda, ... (as in specs).")] = "cpu",
     optimization_level: Annotated[str, typer.Option(help="Graph optimization: disable|basic|extended|all.")] = "all",
@@ -217,7 +221,7 @@ def profile(
     typer.echo(profile_command(model, threads=threads, iterations=iterations, warmup=warmup,
                                profile_iterations=profile_iterations, dims=dim or [], shapes=shape or [], out=out,
                                provider=provider, optimization_level=optimization_level, max_seconds=max_seconds,
-                               quick=quick, progress=_echo_err), nl=False)
+                               quick=quick, progress=_echo_err, inputs=input_files or []), nl=False)
 
 
 @app.command()

@@ -171,3 +171,52 @@ def test_an_onnxruntime_crash_is_reported_not_lost(tmp_path, env):
                    env={**env, "PERFSITE_TEST_FAULT": "crash"})
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert "the timed runs failed: the measurement process crashed (SIGSEGV" in " ".join(run.stderr.split())
+
+
+def test_real_inputs_from_npy_and_npz_files(tmp_path, env):
+    """`--input NAME=FILE`: the file's array is the input (its shape sets N, H and W), as a spec's `file:`."""
+    import numpy as np
+
+    dynamic_conv_model(tmp_path / "conv.onnx")
+    np.save(tmp_path / "x.npy", np.random.default_rng(1).standard_normal((2, 3, 16, 12)).astype(np.float32))
+    _profile(env, tmp_path, "conv.onnx", "--input", "x=x.npy")
+    data = json.loads((tmp_path / "conv.perf.json").read_text())
+    assert profile_schema_errors(data) == []
+    assert data["inputs"][0]["shape"] == [2, 3, 16, 12] and data["dims"] == {"N": 2, "H": 16, "W": 12}
+    assert data["input_files"] == {"x": {"file": str(tmp_path / "x.npy"), "key": None, "shape": [2, 3, 16, 12]}}
+    np.savez(tmp_path / "batch.npz", small=np.zeros((1, 3, 8, 8), np.float32), big=np.ones((3, 3, 8, 8)))
+    _profile(env, tmp_path, "conv.onnx", "--input", "x=batch.npz:big", "--out", "npz")
+    data = json.loads((tmp_path / "npz" / "conv.perf.json").read_text())
+    assert data["inputs"][0]["shape"] == [3, 3, 8, 8] and data["input_files"]["x"]["key"] == "big"
+
+
+@pytest.mark.parametrize(("files", "args", "message"), [
+    ({}, ["--input", "x=missing.npy"], "--input x: {tmp}/missing.npy does not exist"),
+    ({"a.npy": (1, 3, 8, 8)}, ["--input", "image=a.npy"], "--input 'image=a.npy' names the input 'image'"),
+    ({"a.npy": (1, 3, 8, 8)}, ["--input", "x"], "--input 'x' is not NAME=FILE"),
+    ({"a.npy": (3, 8, 8)}, ["--input", "x=a.npy"], "holds an array of rank 3 (shape [3, 8, 8]); allowed"),
+    ({"a.npy": (1, 4, 8, 8)}, ["--input", "x=a.npy"], "has 4 on axis 1 where the model fixes 3"),
+    ({"a.npy": (0, 3, 8, 8)}, ["--input", "x=a.npy"], "holds an array of shape [0, 3, 8, 8]; allowed"),
+    ({"a.npy": (1, 3, 8, 8)}, ["--input", "x=a.npy", "--shape", "x=1,3,8,8"], "has both --input and --shape"),
+    ({"a.npy": "complex"}, ["--input", "x=a.npy"], "holds complex128 data, which does not convert to float32"),
+])
+def test_bad_input_files_exit_1_naming_the_option_and_the_file(tmp_path, monkeypatch, capsys, files, args, message):
+    import sys
+
+    import numpy as np
+
+    from generator.cli import main
+
+    model = dynamic_conv_model(tmp_path / "conv.onnx")
+    for name, shape in files.items():
+        array = np.ones((1, 3, 8, 8), np.complex128) if shape == "complex" else np.ones(shape, np.float32)
+        np.save(tmp_path / name, array)
+    # In-process through main(): each of these fails before anything is measured.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["perfsite", "profile", str(model), *args])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = capsys.readouterr().err
+    text = " ".join(err.split())
+    assert exit_.value.code == 1 and text.startswith("error: ") and "Traceback" not in err
+    assert message.format(tmp=tmp_path) in text, text

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from generator.errors import ResultsError
+from generator.errors import ResultsError, RunError
+from generator.oneshot.files import describe, parse_input_files
 from generator.oneshot.measure import ProfileOptions, measure_model, scaled_peak_gflops
 from generator.oneshot.shapes import (
     ShapeError,
@@ -49,11 +50,13 @@ def output_paths(model_path: Path, out_dir: Path) -> tuple[Path, Path]:
 
 
 def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str] = (), shapes: Sequence[str] = (),
-                  out_dir: Path | None = None, progress: Callable[[str], None] | None = None) -> ProfileOutcome:
+                  out_dir: Path | None = None, progress: Callable[[str], None] | None = None,
+                  inputs: Sequence[str] = ()) -> ProfileOutcome:
     """Measure and profile ``model_path`` once (see the module docstring) and write its JSON and HTML files.
 
-    ``dims``/``shapes`` are the raw ``--dim NAME=VALUE`` and ``--shape INPUT=D1,D2,..`` texts;
-    ``options.threads`` 0 means one per physical core. User errors raise PerfsiteError children.
+    ``dims``/``shapes``/``inputs`` are the raw ``--dim NAME=VALUE``, ``--shape INPUT=D1,D2,..`` and
+    ``--input NAME=FILE`` texts; ``options.threads`` 0 means one per physical core. User errors raise
+    PerfsiteError children.
     """
     from generator.oneshot.analysis import analyse_profile
     from generator.oneshot.record import build_record
@@ -62,9 +65,16 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
 
     say = progress or (lambda _text: None)
     model_path = Path(model_path).absolute()
-    resolved = resolve_inputs(model_path, model_inputs(model_path), parse_dims(dims, model_path),
-                              parse_shapes(shapes, model_path))
-    feeds = make_input_feeds(model_path, resolved)
+    declared = model_inputs(model_path)
+    files = parse_input_files(inputs, model_path, declared)
+    given = parse_shapes(shapes, model_path)
+    both = sorted(set(files) & set(given))
+    if both:
+        raise RunError(f"{model_path}: the input {both[0]!r} has both --input and --shape; its file sets its "
+                       "shape, so give one of them.")
+    resolved = resolve_inputs(model_path, declared, parse_dims(dims, model_path),
+                              {**given, **{name: f.shape for name, f in files.items()}})
+    feeds = make_input_feeds(model_path, resolved, files=files)
     env = capture_environment()
     if options.threads <= 0:
         options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
@@ -80,6 +90,7 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     record = build_record(model_path, resolved, options, env, measured, analysis)
     json_path, html_path = output_paths(model_path, Path(out_dir) if out_dir is not None else Path.cwd())
     record["files"] = {"json": str(json_path), "html": str(html_path)}
+    record["input_files"] = describe(files)  # inputs fed from --input files; the others are random
     _write(record, analysis, json_path, html_path)
     return ProfileOutcome(record, json_path, html_path)
 

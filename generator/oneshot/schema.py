@@ -95,6 +95,11 @@ PROFILE_SCHEMA: dict[str, Any] = {
 }
 
 
+# Added after version 1 was published, so optional: which inputs came from `--input` files (the others are random).
+PROFILE_SCHEMA["properties"]["input_files"] = {"type": "object", "additionalProperties": _object(
+    {"file": _STR, "key": _STR_OR_NULL, "shape": {"type": "array", "items": _INT}}, extra=False)}
+
+
 def profile_schema_errors(record: Any) -> list[str]:
     """Every place where ``record`` departs from PROFILE_SCHEMA, as ``path: message`` lines (empty: valid)."""
     import jsonschema

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import onnx
@@ -196,12 +197,18 @@ def _csv(shape: Sequence[int]) -> str:
     return ",".join(str(s) for s in shape)
 
 
-def make_input_feeds(model_path: Path, resolved: ResolvedInputs, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random arrays for every input at its resolved shape, through generator.inputs.make_feeds (dtype per
-    model, one random stream per input name)."""
+def make_input_feeds(model_path: Path, resolved: ResolvedInputs, seed: int = 0,
+                     files: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """Random arrays for every input at its resolved shape, and the arrays of `--input` files
+    (generator.oneshot.files), through generator.inputs.make_feeds (dtype per model, one random stream per
+    input name)."""
+    from generator.oneshot.files import file_specs
     from generator.spec.sources import InputSpec
 
-    specs = {i.name: InputSpec(shape=i.shape) for i in resolved.inputs}
-    # make_feeds takes a loaded spec; its errors name `loaded.path`, here the model file itself.
-    loaded = SimpleNamespace(path=model_path, spec=SimpleNamespace(inputs=specs))
+    specs: dict[str, Any] = {i.name: InputSpec(shape=i.shape) for i in resolved.inputs}
+    specs.update(file_specs(files or {}))
+    # make_feeds takes a loaded spec; its errors name `loaded.path`, here the model file itself. File paths
+    # come from the command line, already absolute.
+    loaded = SimpleNamespace(path=model_path, spec=SimpleNamespace(inputs=specs),
+                             resolve=lambda file, _field: Path(file))
     return make_feeds(loaded, model_path, resolved.dims, seed=seed)
