@@ -247,12 +247,13 @@ def test_one_thread_scales_the_compute_peaks_and_has_no_pool(pages):
 
 def test_whatif_from_the_spec_and_from_the_compared_version(pages):
     section = _section(pages[f"{site_pages.REPORTS_DIR}/{EXPERIMENT}/profile-fp32.md"], "b1 t2 c1")
-    assert "#### The spec's `whatif` factors" in section
-    assert "Not found among the executed nodes: Attention." in section
-    assert f"| {md_text('/fc/Gemm')} | 1.50× |" in section
-    assert "#### At the op-type speeds measured for int8" in section
-    assert "Op families only int8 ran are not in the estimate: QuantizeLinear, Transpose." in section
-    assert "| Conv | " in section.split("#### At the op-type speeds measured for int8")[1]
+    # One control, three scenarios: content tabs (each op type alone, the spec's factors, int8's speeds).
+    assert re.findall(r'^=== "(.*)"$', section, re.M) == [
+        "Each op type 2× faster", "The spec's whatif factors", "At int8's op speeds"]
+    assert "    Not found among the executed nodes: Attention." in section
+    assert f"    | {md_text('/fc/Gemm')} | 1.50× |" in section
+    assert "    Op families only int8 ran are not in the estimate: QuantizeLinear, Transpose." in section
+    assert "    | Conv | " in section.split('=== "At int8\'s op speeds"')[1]
 
 
 def test_layers_far_below_the_roofline_are_listed_and_bold(pages):

@@ -26,7 +26,10 @@ from generator.site.pages import REPORTS_DIR, Page, home_page, render_pages, tem
 Progress = Callable[[str], None]
 GETTING_STARTED = ("getting-started.md", "getting_started.md", "quickstart.md", "tutorial.md")
 # The pages use these Markdown extensions; a project's mkdocs.yml that lacks one gets it added.
-REQUIRED_EXTENSIONS = ("admonition", "tables", "toc", "md_in_html")  # md_in_html: tables inside <div markdown>
+# md_in_html: tables inside <div markdown>; tabbed: the profile pages' what-if scenarios (the theme styles only
+# the alternate style).
+REQUIRED_EXTENSIONS = ("admonition", "tables", "toc", "md_in_html", "pymdownx.superfences",
+                       {"pymdownx.tabbed": {"alternate_style": True}})
 # mkdocs-material's offline plugin: search works on a site opened from disk (file://), with vendor.POLYFILLS.
 REQUIRED_PLUGINS = ("search", "offline")
 REQUIRED_FEATURES = ("toc.integrate",)
@@ -269,20 +272,26 @@ def _required_plugins(parent_config: dict[str, Any]) -> list[str]:
     return list(REQUIRED_PLUGINS) if offline else [p for p in REQUIRED_PLUGINS if p != "offline"]
 
 
-def _merged_list(items: list[Any], required: list[str], parent: Path, key: str) -> list[Any] | None:
+def _entry_name(item: Any) -> Any:
+    """A config list entry's name: the string itself, or a mapping's `path` or single key."""
+    return item if isinstance(item, str) else (item.get("path") or next(iter(item), None))
+
+
+def _merged_list(items: list[Any], required: list[Any], parent: Path, key: str) -> list[Any] | None:
     """The parent's list plus the required entries it lacks, or None when it lacks none (keep it as is).
 
     A child config replaces a parent's list, so the merged list must be written out whole; that is only
     possible when every entry is plain data (not a Python object from a `!!python/name` tag)."""
-    names = {i if isinstance(i, str) else (i.get("path") or next(iter(i), None)) for i in items if i}
-    missing = [r for r in required if r not in names]
+    names = {_entry_name(i) for i in items if i}
+    missing = [r for r in required if _entry_name(r) not in names]
     if not missing:
         return None
     try:
         yaml.safe_dump(items)
     except yaml.YAMLError as e:
         raise SiteError(
-            f"{parent}: `{key}` must include {', '.join(missing)} for perfsite's pages; add "
+            f"{parent}: `{key}` must include {', '.join(map(str, map(_entry_name, missing)))} for perfsite's "
+            "pages; add "
             f"{'them' if len(missing) > 1 else 'it'} to that list (perfsite cannot rewrite a list holding "
             "Python objects)."
         ) from e

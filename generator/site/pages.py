@@ -238,7 +238,7 @@ def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
         path = f"{REPORTS_DIR}/{view.slug}/{version.profile_path}"
         title = f"{name} — profile"
         page = render(env, "profile.md.j2", path, title, True, e=view, v=version, sections=sections,
-                      far_below=(FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE), whatif_factor=WHATIF_DEFAULT)
+                      far_below=(FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE), whatif_factor=_plain(WHATIF_DEFAULT))
         traces = tuple((f"{REPORTS_DIR}/{view.slug}/{s.trace_file}", s.trace_json) for s in sections if s.trace_file)
         pages.append(replace(page, files=traces + page.files))
     return pages
@@ -388,3 +388,8 @@ def _all_environments(views: list[ExperimentView]) -> list[tuple[S.EnvironmentSu
         for env in view.environments:
             found.setdefault(env.env_id, (env, []))[1].append(view.name)
     return [found[k] for k in sorted(found)]
+
+
+def _plain(value: float) -> float | int:
+    """A whole factor as an int, so that pages say 2×, not 2.00×."""
+    return int(value) if float(value).is_integer() else value

@@ -62,3 +62,23 @@ def test_built_pages_reference_no_network_resource(quickstart_site):
         html = page.read_text()
         for marker in ("https://cdn", "fonts.googleapis", "fonts.gstatic", "unpkg.com", "jsdelivr"):
             assert marker not in html, f"{page} references {marker}"
+
+
+def test_profile_pages_switch_between_what_if_scenarios(chromium, quickstart_site):
+    """One control for the estimated speed-ups (Sparsify's summary type): each op type faster alone, the spec's
+    `whatif` factors and the op speeds measured for the compared version, as content tabs."""
+    context, page, visit = _open(chromium, (quickstart_site / "reports" / "quickstart" / "profile-fp32.html").as_uri())
+    tabs = page.locator(".tabbed-set").first
+    labels = tabs.locator(".tabbed-labels label")
+    assert labels.all_inner_texts() == ["Each op type 2× faster", "The spec's whatif factors",
+                                        "At int8-static's op speeds"]
+    blocks = tabs.locator(".tabbed-content > .tabbed-block")
+    assert [blocks.nth(i).is_visible() for i in range(3)] == [True, False, False]
+    labels.nth(1).click()
+    assert [blocks.nth(i).is_visible() for i in range(3)] == [False, True, False]
+    assert "Estimated" in blocks.nth(1).inner_text() and "| Conv" not in blocks.nth(1).inner_text()
+    assert blocks.nth(1).locator("table tbody tr").first.locator("td").first.inner_text() == "Conv"
+    labels.nth(2).click()
+    assert blocks.nth(2).is_visible() and "Factors are this version's time per op family" in blocks.nth(2).inner_text()
+    assert not visit.errors
+    context.close()
