@@ -125,8 +125,8 @@ def test_project_docs_and_config_are_used(tmp_path, results_root):
     # The project's script is kept; perfsite's scripts and extensions are added after it.
     assert config["extra_javascript"][0] == "extra.js"
     assert config["extra_javascript"][-2:] == ["assets/perfsite/perfsite.js", "assets/perfsite/perfsite-choose.js"]
-    assert config["markdown_extensions"] == ["admonition", "tables", "toc", "md_in_html", "pymdownx.superfences",
-                                             {"pymdownx.tabbed": {"alternate_style": True}}]
+    assert config["markdown_extensions"] == ["admonition", "tables", "toc", "md_in_html", "abbr",
+                                             "pymdownx.superfences", {"pymdownx.tabbed": {"alternate_style": True}}]
     assert "Our models" in (site / "index.html").read_text()
     assert "<title>Our models</title>" in (site / "index.html").read_text()
 

@@ -26,9 +26,9 @@ from generator.site.pages import REPORTS_DIR, Page, home_page, render_pages, tem
 Progress = Callable[[str], None]
 GETTING_STARTED = ("getting-started.md", "getting_started.md", "quickstart.md", "tutorial.md")
 # The pages use these Markdown extensions; a project's mkdocs.yml that lacks one gets it added.
-# md_in_html: tables inside <div markdown>; tabbed: the profile pages' what-if scenarios (the theme styles only
-# the alternate style).
-REQUIRED_EXTENSIONS = ("admonition", "tables", "toc", "md_in_html", "pymdownx.superfences",
+# md_in_html: tables inside <div markdown>; abbr: hover texts for jargon (generator.site.glossary); tabbed: the
+# profile pages' what-if scenarios (the theme styles only the alternate style).
+REQUIRED_EXTENSIONS = ("admonition", "tables", "toc", "md_in_html", "abbr", "pymdownx.superfences",
                        {"pymdownx.tabbed": {"alternate_style": True}})
 # mkdocs-material's offline plugin: search works on a site opened from disk (file://), with vendor.POLYFILLS.
 REQUIRED_PLUGINS = ("search", "offline")

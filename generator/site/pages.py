@@ -29,6 +29,7 @@ from generator.results.store import ExperimentResults
 from generator.site import charts, charts_profile
 from generator.site.escape import md_paragraphs, md_text
 from generator.site.formatting import FILTERS
+from generator.site.glossary import abbreviations
 from generator.site.long_tables import page_long_tables
 from generator.site.specview import SpecView, spec_view
 from generator.timeline import chrome_trace_json, temporal_chart, timeline_chart
@@ -194,7 +195,10 @@ def render(env: jinja2.Environment, template: str, path: str, title: str, wide: 
     title_html = md_text(title)
     body = env.get_template(template).render(title=title_html, **context)
     # One trailing newline whatever the template ends with: stable snapshots.
-    markdown, data_files = page_long_tables(front_matter(title_html, wide) + body.rstrip() + "\n", path)
+    body = body.rstrip() + "\n"
+    terms = abbreviations(body)  # hover texts for the page's jargon (generator.site.glossary)
+    markdown, data_files = page_long_tables(front_matter(title_html, wide) + body + (f"\n{terms}\n" if terms else ""),
+                                            path)
     return Page(path, title_html, markdown, data_files)
 
 

@@ -1,0 +1,58 @@
+"""The report pages' jargon, explained where it appears: a hover text (an HTML <abbr>) on every occurrence, and
+the glossary page (docs/glossary.md, kept equal to GLOSSARY by tests/test_glossary.py).
+
+Each generated page gets Markdown abbreviation definitions (`*[cv]: ...`, the `abbr` extension) for the terms
+it uses, and one for each configuration label it shows (`b8 t1 c2`: batch 8, 1 intra-op thread, 2 requests in
+flight), appended after its text, so that a reader who meets a term anywhere on the page can hover it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Term -> what it means, in one plain sentence (no Markdown: it becomes an attribute).
+GLOSSARY: dict[str, str] = {
+    "cv": "coefficient of variation: the standard deviation of the request latencies divided by their mean",
+    "p50": "the median request latency: half the requests were faster",
+    "p90": "the 90th percentile of request latency: 90 % of the requests were at least this fast",
+    "p95": "the 95th percentile of request latency: 95 % of the requests were at least this fast",
+    "p99": "the 99th percentile of request latency, reported from 460 requests on",
+    "sweet spot": "a version's configuration with the highest throughput whose latency is within the threshold",
+    "spinning": "onnxruntime's intra-op threads busy-wait for work instead of sleeping (lower latency, more CPU)",
+    "intra-op": "threads that split the work of one operator (onnxruntime's intra_op_num_threads)",
+    "inter-op": "threads that run independent operators of one request at the same time",
+    "preempted": "a request during which the scheduler gave this process's CPU to another process for a while",
+    "clean requests": "requests no other process took the CPU from; the headline figures come from them",
+    "noisy": "a trial whose measurement processes disagree, or whose requests vary, more than the rules allow",
+    "profiled pass": "a separate run under onnxruntime's profiler that times every node; it slows nodes down",
+    "model_run": "onnxruntime's own timing of one whole session.run in the profiled pass",
+    "MOP": "millions of operations per inference: floating-point operations plus integer operations",
+    "GOP/s": "billions of operations per second achieved: operations divided by the node's measured time",
+    "GFLOP/s": "billions of floating-point operations per second",
+    "KiB moved": "the weights and activations a node reads and writes, in KiB, counted from tensor sizes",
+    "roofline": "the fastest a node could run: its operations per byte times the measured bandwidth, capped at "
+                "the measured peak",
+    "of roofline": "the achieved rate as a share of the roofline's attainable rate at the node's operations "
+                   "per byte",
+    "Of roofline": "the achieved rate as a share of the roofline's attainable rate at the node's operations "
+                   "per byte",
+    "nchwc": "onnxruntime's blocked memory layout for convolutions; nodes whose names end in _nchwc were "
+             "rewritten for it, and the Original nodes column names the model's layers they compute",
+}
+
+_CONFIG_LABEL = re.compile(r"\bb(\d+) t(\d+) c(\d+)\b")
+
+
+def config_label_text(batch: str, threads: str, concurrency: str) -> str:
+    return (f"batch {batch}, {threads} intra-op thread{'s' if threads != '1' else ''}, {concurrency} request"
+            f"{'s' if concurrency != '1' else ''} in flight at once")
+
+
+def abbreviations(markdown: str) -> str:
+    """The abbreviation definitions for the terms and configuration labels this page's Markdown uses, as
+    lines to append to it (empty when it uses none)."""
+    lines = [f"*[{term}]: {text}" for term, text in GLOSSARY.items()
+             if re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", markdown)]
+    labels = dict.fromkeys(m.group(0) for m in _CONFIG_LABEL.finditer(markdown))
+    lines += [f"*[{label}]: {config_label_text(*_CONFIG_LABEL.fullmatch(label).groups())}" for label in labels]
+    return "\n".join(lines)
