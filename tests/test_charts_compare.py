@@ -132,7 +132,24 @@ def test_pareto_flags_the_frontier_and_sizes_it_by_model_size():
     records = spec["data"]["values"]
     assert {r["key"] for r in records if r["frontier"]} == {"int8-1", "int8-4"}
     assert {r["model_mib"] for r in records if r["version"] == "fp32"} == {2.0}
-    assert _layer(spec, "frontier_points")["encoding"]["size"]["field"] == "model_mib"
+    size = _layer(spec, "frontier_points")["encoding"]["size"]
+    assert size["field"] == "model_mib"
+    # The size legend shows the frontier's own sizes, not round values none of the points has.
+    assert size["legend"]["values"] == sorted({r["model_mib"] for r in records if r["frontier"]})
+
+
+def test_a_trend_of_many_configurations_colours_versions_and_highlights_one_configuration():
+    from generator.diff.trend import TrendPoint, trend_chart
+
+    points = [TrendPoint(f"{c:040x}", "2026-11-01", "s", c, "e", version, f"b{b} t1 c1", "p90", 1.0 + c + b, 100.0,
+                         False) for c in range(3) for version in ("fp32", "int8", "fp16") for b in range(12)]
+    spec = trend_chart(points, "latency", "trend_latency").to_dict()
+    lines = spec["layer"][0]
+    assert lines["encoding"]["color"]["field"] == "version" and lines["encoding"]["detail"]["field"] == "series"
+    assert lines["encoding"]["color"]["legend"]["symbolLimit"] == 0
+    assert len(set(lines["encoding"]["color"]["scale"]["range"])) == 3  # one colour per version, none repeated
+    pick = next(p for p in spec["params"] if p["name"] == "trend_latency_series")
+    assert len(pick["bind"]["options"]) == 1 + 36  # every configuration can be highlighted
 
 
 def test_precision_chart_orders_precisions():

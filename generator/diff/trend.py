@@ -30,6 +30,7 @@ from generator.diff.sources import (
 from generator.errors import PerfsiteError
 from generator.results.store import ExperimentResults
 from generator.site.charts import _round, chart_block
+from generator.site.charts_compare import PALETTE
 from generator.site.pages import REPORTS_DIR, Page, render, template_env
 
 TREND_PATH = f"{REPORTS_DIR}/_trend/index.md"
@@ -127,19 +128,31 @@ def trend_chart(points: list[TrendPoint], figure: str, name: str) -> alt.LayerCh
     labels = {p.position: p.commit[:8] for p in points}
     x = alt.X("position:O", title="Commit (oldest left)", axis=alt.Axis(
         labelExpr=_label_expr(labels), labelAngle=0))
-    y = alt.Y(f"{field}:Q", title=title, scale=alt.Scale(zero=False))
-    color = alt.Color("series:N", title="Configuration")
+    y = alt.Y(f"{field}:Q", title=title, scale=alt.Scale(zero=False, padding=8))
+    # A colour per version (a handful, all in the legend), a line per configuration: 36 configurations cannot
+    # have 36 distinct colours, and a legend of 36 entries was cut off after 16. A selector picks one
+    # configuration to highlight; the tooltip names each line.
+    versions = sorted({r["version"] for r in records})
+    color = alt.Color("version:N", title="Version", sort=versions, legend=alt.Legend(symbolLimit=0),
+                      scale=alt.Scale(domain=versions, range=[PALETTE[i % len(PALETTE)] for i in range(len(versions))]))
+    series = sorted({r["series"] for r in records})
+    pick = alt.param(name=f"{name}_series", value="every configuration", bind=alt.binding_select(
+        options=["every configuration", *series], name="Highlight "))
+    faded = alt.condition(f"{name}_series == 'every configuration' || datum.series == {name}_series",
+                          alt.value(1.0), alt.value(0.12))
     base = alt.Chart(alt.Data(values=records))
     tooltip = [alt.Tooltip("series:N", title="Configuration"), alt.Tooltip("commit:N", title="Commit"),
                alt.Tooltip("date:N", title="Committed"), alt.Tooltip("subject:N", title="Subject"),
                alt.Tooltip(f"{field}:Q", title=title, format=",.4~r")]
-    lines = base.mark_line(point=True).encode(x=x, y=y, color=color, tooltip=tooltip)
+    lines = base.mark_line(point=True).encode(x=x, y=y, color=color, detail="series:N", opacity=faded,
+                                              tooltip=tooltip).add_params(pick)
     return alt.layer(lines.properties(name=f"{name}_lines")).properties(name=name, width="container", height=260)
 
 
 def _record(p: TrendPoint) -> dict[str, Any]:
     return {"position": p.position, "commit": p.commit[:12], "date": p.committed_at, "subject": p.subject,
-            "series": p.series, "latency_ms": _round(p.latency_ms), "throughput_ips": _round(p.throughput_ips)}
+            "series": p.series, "version": p.version, "latency_ms": _round(p.latency_ms),
+            "throughput_ips": _round(p.throughput_ips)}
 
 
 def _label_expr(labels: dict[int, str]) -> str:

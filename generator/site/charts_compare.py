@@ -287,9 +287,12 @@ def pareto_chart(c: Comparison) -> alt.LayerChart:
     on_frontier = alt.Chart().transform_filter("datum.frontier")
     line = on_frontier.mark_line(color=INK, strokeDash=[4, 3], strokeWidth=1.2).encode(
         x=x, y=y, order=alt.Order("latency_ms:Q"))
+    # The legend shows the sizes the frontier's points have, not round values none of them has.
+    sizes = sorted({r["model_mib"] for r in records if r["frontier"] and r["model_mib"]})
     dots = on_frontier.mark_circle(opacity=0.85, stroke=INK, strokeWidth=1).encode(
         x=x, y=y, color=color, tooltip=tooltip,
-        size=alt.Size("model_mib:Q", title="Model size (MiB)", scale=alt.Scale(range=[60, 600], zero=True)))
+        size=alt.Size("model_mib:Q", title="Model size (MiB)", scale=alt.Scale(range=[60, 600], zero=True),
+                      legend=alt.Legend(values=sizes)))
     layers = [everything.properties(name="all_points"), line.properties(name="frontier_line"),
               dots.properties(name="frontier_points")]
     return alt.layer(*layers, data=alt.Data(values=records)).properties(
