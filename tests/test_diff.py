@@ -431,3 +431,24 @@ def test_control_characters_in_layer_names_never_reach_the_terminal(tmp_path):
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
     assert "/layer4/conv/Conv\\x1b[2J\\x07" in done.stdout
     assert "\x1b" not in (tmp_path / "s.md").read_text()
+
+
+def test_notes_that_say_the_same_thing_are_one_line():
+    """A changes page once ended with ~70 near-identical notes: identical ones are listed once with their
+    configurations, ones that differ only in figures once with each configuration's figures."""
+    from types import SimpleNamespace
+
+    from generator.diff.report import grouped_notes
+
+    quick = "one side was measured in quick mode, the other not"
+    trials = [SimpleNamespace(name=f"e · fp32 · b{b}", notes=(quick, f"baseline trial is noisy (process medians "
+                                                                      f"spread {b}2 %)")) for b in (1, 4, 8)]
+    trials.append(SimpleNamespace(name="e · int8 · b1", notes=("a single remark",)))
+    lines = grouped_notes(trials)
+    assert lines == [
+        "one side was measured in quick mode, the other not: 3 configurations (e · fp32 · b1, e · fp32 · b4, "
+        "e · fp32 · b8)",
+        "baseline trial is noisy (process medians spread N %) — 3 configurations, N: e · fp32 · b1 (12), "
+        "e · fp32 · b4 (42), e · fp32 · b8 (82)",
+        "e · int8 · b1: a single remark",
+    ]

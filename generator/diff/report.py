@@ -9,6 +9,8 @@ Markdown nor HTML is interpreted, so a hostile node name stays text in the comme
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -20,6 +22,7 @@ from generator.site.formatting import num
 MAX_TABLE_ROWS = 30  # configurations in the table; a PR comment has a size limit and readers a patience one
 MAX_LISTED = 5  # regressions / improvements detailed, and layers named per configuration
 CHANGES_PAGE = "reports/_changes/"
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # a figure inside a note
 
 
 def markdown_summary(result: DiffResult, site_url: str | None = None) -> str:
@@ -169,8 +172,28 @@ def _one_side(result: DiffResult) -> str:
     return "\n".join(lines)
 
 
+def grouped_notes(trials: Sequence[TrialDiff]) -> list[str]:
+    """Per-configuration notes, those that say the same thing gathered into one line: identical notes once with
+    the configurations they concern, notes that differ only in their figures (`noisy (spread 12 %)`, `… 35 %`)
+    once with each configuration's figures. A changes page once ended with ~70 near-identical lines."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for t in trials:
+        for note in t.notes:
+            groups.setdefault(_NUMBER.sub("N", note), []).append((t.name, note))
+    lines = []
+    for pattern, members in groups.items():
+        if len(members) == 1:
+            lines.append(f"{members[0][0]}: {members[0][1]}")
+        elif len({note for _, note in members}) == 1:
+            lines.append(f"{members[0][1]}: {len(members)} configurations ({', '.join(n for n, _ in members)})")
+        else:
+            figures = ", ".join(f"{name} ({'/'.join(_NUMBER.findall(note))})" for name, note in members)
+            lines.append(f"{pattern} — {len(members)} configurations, N: {figures}")
+    return lines
+
+
 def _notes(result: DiffResult) -> str:
-    per_trial = [f"- {t.name}: {note}." for t in _ordered(result) for note in t.notes]
+    per_trial = [f"- {line}." for line in grouped_notes(_ordered(result))]
     general = [f"- {note}" for note in result.notes]
     lines = general + per_trial[:MAX_TABLE_ROWS]
     if not lines:

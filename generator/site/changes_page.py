@@ -14,7 +14,7 @@ from typing import Any
 
 import altair as alt
 
-from generator.diff.report import change_text, signed_pct
+from generator.diff.report import change_text, grouped_notes, signed_pct
 from generator.diff.sources import load_side, open_source
 from generator.diff.verdict import FASTER, SLOWER, DiffResult, TrialDiff, diff_experiments
 from generator.results.store import ExperimentResults
@@ -47,6 +47,7 @@ def changes_pages(
     page = render(
         template_env(), "changes.md.j2", CHANGES_PATH, "Changes against the baseline", True, r=result,
         trials=ordered, sections=sections, figures=figures, change_text=change_text, signed_pct=signed_pct,
+        grouped_notes=grouped_notes,
     )
     return [page]
 
