@@ -192,3 +192,20 @@ def test_charts_are_deterministic_and_carry_untrusted_text_as_data_only():
     assert len(temporal["vconcat"]) == 2
     bare = temporal_chart(temporal_statistics(Timeline(events[1:], 12.0, 5.0), 10), None, None)
     assert len(bare["vconcat"]) == 1 and "measured" not in json.dumps(bare)
+
+
+def test_a_limit_far_above_the_bins_is_named_not_drawn():
+    """A 2,974 GOP/s peak above bins of a few GOP/s flattened them into the axis: beyond 3× the highest bin the
+    limit is a label saying where it is, and the axis follows the bins."""
+    events = (_event(0, "conv", 0, 5, op="Conv", flops=10.0, read=10),)
+    stats = temporal_statistics(Timeline(events, 6.0, 5.0), 10)
+    spec = temporal_chart(stats, 1e6, 1e6, "temporal_1")
+    for panel, name in zip(spec["vconcat"], ("temporal_1_traffic", "temporal_1_compute"), strict=True):
+        layers = {layer["name"].rsplit("_", 1)[0]: layer for layer in panel["layer"]}  # vconcat adds _0, _1
+        assert f"{name}_limit" not in layers and "above this chart" in json.dumps(layers[f"{name}_limit_label"])
+        top = max(v["rate"] for v in spec["data"]["values"] if v["measure"] == panel["layer"][0]["transform"][0]
+                  ["filter"]["equal"])
+        assert layers[f"{name}_bars"]["encoding"]["y"]["scale"]["domain"][1] < 1.2 * top
+    near = temporal_chart(stats, max(stats.compute_gflops) * 2, max(stats.traffic_gbs) * 2, "temporal_1")
+    assert all(any(layer["name"].rsplit("_", 1)[0].endswith("_limit") for layer in p["layer"])
+               for p in near["vconcat"])

@@ -20,6 +20,7 @@ from generator.timeline.trace import thread_lanes
 LANE_STEP_PX = 30
 POOL_COLOR = "#212121"
 LIMIT_COLOR = "#c62828"
+LIMIT_SHOWN_WITHIN = 3.0  # a limit further above the highest bin is named, not drawn (it would flatten the bars)
 TRAFFIC_COLOR = "#3f51b5"
 COMPUTE_COLOR = "#ff9800"
 # A timeline draws at most this many calls, the longest: a 20,000-node model's 20,000 bars were 0.85 MB of
@@ -133,7 +134,12 @@ def _panel(stats: TemporalStats, records: list[dict[str, Any]], label: str, limi
     peak = records[peak_i] if label == TRAFFIC else records[len(stats.bin_start_us) + peak_i]
     x = alt.X("start_us:Q", title="Time from model_run start (µs)",
               scale=alt.Scale(domain=[0, _round(stats.span_us) or 1], nice=False))
-    y = alt.Y("rate:Q", title=label)
+    top = max((r["rate"] or 0.0 for r in records if r["measure"] == label), default=0.0)
+    # The machine's limit is drawn only when it is within LIMIT_SHOWN_WITHIN × the highest bin: a 2,974 GOP/s
+    # peak above bins of 50 flattened them into the axis. Otherwise the chart says where the limit is.
+    shown = bool(limit) and top > 0 and limit <= LIMIT_SHOWN_WITHIN * top
+    ceiling = max(top, limit if shown else 0.0) * 1.12 or 1.0
+    y = alt.Y("rate:Q", title=label, scale=alt.Scale(domain=[0, _round(ceiling)], nice=False))
     # No data of its own: the bins are the concatenation's data (one dataset, for the page's CSV/JSON export).
     bars = alt.Chart().transform_filter(alt.FieldEqualPredicate(field="measure", equal=label))
     bars = bars.mark_bar(color=color, binSpacing=0).encode(x=x, x2="end_us:Q", y=y, y2=alt.datum(0), tooltip=[
@@ -145,7 +151,12 @@ def _panel(stats: TemporalStats, records: list[dict[str, Any]], label: str, limi
     label_mark = alt.Chart(alt.Data(values=[mark])).mark_text(align="left", dx=4, dy=-6, fontSize=11).encode(
         x=x, y=y, text="text:N")
     layers = [bars.properties(name=f"{name}_bars"), label_mark.properties(name=f"{name}_peak")]
-    if limit:
+    if limit and not shown:
+        off = {"text": f"{limit_text} {limit:,.4g}: {limit / top:,.0f}× the highest bin, above this chart"}
+        layers.append(alt.Chart(alt.Data(values=[off])).mark_text(
+            color=LIMIT_COLOR, align="right", baseline="top", x="width", y=2, dx=-4, fontSize=11,
+        ).encode(text="text:N").properties(name=f"{name}_limit_label"))
+    if shown:
         rule_data = alt.Data(values=[{"rate": _round(limit), "text": f"{limit_text} {limit:,.4g}"}])
         rule = alt.Chart(rule_data).mark_rule(color=LIMIT_COLOR, strokeDash=[6, 4]).encode(y=y)
         text = alt.Chart(rule_data).mark_text(color=LIMIT_COLOR, align="left", baseline="bottom", dx=4, dy=-2,
