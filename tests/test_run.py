@@ -196,3 +196,19 @@ def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
 
     result = diff_experiments([sides[0]], [sides[1]], ("baseline", "candidate"))
     assert result.trials[0].paired and result.trials[0].verdict in ("no significant change", "not comparable")
+
+
+def test_repeats_are_a_minimum_even_when_the_first_round_spends_the_budget(cnn_project):
+    """A slow start-up once spent the quick budget in the first round and left a paired trial with one round
+    (no interval); `measure.repeats` is a minimum whatever the budget (docs/methodology.md)."""
+    spec = cnn_project / "spec.yaml"
+    spec.write_text(spec.read_text().replace(
+        "measure: {warmup: 2, min_iterations: 5, min_seconds: 0.02, repeats: 2, profile_iterations: 2}",
+        "measure: {warmup: 2, min_iterations: 5, min_seconds: 0.02, repeats: 2, profile_iterations: 2, "
+        "budget_s: 0.01}"))
+    folder = cnn_project / "results" / "tiny"
+    summary = run_experiment(load_spec(spec), RunOptions(results_dir=folder, only="version=fp32,batch=1"))
+    assert len(summary.measured) == 1 and not summary.failed
+    exp = load_experiment(folder)
+    assert sorted(exp.processes["round"]) == [0, 1]  # both rounds, though the first spent the budget
+    assert bool(exp.trials.iloc[0]["budget_exhausted"]) or exp.trials.iloc[0]["measuring_s"] < 0.01

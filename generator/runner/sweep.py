@@ -70,7 +70,10 @@ class SweepContext:
         while True:
             wanted = [st for st in states if st.wants_more(rnd)]
             wanted = [st for st in states if st in wanted or (st.pair is not None and st.pair in wanted)]
-            runnable = [st for st in wanted if st.error is None and not st.out_of_budget()]
+            # `repeats` is a minimum whatever the budget (docs/methodology.md): on a slow start-up the first
+            # round alone could spend a quick budget and leave a paired trial with one round, no interval.
+            runnable = [st for st in wanted if st.error is None
+                        and (rnd < st.side.settings["repeats"] or not st.out_of_budget())]
             if not runnable:
                 break
             # A B … then … B A: the order reverses every other round, so that a drift within a round (a
