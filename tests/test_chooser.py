@@ -49,7 +49,7 @@ def test_data_files_are_single_loader_calls_in_ascii(recorded):
     view = experiment_view(recorded, "tiny-compare")
     (page,) = chooser_pages(template_env(), view)
     assert page.path == "reports/tiny-compare/choose.md" and "](choose/index.js)" in page.markdown
-    call = re.compile(r"perfsiteChooser\.(index|trial|pair|figures)\((.*)\);\n", re.S)
+    call = re.compile(r"perfsiteChooser\.(index|trial|pair|figures|details)\((.*)\);\n", re.S)
     for path, text in page.files:
         assert path.startswith("reports/tiny-compare/choose/") and text.isascii(), path
         m = call.fullmatch(text)
@@ -81,3 +81,22 @@ def test_one_version_offers_its_configurations(recorded):
     assert len(figures) == len(data.trials) >= 2
     first = figures[data.trials[0].trial_key][0]
     assert first.latency is not None and first.rows == () and first.layer_types
+
+
+def test_layer_details_are_loaded_per_chunk_and_shared_by_trials_of_the_same_shapes(recorded):
+    view = experiment_view(recorded, "tiny-compare")
+    (page,) = chooser_pages(template_env(), view)
+    files = dict(page.files)
+    args = {path: json.loads("[" + text[text.index("(") + 1:-3] + "]") for path, text in files.items()}
+    details = {a[0]: a[1] for path, a in args.items() if "/choose/d-" in path}
+    trials = [a[1] for path, a in args.items() if "/choose/t-" in path]
+    used = {node[2] for t in trials for node in t["nodes"].values()}
+    assert used == set(details)  # every executed node points at a written chunk, and no chunk is unused
+    # The recording has 2 configurations of threads per batch size: their trials share the details.
+    assert len(details) < len(trials)
+    for chunk in details.values():
+        assert chunk["recorded"] is False  # recorded before layers held attributes and weights (schema 2)
+        # A chunk carries the model nodes of its own kernels, no other (the recording has no layers rows; the
+        # quickstart browser test opens panels of a real run that has them).
+        assert set(chunk["layers"]) <= {node for kernel in chunk["kernels"].values() for node in kernel[7]}
+        assert all(len(kernel) == 9 for kernel in chunk["kernels"].values())

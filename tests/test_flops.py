@@ -142,6 +142,43 @@ def test_qdq_weights_belong_to_the_layer_that_uses_them(quantized_cnns):
     assert (folded.flops, folded.int_ops, folded.params, folded.input_bytes, folded.output_bytes) == (0, 0, 0, 0, 0)
 
 
+def test_layers_record_attributes_types_and_quantization_for_the_layer_panel(example_models, quantized_cnns):
+    fp32 = {}
+    for r in analyze_model(example_models["cnn"], CNN_INPUT):
+        fp32.setdefault(r.op_type, r)  # the first of each op type: the stem's Conv
+    conv = fp32["Conv"]
+    assert json.loads(conv.attributes) == {"dilations": "[1, 1]", "group": "1", "kernel_shape": "[7, 7]",
+                                           "pads": "[3, 3, 3, 3]", "strides": "[2, 2]"}
+    assert json.loads(conv.input_types) == ["float32", "float32"] and json.loads(conv.output_types) == ["float32"]
+    assert json.loads(conv.weight_details) == [{"dtype": "float32", "name": "conv1.weight", "shape": "[48, 3, 7, 7]"}]
+    assert json.loads(fp32["BatchNormalization"].attributes)["epsilon"] == "1e-05"  # float32 noise hidden
+    # QDQ: the Conv holds its int8 weight with the scale and zero point its DequantizeLinear applies.
+    qdq = next(r for r in analyze_model(quantized_cnns["qdq"], CNN_INPUT) if r.op_type == "Conv")
+    weights = {w["name"]: w for w in json.loads(qdq.weight_details)}
+    (weight,) = (w for w in weights.values() if w.get("dtype") == "int8" and "role" not in w)
+    assert weight["shape"] == "[48, 3, 7, 7]" and weight["zero_point"] == "0" and float(weight["scale"]) > 0
+    assert any(w.get("role", "").startswith("scale of ") for w in weights.values())
+    # QOperator: QLinearConv's own input slots give the weight's and the activations' quantization.
+    qop = next(r for r in analyze_model(quantized_cnns["qoperator"], CNN_INPUT) if r.op_type == "QLinearConv")
+    assert json.loads(qop.input_types)[:4] == ["uint8", "float32", "uint8", "int8"]
+    roles = {w.get("role") for w in json.loads(qop.weight_details)}
+    assert {"input scale", "input zero point", "output scale", "output zero point"} <= roles
+
+
+def test_per_channel_scales_are_summarized_and_long_attributes_cut(tmp_path):
+    weight = numpy_helper.from_array(np.arange(-8, 8, dtype=np.int8).reshape(4, 4, 1, 1), "w")
+    scale = numpy_helper.from_array(np.array([0.5, 0.25, 0.125, 1.0], dtype=np.float32), "w_scale")
+    zero = numpy_helper.from_array(np.zeros(4, dtype=np.int8), "w_zero")
+    nodes = [helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zero"], ["wf"], axis=0, name="dq"),
+             helper.make_node("Conv", ["x", "wf"], ["y"], name="conv", pads=[0] * 40)]
+    path = _save(tmp_path, nodes, [_vi("x", 1, 4, 2, 2)], [_vi("y", 1, 4, 2, 2)], [weight, scale, zero])
+    conv = next(r for r in analyze_model(path, {"x": (1, 4, 2, 2)}) if r.node == "conv")
+    (w,) = (w for w in json.loads(conv.weight_details) if w["name"] == "w")
+    assert (w["dtype"], w["shape"], w["axis"]) == ("int8", "[4, 4, 1, 1]", 0)
+    assert w["scale"] == "per-channel, 4 values: 0.125 … 1" and w["zero_point"] == "per-channel, 4 values: 0 … 0"
+    assert json.loads(conv.attributes)["pads"].endswith(", … (40 values)]")
+
+
 # -- keys, sub-graphs, unknown ops -------------------------------------------------------------------------
 
 

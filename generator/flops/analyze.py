@@ -26,6 +26,7 @@ import onnx
 from onnx import helper
 
 from generator.flops import counters as _counters  # noqa: F401  (registers every counter)
+from generator.flops.details import DetailTable, attributes_json, types_json
 from generator.flops.registry import (
     DEFAULT_DOMAINS,
     INTEGER_DTYPES,
@@ -61,6 +62,10 @@ class LayerRow:
     input_shapes: str
     output_shapes: str
     counted: bool
+    attributes: str = "{}"  # JSON object of display strings (generator.flops.details)
+    input_types: str = "[]"  # JSON list of element types, as input_shapes
+    output_types: str = "[]"
+    weight_details: str = "[]"  # JSON list: name, shape, dtype, quantization parameters
 
     @property
     def moved_bytes(self) -> int | None:
@@ -145,6 +150,7 @@ class _RowBuilder:
         self, model: onnx.ModelProto, index: GraphIndex, types: Mapping[str, tuple[int, Any]], weights: WeightTable
     ) -> None:
         self.index, self.types, self.weights = index, types, weights
+        self.details = DetailTable(model)
         self.opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version for o in model.opset_import}
         self.dequantized_integers = _dequantized_integer_tensors(model, types)
         self.problems: dict[str, list[str]] = defaultdict(list)
@@ -171,6 +177,8 @@ class _RowBuilder:
             input_bytes=self._bytes(activations), output_bytes=self._bytes(moved),
             input_shapes=self._shapes_json(t for t in node.inputs if t),
             output_shapes=self._shapes_json(outputs), counted=counts is not None,
+            attributes=attributes_json(proto), input_types=types_json((t for t in node.inputs if t), self.types),
+            output_types=types_json(outputs, self.types), weight_details=self.details.weights(used, proto),
         )
 
     def _count(self, node: GraphNode, proto: onnx.NodeProto) -> tuple[Counts | None, str | None]:

@@ -11,10 +11,14 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # What each version added, for the migration of older files (generator.results.store reads them with the
-# added columns null): 2 = preemption accounting, adaptive measurement and paired runs.
-SCHEMA_HISTORY = {1: "first release", 2: "run_delay_ms per request; clean-request figures; target, budget, pair_id"}
+# added columns null).
+SCHEMA_HISTORY = {
+    1: "first release",
+    2: "run_delay_ms per request; clean-request figures; target, budget, pair_id",
+    3: "layers: attributes, element types and weight details (the layer panel)",
+}
 METADATA_KEY = b"perfsite.schema_version"
 TABLE_METADATA_KEY = b"perfsite.table"
 
@@ -183,6 +187,11 @@ LAYERS = (
     _c("input_shapes", STR, "", "JSON list of input shapes after shape inference"),
     _c("output_shapes", STR, "", "JSON list of output shapes after shape inference"),
     _c("counted", BOOL, "", "a FLOP counter exists for this op type (false: listed, not guessed)"),
+    _c("attributes", STR, "", "JSON object of the node's attributes as display strings (v3; untrusted text)"),
+    _c("input_types", STR, "", "JSON list of input element types after shape inference (v3)"),
+    _c("output_types", STR, "", "JSON list of output element types after shape inference (v3)"),
+    _c("weight_details", STR, "", "JSON list of the weights read: name, shape, dtype, quantization scale and "
+       "zero point (v3)"),
 )
 
 TIMELINE = (

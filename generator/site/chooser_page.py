@@ -8,7 +8,12 @@ files beside the page (folder `choose/`), loaded with script tags so that the pa
 - `v-<i>-<j>.js`: version i against version j: the kernel table's rows (which nodes each row sums), the
   advice and the output agreement (generator.analysis.chooser.VersionPair);
 - `f-<n>.js`: trial n as A against every other trial as B: the ratios with their 95 % intervals and the
-  verdict words of the compare pages, each kernel row's ratio and the layer-type rows.
+  verdict words of the compare pages, each kernel row's ratio and the layer-type rows;
+- `d-<id>.js`: layer details, for the panel a click on a kernel row opens (executed kernels with shapes and
+  element types, the model-file nodes they compute with attributes and weights), in chunks of about
+  DETAIL_FILE_BYTES in execution order; the trial file gives each executed node its chunk, so a panel loads
+  only what it shows. Details hold no time, so the trials of one version at the same shapes (other threads,
+  concurrency) have the same chunks: a chunk's id is a hash of its content and it is written once.
 
 Every figure with an interval, and every sentence about a ratio, is written here by the analysis; the script
 only sums a row's stored node times and chooses what to show. Strings from models reach the page through the
@@ -17,6 +22,7 @@ script's textContent, never as markup.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -31,6 +37,7 @@ from generator.analysis.chooser import (
     chooser_data,
     pair_figures,
 )
+from generator.analysis.layer_details import KernelDetail, LayerDetail, TrialDetails, trial_details
 from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
 from generator.site.formatting import op_name
@@ -42,6 +49,7 @@ DIGITS = 6  # significant digits of figures in the data files: far below any int
 ROW_DIGITS = 4  # a layer's ratio and interval: two decimals are shown
 FIGURES_FILE_BYTES = 1_000_000
 PAIR_BYTES, ROW_BYTES = 1_500, 32  # a pair of trials' figures without its layer rows; one layer row
+DETAIL_FILE_BYTES = 500_000  # a chunk of layer details: a panel of a 20,000-node model loads one or two
 
 
 def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
@@ -52,7 +60,16 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     data, ctx = made
     folder = f"{REPORTS_DIR}/{view.slug}/{DATA_FOLDER}"
     files = [(f"{folder}/index.js", _call("index", _index(view, data)))]
-    files += [(f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card))) for n, card in enumerate(data.trials)]
+    details: dict[str, str] = {}
+    for n, card in enumerate(data.trials):
+        chunk_of: dict[str, str] = {}
+        for chunk in _detail_chunks(trial_details(card.trial_key, view.results.nodes, view.results.layers)):
+            text = json.dumps(chunk, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+            chunk_id = hashlib.sha256(text.encode()).hexdigest()[:16]
+            details.setdefault(chunk_id, f"perfsiteChooser.details({json.dumps(chunk_id)}, {text});\n")
+            chunk_of.update(dict.fromkeys(chunk["kernels"], chunk_id))
+        files.append((f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card, chunk_of))))
+    files += [(f"{folder}/d-{chunk_id}.js", text) for chunk_id, text in sorted(details.items())]
     index = {v: i for i, v in enumerate(data.versions)}
     files += [(f"{folder}/v-{index[p.a]}-{index[p.b]}.js", _call("pair", index[p.a], index[p.b], _pair(p)))
               for p in data.pairs]
@@ -110,9 +127,10 @@ def _timing(t: VersionTiming | None) -> dict[str, Any] | None:
             "note": t.note}
 
 
-def _trial_nodes(card: TrialCard) -> dict[str, Any]:
-    """The trial's executed nodes and its time per standard op: [µs, share, nodes per precision, nodes]."""
-    return {"nodes": {name: [_num(us), precision] for name, (us, precision) in card.nodes.items()},
+def _trial_nodes(card: TrialCard, chunk_of: dict[str, str]) -> dict[str, Any]:
+    """The trial's executed nodes as [µs, precision, chunk of its details] and its time per standard op:
+    [µs, share, nodes per precision, nodes]."""
+    return {"nodes": {name: [_num(us), precision, chunk_of.get(name)] for name, (us, precision) in card.nodes.items()},
             "total": _num(card.total_us),
             "ops": {t.op_type: [_num(t.time_a_us), _num(t.share_a), _counts(t.precision_counts_a.items()), t.nodes_a]
                     for t in card.op_types}}
@@ -155,3 +173,37 @@ def _figures(f: PairFigures) -> dict[str, Any]:
 
 def _counts(items: Iterable[tuple[str, int]]) -> str:
     return precision_counts(dict(items))
+
+
+def _detail_chunks(details: TrialDetails) -> list[dict[str, Any]]:
+    """The trial's kernels, each with the model-file nodes it computes, cut into chunks of about
+    DETAIL_FILE_BYTES in execution order (a node two chunks need is in both)."""
+    chunks: list[dict[str, Any]] = []
+    size = DETAIL_FILE_BYTES
+    for kernel in details.kernels:
+        entry = _kernel_detail(kernel)
+        layers = {key: _layer_detail(details.layers[key]) for key in kernel.original_nodes if key in details.layers}
+        grown = len(json.dumps([entry, layers], ensure_ascii=True))
+        if size + grown > DETAIL_FILE_BYTES:
+            chunks.append({"recorded": details.recorded, "kernels": {}, "layers": {}})
+            size = 0
+        chunks[-1]["kernels"][kernel.name] = entry
+        chunks[-1]["layers"].update(layers)
+        size += grown
+    return chunks
+
+
+def _kernel_detail(k: KernelDetail) -> list[Any]:
+    """[op, provider, precision, input shapes, input types, output shapes, output types, model nodes, how the
+    kernel was tied to them]; its time is the trial's (the trial file's nodes)."""
+    return [k.op_type, k.provider, k.precision, list(k.input_shapes), list(k.input_types),
+            list(k.output_shapes), list(k.output_types), list(k.original_nodes), k.mapping_method]
+
+
+def _layer_detail(d: LayerDetail) -> list[Any]:
+    """[op, domain, position, attributes, input shapes, input types, output shapes, output types, weights,
+    FLOPs, integer ops]; attributes, types and weights null when not recorded."""
+    return [d.op_type, d.domain, d.position, d.attributes, list(d.input_shapes),
+            None if d.input_types is None else list(d.input_types), list(d.output_shapes),
+            None if d.output_types is None else list(d.output_types),
+            None if d.weights is None else list(d.weights), _num(d.flops), _num(d.int_ops)]

@@ -6,14 +6,15 @@
  * stored node times of a kernel row and picks which figures to show. Text from the data (node names, op
  * types, advice) is set with textContent only.
  *
- * The choice lives in the address: #a=<version>&ac=<configuration>&b=<version>&bc=<configuration>.
+ * The choice lives in the address: #a=<version>&ac=<configuration>&b=<version>&bc=<configuration>, and the
+ * layer whose detail panel is open in &layer=<name>.
  */
 (function () {
   "use strict";
 
   var DASH = "\u2014";
   var KERNEL_ROWS = 200;  // rows shown before "show all"
-  var store = { index: null, trials: {}, pairs: {}, figures: {} };
+  var store = { index: null, trials: {}, pairs: {}, figures: {}, details: {} };
   var waiting = {};
   var page = null;  // { root, base, state }
 
@@ -27,13 +28,14 @@
     index: function (data) { store.index = data; loaded("index", data); },
     trial: function (n, data) { store.trials[n] = data; loaded("t-" + n, data); },
     pair: function (i, j, data) { store.pairs[i + "-" + j] = data; loaded("v-" + i + "-" + j, data); },
-    figures: function (n, k, data) { store.figures[n + "-" + k] = data; loaded("f-" + n + "-" + k, data); }
+    figures: function (n, k, data) { store.figures[n + "-" + k] = data; loaded("f-" + n + "-" + k, data); },
+    details: function (id, data) { store.details[id] = data; loaded("d-" + id, data); }
   };
 
   function have(key) {
     if (key === "index") return store.index;
     var kind = key.charAt(0), rest = key.slice(2);
-    return { t: store.trials, v: store.pairs, f: store.figures }[kind][rest];
+    return { t: store.trials, v: store.pairs, f: store.figures, d: store.details }[kind][rest];
   }
 
   function load(key) {
@@ -129,13 +131,14 @@
     });
     var a = out.a !== undefined ? findTrial(out.a, out.ac) : null;
     var b = out.b !== undefined ? findTrial(out.b, out.bc) : null;
-    return a !== null && b !== null ? [a, b] : null;
+    return a !== null && b !== null ? [a, b, out.layer === undefined ? null : out.layer] : null;
   }
 
   function writeHash(a, b) {
     var ta = store.index.trials[a], tb = store.index.trials[b];
     var hash = "#a=" + encodeURIComponent(ta.version) + "&ac=" + encodeURIComponent(ta.config) +
-      "&b=" + encodeURIComponent(tb.version) + "&bc=" + encodeURIComponent(tb.config);
+      "&b=" + encodeURIComponent(tb.version) + "&bc=" + encodeURIComponent(tb.config) +
+      (page.state.layer ? "&layer=" + encodeURIComponent(page.state.layer) : "");
     if (location.hash !== hash) history.replaceState(null, "", hash);
   }
 
@@ -169,15 +172,15 @@
     return changed === "version" && n === null ? trialsOf(version)[0] : n;
   }
 
-  function choose(a, b) {
-    page.state = { a: a, b: b };
+  function choose(a, b, layer) {
+    page.state = { a: a, b: b, layer: layer || null };
     fillSelects("a", a);
     fillSelects("b", b);
     writeHash(a, b);
     var status = page.root.querySelector(".perfsite-chooser-status");
     if (a === b) {
       status.textContent = "A and B are the same trial: choose another version or configuration for one of them.";
-      ["verdict", "time", "types", "kernels", "overhead", "agreement", "advice"].forEach(function (s) { fill(s, []); });
+      ["verdict", "time", "types", "kernels", "layer", "overhead", "agreement", "advice"].forEach(function (s) { fill(s, []); });
       return;
     }
     status.textContent = "Loading\u2026";
@@ -202,7 +205,9 @@
     renderTime(ta, tb);
     renderTypes(figures, nodesA, nodesB);
     var rows = pair ? kernelRows(pair, figures, nodesA, nodesB) : [];
-    renderKernels(pair, rows, ta, tb);
+    renderKernels(pair, rows, ta, tb, a, b);
+    var open = page.state.layer && rows.filter(function (r) { return r.layer === page.state.layer; })[0];
+    if (open) openLayer(open, a, b); else renderLayerHint(pair);
     renderOverhead(pair, rows);
     renderAgreement(pair);
     renderAdvice(pair);
@@ -320,13 +325,14 @@
   function kernelRows(pair, figures, nodesA, nodesB) {
     return pair.rows.map(function (r, i) {
       var a = sum(r[5], nodesA), b = sum(r[6], nodesB);
-      return { layer: r[0], op: r[1], kind: r[2], only: r[3], note: r[4], a: a, b: b, ratio: figures.rows[i] };
+      return { layer: r[0], op: r[1], kind: r[2], only: r[3], note: r[4], a: a, b: b, ratio: figures.rows[i],
+               execA: r[5], execB: r[6] };
     }).sort(function (x, y) {
       return Math.max(y.a.time, y.b.time) - Math.max(x.a.time, x.b.time) || (x.layer < y.layer ? -1 : x.layer > y.layer ? 1 : 0);
     });
   }
 
-  function renderKernels(pair, rows, ta, tb) {
+  function renderKernels(pair, rows, ta, tb, a, b) {
     if (!pair) {
       fill("kernels", [el("p", "A and B are the same version: every layer is the same; the inference time above compares the two configurations.")]);
       return;
@@ -340,11 +346,11 @@
       var cells = ratioCells(r.ratio);
       var note = r.note || (r.only === "a" ? "only in A" : r.only === "b" ? "only in B" : "");
       if (r.a.missing || r.b.missing) note = (note ? note + "; " : "") + (r.a.missing + r.b.missing) + " kernel(s) not in the chosen trials";
-      return [r.layer, r.op, fmt(r.a.time, 4), fmt(r.b.time, 4), fmt(r.b.time - r.a.time, 4), cells[0], cells[1],
+      return [layerButton(r, a, b), r.op, fmt(r.a.time, 4), fmt(r.b.time, 4), fmt(r.b.time - r.a.time, 4), cells[0], cells[1],
               r.a.precision || DASH, r.b.precision || DASH, note];
     });
     var nodes = [];
-    nodes.push(el("p", "Layers were matched at " + (pair.config || "one configuration") + "; times are those of the chosen trials (A at " +
+    nodes.push(el("p", "Click a layer's name for its details in A and B. Layers were matched at " + (pair.config || "one configuration") + "; times are those of the chosen trials (A at " +
                   ta.config + ", B at " + tb.config + ")." + (missing ? " " + missing + " matched kernels did not run in the chosen trials." : "")));
     var headers = ["Layer", "Op type", "A (\u00b5s)", "B (\u00b5s)", "\u0394 (\u00b5s)", "B / A", "95 % CI", "Precision A", "Precision B", "Note"];
     var numeric = [false, false, true, true, true, true, true, false, false, false];
@@ -360,6 +366,175 @@
       nodes.push(more);
     }
     fill("kernels", nodes);
+  }
+
+  // ---- the layer detail panel: what a layer is in A and in B, differences marked ----
+  var NOT_RECORDED = "not recorded (measured before perfsite recorded layer details: run again with --force)";
+
+  function layerButton(row, a, b) {
+    var button = el("button", row.layer, "perfsite-layer-open");
+    button.type = "button";
+    button.title = "Show what this layer is in A and in B";
+    button.addEventListener("click", function () {
+      page.state.layer = row.layer;
+      writeHash(page.state.a, page.state.b);
+      openLayer(row, a, b);
+    });
+    return button;
+  }
+
+  function renderLayerHint(pair) {
+    fill("layer", pair && pair.rows.length ? [el("p", "Click a layer's name in the kernel table above: its executed kernels and the " +
+      "nodes of each model file they compute (attributes, shapes, element types, weights and quantization parameters) " +
+      "are shown here side by side, with what differs marked.")] : []);
+  }
+
+  function detailsOf(trial, names) {
+    var nodes = store.trials[trial].nodes;
+    var chunks = {};
+    names.forEach(function (name) { var n = nodes[name]; if (n && n[2] !== null && n[2] !== undefined) chunks[n[2]] = true; });
+    return Promise.all(Object.keys(chunks).map(function (id) { return load("d-" + id); })).then(function (got) {
+      var kernels = [], layers = {}, recorded = got.length ? got.every(function (c) { return c.recorded; }) : false;
+      // A detail file is shared by the trials of one version at the same shapes: the time is this trial's.
+      names.forEach(function (name) {
+        got.forEach(function (c) {
+          var k = c.kernels[name];
+          if (k) kernels.push([name, k[0], k[1], k[2], nodes[name][0]].concat(k.slice(3)));
+        });
+      });
+      // A chunk holds the model nodes of all its kernels: keep those of this layer's kernels only.
+      kernels.forEach(function (k) {
+        k[9].forEach(function (node) {
+          got.forEach(function (c) { if (c.layers[node]) layers[node] = c.layers[node]; });
+        });
+      });
+      return { kernels: kernels, layers: layers, recorded: recorded, missing: names.length - kernels.length };
+    });
+  }
+
+  function openLayer(row, a, b) {
+    fill("layer", [el("p", "Loading the details of " + row.layer + "\u2026")]);
+    Promise.all([detailsOf(a, row.execA), detailsOf(b, row.execB)]).then(function (got) {
+      if (page.state.a !== a || page.state.b !== b || page.state.layer !== row.layer) return;
+      renderLayer(row, got[0], got[1]);
+      var target = section("layer");
+      target.dataset.layer = row.layer;
+    }).catch(function (e) { fill("layer", [el("p", "The layer's details did not load: " + e.message)]); });
+  }
+
+  function typed(types, shapes, i) {
+    var t = types && types[i] ? types[i] : "?", s = shapes && shapes[i] !== undefined && shapes[i] !== null ? shapes[i] : null;
+    return t + " " + (s === null ? "[?]" : "[" + s.join(", ") + "]");
+  }
+  function tensors(types, shapes) {
+    var n = Math.max(types ? types.length : 0, shapes ? shapes.length : 0);
+    var out = [];
+    for (var i = 0; i < n; i += 1) out.push(typed(types, shapes, i));
+    return out.join("; ") || DASH;
+  }
+  function weightText(w) {
+    var parts = [(w.dtype || "?") + " " + (w.shape || "[?]")];
+    if (w.role) parts.push(w.role + (w.value !== undefined ? " = " + w.value : ""));
+    if (w.scale !== undefined) parts.push("scale " + w.scale);
+    if (w.zero_point !== undefined) parts.push("zero point " + w.zero_point);
+    if (w.axis !== undefined) parts.push("axis " + w.axis);
+    return parts.join(" \u00b7 ");
+  }
+
+  // The node of a side that does the layer's work: the most operations, float and integer (a QDQ Conv runs as
+  // integer work, its QuantizeLinear as float), else the first that is not a conversion.
+  var CONVERSIONS = ["QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Cast"];
+  function operations(l) { return (l[9] || 0) + (l[10] || 0); }
+  function principal(side) {
+    var keys = Object.keys(side.layers).sort(function (x, y) { return (side.layers[x][2] || 0) - (side.layers[y][2] || 0); });
+    var best = null;
+    keys.forEach(function (k) {
+      var l = side.layers[k], b = best === null ? null : side.layers[best];
+      if (b === null || operations(l) > operations(b) ||
+          (operations(l) === operations(b) && CONVERSIONS.indexOf(b[0]) >= 0 && CONVERSIONS.indexOf(l[0]) < 0)) best = k;
+    });
+    return best;
+  }
+
+  // Rows "what | A | B" comparing the two sides; a row whose two values differ is marked.
+  function comparison(sa, sb) {
+    var rows = [];
+    function add(what, va, vb) { rows.push([what, va === undefined ? DASH : va, vb === undefined ? DASH : vb]); }
+    add("Kernels", sa.kernels.map(function (k) { return k[1]; }).join(", ") || DASH, sb.kernels.map(function (k) { return k[1]; }).join(", ") || DASH);
+    add("Precision", sa.kernels.map(function (k) { return k[3] || "?"; }).join(", ") || DASH, sb.kernels.map(function (k) { return k[3] || "?"; }).join(", ") || DASH);
+    add("Provider", sa.kernels.map(function (k) { return k[2] || "?"; }).join(", ") || DASH, sb.kernels.map(function (k) { return k[2] || "?"; }).join(", ") || DASH);
+    var pa = principal(sa), pb = principal(sb);
+    var la = pa ? sa.layers[pa] : null, lb = pb ? sb.layers[pb] : null;
+    add("Model node doing the work", pa ? pa + " (" + la[0] + ")" : DASH, pb ? pb + " (" + lb[0] + ")" : DASH);
+    add("Nodes of the model file", String(Object.keys(sa.layers).length), String(Object.keys(sb.layers).length));
+    function attrs(l, side) { return l ? (l[3] === null ? null : l[3]) : {}; }
+    var aa = attrs(la, sa), ab = attrs(lb, sb);
+    if (aa === null || ab === null) {
+      add("Attributes", aa === null ? NOT_RECORDED : DASH, ab === null ? NOT_RECORDED : DASH);
+    } else {
+      var names = Object.keys(aa).concat(Object.keys(ab).filter(function (k) { return !(k in aa); })).sort();
+      names.forEach(function (k) { add("Attribute " + k, aa[k], ab[k]); });
+    }
+    var ina = la ? la[4].length : 0, inb = lb ? lb[4].length : 0;
+    for (var i = 0; i < Math.max(ina, inb); i += 1) add("Input " + i, la && i < ina ? typed(la[5], la[4], i) : undefined, lb && i < inb ? typed(lb[5], lb[4], i) : undefined);
+    var outa = la ? la[6].length : 0, outb = lb ? lb[6].length : 0;
+    for (var j = 0; j < Math.max(outa, outb); j += 1) add("Output " + j, la && j < outa ? typed(la[7], la[6], j) : undefined, lb && j < outb ? typed(lb[7], lb[6], j) : undefined);
+    function mainWeights(l) {
+      if (!l) return [];
+      if (l[8] === null) return null;
+      return l[8].filter(function (w) { return !w.role; });
+    }
+    var wa = mainWeights(la), wb = mainWeights(lb);
+    if (wa === null || wb === null) {
+      add("Weights", wa === null ? NOT_RECORDED : DASH, wb === null ? NOT_RECORDED : DASH);
+    } else {
+      for (var w = 0; w < Math.max(wa.length, wb.length); w += 1)
+        add("Weight " + (w + 1), wa[w] ? wa[w].name + ": " + weightText(wa[w]) : undefined, wb[w] ? wb[w].name + ": " + weightText(wb[w]) : undefined);
+      add("Weight element types", wa.map(function (x) { return x.dtype; }).join(", ") || DASH, wb.map(function (x) { return x.dtype; }).join(", ") || DASH);
+    }
+    function work(l) {
+      if (!l || (l[9] === null && l[10] === null)) return DASH;
+      return fmt(l[9] || 0, 4) + " FLOPs + " + fmt(l[10] || 0, 4) + " integer ops";
+    }
+    add("Operations of that node", work(la), work(lb));
+    return rows;
+  }
+
+  function kernelTable(side, label) {
+    var rows = side.kernels.map(function (k) {
+      return [label, k[0], k[1], k[2] || DASH, k[3] || DASH, fmt(k[4], 4), tensors(k[6], k[5]), tensors(k[8], k[7]), k[9].join(", ") || DASH];
+    });
+    return rows;
+  }
+
+  function nodeRows(side, label) {
+    return Object.keys(side.layers).sort(function (x, y) { return (side.layers[x][2] || 0) - (side.layers[y][2] || 0); }).map(function (key) {
+      var l = side.layers[key];
+      var attrs = l[3] === null ? NOT_RECORDED : Object.keys(l[3]).sort().map(function (k) { return k + "=" + l[3][k]; }).join(", ") || DASH;
+      var weights = l[8] === null ? NOT_RECORDED : l[8].map(function (w) { return w.name + ": " + weightText(w); }).join("; ") || DASH;
+      return [label, key, l[0] + (l[1] ? " (" + l[1] + ")" : ""), attrs, l[5] === null ? tensors(null, l[4]) : tensors(l[5], l[4]),
+              l[7] === null ? tensors(null, l[6]) : tensors(l[7], l[6]), weights];
+    });
+  }
+
+  function renderLayer(row, sa, sb) {
+    var out = [el("h3", row.layer)];
+    var rows = comparison(sa, sb);
+    var differing = rows.filter(function (r) { return r[1] !== r[2]; }).length;
+    out.push(el("p", differing + " of " + rows.length + " properties differ between A and B (marked \u2260)." +
+      (sa.missing + sb.missing ? " " + (sa.missing + sb.missing) + " of the layer's kernels did not run in the chosen trials." : "") +
+      (!sa.recorded || !sb.recorded ? " Attributes and weights of results measured before perfsite recorded them are shown as not recorded." : "")));
+    var compared = table(["", "A", "B"], rows.map(function (r) { return [(r[1] !== r[2] ? "\u2260 " : "") + r[0], r[1], r[2]]; }), [false, false, false]);
+    compared.querySelectorAll("tbody tr").forEach(function (tr, i) { if (rows[i][1] !== rows[i][2]) tr.className = "perfsite-differs"; });
+    compared.classList.add("perfsite-layer-compare");
+    out.push(compared);
+    out.push(el("h4", "Executed kernels"));
+    out.push(table(["Side", "Kernel", "Op", "Provider", "Precision", "Time (\u00b5s)", "Inputs", "Outputs", "Model nodes"],
+                   kernelTable(sa, "A").concat(kernelTable(sb, "B")), [false, false, false, false, false, true, false, false, false]));
+    out.push(el("h4", "Nodes of the model files"));
+    out.push(table(["Side", "Node", "Op", "Attributes", "Inputs", "Outputs", "Weights"],
+                   nodeRows(sa, "A").concat(nodeRows(sb, "B")), [false, false, false, false, false, false, false]));
+    fill("layer", out);
   }
 
   function renderOverhead(pair, rows) {
@@ -426,9 +601,10 @@
       root.querySelector(".perfsite-chooser-swap").addEventListener("click", function () { choose(page.state.b, page.state.a); });
       window.addEventListener("hashchange", function () {
         var fromHash = readHash();
-        if (fromHash && (fromHash[0] !== page.state.a || fromHash[1] !== page.state.b)) choose(fromHash[0], fromHash[1]);
+        if (fromHash && (fromHash[0] !== page.state.a || fromHash[1] !== page.state.b || fromHash[2] !== page.state.layer))
+          choose(fromHash[0], fromHash[1], fromHash[2]);
       });
-      choose(chosen[0], chosen[1]);
+      choose(chosen[0], chosen[1], chosen[2]);
     }).catch(function (e) {
       root.querySelector(".perfsite-chooser-status").textContent = "The figures did not load: " + e.message;
     });

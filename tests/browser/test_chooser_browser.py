@@ -110,3 +110,39 @@ def test_the_chooser_works_opened_from_disk(chromium, compare_site):  # noqa: F8
     assert visit.errors == []
     assert all(r.startswith("file://") or r.startswith("data:") for r in visit.requests), visit.requests
     context.close()
+
+
+LAYER = '[data-section="layer"]'
+
+
+def _open_layer(page, index: int = 0) -> str:
+    """Click the kernel table's index-th layer name; return that layer's name once its panel is drawn."""
+    button = page.locator('[data-section="kernels"] button.perfsite-layer-open').nth(index)
+    name = button.inner_text()
+    button.click()
+    page.wait_for_function(f"() => {{ const s = document.querySelector('{LAYER}'); "
+                           f"return s && s.dataset.layer === {name!r} && s.querySelector('table'); }}")
+    return name
+
+
+def test_a_layer_panel_opens_from_the_kernel_table_and_its_address_reopens_it(chromium, compare_url):  # noqa: F811
+    """The recording predates layer details (schema 2): kernels, shapes and model nodes are shown, attributes
+    and weights say "not recorded" rather than an empty cell."""
+    context, page, visit = _open(chromium, compare_url + EXPERIMENT + "choose.html")
+    _ready(page)
+    assert "Click a layer's name" in page.inner_text(LAYER)
+    name = _open_layer(page)
+    panel = page.inner_text(LAYER)
+    assert panel.startswith(name) and "Executed kernels" in panel and "Nodes of the model files" in panel
+    assert "not recorded" in panel and "properties differ between A and B" in panel
+    rows = page.locator(f"{LAYER} .perfsite-layer-compare tbody tr")
+    marked = page.locator(f"{LAYER} .perfsite-layer-compare tbody tr.perfsite-differs")
+    assert rows.count() >= 5 and 0 < marked.count() < rows.count()  # fp32 vs int8: the precision differs
+    assert "layer=" in page.evaluate("location.hash")
+    shared = context.new_page()
+    shared.goto(page.url)
+    _ready(shared)
+    shared.wait_for_function(f"() => document.querySelector('{LAYER}').dataset.layer === {name!r}")
+    assert shared.inner_text(LAYER) == panel
+    assert visit.errors == []
+    context.close()

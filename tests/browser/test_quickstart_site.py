@@ -82,3 +82,26 @@ def test_profile_pages_switch_between_what_if_scenarios(chromium, quickstart_sit
     assert blocks.nth(2).is_visible() and "Factors are this version's time per op family" in blocks.nth(2).inner_text()
     assert not visit.errors
     context.close()
+
+
+def test_a_layer_panel_shows_attributes_shapes_and_quantization_side_by_side(chromium, quickstart_site):
+    """On results measured today the panel has what the model files say: attributes, element types and the
+    int8 weight with its scale and zero point, the differences from FP32 marked."""
+    from test_chooser_browser import READY, _open_layer
+
+    choose = quickstart_site / "reports" / "quickstart" / "choose.html"
+    context, page, visit = _open(chromium, choose.as_uri() + "#a=fp32&ac=b1%20t1%20c1&b=int8-static&bc=b1%20t1%20c1")
+    page.wait_for_selector(READY)
+    convs = page.locator('[data-section="kernels"] tbody tr', has_text="Conv")
+    index = page.locator('[data-section="kernels"] tbody tr').all_inner_texts().index(convs.first.inner_text())
+    _open_layer(page, index)
+    compared = dict(tuple(r.split("\t")[1:3]) if r.count("\t") >= 2 else (r, "") for r in
+                    page.locator('[data-section="layer"] .perfsite-layer-compare tbody tr').all_inner_texts())
+    panel = page.inner_text('[data-section="layer"]')
+    assert "not recorded" not in panel and "kernel_shape" in panel and "strides" in panel
+    assert "int8 [" in panel and "scale " in panel and "zero point " in panel  # the int8 weight, dequantized
+    assert "float32 [1, " in panel  # the input's element type and shape
+    marked = page.locator('[data-section="layer"] .perfsite-layer-compare tr.perfsite-differs').all_inner_texts()
+    assert any("Precision" in m for m in marked) and any("Weight" in m for m in marked), (marked, compared)
+    assert not visit.errors
+    context.close()
