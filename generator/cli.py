@@ -16,6 +16,7 @@ import typer
 
 import generator
 from generator.errors import PerfsiteError, RunError, RuntimeMissingError
+from generator.terminal_text import safe
 
 app = typer.Typer(
     name="perfsite",
@@ -375,10 +376,11 @@ def _click_exceptions() -> tuple[type[Exception], ...]:
 
 
 def _paragraph(text: str) -> str:
-    # Never split a path or a YAML path: users copy them from the message.
+    # Never split a path or a YAML path: users copy them from the message. A message can quote a model's input
+    # or node names and file names: their control characters are shown escaped, never sent to the terminal.
     return "\n".join(
         textwrap.fill(p, width=100, break_long_words=False, break_on_hyphens=False)
-        for p in text.splitlines() if p.strip()
+        for p in safe(text, lines=True).splitlines() if p.strip()
     )
 
 

@@ -45,7 +45,8 @@ class ProgressBar:
         self.bar.__exit__(*exc)
 
     def message(self, text: str) -> None:
-        self.bar.console.print(text, markup=False)
+        # Warnings name files and trials, whose names a user or a sync tool chose: no control character raw.
+        self.bar.console.print(safe(text, lines=True), markup=False)
 
     def start(self, total: int, estimate_s: float) -> None:
         self.message(f"{self.experiment}: {total} trials to measure, about {_duration(estimate_s)}")

@@ -10,13 +10,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control character but tab and newline
+# Every control character but tab and newline, and the bidirectional overrides and isolates (U+202A-U+202E,
+# U+2066-U+2069), which reorder how the rest of a line is displayed ("Trojan Source", CVE-2021-42574).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def safe(text: Any, width: int | None = None, lines: bool = False) -> str:
     """`text` with control characters escaped; newlines kept when `lines`, else joined with a space; cut to
     `width` with an ellipsis."""
-    out = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    out = _CONTROL.sub(_escape, str(text))
     if not lines:
         out = out.replace("\n", " ")
     return out if width is None or len(out) <= width else out[: width - 1] + "…"
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"

@@ -138,7 +138,7 @@ def rows(tmp_path_factory, models) -> dict[str, Row]:
         except _Skip as e:
             row.skip = str(e)
             return name, row
-        row.results = [perfsite(*args, cwd=row.project, **kw) for args, kw in commands]
+        row.results = [perfsite(*args, **{"cwd": row.project, **kw}) for args, kw in commands]
         return name, row
 
     with ThreadPoolExecutor(max_workers=PARALLEL_ROWS) as pool:
@@ -672,6 +672,28 @@ def test_site_folder_is_a_symlink(rows):
 
 
 @row_setup
+def setup_site_folder_inside_the_docs(p: Path) -> list[Command]:
+    """Inside docs/ every build copied the last site into the next one, nesting deeper each time; the same for
+    a docs_dir that the project's mkdocs.yml names."""
+    _results(p)
+    (p / "docs").mkdir()
+    (p / "docs" / "index.md").write_text("# Home\n")
+    custom = p / "custom"
+    (custom / "pages").mkdir(parents=True)
+    (custom / "mkdocs.yml").write_text("site_name: custom\ndocs_dir: pages\n")
+    return _build("docs/site") + [(["build", "--results", "../results", "--site", "pages/out"], {"cwd": custom})]
+
+
+def test_site_folder_inside_the_docs(rows):
+    row = _row(rows, "site_folder_inside_the_docs")
+    first, custom = row.results
+    _refused(first, f"The site folder {row.project / 'docs' / 'site'} is inside the docs folder "
+                    f"{row.project / 'docs'}", "every build would read the last site back in", "--site")
+    _refused(custom, f"is inside the docs folder {row.project / 'custom' / 'pages'}")
+    assert not (row.project / "docs" / "site").exists() and not (row.project / "custom" / "pages" / "out").exists()
+
+
+@row_setup
 def setup_site_folder_is_the_home_folder(p: Path) -> list[Command]:
     _results(p)
     return _build(str(Path.home()))
@@ -933,8 +955,13 @@ _CITED = re.compile(r"`(tests/[\w/]+\.py)::(\w+)")
 
 
 def test_every_row_of_the_docs_table_names_an_existing_test():
-    rows = [line for line in DOCS.read_text().splitlines() if line.startswith("| ") and "`tests/" in line]
+    lines = DOCS.read_text().splitlines()
+    rows = [line for line in lines if line.startswith("| ") and "`tests/" in line]
     assert len(rows) >= 25
+    # Every row belongs to a table: a row after a non-table line would render as a paragraph of pipes.
+    for before, line, after in zip([""] + lines[:-1], lines, lines[1:] + [""], strict=True):
+        if line.startswith("|") and not before.startswith("|"):
+            assert after.startswith("|---") or after.startswith("| ---"), f"a table row without a header: {line[:80]}"
     for row in rows:
         cited = _CITED.findall(row)
         assert cited, f"no test named in: {row}"

@@ -137,3 +137,14 @@ def test_example_models_into_a_file_is_a_user_error(tmp_path):
     out = perfsite("example-models", "cnn.onnx", cwd=tmp_path)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "error: cnn.onnx is a file; the example models go into a folder." in " ".join(out.stderr.split())
+
+
+def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_path):
+    """Error paragraphs quote file, node and input names that others chose: an escape sequence (clear the
+    screen) or a right-to-left override (reverse what follows on the line) is shown, not obeyed."""
+    spec = tmp_path / "sneaky\x1b[2J\u202e.yaml"
+    spec.write_text("name: sneaky\nmodels:\n  fp32: {path: m.onnx}\nmesure: {warmup: 1}\n", encoding="utf-8")
+    out = perfsite("validate", str(spec))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "\x1b" not in out.stderr and "\u202e" not in out.stderr
+    assert "sneaky\\x1b[2J\\u202e.yaml" in out.stderr and "did you mean `measure`" in " ".join(out.stderr.split())

@@ -119,7 +119,9 @@ def _write_pages(experiments: list[Any], docs_source: Path, docs_dir: Path,
 
 def _check_site_dir(site_dir: Path, project_root: Path, results_root: Path) -> None:
     # The site folder is replaced whole: never let it be, or hold, the project, its docs or its results.
-    precious = [project_root, results_root, project_root / "docs", project_root / ".perfsite",
+    parent = _parent_config(project_root)
+    docs = _docs_source(project_root, parent, _read_config(parent))
+    precious = [project_root, results_root, project_root / "docs", docs, project_root / ".perfsite",
                 Path.home().resolve(), Path(site_dir.anchor)]
     if any(site_dir == p or site_dir in p.parents for p in precious):
         raise SiteError(
@@ -127,6 +129,15 @@ def _check_site_dir(site_dir: Path, project_root: Path, results_root: Path) -> N
             "or root folder), and building replaces the site folder whole. Choose a separate folder with --site "
             "(default: <project>/site)."
         )
+    # Nor live inside them: in the docs every build would copy the last site into the next one's pages, in
+    # the results its files would be read as results, in .perfsite the build folder is emptied first.
+    for folder, what in ((docs, "the docs folder"), (results_root, "the results folder"),
+                         (project_root / ".perfsite", "perfsite's build folder")):
+        if folder in site_dir.parents:
+            raise SiteError(
+                f"The site folder {site_dir} is inside {what} {folder}: every build would read the last site "
+                "back in. Choose a folder outside it with --site (default: <project>/site)."
+            )
     publish.check_target(site_dir)
 
 
