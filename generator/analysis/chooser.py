@@ -26,9 +26,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from generator.analysis.accounting import TimeAccounting
 from generator.analysis.compare import budget_note, compare_versions, iterations_of, layer_type_rows
 from generator.analysis.compare_choice import CompareContext, compare_context, config_dict
 from generator.analysis.layer_match import Executed, executed_nodes, group_ratio
+from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     Advice,
     AgreementRow,
@@ -62,6 +64,7 @@ class TrialCard:
     total_us: float  # every top-level executed node's time
     op_types: tuple[LayerTypeRow, ...]  # time per standard op, as the A side of a layer-type table
     budget_note: str | None  # set when the trial ran out of its measuring budget
+    accounting: TimeAccounting | None = None  # the profiled time against the measured median (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,8 @@ def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
     return TrialCard(t.trial_key, t.version, t.config_label, config_dict(t),
                      timing(s, q_name) if s.samples.processes else None,
                      {e.name: (e.dur_us, e.precision) for e in executed}, sum(e.dur_us for e in executed),
-                     layer_type_rows(executed, (), None, 1, 1), budget_note(t) if t.budget_exhausted else None)
+                     layer_type_rows(executed, (), None, 1, 1), budget_note(t) if t.budget_exhausted else None,
+                     time_accounting(t))
 
 
 def _version_pair(ctx: CompareContext, a: str, b: str) -> VersionPair:

@@ -29,6 +29,7 @@ from typing import Any
 
 import jinja2
 
+from generator.analysis.accounting import TimeAccounting
 from generator.analysis.chooser import (
     ChooserData,
     PairFigures,
@@ -132,6 +133,7 @@ def _trial_nodes(card: TrialCard, chunk_of: dict[str, str]) -> dict[str, Any]:
     [µs, share, nodes per precision, nodes]."""
     return {"nodes": {name: [_num(us), precision, chunk_of.get(name)] for name, (us, precision) in card.nodes.items()},
             "total": _num(card.total_us),
+            "accounting": _accounting(card.accounting),
             "ops": {t.op_type: [_num(t.time_a_us), _num(t.share_a), _counts(t.precision_counts_a.items()), t.nodes_a]
                     for t in card.op_types}}
 
@@ -173,6 +175,14 @@ def _figures(f: PairFigures) -> dict[str, Any]:
 
 def _counts(items: Iterable[tuple[str, int]]) -> str:
     return precision_counts(dict(items))
+
+
+def _accounting(a: TimeAccounting | None) -> list[Any] | None:
+    """[kernels, outside the kernels, profiler overhead, measured latency] in µs per inference (the compare
+    page's "how the times add up"), or None when the trial lacks a figure."""
+    if a is None or a.measured_latency_us is None or a.profiler_overhead_us is None:
+        return None
+    return [_num(a.kernel_sum_us), _num(a.unattributed_us), _num(a.profiler_overhead_us), _num(a.measured_latency_us)]
 
 
 def _detail_chunks(details: TrialDetails) -> list[dict[str, Any]]:

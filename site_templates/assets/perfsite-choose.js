@@ -303,9 +303,21 @@
       var a = nodesA.ops[r[0]] || none, b = nodesB.ops[r[0]] || none, cells = ratioCells(r[1]);
       return [r[0], fmt(a[0], 4), fmt(b[0], 4), fmt(b[0] - a[0], 4), cells[0], cells[1], pct(a[1]), pct(b[1]), a[2], b[2]];
     });
-    fill("types", [table(["Layer type", "A (\u00b5s)", "B (\u00b5s)", "\u0394 B \u2212 A (\u00b5s)", "B / A", "95 % CI",
-                          "Share of A", "Share of B", "Nodes in A by precision", "Nodes in B by precision"],
-                         rows, [false, true, true, true, true, true, true, true, false, false])]);
+    var nodes = [table(["Layer type", "A (\u00b5s)", "B (\u00b5s)", "\u0394 B \u2212 A (\u00b5s)", "B / A", "95 % CI",
+                        "Share of A", "Share of B", "Nodes in A by precision", "Nodes in B by precision"],
+                       rows, [false, true, true, true, true, true, true, true, false, false])];
+    var ta = nodesA.accounting, tb = nodesB.accounting;
+    if (ta && tb) {
+      // The compare pages' "how the times add up": kernels as profiled, minus the profiler's overhead, give the
+      // measured latency (generator.analysis.accounting).
+      nodes.push(table(["How the times add up (\u00b5s per inference)", "A", "B"], [
+        ["Kernels (the layer types above, as profiled)", fmt(ta[0], 4), fmt(tb[0], 4)],
+        ["Outside the kernels (executor, binding, copies)", fmt(ta[1], 4), fmt(tb[1], 4)],
+        ["Minus the profiler overhead (profiled session.run \u2212 measured)", fmt(-ta[2], 4), fmt(-tb[2], 4)],
+        ["Measured latency (median, without the profiler)", fmt(ta[3], 4), fmt(tb[3], 4)]
+      ], [false, true, true]));
+    }
+    fill("types", nodes);
   }
 
   function sum(names, nodes) {
