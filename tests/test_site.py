@@ -9,6 +9,7 @@ from pathlib import Path
 import markdown
 import pytest
 import yaml
+from perfsite_testing import ROOT
 from test_site_fixture import PAYLOAD, write_results
 
 from generator.errors import SiteError
@@ -283,3 +284,27 @@ def test_noisy_trials_that_no_neighbour_explains_are_told_apart():
     view = ExperimentView(name="e", slug="e", spec=None, percentile="p90", trials=[own, neighbours, unknown, cv_only],
                           versions=[], environments=[], last_run=None, results=None)
     assert [t.trial_key for t in view.noisy_unpreempted] == ["k2"]
+
+
+def test_the_results_reference_is_generated_from_the_schema():
+    """docs/results.md is what generator.results.reference writes today: a column added to the schema without
+    regenerating the page fails here (python -m generator.results.reference > docs/results.md)."""
+    from generator.results.reference import results_reference
+    from generator.results.schema import TABLES
+
+    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert page == results_reference()
+    assert all(f"| `{c.name}` |" in page for columns in TABLES.values() for c in columns)
+
+
+def test_architecture_names_modules_that_exist_and_every_package():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = re.findall(r"^\| `(generator(?:\.\w+)*)` \|", text, re.M)
+    assert len(named) > 30
+    for module in named:
+        path = ROOT / module.replace(".", "/")
+        assert path.with_suffix(".py").is_file() or (path / "__init__.py").is_file(), f"{module} does not exist"
+    packages = sorted(p.parent.name for p in (ROOT / "generator").glob("*/__init__.py"))
+    unlisted = [p for p in packages if not any(m == f"generator.{p}" or m.startswith(f"generator.{p}.")
+                                               for m in named)]
+    assert not unlisted, f"packages missing from docs/architecture.md: {unlisted}"
