@@ -16,6 +16,7 @@ import typer
 
 import generator
 from generator.errors import PerfsiteError, RunError, RuntimeMissingError
+from generator.processes import MAX_PROCESS_SECONDS
 from generator.terminal_text import safe
 
 app = typer.Typer(
@@ -113,7 +114,7 @@ def validate(
     for loaded in validate_specs(specs, allow_outside=allow_outside):
         n = len(plan_trials(loaded.spec))
         versions = len(loaded.spec.models)
-        typer.echo(f"ok  {loaded.path}: experiment {loaded.spec.name!r}, {versions} versions, {n} trials")
+        typer.echo(safe(f"ok  {loaded.path}: experiment {loaded.spec.name!r}, {versions} versions, {n} trials"))
 
 
 @app.command()
@@ -213,7 +214,8 @@ def profile(
     out: Annotated[Path | None, typer.Option(help="Folder for MODEL.perf.json and .html (default: here).")] = None,
     provider: Annotated[str, typer.Option(help="Execution provider: cpu, cuda, ... (as in specs).")] = "cpu",
     optimization_level: Annotated[str, typer.Option(help="Graph optimization: disable|basic|extended|all.")] = "all",
-    max_seconds: Annotated[float, typer.Option(min=0.01, help="Stop the timed loop after this many seconds.")] = 60.0,
+    max_seconds: Annotated[float, typer.Option(min=0.01, max=MAX_PROCESS_SECONDS,
+                                               help="Stop the timed loop after this many seconds.")] = 60.0,
     quick: Annotated[bool, typer.Option(help="Shorten the measurement (also PERFSITE_QUICK=1).")] = False,
 ) -> None:
     """Profile a model file (no spec): terminal summary, MODEL.perf.json and a self-contained MODEL.perf.html."""
@@ -309,13 +311,13 @@ def count(
     text, code = count_command(baseline, candidate, iterations=iterations, warmup=warmup, dims=dim or [],
                                shapes=shape or [], threshold=threshold, fail_on=fail_on, json_out=json_out,
                                markdown_out=markdown, progress=_echo_err)
-    typer.echo(text, nl=False)
+    typer.echo(safe(text, lines=True), nl=False)  # model file names are anyone's
     if code:
         raise typer.Exit(code)
 
 
 def _echo_err(text: str) -> None:
-    typer.echo(text, err=True)
+    typer.echo(safe(text, lines=True), err=True)
 
 
 def main() -> None:

@@ -256,7 +256,14 @@ def random_array(
         return rng.integers(int(low), int(high), shape, dtype=dtype)
     if dtype.kind == "f":
         if bounds is not None:
-            return rng.uniform(float(bounds[0]), float(bounds[1]), shape).astype(dtype)
+            low, high = float(bounds[0]), float(bounds[1])
+            # A range past the type's limits became inf silently (0..1e5 in float16); one wider than float64
+            # can span made numpy raise OverflowError.
+            largest = float(np.finfo(dtype).max)
+            if max(abs(low), abs(high)) > largest or not np.isfinite(high - low):
+                raise fail(name, f"range [{low:g}, {high:g}] does not fit {dtype.name} (±{largest:.4g}), the "
+                                 "model's type for this input")
+            return rng.uniform(low, high, shape).astype(dtype)
         return rng.standard_normal(shape).astype(dtype)
     raise fail(name, f"cannot make random {dtype.name} data")
 

@@ -23,6 +23,23 @@ def _real(path: Path) -> Path:
         raise SpecError(f"The path `{path}` cannot be used: {exc}.") from None
 
 
+def is_file(path: Path) -> bool:
+    """`path.is_file()`, False where Python 3.11's raises: a name too long, a folder we may not search, a NUL
+    in a name read from a model file (only "no such file" is False there; the rest were tracebacks)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """`path.is_dir()`, False where it would raise (see `is_file`)."""
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def project_root(path: Path) -> Path:
     """The git top level holding `path`'s real location (a folder with `.git`), else the file's folder.
 
@@ -72,7 +89,7 @@ def resolve_in_project(
             "inside the project so that a clone can re-run the experiment: move the file into the project, "
             "use `package:` for a model shipped in an installed Python package, or pass `--allow-outside`."
         )
-    if must_exist and not real.exists():
+    if must_exist and not os.path.exists(real):  # os.path answers False where Path.exists raises (3.11)
         raise SpecError(f"{where}: `{rel}` does not exist (looked for `{real}`).")
     return real
 

@@ -22,10 +22,33 @@ from pathlib import Path
 PR_SET_PDEATHSIG = 1
 
 
+# A day: the longest a measurement process may time or run (spec `measure.timeout_s`, `max_seconds`, `budget_s`;
+# `perfsite profile --max-seconds`). Beyond about 25 days the operating system's timers cannot even represent a
+# child's timeout (subprocess raised OverflowError at 3e6 s), and no measurement needs a day.
+MAX_PROCESS_SECONDS = 86_400.0
+
+
+_forking_pid = os.getpid()
+
+
+def _remember_forking_pid() -> None:
+    global _forking_pid
+    _forking_pid = os.getpid()
+
+
+# Runs in the parent just before it forks a child that has a preexec_fn (CPython's PyOS_BeforeFork), so the
+# child knows which process it was forked from.
+os.register_at_fork(before=_remember_forking_pid)
+
+
 def die_with_parent() -> None:
-    """For subprocess' preexec_fn: SIGKILL this child when its parent dies (Linux; elsewhere nothing)."""
+    """For subprocess' preexec_fn: SIGKILL this child when its parent dies (Linux; elsewhere nothing). A parent
+    killed between the fork and the prctl would not be noticed (the child already has a new parent): the child
+    checks and leaves at once."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != _forking_pid:
+        os._exit(1)
 
 
 def alive(pid: int) -> bool:

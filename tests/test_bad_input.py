@@ -280,6 +280,107 @@ def test_zero_iterations(rows):
 
 
 @row_setup
+def setup_process_time_beyond_a_day(p: Path) -> list[Command]:
+    """A timeout of 1e9 s passed validation and ended `run` in an OverflowError traceback (the operating
+    system's timers stop at about 25 days)."""
+    _spec(p, ("timeout_s: 30", "timeout_s: 1.0e+9"))
+    return _validate()
+
+
+def test_process_time_beyond_a_day(rows):
+    row = _row(rows, "process_time_beyond_a_day")
+    _refused(row.result, row.given, "measure.timeout_s", "expected a number <= 86400")
+
+
+@row_setup
+def setup_sweep_value_beyond_int64(p: Path) -> list[Command]:
+    """threads: [2**63] validated, then failed its trial and ended `run` in an overflow traceback when the
+    failed row was written to the int64 column."""
+    _spec(p, ("sweep: {batch: [1]}", "sweep: {batch: [1], threads: [9223372036854775808]}"))
+    return _validate()
+
+
+def test_sweep_value_beyond_int64(rows):
+    row = _row(rows, "sweep_value_beyond_int64")
+    _refused(row.result, row.given, "sweep.threads[0]", "got `9223372036854775808`", "expected a number <= 4096")
+
+
+@row_setup
+def setup_empty_value(p: Path) -> list[Command]:
+    """`value: []` was stored as an `ok` trial with a throughput, as a zero-row input file once was."""
+    _spec(p, ("x: {shape: [batch, 4], dtype: float32}", "x: {dtype: float32, value: []}"))
+    return _validate()
+
+
+def test_empty_value(rows):
+    row = _row(rows, "empty_value")
+    _refused(row.result, row.given, "inputs.x.value", "an empty value; give at least one element")
+
+
+@row_setup
+def setup_random_range_beyond_the_type(p: Path) -> list[Command]:
+    """A range wider than float64 spans made numpy raise OverflowError mid-run (and one beyond float16 became
+    inf silently)."""
+    _spec(p, ("x: {shape: [batch, 4], dtype: float32}",
+              "x: {shape: [batch, 4], dtype: float32, range: [-1.0e+308, 1.0e+308]}"))
+    return _run("--quick")
+
+
+def test_random_range_beyond_the_type(rows):
+    row = _row(rows, "random_range_beyond_the_type")
+    _refused(row.result, "inputs.x", "range [-1e+308, 1e+308] does not fit float32 (±3.403e+38)")
+    assert not list((row.project / "results").glob("*/trials/*.parquet"))
+
+
+@row_setup
+def setup_model_path_with_a_name_too_long(p: Path) -> list[Command]:
+    """Python 3.11's is_file raises on ENAMETOOLONG (only "no such file" is False): a traceback."""
+    _spec(p, ("models/tiny.onnx", "models/" + "m" * 300 + ".onnx"))
+    return _run("--quick")
+
+
+def test_model_path_with_a_name_too_long(rows):
+    row = _row(rows, "model_path_with_a_name_too_long")
+    _refused(row.result, "models.fp32.path", "does not exist")
+
+
+@row_setup
+def setup_stored_spec_with_a_zero_threshold(p: Path) -> list[Command]:
+    """`perfsite diff` read the stored spec's regression thresholds unvalidated: 0 was a ZeroDivisionError."""
+    stored = next((_results(p) / "specs").glob("*.json"))
+    data = json.loads(stored.read_text())
+    data.setdefault("regression", {})["throughput_ratio"] = 0
+    stored.write_text(json.dumps(data))
+    (p / "damaged").write_text(str(stored.relative_to(p)))
+    return [(["diff", "results", "results"], {})]
+
+
+def test_stored_spec_with_a_zero_threshold(rows):
+    row = _row(rows, "stored_spec_with_a_zero_threshold")
+    _refused(row.result, (row.project / "damaged").read_text(), "regression.throughput_ratio", "got `0`")
+
+
+@row_setup
+def setup_docs_with_a_dangling_link_and_a_loop(p: Path) -> list[Command]:
+    """A link to a renamed file made copytree fail with a traceback; `docs/self -> ..` copied the project
+    into itself level after level first."""
+    _results(p)
+    (p / "docs").mkdir()
+    (p / "docs" / "index.md").write_text("# Home\n")
+    (p / "docs" / "CHANGELOG.md").symlink_to(p / "CHANGELOG-renamed.md")
+    (p / "docs" / "self").symlink_to(p)
+    return _build()
+
+
+def test_docs_with_a_dangling_link_and_a_loop(rows):
+    row = _row(rows, "docs_with_a_dangling_link_and_a_loop")
+    assert row.result.returncode == 0 and "Traceback" not in row.result.stderr, row.result.stderr
+    site = row.project / "site"
+    assert (site / "index.html").is_file() and not (site / "self").exists()
+    assert not (row.project / ".perfsite" / "build" / "docs" / "self").exists()
+
+
+@row_setup
 def setup_path_leaving_the_project(p: Path) -> list[Command]:
     outside = p.parent / f"{p.name}-elsewhere.onnx"
     outside.write_bytes((p / "models" / "tiny.onnx").read_bytes())

@@ -99,3 +99,16 @@ def test_stopping_early_when_the_interval_settles_the_verdict_keeps_identical_mo
         point = float(np.exp(final.centre))
         wrong += (final.low > 1 and point > threshold) or (final.high < 1 and point < 1 / threshold)
     assert wrong / runs <= 0.02, f"{wrong} of {runs} A/A runs called slower or faster"
+
+
+def test_a_ratio_beyond_what_a_float_holds_is_infinite_not_an_overflow():
+    """A subnormal latency in a damaged file (5e-324 ms against 1 ms) put a ratio's logarithm at 744:
+    math.exp raised OverflowError on the compare pages and in diff."""
+    import math
+
+    from generator.results.intervals import LogInterval, unpaired
+
+    ci = unpaired([5e-324, 1e-323], [1.0, 1.1], 0.03)
+    assert ci is not None and ci.centre > 709
+    assert math.isinf(ci.point) and math.isinf(ci.high) and ci.relative_halfwidth >= 0
+    assert LogInterval(0.01, 0.02, 5).relative_halfwidth == math.expm1(0.02)

@@ -103,6 +103,13 @@ def _malformed_command_lines() -> list[tuple[list[str], str]]:
             base = {t for t in typing.get_args(hints[option.name]) or (hints[option.name],)} - {type(None)}
             if base & {int, float}:
                 cases.append(([name, *given, option.opts[0], "abc"], f"Invalid value for '{option.opts[0]}'"))
+            # A number option at its extremes: just below its minimum (`--trend 0`) and far above its maximum
+            # (`profile --max-seconds 1e9`, which the operating system's timers cannot even represent).
+            limits = (getattr(option, "min", None), getattr(option, "max", None))  # typer keeps them on the option
+            for value in ([limits[0] - 1] if limits[0] is not None else []) + \
+                         ([limits[1] * 1e4] if limits[1] is not None else []):
+                cases.append(([name, *given, option.opts[0], str(value)],
+                              f"Invalid value for '{option.opts[0]}': Input should be"))
     return cases
 
 
@@ -148,3 +155,9 @@ def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_p
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "\x1b" not in out.stderr and "\u202e" not in out.stderr
     assert "sneaky\\x1b[2J\\u202e.yaml" in out.stderr and "did you mean `measure`" in " ".join(out.stderr.split())
+    # The same name on a valid spec: `validate` lists it escaped too.
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "cnn.onnx").write_bytes((ROOT / "experiments" / "models" / "cnn.onnx").read_bytes())
+    spec.write_text((ROOT / "experiments" / "quickstart.yaml").read_text(), encoding="utf-8")
+    out = perfsite("validate", str(spec))
+    assert out.returncode == 0 and "\x1b" not in out.stdout and "sneaky\\x1b[2J\\u202e.yaml" in out.stdout

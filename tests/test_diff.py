@@ -284,6 +284,24 @@ def test_user_errors(tmp_path):
         diff_command(str(tmp_path / "empty"), base)
 
 
+def test_a_trial_without_its_latencies_file_is_left_out_not_a_traceback(tmp_path):
+    """A partial commit (latencies/ ignored as the largest table) made the bootstrap raise ValueError."""
+    base, cand = sides(tmp_path, Side(), Side())
+    lost = sorted((Path(cand) / EXPERIMENT / "latencies").glob("*.parquet"))[0]
+    lost.unlink()
+    text, code_ = diff_command(base, cand)
+    assert code_ == 0 and "Only in the baseline (not compared): cnn · fp32 · b" in text
+
+
+def test_measure_globs_must_be_relative_to_the_checkout(tmp_path):
+    """Path.glob raised NotImplementedError on an absolute pattern and ValueError on an empty one."""
+    from generator.runner.paired import spec_files
+
+    for pattern in ("", str(tmp_path / "experiments" / "*.yaml")):
+        with pytest.raises(PerfsiteError, match=f"--measure '{re.escape(pattern)}' is not a glob relative to"):
+            spec_files(tmp_path, [pattern])
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
 
@@ -324,6 +342,21 @@ def test_git_source_errors(repo):
     outside.mkdir()
     with pytest.raises(PerfsiteError, match="is not inside a git repository"):
         diff_command("git:HEAD", "git:HEAD", results=outside / "results")
+
+
+def test_a_committed_link_out_of_the_results_is_a_source_error(repo):
+    """`results -> /srv/perf` in a past commit: tarfile's data filter refused it with a traceback, and
+    `--trend` failed instead of skipping that commit."""
+    git(repo, "rm", "-q", "-r", "results")
+    (repo / "results").symlink_to("/srv/perf")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "results moved out")
+    (repo / "results").unlink()
+    write_side(repo / "results", Side())
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "results back")
+    with pytest.raises(PerfsiteError, match=r"`results` at git:HEAD~1 \(\w+\) in .* cannot be read as results"):
+        diff_command("git:HEAD~1", "git:HEAD", results=repo / "results")
 
 
 def test_cli_exit_codes(repo):

@@ -94,6 +94,8 @@ def test_unnamed_dims_need_a_whole_shape(tmp_path):
     (["H"], [], r"--dim 'H' is not NAME=VALUE"),
     (["H=0"], [], r"VALUE a positive integer"),
     (["H=abc"], [], r"--dim seq_len=128"),
+    (["H=²"], [], r"VALUE a positive integer"),  # "²".isdigit() is true, int("²") raised ValueError
+    ([], ["x=1,3,²,4"], r"positive integer sizes"),
     (["depth=3"], [], r"--dim depth=\.\.\. names a dim the model does not declare\. Its named dims are: H, N, W"),
     ([], ["x"], r"--shape 'x' is not INPUT=D1,D2"),
     ([], ["x=1,3,a,4"], r"positive integer sizes"),

@@ -64,8 +64,18 @@ def test_adding_a_batch_size_measures_only_the_new_trials(cnn_project):
     assert len(trials) == 6 and trials["trial_key"].is_unique
 
 
-def test_force_measures_again(cnn_project):
+def test_force_measures_again_and_a_copied_trial_file_is_named_not_counted(cnn_project):
     _run(cnn_project, only="version=fp32,batch=1")
+    # A sync tool's conflict copy of the trial file: `run` names both files and still counts one stored trial.
+    trials = cnn_project / "results" / "tiny" / "trials"
+    (stored,) = trials.glob("*.parquet")
+    shutil.copy(stored, trials / f"copy of {stored.name}")
+    out = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=fp32,batch=1", cwd=cnn_project)
+    said = " ".join(out.stderr.split())
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert f"copy of {stored.name} holds trial {stored.stem}, but a trial's file is named after" in said
+    assert f"Trial {stored.stem} is stored twice" in said and "0 to measure" in out.stdout
+    (trials / f"copy of {stored.name}").unlink()
     summary = _run(cnn_project, only="version=fp32,batch=1", force=True)
     assert len(summary.measured) == 1
     assert len(pd.read_parquet(cnn_project / "results" / "tiny" / "trials")) == 1

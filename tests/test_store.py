@@ -163,3 +163,18 @@ def test_an_infinite_figure_in_a_results_file_is_refused_naming_the_file(tmp_pat
     message = str(raised.value)
     assert message.startswith(f"{path}: `latency_p50_ms` is inf; allowed: a finite number ≥ 0")
     assert f"named {path.stem}.parquet); the next `perfsite run` measures it again." in message
+
+
+def test_an_experiment_named_trials_is_one_experiment_of_the_root(tmp_path):
+    """`name: trials` is a valid name: the root holding results/trials/trials/K.parquet was taken for one
+    experiment folder, and `build` dropped every experiment."""
+    import shutil
+
+    from test_site_fixture import write_results
+
+    from generator.results.store import find_experiments
+
+    folder = write_results(tmp_path / "results")
+    shutil.move(folder, tmp_path / "results" / "trials")
+    assert find_experiments(tmp_path / "results") == [tmp_path / "results" / "trials"]
+    assert find_experiments(tmp_path / "results" / "trials") == [tmp_path / "results" / "trials"]

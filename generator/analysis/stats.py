@@ -284,7 +284,7 @@ def figures_ratio(figures: tuple[list[float], list[float]], rounds: tuple[tuple[
     if ci is None:
         return None
     low, high = ci.low, ci.high
-    return RatioCI(point=math.exp(ci.centre), low=low, high=high, significant=bool(low > 1.0 or high < 1.0),
+    return RatioCI(point=ci.point, low=low, high=high, significant=bool(low > 1.0 or high < 1.0),
                    note=small_sample_note(*processes), processes_a=processes[0], processes_b=processes[1])
 
 

@@ -10,12 +10,13 @@ from typing import Any
 from generator.counting.count import CountResult
 from generator.counting.verdict import CountVerdict
 from generator.site.escape import md_text
+from generator.terminal_text import safe
 
 
 def count_markdown(result: CountResult, verdict: CountVerdict) -> str:
     """A heading with the verdict, one table row per version, and how the counts were taken."""
-    rows = [f"| {md_text(v.name)} | {md_text(v.model_path.name)} | {v.instructions:,.0f} | {v.spread_pct:.3f} % |"
-            for v in (verdict.baseline, verdict.candidate)]
+    rows = [f"| {md_text(safe(v.name))} | {md_text(safe(v.model_path.name))} | {v.instructions:,.0f} "
+            f"| {v.spread_pct:.3f} % |" for v in (verdict.baseline, verdict.candidate)]
     return "\n".join([
         f"## perfsite count: {verdict.verdict}",
         "",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import PerfsiteError, ResultsError
+from generator.paths import is_dir
 
 GIT_PREFIX = "git:"
 GIT_TIMEOUT_S = 120
@@ -54,7 +55,7 @@ def open_source(text: str, results: Path) -> Iterator[ResultsSource]:
     temporary folder removed on exit)."""
     if not is_git_source(text):
         path = Path(text)
-        if not path.is_dir():
+        if not is_dir(path):
             raise SourceError(
                 f"The results directory {path} does not exist. Give a folder written by `perfsite run "
                 "--results DIR`, or `git:REF` for the results committed at a git revision (e.g. git:main)."
@@ -115,8 +116,17 @@ def materialize(repo: Path, commit: str, rel: str, into: Path, ref: str) -> Path
     if archive.returncode != 0:
         raise SourceError(f"`git archive {commit[:12]} {rel}` failed in {repo}: {archive.stderr.decode().strip()}")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        # The "data" filter refuses absolute paths, links out of the folder and device files.
-        tar.extractall(into, filter="data")
+        # The "data" filter refuses absolute paths, links out of the folder and device files: a committed
+        # symbolic link such as `results -> /srv/perf` is a source that cannot be read, not a traceback.
+        try:
+            tar.extractall(into, filter="data")
+        except tarfile.TarError as e:
+            member = getattr(getattr(e, "tarinfo", None), "name", rel)
+            raise SourceError(
+                f"`{member}` at git:{ref} ({commit[:12]}) in {repo} cannot be read as results: {e}. perfsite "
+                "reads committed results as plain files; a link out of the results folder (or an absolute one) "
+                "is refused. Commit the files themselves, or choose another revision."
+            ) from e
     return into / rel
 
 

@@ -40,6 +40,7 @@ from generator.diff.noise import SideSamples, noise_notes, paired, side_samples,
 from generator.results.intervals import BETWEEN_RUN_SD
 from generator.results.store import ExperimentResults
 from generator.runner.environment import FINGERPRINT_FIELDS
+from generator.spec.model import Regression
 
 SLOWER, FASTER, NO_CHANGE, NOT_COMPARABLE = "slower", "faster", "no significant change", "not comparable"
 # Quick mode caps the profiled pass at this many iterations (generator.runner.orchestrate.measure_settings).
@@ -130,11 +131,11 @@ def _badness(t: TrialDiff) -> float:
     return lat if abs(lat) >= abs(thr) else thr
 
 
-def thresholds_for(spec_json: dict, latency: float | None, throughput: float | None) -> Thresholds:
-    """The candidate spec's `regression` thresholds, each overridden by its command-line value if given."""
-    stored = spec_json.get("regression") or {}
-    lat = latency if latency is not None else float(stored.get("latency_ratio", 1.05))
-    thr = throughput if throughput is not None else float(stored.get("throughput_ratio", 0.95))
+def thresholds_for(regression: Regression, latency: float | None, throughput: float | None) -> Thresholds:
+    """The candidate spec's `regression` thresholds (the validated record: a stored spec edited to a ratio of
+    0 or "x" is refused when read, not divided by), each overridden by its command-line value if given."""
+    lat = latency if latency is not None else float(regression.latency_ratio)
+    thr = throughput if throughput is not None else float(regression.throughput_ratio)
     given = (latency is not None) + (throughput is not None)
     source = "command line" if given == 2 else ("spec and command line" if given else "spec")
     return Thresholds(lat, thr, source)
@@ -216,7 +217,7 @@ def diff_experiments(
         base_rows = _ok_by_config(base_exp) if base_exp is not None else {}
         only_cand += [_label(cand_exp.name, rows[0]) for key, rows in cand_rows.items() if key not in base_rows]
         only_base += [_label(cand_exp.name, rows[0]) for key, rows in base_rows.items() if key not in cand_rows]
-        spec_limits = thresholds_for(cand_exp.spec_json, *limits)
+        spec_limits = thresholds_for(cand_exp.spec.regression, *limits)
         for key in sorted(cand_rows.keys() & base_rows.keys(), key=str):
             a, b = _pick_pair(base_rows[key], cand_rows[key])
             trials.append(diff_trial(base_exp, a, cand_exp, b, spec_limits))
@@ -303,9 +304,14 @@ def _config_key(row: pd.Series) -> tuple:
 
 
 def _ok_by_config(exp: ExperimentResults) -> dict[tuple, list[pd.Series]]:
-    """Ok trials with a latency, grouped by (version, configuration), oldest first."""
+    """Ok trials with a latency, grouped by (version, configuration), oldest first. A trial that lacks its
+    latencies or processes file (a partial commit or copy; the build and run name it) has no requests to
+    compare: it is left out, as an unfinished trial would be."""
     out: dict[tuple, list[pd.Series]] = {}
-    ok = exp.trials[(exp.trials["status"] == "ok") & exp.trials["latency_headline_ms"].notna()]
+    lacking = {key for key, missing in exp.incomplete.items()
+               if any(m.startswith(("latencies/", "processes/")) for m in missing)}
+    ok = exp.trials[(exp.trials["status"] == "ok") & exp.trials["latency_headline_ms"].notna()
+                    & ~exp.trials["trial_key"].isin(lacking)]
     for _, row in ok.sort_values(["finished_at", "trial_key"], kind="stable").iterrows():
         out.setdefault(_config_key(row), []).append(row)
     return out

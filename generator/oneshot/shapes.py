@@ -21,6 +21,7 @@ import onnx
 
 from generator.errors import ModelError, RunError
 from generator.inputs import ModelInput, describe_model_inputs, format_input, make_feeds
+from generator.paths import is_file
 
 DEFAULT_BATCH = 1
 _NAME_VALUE = re.compile(r"^\s*([^=]+?)\s*=\s*(.+?)\s*$")
@@ -82,12 +83,13 @@ def parse_shapes(items: Sequence[str], model_path: Path) -> dict[str, tuple[int,
 
 def _positive(text: str) -> int | None:
     text = text.strip()
-    return int(text) if text.isdigit() and int(text) > 0 else None
+    # isascii: "²".isdigit() is true, and int("²") raises
+    return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
 
 
 def model_inputs(model_path: Path) -> list[ModelInput]:
     """The inputs the model needs; ModelError when the file is missing or not an ONNX model."""
-    if not model_path.is_file():
+    if not is_file(model_path):
         raise ModelError(f"{model_path}: no such model file. Give the path of an ONNX model (.onnx).")
     try:
         onnx.load(str(model_path), load_external_data=False)

@@ -332,6 +332,8 @@ def find_experiments(results_root: Path) -> list[Path]:
             f"The results directory {root} does not exist. Run `perfsite run SPEC` first, or point "
             "--results at the folder that holds your experiments' results."
         )
-    if (root / "trials").is_dir():
+    # The root is an experiment when its trials/ holds trial files: an experiment may itself be named `trials`
+    # (results/trials/trials/K.parquet), and taking that root for one experiment dropped every experiment.
+    if (root / "trials").is_dir() and any((root / "trials").glob("*.parquet")):
         return [root]
     return sorted(p for p in root.iterdir() if (p / "trials").is_dir())

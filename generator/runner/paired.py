@@ -42,6 +42,10 @@ def spec_files(folder: Path, patterns: Sequence[str]) -> list[Path]:
     if not folder.is_dir():
         raise PerfsiteError(f"{folder} is not a folder: with --measure, BASELINE and CANDIDATE are two checkouts "
                             "of the project (e.g. a `git worktree` of the merge-base and `.`).")
+    for pattern in patterns:  # Path.glob raises on these: a usage error, not a traceback
+        if not pattern.strip() or Path(pattern).is_absolute():
+            raise PerfsiteError(f"--measure {pattern!r} is not a glob relative to the checkout: give one such as "
+                                "--measure 'experiments/*.yaml', which is looked up in BASELINE and CANDIDATE.")
     found = sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file()})
     if not found:
         raise PerfsiteError(f"--measure {' '.join(patterns)} names no spec file in {folder}; give globs "

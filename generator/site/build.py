@@ -191,10 +191,36 @@ def _copy_docs(source: Path, docs_dir: Path) -> list[str]:
                 f"{source / REPORTS_DIR} exists, but `{REPORTS_DIR}/` in the docs folder is where perfsite "
                 "writes the generated reports. Rename that folder in your docs."
             )
-        shutil.copytree(source, docs_dir, ignore=shutil.ignore_patterns(".*"))
+        try:
+            shutil.copytree(source, docs_dir, ignore=_docs_ignore(source), ignore_dangling_symlinks=True)
+        except shutil.Error as e:  # every file that failed, with its reason
+            first = e.args[0][0] if e.args and isinstance(e.args[0], list) and e.args[0] else e
+            raise SiteError(f"The docs folder {source} cannot be copied into the site: {first}. Fix or remove "
+                            "that file (a link to a file that is gone, or one perfsite may not read).") from e
     else:
         docs_dir.mkdir(parents=True)
     return sorted(p.relative_to(docs_dir).as_posix() for p in docs_dir.rglob("*.md"))
+
+
+def _docs_ignore(source: Path) -> Callable[[str, list[str]], set[str]]:
+    """Hidden files, and links to a folder that holds the docs (`docs/self -> ..`): copying through one would
+    copy the project into itself, level after level, until the path is too long."""
+    hidden = shutil.ignore_patterns(".*")
+    root = source.resolve()
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skipped = set(hidden(folder, names))
+        here = Path(folder).resolve()
+        for name in names:
+            path = Path(folder) / name
+            if not (path.is_symlink() and path.is_dir()):
+                continue
+            target = path.resolve()
+            if target in (root, here) or target in root.parents or target in here.parents:
+                skipped.add(name)
+        return skipped
+
+    return ignore
 
 
 def _nav(docs: list[str], pages: list[Page], own_nav: Any = None) -> list[Any]:

@@ -48,6 +48,13 @@ Text = Annotated[str, Strict()]
 NonEmptyText = Annotated[str, Strict(), Field(min_length=1)]
 Flag = Annotated[bool, Strict()]
 PositiveInt = Annotated[int, Strict(), Field(ge=1)]
+# Sweep values are stored in int64 columns and passed to onnxruntime as C ints: 2**63 validated, then failed
+# its trial and ended `run` in an overflow traceback when the failed row was written. Sizes (batch, placeholder
+# dims) stop at the largest int32, thread and request counts at what any machine could run.
+MAX_SIZE = 2**31 - 1
+MAX_THREADS = 4096
+SizeValue = Annotated[int, Strict(), Field(ge=1, le=MAX_SIZE)]
+ThreadCount = Annotated[int, Strict(), Field(ge=1, le=MAX_THREADS)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
 PositiveFloat = Annotated[float, Strict(), Field(gt=0)]
 NonNegativeFloat = Annotated[float, Strict(), Field(ge=0)]

@@ -15,9 +15,11 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, Strict, model_validator
 
+from generator.processes import MAX_PROCESS_SECONDS
 from generator.spec.errors_fmt import Issue, fail, suggest
 from generator.spec.fields import (
     BUILTIN_AXES,
+    MAX_SIZE,
     PLACEHOLDER_PATTERN,
     SLUG_HELP,
     SLUG_MAX_LENGTH,
@@ -33,14 +35,16 @@ from generator.spec.fields import (
     Provider,
     Record,
     Selection,
+    SizeValue,
     Slug,
     Text,
+    ThreadCount,
     VersionName,
     axis,
 )
 from generator.spec.sources import InputSpec, ModelSpec
 
-PlaceholderValues = axis(PositiveInt)
+PlaceholderValues = axis(SizeValue)
 
 
 def _no_misspelt_axes(data: Any) -> Any:
@@ -66,15 +70,16 @@ class Sweep(Record):
         extra="allow",
         json_schema_extra={"additionalProperties": {
             "description": "A placeholder used in an input shape (e.g. `seq_len`): its values.",
-            "type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1, "uniqueItems": True,
+            "type": "array", "items": {"type": "integer", "minimum": 1, "maximum": MAX_SIZE}, "minItems": 1,
+            "uniqueItems": True,
         }},
     )
     # Extra keys are placeholders bound into input shapes; pydantic validates them with this type.
     __pydantic_extra__: dict[str, PlaceholderValues] = Field(init=False)
 
-    batch: axis(PositiveInt) = Field((1,), description="Batch sizes, bound to the `batch` placeholder.")
-    threads: axis(PositiveInt) = Field((1,), description="Intra-op thread counts of the session.")
-    concurrency: axis(PositiveInt) = Field(
+    batch: axis(SizeValue) = Field((1,), description="Batch sizes, bound to the `batch` placeholder.")
+    threads: axis(ThreadCount) = Field((1,), description="Intra-op thread counts of the session.")
+    concurrency: axis(ThreadCount) = Field(
         (1,), description="Requests in flight at once on one shared session."
     )
     optimization_level: axis(OptimizationLevel) = Field(
@@ -84,7 +89,7 @@ class Sweep(Record):
         ("cpu",), description="Execution providers: cpu, cuda, tensorrt, openvino, dml, coreml, rocm."
     )
     spinning: axis(Flag) = Field((True,), description="Whether intra-op threads spin while waiting.")
-    inter_op_threads: axis(PositiveInt) = Field(
+    inter_op_threads: axis(ThreadCount) = Field(
         (1,), description="Inter-op thread counts (parallel execution mode when > 1)."
     )
 
@@ -107,7 +112,8 @@ class Measure(Record):
     min_iterations: PositiveInt = Field(50, description="Timed requests at least, per measurement process.")
     min_seconds: NonNegativeFloat = Field(1.0, description="Keep timing at least this long, per process.")
     max_seconds: PositiveFloat = Field(
-        60.0, description="Stop timing after this long even if `min_iterations` is not reached, per process."
+        60.0, le=MAX_PROCESS_SECONDS,
+        description="Stop timing after this long even if `min_iterations` is not reached, per process.",
     )
     percentile: Percentile = Field("p90", description="Tail latency reported next to the median: p50, p90, "
                                    "p95 or p99; also used by `latency_threshold_ms`.")
@@ -115,10 +121,12 @@ class Measure(Record):
                                  "repetition); more are added until `target` is met or `budget_s` is spent.")
     target: PositiveFloat = Field(0.02, le=0.5, description="Keep measuring until the headline latency's 95 % "
                                   "interval is within ± this share (0.02: ± 2 %), or the budget is spent.")
-    budget_s: PositiveFloat = Field(45.0, description="Measuring time allowed per trial (its measurement "
-                                    "processes' wall time, start-up included) before it stops unconverged.")
+    budget_s: PositiveFloat = Field(45.0, le=MAX_PROCESS_SECONDS, description="Measuring time allowed per trial "
+                                    "(its measurement processes' wall time, start-up included) before it stops "
+                                    "unconverged.")
     profile_iterations: PositiveInt = Field(20, description="Requests in the separate profiled pass.")
-    timeout_s: PositiveFloat = Field(600.0, description="Kill a measurement process running longer.")
+    timeout_s: PositiveFloat = Field(600.0, le=MAX_PROCESS_SECONDS,
+                                     description="Kill a measurement process running longer.")
 
     @model_validator(mode="after")
     def _ordered_limits(self) -> Measure:

@@ -228,8 +228,8 @@ def _range_issues(s: InputSpec) -> list[Issue]:
 
 def _value_issues(value: Any, dtype: str) -> list[Issue]:
     array = np.asarray(value)
-    if array.size == 0:  # numpy types an empty list float64: nothing to check
-        return []
+    if array.size == 0:  # as a file of zero rows: an `ok` trial with a throughput of items never processed
+        return [Issue(("value",), "an empty value; give at least one element", value)]
     if dtype == "bool" and array.dtype.kind != "b":
         return [Issue(("value",), "dtype bool needs true/false values", value)]
     if dtype.startswith(("int", "uint")):

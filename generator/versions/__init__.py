@@ -20,6 +20,7 @@ import onnx
 import onnxruntime
 
 from generator.errors import ModelError, PerfsiteError, SpecError
+from generator.paths import is_file
 from generator.plan import STANDARD_AXES, sweep_axes
 from generator.runner.session import onnxruntime_reason
 from generator.versions import fp16 as _fp16  # noqa: F401  (registers the transform)
@@ -141,7 +142,7 @@ def _root_file(loaded: Any, name: str, model_spec: Any) -> Path:
             raise SpecError(f"{loaded.path}: {field}: {model_spec.path!r} leaves the package folder {base}.")
     else:
         path = Path(loaded.resolve(model_spec.path, field)).resolve()
-    if not path.is_file():
+    if not is_file(path):
         where = (
             f"inside the package {package!r} ({path.parent})" if package else "(relative to the spec file)"
         )
@@ -201,13 +202,16 @@ def external_data_files(model: onnx.ModelProto, path: Path, where: str) -> list[
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue
         location = {e.key: e.value for e in tensor.external_data}.get("location", "")
-        target = (folder / location).resolve()
+        try:
+            target = (folder / location).resolve()
+        except (OSError, ValueError):  # a NUL or a name too long, from the model file: not beside the model
+            target = folder.parent
         if not location or not target.is_relative_to(folder):
             raise ModelError(
                 f"{where}: {path} keeps tensor {tensor.name!r} in external data at {location!r}, outside the "
                 "model's folder; perfsite only reads external data stored beside the model."
             )
-        if not target.is_file():
+        if not is_file(target):
             raise ModelError(f"{where}: {path} needs the external-data file {target}, which does not exist.")
         if target not in files:
             files.append(target)
