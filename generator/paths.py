@@ -23,23 +23,6 @@ def _real(path: Path) -> Path:
         raise SpecError(f"The path `{path}` cannot be used: {exc}.") from None
 
 
-def is_file(path: Path) -> bool:
-    """`path.is_file()`, False where Python 3.11's raises: a name too long, a folder we may not search, a NUL
-    in a name read from a model file (only "no such file" is False there; the rest were tracebacks)."""
-    try:
-        return Path(path).is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def is_dir(path: Path) -> bool:
-    """`path.is_dir()`, False where it would raise (see `is_file`)."""
-    try:
-        return Path(path).is_dir()
-    except (OSError, ValueError):
-        return False
-
-
 def project_root(path: Path) -> Path:
     """The git top level holding `path`'s real location (a folder with `.git`), else the file's folder.
 

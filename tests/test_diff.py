@@ -294,7 +294,7 @@ def test_a_trial_without_its_latencies_file_is_left_out_not_a_traceback(tmp_path
 
 
 def test_measure_globs_must_be_relative_to_the_checkout(tmp_path):
-    """Path.glob raised NotImplementedError on an absolute pattern and ValueError on an empty one."""
+    """Path.glob refused an absolute or an empty pattern with a traceback."""
     from generator.runner.paired import spec_files
 
     for pattern in ("", str(tmp_path / "experiments" / "*.yaml")):

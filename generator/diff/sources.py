@@ -9,6 +9,7 @@ exactly the same code as a folder on disk. The results path inside the repositor
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import tarfile
 import tempfile
@@ -18,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import PerfsiteError, ResultsError
-from generator.paths import is_dir
 
 GIT_PREFIX = "git:"
 GIT_TIMEOUT_S = 120
@@ -55,7 +55,7 @@ def open_source(text: str, results: Path) -> Iterator[ResultsSource]:
     temporary folder removed on exit)."""
     if not is_git_source(text):
         path = Path(text)
-        if not is_dir(path):
+        if not os.path.isdir(path):
             raise SourceError(
                 f"The results directory {path} does not exist. Give a folder written by `perfsite run "
                 "--results DIR`, or `git:REF` for the results committed at a git revision (e.g. git:main)."

@@ -9,6 +9,7 @@ names it and the options that set it.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,6 @@ import onnx
 
 from generator.errors import ModelError, RunError
 from generator.inputs import ModelInput, describe_model_inputs, format_input, make_feeds
-from generator.paths import is_file
 
 DEFAULT_BATCH = 1
 _NAME_VALUE = re.compile(r"^\s*([^=]+?)\s*=\s*(.+?)\s*$")
@@ -89,7 +89,7 @@ def _positive(text: str) -> int | None:
 
 def model_inputs(model_path: Path) -> list[ModelInput]:
     """The inputs the model needs; ModelError when the file is missing or not an ONNX model."""
-    if not is_file(model_path):
+    if not os.path.isfile(model_path):
         raise ModelError(f"{model_path}: no such model file. Give the path of an ONNX model (.onnx).")
     try:
         onnx.load(str(model_path), load_external_data=False)

@@ -28,7 +28,6 @@ from typing import Any
 
 import generator
 from generator.errors import RunError
-from generator.paths import is_file
 from generator.plan import (
     Configuration,
     filter_trials,
@@ -231,7 +230,7 @@ def keyed_inputs(loaded: LoadedSpec) -> dict[str, Any]:
         data = entry.model_dump(mode="json")
         if getattr(entry, "file", None) is not None:
             path = loaded.resolve(entry.file, f"inputs.{name}.file")
-            data["file_sha256"] = file_sha256(path) if is_file(path) else None
+            data["file_sha256"] = file_sha256(path) if os.path.isfile(path) else None
         keyed[name] = data
     return keyed
 

@@ -61,16 +61,7 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     data, ctx = made
     folder = f"{REPORTS_DIR}/{view.slug}/{DATA_FOLDER}"
     files = [(f"{folder}/index.js", _call("index", _index(view, data)))]
-    details: dict[str, str] = {}
-    for n, card in enumerate(data.trials):
-        chunk_of: dict[str, str] = {}
-        for chunk in _detail_chunks(trial_details(card.trial_key, view.results.nodes, view.results.layers)):
-            text = json.dumps(chunk, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
-            chunk_id = hashlib.sha256(text.encode()).hexdigest()[:16]
-            details.setdefault(chunk_id, f"perfsiteChooser.details({json.dumps(chunk_id)}, {text});\n")
-            chunk_of.update(dict.fromkeys(chunk["kernels"], chunk_id))
-        files.append((f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card, chunk_of))))
-    files += [(f"{folder}/d-{chunk_id}.js", text) for chunk_id, text in sorted(details.items())]
+    files += _trial_files(folder, view, data)
     index = {v: i for i, v in enumerate(data.versions)}
     files += [(f"{folder}/v-{index[p.a]}-{index[p.b]}.js", _call("pair", index[p.a], index[p.b], _pair(p)))
               for p in data.pairs]
@@ -88,6 +79,21 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     return [Page(page.path, page.title, page.markdown, tuple(files) + page.files)]
 
 
+def _trial_files(folder: str, view: ExperimentView, data: ChooserData) -> list[tuple[str, str]]:
+    """`t-<n>.js` for every trial and the `d-<id>.js` detail chunks they point at, each chunk written once
+    (trials of one version at the same shapes have the same chunks)."""
+    files, details = [], {}
+    for n, card in enumerate(data.trials):
+        chunk_of: dict[str, str] = {}
+        for chunk in _detail_chunks(trial_details(card.trial_key, view.results.nodes, view.results.layers)):
+            chunk_id = hashlib.sha256(_json(chunk).encode()).hexdigest()[:16]
+            if chunk_id not in details:
+                details[chunk_id] = _call("details", chunk_id, chunk)
+            chunk_of.update(dict.fromkeys(chunk["kernels"], chunk_id))
+        files.append((f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card, chunk_of))))
+    return files + [(f"{folder}/d-{chunk_id}.js", text) for chunk_id, text in sorted(details.items())]
+
+
 def figures_per_file(data: ChooserData) -> int:
     """Trials as B per figures file: a model of 20,000 layers has 20,000 layer ratios per pair of trials, so
     one file per A with every B would outgrow FIGURES_FILE_BYTES (and the 3 MB any file of a site may have)."""
@@ -97,8 +103,11 @@ def figures_per_file(data: ChooserData) -> int:
 
 def _call(function: str, *args: Any) -> str:
     """A data file: one call of the page script's loader (ASCII JSON, so no character can end the script)."""
-    body = ", ".join(json.dumps(a, ensure_ascii=True, separators=(",", ":"), sort_keys=True) for a in args)
-    return f"perfsiteChooser.{function}({body});\n"
+    return f"perfsiteChooser.{function}({', '.join(_json(a) for a in args)});\n"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
 
 
 def _num(value: float | None) -> float | None:

@@ -1,7 +1,7 @@
 """The site's vendored JavaScript: which files, where they come from, how they are refreshed and copied.
 
 The built site must work offline and from ``file://``, so Vega, Vega-Lite, vega-embed and Tablesort are
-shipped as committed UMD builds under ``site_templates/assets/vendor/`` rather than fetched from a CDN.
+shipped as committed UMD builds under ``site_templates/assets/vendor/``, never loaded from the network.
 Committed files (rather than ``vl_convert.javascript_bundle()`` at build time) keep the exact bytes reviewable
 in git, pin the versions in one README, and make ``perfsite build`` independent of vl-convert's bundling.
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
@@ -20,7 +21,6 @@ import onnx
 import onnxruntime
 
 from generator.errors import ModelError, PerfsiteError, SpecError
-from generator.paths import is_file
 from generator.plan import STANDARD_AXES, sweep_axes
 from generator.runner.session import onnxruntime_reason
 from generator.versions import fp16 as _fp16  # noqa: F401  (registers the transform)
@@ -142,7 +142,7 @@ def _root_file(loaded: Any, name: str, model_spec: Any) -> Path:
             raise SpecError(f"{loaded.path}: {field}: {model_spec.path!r} leaves the package folder {base}.")
     else:
         path = Path(loaded.resolve(model_spec.path, field)).resolve()
-    if not is_file(path):
+    if not os.path.isfile(path):
         where = (
             f"inside the package {package!r} ({path.parent})" if package else "(relative to the spec file)"
         )
@@ -204,14 +204,15 @@ def external_data_files(model: onnx.ModelProto, path: Path, where: str) -> list[
         location = {e.key: e.value for e in tensor.external_data}.get("location", "")
         try:
             target = (folder / location).resolve()
-        except (OSError, ValueError):  # a NUL or a name too long, from the model file: not beside the model
-            target = folder.parent
+        except (OSError, ValueError) as e:  # a NUL or a name too long, written in the model file
+            raise ModelError(f"{where}: {path} keeps tensor {tensor.name!r} in external data at {location!r}, "
+                             f"which cannot be a file name ({e}).") from e
         if not location or not target.is_relative_to(folder):
             raise ModelError(
                 f"{where}: {path} keeps tensor {tensor.name!r} in external data at {location!r}, outside the "
                 "model's folder; perfsite only reads external data stored beside the model."
             )
-        if not is_file(target):
+        if not os.path.isfile(target):
             raise ModelError(f"{where}: {path} needs the external-data file {target}, which does not exist.")
         if target not in files:
             files.append(target)
