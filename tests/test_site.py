@@ -286,6 +286,46 @@ def test_noisy_trials_that_no_neighbour_explains_are_told_apart():
     assert [t.trial_key for t in view.noisy_unpreempted] == ["k2"]
 
 
+def test_an_oversubscribed_configuration_is_not_called_noisy_for_its_own_queueing():
+    """threads × concurrency beyond the cores: the requests wait for each other on the quietest machine, so a
+    high cv is the configuration's (advice to re-run elsewhere would be wrong); a spread still makes it noisy."""
+    import dataclasses
+
+    import pandas as pd
+
+    from generator.analysis.summaries import trial_summary
+    from generator.runner.aggregate import noise_reasons
+    from generator.site.pages import ExperimentView
+    from tests.test_site_fixture import _trial_row
+
+    assert noise_reasons(1.14, 0.02, 2.0, 2.0) == ["cv 114% ≥ 10%"]
+    assert noise_reasons(1.14, 0.02, 2.0, 2.0, oversubscribed=True) == []
+    assert noise_reasons(1.14, 0.29, 2.0, 2.0, oversubscribed=True) == ["process medians spread 29% > 5%"]
+    row = pd.Series(_trial_row("k1", "fp32", 1, 1, failed=False, noisy=False, n=1))
+    fits = trial_summary(row)
+    over = dataclasses.replace(fits, trial_key="k2", threads=2, concurrency=2, cores_expected=2.0, cv=1.14)
+    assert not fits.oversubscribed and over.oversubscribed
+    view = ExperimentView(name="e", slug="e", spec=None, percentile="p90", trials=[fits, over], versions=[],
+                          environments=[], last_run=None, results=None)
+    assert [t.trial_key for t in view.oversubscribed] == ["k2"]
+
+
+def test_the_experiment_page_explains_oversubscribed_trials(tmp_path):
+    import dataclasses
+
+    from generator.results.store import load_experiment
+    from generator.site.pages import experiment_pages, experiment_view, template_env
+    from tests.test_site_fixture import write_results
+
+    view = experiment_view(load_experiment(write_results(tmp_path)), "e")
+    trials = [dataclasses.replace(t, concurrency=2, cv=0.87, config_label="b1 t2 c2")
+              if (t.version, t.batch, t.threads) == ("fp32", 1, 2) else t for t in view.trials]
+    page = experiment_pages(template_env(), dataclasses.replace(view, trials=trials))[0].markdown
+    assert '!!! note "1 trial asks for more threads than this machine has cores"' in page
+    assert "exceeds the logical cores in b1 t2 c2:" in page
+    assert "| — (cv 87.0%, oversubscribed) |" in page
+
+
 def test_the_results_reference_is_generated_from_the_schema():
     """docs/results.md is what generator.results.reference writes today: a column added to the schema without
     regenerating the page fails here (python -m generator.results.reference > docs/results.md)."""

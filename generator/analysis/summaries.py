@@ -103,6 +103,13 @@ class TrialSummary:
         figures = (self.latency_headline_ms, self.throughput_ips)
         return self.status == "ok" and None not in figures
 
+    @property
+    def oversubscribed(self) -> bool:
+        """More threads than the machine has cores (cores_expected is capped by them): the requests wait for
+        each other, so their latencies vary by design (generator.runner.aggregate.noise_reasons)."""
+        wanted = self.threads * self.concurrency
+        return self.cores_expected is not None and wanted > self.cores_expected
+
     def axis_value(self, axis: str) -> Any:
         """The value of a configuration axis, whether a trials column or a `dims` placeholder."""
         if axis in AXIS_COLUMNS:

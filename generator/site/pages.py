@@ -120,6 +120,10 @@ class ExperimentView:
                 and any(r.startswith("process medians spread") for r in t.noise_reasons)]
 
     @property
+    def oversubscribed(self) -> list[S.TrialSummary]:
+        return [t for t in self.ok_trials if t.oversubscribed]
+
+    @property
     def outputs_beyond_tolerance(self) -> tuple[Any, ...]:
         """Agreement rows (generator.analysis.compare) of versions whose outputs left the tolerance."""
         from generator.analysis.compare import outputs_beyond_tolerance
