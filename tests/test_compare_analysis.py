@@ -213,7 +213,7 @@ def test_without_a_tolerance_outputs_far_from_the_reference_still_warn(tmp_path)
     cosine 0.19 with nothing said beside its speed-up."""
     from compare_fixture import write_compare_results
 
-    from generator.cli_compare import _agreement
+    from generator.cli.compare import _agreement
     from generator.site.compare_page import _tolerance_text
 
     exp = load_experiment(write_compare_results(tmp_path))

@@ -18,7 +18,7 @@ from compare_fixture import PAYLOAD, sample_comparison, write_compare_results
 from perfsite_testing import check_snapshots
 
 from generator.analysis import records_compare as R
-from generator.cli_compare import compare_command, format_comparison, parse_config, safe, table
+from generator.cli.compare import compare_command, format_comparison, parse_config, safe, table
 from generator.errors import PerfsiteError
 from generator.results.store import load_experiment
 from generator.site import compare_page as CP
@@ -266,7 +266,7 @@ def test_run_summary_prints_a_failed_trials_reason_without_control_characters(ca
     """A failure reason can quote a node name (onnxruntime's error names the node): untrusted text."""
     from pathlib import Path
 
-    from generator.cli_format import print_run_summary
+    from generator.cli.terminal import print_run_summary
     from generator.runner.sides import RunSummary
 
     summary = RunSummary("tiny", Path("results/tiny"), [], 0.0)

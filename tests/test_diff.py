@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 from perfsite_testing import perfsite
 
-from generator.cli_diff import diff_command
+from generator.cli.diff import diff_command
 from generator.diff.report import code, signed_pct
 from generator.errors import PerfsiteError
 from generator.results.store import ResultsDir, TrialFiles

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from perfsite_testing import perfsite, write_spec
 
-from generator.cli_diff import diff_command
+from generator.cli.diff import diff_command
 from generator.models.builder import FLOAT, GraphBuilder, model_bytes
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "diff" / "git_regression.md"

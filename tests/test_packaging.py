@@ -37,7 +37,7 @@ def test_wheel_carries_templates_assets_and_default_config(unpacked_wheel):
     _, names = unpacked_wheel
     for needed in ("generator/site_templates/mkdocs.base.yml", "generator/site_templates/experiment.md.j2",
                    "generator/site_templates/assets/perfsite.js",
-                   "generator/site_templates/assets/vendor/vega.min.js", "generator/cli.py"):
+                   "generator/site_templates/assets/vendor/vega.min.js", "generator/cli/app.py"):
         assert needed in names, needed
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert entry_points

@@ -70,7 +70,7 @@ def run(
     ] = False,
 ) -> None:
     """Measure the trials of each spec (versions × configurations) and store them as Parquet results."""
-    from generator.cli_format import ProgressBar, print_dry_run, print_run_summary
+    from generator.cli.terminal import ProgressBar, print_dry_run, print_run_summary
     from generator.runner.orchestrate import RunOptions, run_experiment
     from generator.spec import load_spec
 
@@ -188,7 +188,7 @@ def compare(
     ] = None,
 ) -> None:
     """Compare two versions from stored results in the terminal: ratios with 95% intervals, layer types, kernels."""
-    from generator.cli_compare import compare_command
+    from generator.cli.compare import compare_command
 
     root = results if results is not None else _default_results(Path.cwd())
     typer.echo(compare_command(root, a, b, config, experiment), nl=False)
@@ -219,7 +219,7 @@ def profile(
     quick: Annotated[bool, typer.Option(help="Shorten the measurement (also PERFSITE_QUICK=1).")] = False,
 ) -> None:
     """Profile a model file (no spec): terminal summary, MODEL.perf.json and a self-contained MODEL.perf.html."""
-    from generator.cli_profile import profile_command
+    from generator.cli.profile import profile_command
 
     typer.echo(profile_command(model, threads=threads, iterations=iterations, warmup=warmup,
                                profile_iterations=profile_iterations, dims=dim or [], shapes=shape or [], out=out,
@@ -267,7 +267,7 @@ def diff(
 
     Exit status: 0 no regression, 1 user error, 2 regression (with --fail-on regression), 3 not comparable.
     """
-    from generator.cli_diff import diff_command, measure_sides
+    from generator.cli.diff import diff_command, measure_sides
 
     if measure:
         baseline, candidate = measure_sides(baseline, candidate, measure, store, quick, latency_ratio)
@@ -306,7 +306,7 @@ def count(
 
     Exit status: 0 no regression, 1 user error, 2 slower (with --fail-on regression), 3 not comparable.
     """
-    from generator.cli_count import count_command
+    from generator.cli.count import count_command
 
     text, code = count_command(baseline, candidate, iterations=iterations, warmup=warmup, dims=dim or [],
                                shapes=shape or [], threshold=threshold, fail_on=fail_on, json_out=json_out,
@@ -384,7 +384,3 @@ def _paragraph(text: str) -> str:
         textwrap.fill(p, width=100, break_long_words=False, break_on_hyphens=False)
         for p in safe(text, lines=True).splitlines() if p.strip()
     )
-
-
-if __name__ == "__main__":
-    main()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from generator.cli_diff import FAIL_ON, exit_code
-from generator.cli_format import write_output
+from generator.cli.diff import FAIL_ON, exit_code
+from generator.cli.terminal import write_output
 from generator.counting import compare_counts, count_instructions
 from generator.counting.report import count_json, count_markdown
 from generator.counting.verdict import check_threshold

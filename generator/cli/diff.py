@@ -11,7 +11,7 @@ import json
 import math
 from pathlib import Path
 
-from generator.cli_format import write_output
+from generator.cli.terminal import write_output
 from generator.diff.export import EXPORT_FORMATS
 from generator.diff.report import markdown_summary, verdict_json
 from generator.diff.sources import load_side, open_source
@@ -61,7 +61,7 @@ def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Pat
                   quick: bool = False, latency_ratio: float | None = None) -> tuple[str, str]:
     """`--measure`: measure the two checkouts paired (generator.runner.paired) and return the two results
     folders to diff. STORE defaults to <CANDIDATE>/.perfsite/paired."""
-    from generator.cli_format import ProgressBar, print_run_summary
+    from generator.cli.terminal import ProgressBar, print_run_summary
     from generator.runner.paired import measure_paired
 
     _check_options(None, latency_ratio, None)  # before measuring, not after
