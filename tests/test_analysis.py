@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from test_site_fixture import NODES, write_results
 
+from generator.analysis import profile as P
 from generator.analysis import summaries as S
 from generator.results.store import load_experiment
 
@@ -95,7 +96,7 @@ def test_profile_match_is_strict_about_booleans(trials):
 
 def test_op_type_times_skip_sub_graph_nodes_and_share_the_total(results, trials):
     key = _one(trials, "int8", "b1 t1 c1").trial_key
-    times = S.op_type_times(results.nodes, key)
+    times = P.op_type_times(results.nodes, key)
     assert "Identity" not in {o.op_type for o in times}  # inside the If: already in its time
     assert times[0].op_type == "Conv" and times[0].nodes == 3
     assert sum(o.share for o in times) == pytest.approx(1.0)
@@ -104,7 +105,7 @@ def test_op_type_times_skip_sub_graph_nodes_and_share_the_total(results, trials)
 
 def test_top_layers_are_the_slowest_top_level_nodes(results, trials):
     key = _one(trials, "fp32", "b1 t1 c1").trial_key
-    layers, count = S.top_layers(results.nodes, key, limit=3)
+    layers, count = P.top_layers(results.nodes, key, limit=3)
     assert count == len(NODES)
     assert [layer.node_name for layer in layers] == ["conv1", "conv2", "conv3"]
     assert layers[0].original_nodes == ("conv1", "bn0")
@@ -114,20 +115,20 @@ def test_top_layers_are_the_slowest_top_level_nodes(results, trials):
 
 def test_time_accounting_splits_and_clamps(trials):
     trial = _one(trials, "fp32", "b1 t1 c1")
-    acc = S.time_accounting(trial)
+    acc = P.time_accounting(trial)
     assert acc.outside_model_run_us == pytest.approx(trial.profiled_latency_us - trial.model_run_us)
     assert acc.between_kernels_us == pytest.approx(trial.model_run_us - trial.kernel_sum_us)
     odd = dataclasses.replace(trial, kernel_sum_us=trial.model_run_us + 5.0)
-    assert S.time_accounting(odd).between_kernels_us == 0.0
-    assert S.time_accounting(dataclasses.replace(trial, model_run_us=None)) is None
+    assert P.time_accounting(odd).between_kernels_us == 0.0
+    assert P.time_accounting(dataclasses.replace(trial, model_run_us=None)) is None
 
 
 def test_process_spread_over_measurement_processes(results, trials):
     trial = _one(trials, "fp32", "b8 t2 c1")  # the noisy one: one process much slower
-    spread = S.process_spread(results.processes, trial.trial_key)
+    spread = P.process_spread(results.processes, trial.trial_key)
     assert spread.processes == 3
     assert spread.latency_median_max_ms / spread.latency_median_min_ms == pytest.approx(1.31 / 0.99)
-    assert S.process_spread(results.processes, "no-such-trial") is None
+    assert P.process_spread(results.processes, "no-such-trial") is None
 
 
 def test_environments_and_last_run(results):

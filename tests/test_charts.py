@@ -10,6 +10,7 @@ import pytest
 from perfsite_testing import json_keys
 from test_site_fixture import PAYLOAD, write_results
 
+from generator.analysis import profile as P
 from generator.analysis import summaries as S
 from generator.results.store import load_experiment
 from generator.site import charts
@@ -43,7 +44,7 @@ def test_data_is_inline_and_the_spec_has_no_urls(trials):
     assert "url" not in json_keys(spec)
     points = next(layer for layer in spec["layer"] if layer["name"] == "points")["data"]["values"]
     assert len(points) == 7  # every ok trial, not the failed one
-    op = charts.op_time_chart(S.op_type_times(results.nodes, summaries[0].trial_key))
+    op = charts.op_time_chart(P.op_type_times(results.nodes, summaries[0].trial_key))
     assert "url" not in json_keys(op.to_dict())
 
 

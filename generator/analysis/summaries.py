@@ -338,21 +338,3 @@ def _same(actual: Any, wanted: Any) -> bool:
     if isinstance(actual, bool) or isinstance(wanted, bool):
         return type(actual) is type(wanted) and actual == wanted
     return actual == wanted
-
-
-# The per-trial profile summaries (op-type times, top layers, time accounting, process spread) moved to
-# generator.analysis.profile beside the rest of the profile; they stay importable from here. Resolved on first
-# use (PEP 562) rather than imported: profile.py imports this module, and a module-level import back would
-# make the import order of the two modules matter.
-MOVED_TO_PROFILE = frozenset({
-    "LayerTime", "OpTypeTime", "ProcessSpread", "TimeAccounting", "op_type_times", "process_spread",
-    "time_accounting", "top_layers", "top_level_nodes",
-})
-
-
-def __getattr__(name: str) -> Any:
-    if name in MOVED_TO_PROFILE:
-        from generator.analysis import profile
-
-        return getattr(profile, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from generator.analysis.profile import top_level_nodes
 from generator.analysis.records_compare import RatioCI
 from generator.analysis.stats import scaled_ratio_ci
-from generator.analysis.summaries import clean, top_level_nodes
+from generator.analysis.summaries import clean
 
 MIN_LAYER_RATIO = 1.10
 MIN_SHARE = 0.05

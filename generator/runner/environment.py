@@ -14,7 +14,7 @@ import json
 import os
 import platform
 import socket
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -189,8 +189,3 @@ def _providers() -> tuple[str, ...] | None:
         return tuple(onnxruntime.get_available_providers())
     except Exception:  # onnxruntime missing: nothing can run, but describing the machine still works
         return None
-
-
-def environment_columns() -> tuple[str, ...]:
-    """The dataclass's field names, in order (the tests compare them with the schema)."""
-    return tuple(f.name for f in fields(Environment))

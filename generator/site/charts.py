@@ -13,7 +13,8 @@ from typing import Any
 
 import altair as alt
 
-from generator.analysis.summaries import AXIS_COLUMNS, OpTypeTime, TrialSummary
+from generator.analysis.profile import OpTypeTime
+from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary
 from generator.site.escape import inline_json
 from generator.site.formatting import config_text
 
