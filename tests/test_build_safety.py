@@ -56,6 +56,19 @@ def test_a_build_killed_mid_way_leaves_the_old_site_whole_and_no_orphan(tmp_path
     assert (tmp_path / "site" / "reports" / "cnn-int8" / "index.html").is_file()
     assert not [e.name for e in tmp_path.iterdir() if ".perfsite-" in e.name]  # the staging folder is gone
 
+    # Ctrl-C while mkdocs writes: the same guarantee, and a message about the site (not about trials).
+    home = (tmp_path / "site" / "index.html").read_text()
+    build = subprocess.Popen(_build_command(tmp_path, "results", "site"), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    while not _mkdocs_children_of(config) and build.poll() is None and time.monotonic() < deadline + 120:
+        time.sleep(0.02)
+    assert build.poll() is None, "the build finished before mkdocs could be caught running"
+    os.kill(build.pid, signal.SIGINT)
+    _, err = build.communicate(timeout=60)
+    assert build.returncode == 130
+    assert "Interrupted. The site folder is as it was" in err and "trial" not in err and "Traceback" not in err
+    assert (tmp_path / "site" / "index.html").read_text() == home
+
 
 def test_two_builds_of_one_project_at_once_each_give_a_whole_unmixed_site(tmp_path):
     write_results(tmp_path / "results")

@@ -316,6 +316,25 @@ def count(
         raise typer.Exit(code)
 
 
+# What an interrupted command leaves behind, by command (the first word that is not an option).
+INTERRUPTED = {
+    "run": "Interrupted. Every finished trial is kept; run the same command again to finish.",
+    "diff": "Interrupted. Every finished trial of a measured diff is kept in its store; run the same command again "
+            "to finish.",
+    "build": "Interrupted. The site folder is as it was: a build is assembled in a temporary folder and swapped "
+             "in only when complete.",
+    "profile": "Interrupted. No report was written.",
+    "count": "Interrupted. No verdict was written.",
+    "serve": "Stopped serving the site.",
+}
+INTERRUPTED_OTHER = "Interrupted."
+
+
+def _interrupted_message(argv: list[str]) -> str:
+    command = next((a for a in argv if not a.startswith("-")), "")
+    return INTERRUPTED.get(command, INTERRUPTED_OTHER)
+
+
 def _echo_err(text: str) -> None:
     typer.echo(safe(text, lines=True), err=True)
 
@@ -334,7 +353,7 @@ def main() -> None:
             raise
         _user_error(RuntimeMissingError())
     except KeyboardInterrupt:
-        typer.echo("Interrupted. Every finished trial is kept; run the same command again to finish.", err=True)
+        typer.echo(_interrupted_message(sys.argv[1:]), err=True)
         sys.exit(EXIT_INTERRUPTED)
     except typer.Exit as e:
         sys.exit(e.exit_code)
