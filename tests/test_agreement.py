@@ -19,6 +19,7 @@ from generator.runner.agreement import (
     reference_versions,
 )
 from generator.runner.orchestrate import RunOptions, run_experiment
+from generator.runner.protocol import WorkerJob
 from generator.spec import load_spec, spec_from_json
 
 
@@ -147,9 +148,10 @@ def test_worker_outputs_mode_saves_every_batch(tmp_path):
     for i, x in enumerate(batches):
         paths.append(tmp_path / f"feeds{i}.npz")
         np.savez(paths[-1], x=x)
-    job = {"mode": "outputs", "model_path": str(model), "config": {"threads": 1}, "feeds_path": str(paths[0]),
-           "extra_feeds_paths": [str(paths[1])], "work_dir": str(tmp_path / "work"), "measure": {}}
-    out = worker.run_job(job, tmp_path / "out.json")
+    job = WorkerJob(mode="outputs", model_path=str(model), original_model_path=str(model), config={"threads": 1},
+                    feeds_path=str(paths[0]), extra_feeds_paths=(str(paths[1]),), work_dir=str(tmp_path / "work"),
+                    measure={})
+    out = worker.run_job(WorkerJob.from_json(job.to_json()), tmp_path / "out.json")  # as the child reads it
     assert out["output_names"] == ["file", "allow_pickle"] and len(out["outputs_files"]) == 2
     with np.load(out["outputs_files"][1]) as npz:
         np.testing.assert_array_equal(npz["arr_0"], np.maximum(batches[1], 0))
@@ -178,7 +180,7 @@ def test_failed_outputs_or_a_missing_reference_leave_the_trial_ok_without_rows(c
     real = children.run_child
 
     def outputs_fail(job, timeout_s):
-        if job["mode"] == "outputs" and "cnn.onnx" in job["model_path"]:
+        if job.mode == "outputs" and "cnn.onnx" in job.model_path:
             return children.ChildResult({}, "the measurement process crashed (SIGSEGV)")
         return real(job, timeout_s)
 

@@ -16,6 +16,7 @@ from generator.flops import shapes as flop_shapes
 from generator.layers.graph_index import load_graph_index
 from generator.results.schema import column_names
 from generator.runner import worker
+from generator.runner.protocol import WorkerJob
 
 CNN_INPUT = {"input": (1, 3, 64, 64)}
 TRANSFORMER_INPUTS = {"input_ids": (2, 16), "attention_mask": (2, 16)}
@@ -388,15 +389,15 @@ def test_missing_model_is_a_user_error(tmp_path):
 
 
 @pytest.fixture
-def cnn_profile_job(example_models, tmp_path) -> dict:
+def cnn_profile_job(example_models, tmp_path) -> WorkerJob:
     feeds = tmp_path / "feeds.npz"
     np.savez(feeds, input=np.random.default_rng(0).standard_normal((2, 3, 64, 64), dtype=np.float32))
     config = {"batch": 2, "threads": 1, "concurrency": 1, "optimization_level": "all", "provider": "cpu",
               "spinning": False, "inter_op_threads": 1}
     measure = {"warmup": 1, "min_iterations": 1, "min_seconds": 0.0, "max_seconds": 1.0, "profile_iterations": 1}
     path = str(example_models["cnn"])
-    return {"mode": "profile", "model_path": path, "original_model_path": path, "config": config,
-            "feeds_path": str(feeds), "measure": measure, "work_dir": str(tmp_path / "work")}
+    return WorkerJob(mode="profile", model_path=path, original_model_path=path, config=config,
+                     feeds_path=str(feeds), measure=measure, work_dir=str(tmp_path / "work"))
 
 
 def test_profile_pass_writes_layers_at_the_feeds_shapes(cnn_profile_job):

@@ -22,6 +22,7 @@ from generator.errors import RunError
 from generator.results import clean
 from generator.runner import aggregate, children, worker
 from generator.runner.environment import Environment
+from generator.runner.protocol import WorkerJob
 from generator.runner.session import check_providers
 
 # The timed loop stops at whichever comes last of the asked iterations and MIN_SECONDS, or at max_seconds.
@@ -104,9 +105,9 @@ def _run(model_path: Path, feeds_path: Path, mode: str, batch: int, options: Pro
          work_dir: Path) -> dict[str, Any]:
     work = work_dir / mode
     work.mkdir(parents=True, exist_ok=True)
-    job = {"mode": mode, "model_path": str(model_path), "original_model_path": str(model_path),
-           "config": options.config(batch), "feeds_path": str(feeds_path), "measure": options.settings(),
-           "work_dir": str(work)}
+    job = WorkerJob(mode=mode, model_path=str(model_path), original_model_path=str(model_path),
+                    config=options.config(batch), feeds_path=str(feeds_path), measure=options.settings(),
+                    work_dir=str(work))
     result = children.run_child(job, timeout_s=options.max_seconds + TIMEOUT_MARGIN_S)
     if result.error:
         what = "the timed runs" if mode == "measure" else "the profiled runs"

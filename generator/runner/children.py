@@ -19,6 +19,7 @@ import numpy as np
 
 from generator.processes import die_with_parent
 from generator.runner.aggregate import ProcessOutcome
+from generator.runner.protocol import WorkerJob
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,10 @@ class ChildResult:
     error: str | None
 
 
-def run_child(job: dict[str, Any], timeout_s: float) -> ChildResult:
+def run_child(job: WorkerJob, timeout_s: float) -> ChildResult:
     """Run the worker on `job`; a crash, a timeout or an error becomes `error` (one line), never an exception."""
-    work = Path(job["work_dir"])
-    job_path, out_path = work / "job.json", work / "out.json"
-    job_path.write_text(json.dumps(job))
+    job_path, out_path = job.work / "job.json", job.work / "out.json"
+    job_path.write_text(job.to_json())
     cmd = [sys.executable, "-m", "generator.runner.worker", str(job_path), str(out_path)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent)

@@ -8,6 +8,7 @@ rules the stopping criterion uses.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from generator.results import clean, intervals
 from generator.results.store import TrialFiles
 from generator.runner import aggregate, agreement, children
 from generator.runner.locks import TrialLock
+from generator.runner.protocol import WorkerJob
 from generator.runner.sides import PlannedTrial, Progress, Side, now
 
 # Random input batches drawn (seeds 1..N) besides the trial's own for the output agreement check: top-1
@@ -107,19 +109,13 @@ class SweepContext:
         np.savez(path, **feeds)
         return path
 
-    def _job(self, tmp: Path, state: _TrialState, mode: str, tag: str) -> dict:
+    def _job(self, tmp: Path, state: _TrialState, mode: str, tag: str) -> WorkerJob:
         version = state.side.versions[state.planned.trial.version]
         work = tmp / f"{state.tag}-{state.planned.key}-{tag}"
         work.mkdir(exist_ok=True)
-        return {
-            "mode": mode,
-            "model_path": str(version.path),
-            "original_model_path": str(version.path),
-            "config": state.planned.trial.config.as_dict(),
-            "feeds_path": str(state.feeds),
-            "measure": state.side.settings,
-            "work_dir": str(work),
-        }
+        return WorkerJob(mode=mode, model_path=str(version.path), original_model_path=str(version.path),
+                         config=state.planned.trial.config.as_dict(), feeds_path=str(state.feeds),
+                         measure=state.side.settings, work_dir=str(work))
 
     def _one_process(self, tmp: Path, state: _TrialState, rnd: int) -> None:
         job = self._job(tmp, state, "measure", f"m{rnd}")
@@ -136,8 +132,7 @@ class SweepContext:
             concurrency=config.concurrency))
 
     def _profile(self, tmp: Path, state: _TrialState) -> None:
-        job = self._job(tmp, state, "profile", "profile")
-        job["config"] = {**job["config"], "concurrency": 1}
+        job = self._job(tmp, state, "profile", "profile").single_stream()
         result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
         if result.error:
             state.profile_error = result.error
@@ -162,9 +157,9 @@ class SweepContext:
         """The trial's outputs on its feeds and the extra batches, one dict per batch; None when they failed."""
         if state.outputs is not None or state.outputs_error is not None:
             return state.outputs
-        job = self._job(tmp, state, "outputs", "outputs")
-        job["config"] = {**job["config"], "concurrency": 1}
-        job["extra_feeds_paths"] = [str(p) for p in self._extra_feeds(tmp, state)]
+        extra = tuple(str(p) for p in self._extra_feeds(tmp, state))
+        job = dataclasses.replace(self._job(tmp, state, "outputs", "outputs").single_stream(),
+                                  extra_feeds_paths=extra)
         result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
         state.outputs_error = result.error
         if result.error is None:

@@ -2,12 +2,8 @@
 
 Usage: ``python -m generator.runner.worker JOB.json OUT.json``
 
-JOB.json::
-
-    {"mode": "measure" | "profile" | "outputs", "model_path": ..., "original_model_path": ...,
-     "config": {batch, threads, concurrency, optimization_level, provider, spinning, inter_op_threads, ...},
-     "feeds_path": "<inputs>.npz", "work_dir": "<dir for profiles, the optimized model and latency files>",
-     "measure": {warmup, min_iterations, min_seconds, max_seconds, profile_iterations, ...}}
+JOB.json: a generator.runner.protocol.WorkerJob (mode measure | profile | outputs, model paths, config, feeds,
+measure settings, work folder).
 
 OUT.json, measure mode: iterations, items, wall_s, cpu_s, cores_used, latency_median_ms, latency_mean_ms,
 throughput_ips, load_ms, first_run_ms, peak_rss_mb, arena_mb, latency_files (one float64 .npy of request
@@ -19,7 +15,7 @@ optimized_model, profile_file, load_ms, layers (``layers`` table records without
 analysis of the original model at the feeds' shapes), layers_notes (what was not counted and why), timeline
 (``timeline`` table records without trial_key: every kernel call of the median profiled inference,
 generator.timeline) and, when the analysis or one of its counters failed (a bug), layers_error.
-Outputs mode (job field ``extra_feeds_paths``: more input batches, optional): output_names (the tensor outputs
+Outputs mode (job field ``extra_feeds_paths``: more input batches): output_names (the tensor outputs
 with a numeric or bool dtype, in the model's order), outputs_files (one .npz per input batch in work_dir, the
 trial's feeds first, arrays ``arr_0 ..`` in output_names order), load_ms.
 
@@ -48,6 +44,7 @@ import numpy as np
 
 from generator.errors import PerfsiteError, RunError
 from generator.runner import measure, profiling
+from generator.runner.protocol import WorkerJob
 from generator.runner.session import open_session
 
 EXIT_OK = 0
@@ -55,20 +52,17 @@ EXIT_ERROR = 3
 PROFILE_WARMUP_MAX = 5  # untimed runs before the profiled ones: enough to settle arenas and caches
 
 
-def run_job(job: Mapping[str, Any], out_path: Path) -> dict[str, Any]:
+def run_job(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     """Run one job and return what OUT.json should hold (the latency .npy files are written here)."""
-    mode = job.get("mode")
-    if mode == "measure":
+    if job.mode == "measure":
         return measure_process(job, out_path)
-    if mode == "profile":
+    if job.mode == "profile":
         return profile_pass(job)
-    if mode == "outputs":
-        return outputs_pass(job)
-    raise RunError(f"Job field `mode` is {mode!r}; allowed: measure, profile, outputs.")
+    return outputs_pass(job)
 
 
-def _feeds(job: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    path = Path(job["feeds_path"])
+def _feeds(feeds_path: str) -> dict[str, np.ndarray]:
+    path = Path(feeds_path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             return {name: npz[name] for name in npz.files}
@@ -76,12 +70,12 @@ def _feeds(job: Mapping[str, Any]) -> dict[str, np.ndarray]:
         raise RunError(f"Cannot read the input feeds {path}: {e}.") from e
 
 
-def measure_process(job: Mapping[str, Any], out_path: Path) -> dict[str, Any]:
+def measure_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     """Measure mode: open the session (load_ms), then the timed loop (first run, warmup, timed phase)."""
-    config, settings = job["config"], job["measure"]
-    feeds = _feeds(job)
-    session, load_ms = open_session(job["model_path"], config)
-    _test_fault(job["model_path"])
+    config, settings = job.config, job.measure
+    feeds = _feeds(job.feeds_path)
+    session, load_ms = open_session(job.model_path, config)
+    _test_fault(job.model_path)
     loop = measure.timed_loop(
         session, feeds, warmup=int(settings["warmup"]), min_iterations=int(settings["min_iterations"]),
         min_seconds=float(settings["min_seconds"]), max_seconds=float(settings["max_seconds"]),
@@ -110,15 +104,15 @@ def measure_process(job: Mapping[str, Any], out_path: Path) -> dict[str, Any]:
     }
 
 
-def profile_pass(job: Mapping[str, Any]) -> dict[str, Any]:
+def profile_pass(job: WorkerJob) -> dict[str, Any]:
     """Profile mode: a separate session with onnxruntime's profiler on; per-node statistics, mapped."""
-    config, settings = job["config"], job["measure"]
-    work = Path(job["work_dir"])
+    config, settings = job.config, job.measure
+    work = job.work
     work.mkdir(parents=True, exist_ok=True)
     optimized = work / "optimized.onnx"
-    feeds = _feeds(job)
-    session, load_ms = open_session(job["model_path"], config, profile_dir=work, optimized_path=optimized)
-    _test_fault(job["model_path"])
+    feeds = _feeds(job.feeds_path)
+    session, load_ms = open_session(job.model_path, config, profile_dir=work, optimized_path=optimized)
+    _test_fault(job.model_path)
     warmup = max(1, min(int(settings.get("warmup", 1)), PROFILE_WARMUP_MAX))
     run = session.run
     for _ in range(warmup):
@@ -132,7 +126,7 @@ def profile_pass(job: Mapping[str, Any]) -> dict[str, Any]:
     profile_file = Path(session.end_profiling())
     recording = profiling.parse_profile(profile_file, skip_runs=warmup)
     stats = profiling.node_statistics(recording)
-    mapped = _map_nodes(job.get("original_model_path", job["model_path"]), optimized, stats)
+    mapped = _map_nodes(job.original_model_path, optimized, stats)
     arena = recording.arena_held_bytes
     return {
         "nodes": [{**s.as_dict(), **m} for s, m in zip(stats, mapped, strict=True)],
@@ -142,7 +136,7 @@ def profile_pass(job: Mapping[str, Any]) -> dict[str, Any]:
         "runs": len(recording.runs), "arena_mb": arena / 2**20 if arena is not None else None,
         "timeline": _timeline_rows(recording),
         "optimized_model": str(optimized), "profile_file": str(profile_file), "load_ms": load_ms,
-        **_layer_analysis(job.get("original_model_path", job["model_path"]), feeds),
+        **_layer_analysis(job.original_model_path, feeds),
     }
 
 
@@ -173,19 +167,19 @@ def _layer_analysis(model_path: str | Path, feeds: Mapping[str, np.ndarray]) -> 
     return out
 
 
-def outputs_pass(job: Mapping[str, Any]) -> dict[str, Any]:
+def outputs_pass(job: WorkerJob) -> dict[str, Any]:
     """Outputs mode: one untimed run per input batch, every numeric tensor output saved for the agreement check
     between versions (generator.runner.agreement)."""
-    work = Path(job["work_dir"])
+    work = job.work
     work.mkdir(parents=True, exist_ok=True)
-    session, load_ms = open_session(job["model_path"], job["config"])
-    _test_fault(job["model_path"])
+    session, load_ms = open_session(job.model_path, job.config)
+    _test_fault(job.model_path)
     # Sequences, maps and string tensors have no numeric distance: they are left out of the comparison.
     names = [o.name for o in session.get_outputs() if o.type.startswith("tensor(") and o.type != "tensor(string)"]
     files = []
-    batches = [job["feeds_path"], *job.get("extra_feeds_paths", [])] if names else []  # run([]) means "all"
+    batches = [job.feeds_path, *job.extra_feeds_paths] if names else []  # run([]) means "all"
     for i, feeds_path in enumerate(batches):
-        values = session.run(names, _feeds({"feeds_path": feeds_path}))
+        values = session.run(names, _feeds(feeds_path))
         path = work / f"outputs{i}.npz"
         # Positional keys: output names are arbitrary text and may clash with np.savez's own arguments.
         np.savez(path, *values)
@@ -316,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     job_path, out_path = Path(args[0]), Path(args[1])
     try:
-        job = json.loads(job_path.read_text())
+        job = WorkerJob.from_json(job_path.read_text())
         outcome = run_job(job, out_path)
     except Exception as e:  # every failure must reach the parent as one line
         if not isinstance(e, PerfsiteError | MemoryError):
