@@ -172,6 +172,10 @@ def test_writer_killed_at_random_moments_leaves_only_whole_trials(tmp_path):
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(experiment), f"k{cycle:02d}"], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
+        if cycle == 0:  # on a busy machine a trial can take longer than any fixed sleep: let one finish first
+            deadline = time.monotonic() + 60
+            while not any((experiment / "trials").glob("k00*.parquet")) and time.monotonic() < deadline:
+                time.sleep(0.01)
         time.sleep(rng.uniform(0.05, 0.6))
         writer.send_signal(signal.SIGKILL)
         writer.wait(timeout=30)
