@@ -14,6 +14,16 @@ from pathlib import Path
 
 from generator.errors import SpecError
 
+# The file a site perfsite built carries (generator.site.publish): results and models must never be written
+# inside such a folder, because a later build replaces it.
+SITE_MARKER = ".perfsite-site"
+
+
+def inside_built_site(path: Path) -> Path | None:
+    """The perfsite-built site folder that holds `path` (or is it), if any."""
+    path = Path(path).absolute()
+    return next((p for p in (path, *path.parents) if (p / SITE_MARKER).is_file()), None)
+
 
 def _real(path: Path) -> Path:
     """The real absolute path (symlinks resolved); SpecError for paths the OS cannot even represent."""

@@ -83,3 +83,36 @@ def test_two_builds_of_one_project_at_once_each_give_a_whole_unmixed_site(tmp_pa
     assert not (tmp_path / "site-b" / "reports" / "cnn-int8").exists()  # not the other build's reports
     for site in ("site-a", "site-b"):
         assert (tmp_path / site / "index.html").is_file() and (tmp_path / site / ".perfsite-site").is_file()
+
+
+def test_a_rebuild_keeps_what_perfsite_did_not_write_and_nothing_is_measured_into_a_site(tmp_path):
+    """A gh-pages clone's .git, a CNAME, a note inside reports/: the new site keeps them, hard-linked, and the
+    build names them; results and example models are refused inside a site, which builds replace."""
+    import pytest
+
+    from generator.errors import ResultsError
+    from generator.results.store import ResultsDir
+    from generator.site import build_site
+
+    write_results(tmp_path / "results")
+    said: list[str] = []
+    site = build_site(tmp_path / "results", tmp_path / "site", tmp_path)
+    (site / ".git").mkdir()
+    (site / ".git" / "HEAD").write_text("ref: refs/heads/gh-pages\n")
+    (site / "CNAME").write_text("perf.example.com\n")
+    (site / "reports" / "notes.txt").write_text("mine\n")
+    build_site(tmp_path / "results", site, tmp_path, progress=said.append)
+    assert (site / ".git" / "HEAD").read_text() == "ref: refs/heads/gh-pages\n"
+    assert (site / "CNAME").is_file() and (site / "reports" / "notes.txt").read_text() == "mine\n"
+    assert (site / "reports" / "cnn-int8" / "index.html").is_file()
+    assert any(m.startswith("Kept 3 entries") and ".git, CNAME, reports/notes.txt" in m for m in said), said
+
+    # A marker from a release without the file list: entries the new build does not write are kept too.
+    (site / ".perfsite-site").write_text('{"built_by": "perfsite"}\n')
+    build_site(tmp_path / "results", site, tmp_path)
+    assert (site / ".git" / "HEAD").is_file() and (site / "CNAME").is_file()
+
+    with pytest.raises(ResultsError, match=r"inside .*site, a site perfsite built"):
+        ResultsDir(site / "tiny").ensure_writable()
+    models = perfsite("example-models", str(site / "models"), cwd=tmp_path)
+    assert models.returncode == 1 and "a site perfsite built" in models.stderr and not (site / "models").exists()

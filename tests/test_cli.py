@@ -70,6 +70,19 @@ def test_build_with_no_results_says_what_to_do(tmp_path):
     assert out.returncode == 1 and "perfsite run" in out.stderr
 
 
+def test_build_results_that_is_a_file_says_so(tmp_path, monkeypatch, capsys):
+    from generator.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("not results\n")
+    monkeypatch.setattr(sys, "argv", ["perfsite", "build", "--results", "README.md", "--site", "site"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert exit_.value.code == 1 and "The results directory README.md is a file, not a folder." in err, err
+    assert not (tmp_path / "site").exists()
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help_and_is_documented(command):
     out = perfsite(command, "--help")

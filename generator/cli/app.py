@@ -7,6 +7,7 @@ and exit status 1; any other exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -28,6 +29,8 @@ app = typer.Typer(
 )
 
 EXIT_INTERRUPTED = 130
+# `build --trend N`: more commits than any repository has, and still an int git accepts.
+MAX_TREND = 1_000_000
 
 
 def _version(value: bool) -> None:
@@ -133,7 +136,8 @@ def build(
         str | None, typer.Option(help="Add a changes page against this baseline: a results folder or git:REF.")
     ] = None,
     trend: Annotated[
-        int | None, typer.Option(min=1, help="Add a trend page over the last N commits that changed the results.")
+        int | None, typer.Option(min=1, max=MAX_TREND,
+                                 help="Add a trend page over the last N commits that changed the results.")
     ] = None,
 ) -> None:
     """Render every experiment under the results directory into a static site (never runs a model)."""
@@ -143,7 +147,8 @@ def build(
     root = project_root(Path.cwd())
     out = build_site(results or root / "results", site or root / "site", root, progress=_echo_err,
                      baseline=baseline, trend=trend)
-    typer.echo(f"Site built in {out}. Open {out / 'index.html'} or run `perfsite serve --site {out}`.")
+    typer.echo(safe(f"Site built in {out}. Open {out / 'index.html'} or run "
+                    f"`perfsite serve --site {shlex.quote(str(out))}`."))
 
 
 @app.command()
@@ -165,10 +170,14 @@ def example_models(
 ) -> None:
     """Build the example models (a ResNet-style CNN and a transformer encoder) from code, no downloads."""
     from generator.models import build_example_models
+    from generator.paths import inside_built_site
 
     if out.exists() and not out.is_dir():
         raise PerfsiteError(f"{out} is a file; the example models go into a folder. Allowed: a folder, new or "
                             "existing (default: experiments/models).")
+    if (site := inside_built_site(out)) is not None:
+        raise PerfsiteError(f"{out} is inside {site}, a site perfsite built, and sites are built anew: the models "
+                            "would be lost. Allowed: a folder outside every site folder (default: experiments/models).")
     for path in build_example_models(out):
         typer.echo(f"wrote {path}")
 

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generator.errors import ResultsError
+from generator.paths import SITE_MARKER, inside_built_site
 from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, arrow_schema
 
 TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement", "timeline")
@@ -103,6 +104,12 @@ class ResultsDir:
         return self.path / table / f"{key}.parquet"
 
     def ensure_writable(self) -> None:
+        site = inside_built_site(self.path)
+        if site is not None:
+            raise ResultsError(
+                f"Cannot write results to {self.path}: it is inside {site}, a site perfsite built "
+                f"({site / SITE_MARKER} marks it), and sites are built anew. Allowed: a results folder outside every "
+                "site folder; choose one with --results DIR (the default is <project>/results).")
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             probe = self.path / f".write-probe-{os.getpid()}"
@@ -202,8 +209,10 @@ def _read_file(path: Path, table: str) -> pa.Table:
         pf = pq.ParquetFile(path)
         check_version(path, pf.schema_arrow.metadata or {})
         data = pf.read()
-        return _migrated(data, table) if _older(pf) else (
-            data.cast(arrow_schema(table), safe=False) if _same_columns(pf, table) else data)
+        if _older(pf):
+            return _migrated(data, table)
+        _check_columns(path, table, data)
+        return data.cast(arrow_schema(table), safe=False) if _same_columns(pf, table) else data
     except ResultsError:
         raise
     except Exception as e:  # pyarrow raises several types for corrupt files
@@ -239,6 +248,18 @@ def _migrated(data: pa.Table, table: str) -> pa.Table:
     columns = [data.column(f.name).cast(f.type, safe=False) if f.name in data.column_names
                else pa.nulls(data.num_rows, f.type) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _check_columns(path: Path, table: str, data: pa.Table) -> None:
+    """A file of today's schema version holds every column of its table (perfsite writes them all, null where
+    unknown); one without is damaged, and the readers would fail on it with a KeyError far from the file."""
+    missing = [name for name in arrow_schema(table).names if name not in data.column_names]
+    if missing:
+        raise ResultsError(
+            f"The results file {path} lacks the column{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(f'`{m}`' for m in missing[:6])}{' …' if len(missing) > 6 else ''}, which results schema "
+            f"{SCHEMA_VERSION} gives every `{table}` file (docs/results.md). It was probably edited or damaged "
+            f"outside perfsite; {_removal_advice(path, table)}")
 
 
 def _same_columns(pf: pq.ParquetFile, table: str) -> bool:
@@ -327,6 +348,10 @@ def _only_keys(df: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
 def find_experiments(results_root: Path) -> list[Path]:
     """Experiment folders under a results root (or the root itself when it is one), sorted by name."""
     root = Path(results_root)
+    if root.is_file():
+        raise ResultsError(
+            f"The results directory {root} is a file, not a folder. Point --results at the folder that holds your "
+            "experiments' results (the one `perfsite run --results` wrote).")
     if not root.is_dir():
         raise ResultsError(
             f"The results directory {root} does not exist. Run `perfsite run SPEC` first, or point "

@@ -46,6 +46,9 @@ def build_site(
     say = progress or (lambda _text: None)
     project_root, site_dir = Path(project_root).resolve(), _site_path(Path(site_dir))
     _check_site_dir(site_dir, project_root, Path(results_root).resolve())
+    if not find_experiments(Path(results_root)):  # also refuses a results root that is missing or a file
+        say(f"Warning: no experiment under {results_root}: an experiment is a folder holding trials/ (the layout "
+            "`perfsite run --results` writes); the site has the docs only")
     with publish.build_lock(project_root, say):
         publish.check_target(site_dir)  # again under the lock: another build may have just written it
         _check_writable(site_dir, "the site", "Choose a writable folder with --site DIR")
@@ -56,7 +59,10 @@ def build_site(
         staging = publish.staging_dir(site_dir)
         try:
             _build_into(staging, Path(results_root), project_root, say, baseline, trend)
-            publish.publish(staging, site_dir)
+            kept = publish.publish(staging, site_dir)
+            if kept:
+                say(f"Kept {len(kept)} entr{'y' if len(kept) == 1 else 'ies'} of {site_dir} that perfsite did not "
+                    f"write: {', '.join(kept[:8])}{' …' if len(kept) > 8 else ''}")
         finally:
             publish.discard(staging)
     return site_dir

@@ -10,6 +10,13 @@ perfsite only ever replaces a folder it built: each site it builds carries a mar
 without one is refused unless it is empty, or a site of an earlier perfsite release (an `index.html` beside
 perfsite's own assets), which is accepted once and then carries the marker.
 
+Inside a site it built, perfsite still deletes only what it wrote: the marker lists every file of the build
+(its manifest), and whatever else the old site holds (a `.git` of a gh-pages clone, a `CNAME`, results a
+`perfsite run --results` put there) is carried into the new site, hard-linked (same file system, instant, and
+the old site keeps its copy until the swap), and the build names it. A marker without a manifest (an earlier
+release) counts as listing the top-level entries the new build writes. A carried entry whose path the new
+build also writes is refused before anything is swapped.
+
 One build per project at a time: the build folder `<project>/.perfsite/build` is shared, so a build holds an
 `flock` on `<project>/.perfsite/build.lock` (the kernel drops it when its holder dies, even by SIGKILL) and a
 second build waits for it.
@@ -29,9 +36,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from generator.errors import SiteError
+from generator.paths import SITE_MARKER
 from generator.processes import alive
 
-MARKER = ".perfsite-site"
+MARKER = SITE_MARKER
 # Files only a perfsite-built site has: a site of a release before the marker is recognised by them.
 LEGACY_SIGNS = ("assets/perfsite/perfsite.css", "assets/perfsite/perfsite.js")
 _STAGING = re.compile(r"^\.(?P<name>.+)\.perfsite-(?:new|old)-(?P<pid>\d+)$")
@@ -68,13 +76,17 @@ def staging_dir(site_dir: Path) -> Path:
     return site_dir.parent / f".{site_dir.name}.perfsite-new-{os.getpid()}"
 
 
-def publish(staging: Path, site_dir: Path) -> None:
+def publish(staging: Path, site_dir: Path) -> list[str]:
     """Mark the complete build in `staging` and put it in place of `site_dir`; the old site, if any, is deleted
-    only after the new one is in place."""
-    (staging / MARKER).write_text(json.dumps({"built_by": "perfsite", "built_at": time.time()}) + "\n")
+    only after the new one is in place. Returns the old site's entries perfsite did not write, which the new
+    site keeps (module docstring)."""
+    files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if not p.is_dir())
+    kept = _carry_foreign(site_dir, staging) if site_dir.is_dir() else []
+    marker = {"built_by": "perfsite", "built_at": time.time(), "files": files}
+    (staging / MARKER).write_text(json.dumps(marker) + "\n")
     if not site_dir.exists():
         staging.rename(site_dir)
-        return
+        return kept
     old = site_dir.parent / f".{site_dir.name}.perfsite-old-{os.getpid()}"
     if _exchange(staging, site_dir):
         staging.rename(old)  # staging now holds the old site
@@ -82,6 +94,65 @@ def publish(staging: Path, site_dir: Path) -> None:
         site_dir.rename(old)
         staging.rename(site_dir)
     shutil.rmtree(old, ignore_errors=True)
+    return kept
+
+
+def _manifest(site_dir: Path) -> set[str] | None:
+    """The files the last build wrote, from its marker; None for a marker without a list (or no marker)."""
+    try:
+        files = json.loads((site_dir / MARKER).read_text()).get("files")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return set(files) if isinstance(files, list) and all(isinstance(f, str) for f in files) else None
+
+
+def foreign_entries(site_dir: Path, staging: Path) -> list[str]:
+    """Paths in the old site (relative, posix) that perfsite did not write: whole folders where none of their
+    files is perfsite's, else single files."""
+    manifest = _manifest(site_dir)
+    if manifest is None:  # an earlier release's site: its own entries are those the new build writes again
+        return sorted(e.name for e in site_dir.iterdir()
+                      if e.name != MARKER and not os.path.lexists(staging / e.name))
+    ours = {parent.as_posix() for f in manifest for parent in Path(f).parents}  # folders holding our files
+    found: list[str] = []
+    for root, dirs, names in os.walk(site_dir):
+        rel = Path(root).relative_to(site_dir)
+        for d in list(dirs):
+            if (rel / d).as_posix() not in ours:
+                found.append((rel / d).as_posix())
+                dirs.remove(d)  # the whole folder is foreign: carried as one entry
+        found.extend(p for n in names if (p := (rel / n).as_posix()) not in manifest and p != MARKER)
+    return sorted(found)
+
+
+def _carry_foreign(site_dir: Path, staging: Path) -> list[str]:
+    """Link the old site's foreign entries into the new one; refuse (SiteError) where the build writes the
+    same path."""
+    entries = foreign_entries(site_dir, staging)
+    clashes = [e for e in entries if os.path.lexists(staging / e)]
+    if clashes:
+        raise SiteError(
+            f"The site folder {site_dir} holds files perfsite did not write at paths the new build writes: "
+            f"{', '.join(clashes[:5])}{' …' if len(clashes) > 5 else ''}. perfsite keeps files it did not write "
+            "but will not overwrite them. Move them out of the site folder, then build again.")
+    for entry in entries:
+        source, target = site_dir / entry, staging / entry
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir() and not source.is_symlink():
+            shutil.copytree(source, target, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(source, target)
+    return entries
+
+
+def _link_or_copy(source: str | Path, target: str | Path) -> None:
+    if Path(source).is_symlink():
+        os.symlink(os.readlink(source), target)
+        return
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def discard(staging: Path) -> None:
