@@ -767,3 +767,18 @@ def test_fuzz_mutations_of_the_example(spec_file: Path, data: st.DataObject) -> 
         else:
             parent[where[-1]] = data.draw(_structures)
     _never_anything_but_perfsite_error(yaml.safe_dump(doc, sort_keys=False), spec_file)
+
+
+@pytest.mark.parametrize(("old", "new", "field", "limit"), [
+    ("samples: 16", "samples: 99999999999999999999999", "calibration.samples", "<= 100000"),
+    ("samples: 16", "samples: 16, seed: 4294967296", "calibration.seed", "<= 4294967295"),
+    ("warmup: 10", "warmup: 100001", "measure.warmup", "<= 100000"),
+    ("min_iterations: 50", "min_iterations: 10000001", "measure.min_iterations", "<= 10000000"),
+    ("repeats: 3", "repeats: 1001", "measure.repeats", "<= 1000"),
+    ("shape: [batch, 3, 64, 64]", "shape: [batch, 3, 64, 4294967296]", "shape[3]", "2147483647"),
+])
+def test_counts_beyond_any_sensible_use_are_refused_before_anything_runs(spec_file, old, new, field, limit):
+    """A typo of a few extra zeros used to pass `validate` and hang `run --dry-run` (1e23 calibration
+    samples filled 7 GB); each count has a documented maximum (docs/spec.md)."""
+    message = _error(spec_file, _edit(old, new))
+    assert field in message and limit in message, message

@@ -56,6 +56,18 @@ MAX_THREADS = 4096
 SizeValue = Annotated[int, Strict(), Field(ge=1, le=MAX_SIZE)]
 ThreadCount = Annotated[int, Strict(), Field(ge=1, le=MAX_THREADS)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+# Counts a spec may ask for, bounded far above any sensible use so that a typo (an extra zero run, 1e23) is
+# refused in one paragraph instead of hanging a dry run or filling the memory.
+MAX_WARMUP = 100_000
+MAX_ITERATIONS = 10_000_000
+MAX_REPEATS = 1_000
+MAX_SAMPLES = 100_000
+MAX_SEED = 2**32 - 1  # numpy's legacy seeding takes 32 bits
+WarmupCount = Annotated[int, Strict(), Field(ge=0, le=MAX_WARMUP)]
+IterationCount = Annotated[int, Strict(), Field(ge=1, le=MAX_ITERATIONS)]
+RepeatCount = Annotated[int, Strict(), Field(ge=1, le=MAX_REPEATS)]
+SampleCount = Annotated[int, Strict(), Field(ge=1, le=MAX_SAMPLES)]
+Seed = Annotated[int, Strict(), Field(ge=0, le=MAX_SEED)]
 PositiveFloat = Annotated[float, Strict(), Field(gt=0)]
 NonNegativeFloat = Annotated[float, Strict(), Field(ge=0)]
 Slug = Annotated[
@@ -87,7 +99,7 @@ def _check_axis_value(value: Any) -> Any:
     return value
 
 
-Dim = Annotated[PositiveInt | PlaceholderName, BeforeValidator(_check_dim)]
+Dim = Annotated[SizeValue | PlaceholderName, BeforeValidator(_check_dim)]
 AxisValue = Annotated[Flag | Annotated[int, Strict()] | Text, BeforeValidator(_check_axis_value)]
 Selection = dict[Text, AxisValue]
 

@@ -25,21 +25,22 @@ from generator.spec.fields import (
     SLUG_MAX_LENGTH,
     SLUG_PATTERN,
     Flag,
+    IterationCount,
     NonEmptyText,
     NonNegativeFloat,
-    NonNegativeInt,
     OptimizationLevel,
     Percentile,
     PositiveFloat,
-    PositiveInt,
     Provider,
     Record,
+    RepeatCount,
     Selection,
     SizeValue,
     Slug,
     Text,
     ThreadCount,
     VersionName,
+    WarmupCount,
     axis,
 )
 from generator.spec.sources import InputSpec, ModelSpec
@@ -108,8 +109,8 @@ class Sweep(Record):
 class Measure(Record):
     """How each trial is timed."""
 
-    warmup: NonNegativeInt = Field(10, description="Untimed requests before timing, per measurement process.")
-    min_iterations: PositiveInt = Field(50, description="Timed requests at least, per measurement process.")
+    warmup: WarmupCount = Field(10, description="Untimed requests before timing, per measurement process.")
+    min_iterations: IterationCount = Field(50, description="Timed requests at least, per measurement process.")
     min_seconds: NonNegativeFloat = Field(1.0, description="Keep timing at least this long, per process.")
     max_seconds: PositiveFloat = Field(
         60.0, le=MAX_PROCESS_SECONDS,
@@ -117,14 +118,14 @@ class Measure(Record):
     )
     percentile: Percentile = Field("p90", description="Tail latency reported next to the median: p50, p90, "
                                    "p95 or p99; also used by `latency_threshold_ms`.")
-    repeats: PositiveInt = Field(3, description="Measurement processes per trial at least (the unit of "
+    repeats: RepeatCount = Field(3, description="Measurement processes per trial at least (the unit of "
                                  "repetition); more are added until `target` is met or `budget_s` is spent.")
     target: PositiveFloat = Field(0.02, le=0.5, description="Keep measuring until the headline latency's 95 % "
                                   "interval is within ± this share (0.02: ± 2 %), or the budget is spent.")
     budget_s: PositiveFloat = Field(45.0, le=MAX_PROCESS_SECONDS, description="Measuring time allowed per trial "
                                     "(its measurement processes' wall time, start-up included) before it stops "
                                     "unconverged.")
-    profile_iterations: PositiveInt = Field(20, description="Requests in the separate profiled pass.")
+    profile_iterations: IterationCount = Field(20, description="Requests in the separate profiled pass.")
     timeout_s: PositiveFloat = Field(600.0, le=MAX_PROCESS_SECONDS,
                                      description="Kill a measurement process running longer.")
 

@@ -16,13 +16,13 @@ from generator.spec.fields import (
     DType,
     Flag,
     NonEmptyText,
-    NonNegativeInt,
     PackageName,
     PathText,
-    PositiveInt,
     QuantizeMode,
     QuantType,
     Record,
+    SampleCount,
+    Seed,
     TensorValue,
 )
 
@@ -30,13 +30,13 @@ from generator.spec.fields import (
 class Calibration(Record):
     """Calibration data for static quantization."""
 
-    samples: PositiveInt = Field(16, description="Number of calibration samples (one model feed each).")
+    samples: SampleCount = Field(16, description="Number of calibration samples (one model feed each).")
     data: PathText | None = Field(
         None,
         description="`.npz` file of calibration inputs (one array per input name, first axis = sample), "
         "relative to the spec file. Omitted: random inputs generated like the `inputs` section says.",
     )
-    seed: NonNegativeInt = Field(0, description="Random seed for generated calibration inputs.")
+    seed: Seed = Field(0, description="Random seed for generated calibration inputs.")
 
     @model_validator(mode="after")
     def _npz_only(self) -> Calibration:
