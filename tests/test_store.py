@@ -178,3 +178,19 @@ def test_an_experiment_named_trials_is_one_experiment_of_the_root(tmp_path):
     shutil.move(folder, tmp_path / "results" / "trials")
     assert find_experiments(tmp_path / "results") == [tmp_path / "results" / "trials"]
     assert find_experiments(tmp_path / "results" / "trials") == [tmp_path / "results" / "trials"]
+
+
+@pytest.mark.parametrize(("table", "column"), [("trials", "status"), ("processes", "throughput_ips"),
+                                               ("nodes", "dur_mean_us"), ("latencies", "latency_ms")])
+def test_a_current_file_lacking_a_column_is_refused_naming_file_and_column(tmp_path, table, column):
+    """A file edited by hand (a column dropped, the schema version kept) gave a KeyError deep in the pages."""
+    from test_site_fixture import write_results
+
+    experiment = write_results(tmp_path / "results")
+    damaged = sorted((experiment / table).glob("*.parquet"))[0]
+    pq.write_table(pq.read_table(damaged).drop([column]), damaged)
+    with pytest.raises(ResultsError) as err:
+        load_experiment(experiment)
+    message = " ".join(str(err.value).split())
+    assert f"The results file {damaged} lacks the column `{column}`" in message
+    assert f"results schema {SCHEMA_VERSION} gives every `{table}` file" in message
