@@ -45,3 +45,15 @@ class RuntimeMissingError(PerfsiteError):
             "only one of the two: both provide the `onnxruntime` module, and the one installed last replaces "
             "the other's."
         )
+
+
+class QueryMissingError(PerfsiteError):
+    """duckdb or fsspec cannot be imported: perfsite was installed without the query extra."""
+
+    def __init__(self, module: str) -> None:
+        super().__init__(
+            f"{module} is not installed, and `perfsite query` needs it: DuckDB runs the SQL over the results "
+            "store and fsspec lists the store's files (and reads them from s3:// and other URLs). Install perfsite "
+            "with the query extra: `pip install 'perfsite[query]'` (for a store on S3 also `pip install s3fs`). "
+            "Every other command works without it."
+        )

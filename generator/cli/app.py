@@ -10,13 +10,14 @@ import json
 import shlex
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 import generator
-from generator.errors import PerfsiteError, RunError, RuntimeMissingError
+from generator.errors import PerfsiteError, QueryMissingError, RunError, RuntimeMissingError
 from generator.processes import MAX_PROCESS_SECONDS
 from generator.terminal_text import safe
 
@@ -325,6 +326,24 @@ def count(
         raise typer.Exit(code)
 
 
+@app.command()
+def query(
+    sql: Annotated[str, typer.Argument(
+        help="SQL (DuckDB) over the views trials, processes, latencies, nodes, layers, agreement, timeline, "
+        "environments, runs and history (columns: docs/query.md).", show_default=False)],
+    results: Annotated[str | None, typer.Option(
+        help="Results store: a folder, or an fsspec URL such as s3://bucket/results (default: <project>/results)."
+    )] = None,
+    format_: Annotated[str, typer.Option("--format", help="Answer as table, csv, json or markdown.")] = "table",
+    output: Annotated[Path | None, typer.Option(help="Write the answer to this file instead of the terminal.")] = None,
+) -> None:
+    """Ask the results store a question in SQL: every experiment, commit and machine at once (DuckDB, read-only)."""
+    from generator.cli.query import query_command
+
+    store = results if results is not None else str(_default_results(Path.cwd()))
+    typer.echo(safe(query_command(sql, store, format_, output), lines=True), nl=False)  # values are anyone's
+
+
 # What an interrupted command leaves behind, by command (the first word that is not an option).
 INTERRUPTED = {
     "run": "Interrupted. Every finished trial is kept; run the same command again to finish.",
@@ -337,6 +356,14 @@ INTERRUPTED = {
     "serve": "Stopped serving the site.",
 }
 INTERRUPTED_OTHER = "Interrupted."
+
+
+# The modules that come with an extra, and the error that names the extra to install.
+MISSING_EXTRAS: dict[str, Callable[[str], PerfsiteError]] = {
+    "onnxruntime": lambda _module: RuntimeMissingError(),
+    "duckdb": QueryMissingError,
+    "fsspec": QueryMissingError,
+}
 
 
 def _interrupted_message(argv: list[str]) -> str:
@@ -356,11 +383,12 @@ def main() -> None:
     except PerfsiteError as e:
         _user_error(e)
     except ModuleNotFoundError as e:
-        # onnxruntime comes with an extra, perfsite[cpu] or perfsite[gpu] (both provide the module); the
-        # commands import it on use, so one that needs no model (build, validate, schema) runs without it.
-        if e.name != "onnxruntime":
+        # onnxruntime comes with an extra, perfsite[cpu] or perfsite[gpu] (both provide the module), duckdb and
+        # fsspec with perfsite[query]; the commands import them on use, so one that needs neither (build,
+        # validate, schema) runs without them.
+        if e.name not in MISSING_EXTRAS:
             raise
-        _user_error(RuntimeMissingError())
+        _user_error(MISSING_EXTRAS[e.name](e.name))
     except KeyboardInterrupt:
         typer.echo(_interrupted_message(sys.argv[1:]), err=True)
         sys.exit(EXIT_INTERRUPTED)

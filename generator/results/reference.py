@@ -30,8 +30,10 @@ INTRO = """\
 `perfsite run` writes one folder per experiment, `results/<experiment>/`, holding one Parquet file per trial
 in each table's folder (and `specs/<spec_sha256>.json`, the validated spec each trial was measured with).
 Read a whole table with `pandas.read_parquet("results/<experiment>/trials")`; join tables on `trial_key`
-(and `env_id`, `run_id`). This page is generated from `generator/results/schema.py`, the only place the
-columns are defined (`python -m generator.results.reference > docs/results.md`); a test keeps it current.
+(and `env_id`, `run_id`). To ask across every experiment, commit and machine at once, `perfsite query "SQL"` has
+each table as a view ([querying results with SQL](query.md)). This page is generated from
+`generator/results/schema.py`, the only place the columns are defined
+(`python -m generator.results.reference > docs/results.md`); a test keeps it current.
 
 Every file carries the schema version in its Parquet metadata (`perfsite.schema_version`). perfsite reads
 files of older versions, with the columns added since then empty (pages say "not recorded"), and refuses files

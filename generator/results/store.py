@@ -266,7 +266,7 @@ def _same_columns(pf: pq.ParquetFile, table: str) -> bool:
     return pf.schema_arrow.names == arrow_schema(table).names
 
 
-def check_version(path: Path, metadata: Mapping[bytes, bytes]) -> None:
+def check_version(path: Path | str, metadata: Mapping[bytes, bytes]) -> None:
     """Refuse files from a newer perfsite; older versions are read and migrated (``_migrated``)."""
     raw = metadata.get(METADATA_KEY)
     if raw is None:

@@ -1,0 +1,235 @@
+"""SQL over a whole results store: one DuckDB view per table, the union of every experiment's Parquet files.
+
+Why DuckDB: it reads the store's Parquet files where they are, with no import step, and answers the questions
+perfsite has no page for (medians per commit and machine, across experiments) in SQL that users already know.
+Why fsspec: DuckDB's own S3 reader is the httpfs extension, downloaded at run time; a store on S3 (or anywhere
+fsspec reaches) is read through the fsspec filesystem registered with DuckDB instead, so nothing is downloaded.
+Extensions are neither installed nor loaded, and once the views exist the connection may read the store and
+nothing else: a query cannot fetch a file, load an extension or change those settings.
+
+Which files count is the results contract's: `<experiment>/<table>/*.parquet` under the root (or the root itself
+when it is one experiment, as `store.find_experiments` decides), never a dot-prefixed file (a writer's temporary
+file), and rows of the per-trial tables only for trials that finished (have a `trials` row, as `load_experiment`
+keeps them). Files of a newer schema version are refused, as every reader refuses them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import fsspec
+import pyarrow as pa
+from fsspec.spec import AbstractFileSystem
+
+from generator.errors import ResultsError
+from generator.results.schema import METADATA_KEY, TABLES
+from generator.results.store import TRIAL_TABLES, check_version
+
+HISTORY = "history"
+VIEWS = (*TABLES, HISTORY)
+# Where a figure was measured, in words that stay the same across runs: the CPU model and its logical CPUs.
+# Not env_id (it changes with every onnxruntime or numpy upgrade) and not hostname (CI runners get a new one
+# per job); both stay in the history view for finer questions.
+TARGET_SQL = ("coalesce(cpu_model, 'unknown CPU') || ', ' "
+              "|| coalesce(CAST(logical_cores AS VARCHAR), '?') || ' CPUs'")
+_SQL_TYPES = {pa.string(): "VARCHAR", pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN",
+              pa.list_(pa.string()): "VARCHAR[]"}
+
+
+@dataclass(frozen=True)
+class StoreFiles:
+    """The Parquet files of a store, by table, as DuckDB names them (local paths, or URLs for fsspec)."""
+
+    name: str  # the store as the user gave it, for messages
+    root: str  # the folder DuckDB may read: a local path or a URL
+    files: dict[str, tuple[str, ...]]
+    filesystem: AbstractFileSystem | None  # registered with DuckDB for a URL; None for a local path
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """A query's answer: column names and rows of Python values (None for SQL NULL)."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
+def run_query(results: str | Path, sql: str) -> QueryResult:
+    """Run one SQL text (the last statement's rows are returned) over the views of the store at `results`."""
+    con = open_store(results)
+    try:
+        cursor = con.execute(sql)
+        if cursor.description is None:  # a statement that returns no rows
+            return QueryResult((), [])
+        return QueryResult(tuple(d[0] for d in cursor.description), cursor.fetchall())
+    except duckdb.Error as e:
+        raise ResultsError(_query_failed(str(results), e)) from e
+    finally:
+        con.close()
+
+
+def open_store(results: str | Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with one view per table of the store (`VIEWS`), reading only the store."""
+    store = list_store(results)
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    try:
+        con.execute("SET parquet_metadata_cache = true")  # footers are read by the version check, views, query
+        if store.filesystem is not None:
+            con.register_filesystem(store.filesystem)
+        _check_versions(con, store)
+        _create_views(con, store)
+        _read_only_store(con, store.root)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def list_store(results: str | Path) -> StoreFiles:
+    """Every table's files under `results` (a local folder or an fsspec URL such as s3://bucket/results)."""
+    name = str(results)
+    fs, root, is_url = _filesystem(name)
+    found = _find(fs, root, name)
+    relative = [posixpath.relpath(p, root).split("/") for p in found]
+    # The rule of store.find_experiments: the root is one experiment when its trials/ holds trial files.
+    depth = 2 if any(_is_table_file(parts, 2) and parts[0] == "trials" for parts in relative) else 3
+    files: dict[str, list[str]] = {table: [] for table in TABLES}
+    for path, parts in sorted(zip(found, relative, strict=True)):
+        if _is_table_file(parts, depth) and parts[-2] in files:
+            files[parts[-2]].append(fs.unstrip_protocol(path) if is_url else path)
+    if not files["trials"]:
+        raise ResultsError(f"The results store {name} holds no finished trial (no <experiment>/trials/*.parquet "
+                           f"file). {_ALLOWED}")
+    return StoreFiles(name, fs.unstrip_protocol(root) if is_url else root,
+                      {t: tuple(f) for t, f in files.items()}, fs if is_url else None)
+
+
+_ALLOWED = ("Allowed for --results: a folder that `perfsite run` wrote (results/ holding one folder per "
+            "experiment, or one experiment's folder), or an fsspec URL of one, such as s3://bucket/results.")
+
+
+def _filesystem(name: str) -> tuple[AbstractFileSystem, str, bool]:
+    """The fsspec filesystem of a store, its path there, and whether it was given as a URL (read by DuckDB
+    through that filesystem; a plain path DuckDB reads itself). `s3://` needs s3fs installed."""
+    if "://" not in name:
+        return fsspec.filesystem("file"), Path(name).absolute().as_posix(), False
+    try:
+        fs, root = fsspec.core.url_to_fs(name)
+    except ImportError as e:  # fsspec names the package a protocol needs ("Install s3fs to access S3")
+        raise ResultsError(f"Cannot open the results store {name}: {e}. Install that package into perfsite's "
+                           "environment (for s3://: pip install s3fs) and run the query again.") from e
+    except ValueError as e:  # "Protocol not known: xyz"
+        raise ResultsError(f"Cannot open the results store {name}: {e}. {_ALLOWED}") from e
+    return fs, root.rstrip("/") or "/", True
+
+
+def _find(fs: AbstractFileSystem, root: str, name: str) -> list[str]:
+    """Every file down to <experiment>/<table>/<file>, the store's deepest level."""
+    try:
+        if not fs.isdir(root):
+            raise ResultsError(f"The results store {name} does not exist. {_ALLOWED}")
+        return fs.find(root, maxdepth=3)
+    except OSError as e:  # s3fs: credentials refused, bucket missing
+        raise ResultsError(f"Cannot list the results store {name}: {e}. {_ALLOWED}") from e
+
+
+def _is_table_file(parts: list[str], depth: int) -> bool:
+    """`<experiment>/<table>/<file>.parquet` (depth 3) or `<table>/<file>.parquet` (2); dot names are a
+    writer's temporary files or not perfsite's."""
+    return len(parts) == depth and parts[-1].endswith(".parquet") and not any(p.startswith(".") for p in parts)
+
+
+def _create_views(con: duckdb.DuckDBPyConnection, store: StoreFiles) -> None:
+    try:  # a view reads its files' footers when it is created (union_by_name)
+        for table, files in store.files.items():
+            con.execute(f"CREATE VIEW {table} AS {_table_sql(table, files)}")
+    except duckdb.Error as e:
+        raise ResultsError(_unreadable(store.name, e)) from e
+    con.execute(f"CREATE VIEW {HISTORY} AS {_history_sql()}")
+
+
+def _table_sql(table: str, files: tuple[str, ...]) -> str:
+    """The union of a table's files, with every column of today's schema even when no file has it (a file of
+    an older version lacks the columns added since: they read as NULL, "not recorded")."""
+    columns = ", ".join(f'CAST(NULL AS {_SQL_TYPES[f.type]}) AS "{f.name}"' for f in _fields(table))
+    typed = f"SELECT {columns} WHERE false"
+    if not files:
+        return typed
+    listed = ", ".join(_literal(f) for f in files)
+    union = f"{typed} UNION ALL BY NAME SELECT * FROM read_parquet([{listed}], union_by_name = true)"
+    if table not in TRIAL_TABLES:
+        return union
+    # Rows of a trial whose `trials` row is missing belong to a trial its writer never finished.
+    return f"SELECT * FROM ({union}) WHERE trial_key IN (SELECT trial_key FROM trials)"
+
+
+def _fields(table: str) -> list[pa.Field]:
+    return [pa.field(c.name, c.type) for c in TABLES[table]]
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _history_sql() -> str:
+    """Every trial with the run that measured it (commit, start time) and where (target). A trial's `target`
+    column (measure.target, the interval it aimed at) is `interval_target` here."""
+    return f"""
+        WITH run AS (
+            SELECT DISTINCT ON (run_id) run_id, started_at, git_commit, git_dirty, perfsite_version, command
+            FROM runs ORDER BY run_id, started_at),
+        env AS (
+            SELECT DISTINCT ON (env_id) env_id, {TARGET_SQL} AS target, hostname, cpu_model, logical_cores,
+                   onnxruntime
+            FROM environments ORDER BY env_id, captured_at DESC)
+        SELECT t.* RENAME (target AS interval_target),
+               run.git_commit, run.git_dirty, run.started_at AS run_started_at, run.perfsite_version,
+               run.command, env.target, env.hostname, env.cpu_model, env.logical_cores, env.onnxruntime
+        FROM trials AS t
+        LEFT JOIN run ON run.run_id = t.run_id
+        LEFT JOIN env ON env.env_id = t.env_id"""
+
+
+def _read_only_store(con: duckdb.DuckDBPyConnection, root: str) -> None:
+    """From here on the connection reads the store's folder and nothing else, and keeps these settings: no
+    other file or URL, no INSTALL or LOAD of an extension (a download), whatever SQL the user writes."""
+    con.execute("SET allowed_directories = $dirs", {"dirs": [root.rstrip("/") + "/"]})
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def _check_versions(con: duckdb.DuckDBPyConnection, store: StoreFiles) -> None:
+    """Refuse the store when a file is of a newer schema version or not perfsite's (store.check_version)."""
+    files = [f for table_files in store.files.values() for f in table_files]
+    try:
+        rows = con.execute("SELECT file_name, value FROM parquet_kv_metadata($files) WHERE key = $key",
+                           {"files": files, "key": METADATA_KEY}).fetchall()
+    except duckdb.Error as e:
+        raise ResultsError(_unreadable(store.name, e)) from e
+    versions = {name: value for name, value in rows}
+    for name in files:
+        check_version(name, {METADATA_KEY: versions[name]} if name in versions else {})
+
+
+def _reason(error: duckdb.Error) -> str:
+    """DuckDB's first paragraph, which says what is wrong ("Did you mean ..." included); the rest is a caret
+    under the SQL, which a reflowed paragraph garbles, or advice to install an extension, which perfsite never
+    does."""
+    reason = " ".join(str(error).split("\n\n")[0].split()).rstrip(".")
+    return reason if reason.endswith(("!", "?")) else reason + "."
+
+
+def _unreadable(store: str, error: duckdb.Error) -> str:
+    return (f"A file of the results store {store} is not readable Parquet: {_reason(error)} Allowed in a store: "
+            "Parquet files written by perfsite; it was probably damaged outside perfsite. Delete it (for a "
+            "trial's file, all of that trial's files: the next `perfsite run` measures it again).")
+
+
+def _query_failed(store: str, error: duckdb.Error) -> str:
+    return (f"The query failed on the results store {store}: {_reason(error)} Allowed: SQL over the views "
+            f"{', '.join(VIEWS)} (their columns: docs/query.md), reading nothing but the store's files; "
+            "perfsite installs and loads no DuckDB extension.")

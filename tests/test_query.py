@@ -1,0 +1,346 @@
+"""`perfsite query`: SQL over every experiment, commit and machine of a store, checked against pandas.
+
+The store is written through the real results store (ResultsDir) with no measuring: 12 commits, each measured on
+three targets (one of them two CI runners with the same CPU), two experiments (the second measured at every third
+commit), three versions, a run outside git and a failed trial. The SQL of the headline question is read from
+docs/query.md, so the documented query is the tested one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from perfsite_testing import ROOT, perfsite
+from test_site_fixture import ENV, write_results
+
+from generator.cli import main
+from generator.results.store import ResultsDir, find_experiments
+
+COMMITS = [f"{n:02d}{'c0ffee' * 6}"[:40] for n in range(12)]
+# (env_id, hostname, cpu_model, logical CPUs, onnxruntime): e-ci-a and e-ci-b are one target, two runners.
+MACHINES = [
+    ("e-ci-a", "runner-7f3a", "AMD EPYC 7B13", 2, "1.31.1"),
+    ("e-ci-b", "runner-19c2", "AMD EPYC 7B13", 2, "1.32.0"),
+    ("e-laptop", "anna-mbp", "Apple M2", 8, "1.32.0"),
+    ("e-xeon", "lab-3", "Intel(R) Xeon(R) Gold 6338", 16, "1.32.0"),
+]
+EXPERIMENTS = {"cnn": ("fp32", "int8"), "encoder": ("enc-int8",)}
+DOC_QUESTION = "Median latency per version and target over the last 10 commits"
+
+
+def _environment(env_id: str, hostname: str, cpu: str, cpus: int, ort: str) -> dict:
+    return {**ENV, "env_id": env_id, "fingerprint": env_id.ljust(64, "0"), "hostname": hostname,
+            "cpu_model": cpu, "logical_cores": cpus, "onnxruntime": ort}
+
+
+def _trial(experiment: str, run_id: str, env_id: str, version: str, n: int, rng: np.random.Generator) -> dict:
+    latency = {"fp32": 4.0, "int8": 2.2, "enc-int8": 5.5}.get(version, 3.0)
+    latency *= {"e-laptop": 0.7, "e-xeon": 0.5}.get(env_id, 1.0) * rng.lognormal(0.0, 0.08)
+    key = f"{experiment}-{run_id}-{version}"[-40:]
+    return {"experiment": experiment, "trial_key": key, "run_id": run_id, "env_id": env_id, "spec_sha256": "s",
+            "version": version, "model_sha256": version, "batch": 1, "threads": 1, "concurrency": 1,
+            "optimization_level": "all", "provider": "cpu", "spinning": True, "inter_op_threads": 1, "dims": "{}",
+            "config_label": "b1 t1 c1", "status": "ok", "quick": False, "latency_p50_ms": latency,
+            "latency_mean_ms": latency * 1.02, "started_at": f"2026-03-{n:02d}T00:00:00Z"}
+
+
+def _runs(commit_index: int) -> list[tuple[str, str | None, str]]:
+    """(env_id, commit, started_at) of one commit's runs: every target, the AMD one on alternating runners."""
+    day = commit_index + 1
+    amd = "e-ci-a" if commit_index % 2 else "e-ci-b"
+    return [(env, COMMITS[commit_index], f"2026-03-{day:02d}T{hour:02d}:00:00Z")
+            for env, hour in ((amd, 9), ("e-laptop", 12), ("e-xeon", 15))]
+
+
+def write_store(root: Path) -> Path:
+    rng = np.random.default_rng(15)
+    for experiment, versions in EXPERIMENTS.items():
+        rd = ResultsDir(root / experiment)
+        for machine in MACHINES:
+            rd.write_row("environments", machine[0], _environment(*machine))
+        runs = [r for i in range(len(COMMITS)) if experiment == "cnn" or i % 3 == 0 for r in _runs(i)]
+        runs.append(("e-laptop", None, "2026-03-28T10:00:00Z"))  # outside git: newest, yet no commit
+        for n, (env_id, commit, started_at) in enumerate(runs):
+            run_id = f"{experiment}-{n:03d}"
+            rd.write_row("runs", run_id, {"run_id": run_id, "experiment": experiment, "spec_sha256": "s",
+                                          "env_id": env_id, "started_at": started_at, "git_commit": commit})
+            for version in versions:
+                row = _trial(experiment, run_id, env_id, version, n % 28 + 1, rng)
+                if (experiment, n, version) == ("cnn", len(runs) - 2, "int8"):
+                    row = {**row, "status": "failed", "latency_p50_ms": None, "error": "worker crashed"}
+                rd.write_row("trials", row["trial_key"], row)
+    return root
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    return write_store(tmp_path_factory.mktemp("store") / "results")
+
+
+@pytest.fixture(scope="module")
+def expected(store) -> pd.Series:
+    return pandas_figure(store).sort_index()
+
+
+def documented_sql(title: str) -> str:
+    """The first ```sql block after the heading `title` in docs/query.md."""
+    text = (ROOT / "docs" / "query.md").read_text(encoding="utf-8")
+    match = re.search(rf"^#+ {re.escape(title)}\n.*?```sql\n(.*?)```", text, re.M | re.S)
+    assert match, f"docs/query.md has no SQL under the heading {title!r}"
+    return match.group(1)
+
+
+def _table(store: Path, table: str) -> pd.DataFrame:
+    return pd.concat([ResultsDir(e).read_table(table) for e in find_experiments(store)], ignore_index=True)
+
+
+def recent_commits(store: Path, n: int = 10) -> list[str]:
+    """The n commits whose latest run started last (pandas)."""
+    runs = _table(store, "runs").dropna(subset=["git_commit"])
+    return list(runs.groupby("git_commit")["started_at"].max().sort_values(ascending=False).index[:n])
+
+
+def pandas_figure(store: Path) -> pd.Series:
+    """The same figure without DuckDB: tables read by the results store, joined and grouped in pandas."""
+    runs = _table(store, "runs").drop_duplicates("run_id")[["run_id", "git_commit"]]
+    envs = _table(store, "environments").drop_duplicates("env_id")
+    envs = envs.assign(target=envs["cpu_model"] + ", " + envs["logical_cores"].astype(str) + " CPUs")
+    # trials.target is measure.target (history calls it interval_target), not the machine.
+    df = _table(store, "trials").drop(columns="target").merge(runs, on="run_id")
+    df = df.merge(envs[["env_id", "target"]], on="env_id")
+    ok = df[(df["status"] == "ok") & df["git_commit"].isin(recent_commits(store))]
+    return ok.groupby(["version", "target"])["latency_p50_ms"].median()
+
+
+def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """`perfsite ARGS` in-process: exit status, stdout, stderr."""
+    monkeypatch.setattr(sys, "argv", ["perfsite", *args])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    out = capsys.readouterr()
+    return exit_.value.code, out.out, out.err
+
+
+def _as_series(records: list[dict]) -> pd.Series:
+    index = pd.MultiIndex.from_tuples([(r["version"], r["target"]) for r in records], names=["version", "target"])
+    return pd.Series([r["median_latency_ms"] for r in records], index=index).sort_index()
+
+
+def test_median_latency_per_version_and_target_over_the_last_10_commits(store, expected, monkeypatch, capsys):
+    sql = documented_sql(DOC_QUESTION)
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store), "--format", "json")
+    assert code == 0, err
+    answer = _as_series(json.loads(out))
+    assert len(expected.index.get_level_values("target").unique()) == 3
+    assert set(expected.index.get_level_values("version")) == {v for vs in EXPERIMENTS.values() for v in vs}
+    assert list(answer.index) == list(expected.index)
+    assert answer.to_numpy() == pytest.approx(expected.to_numpy(), rel=1e-12)
+    # Not a trivial question on this store: the two oldest commits, and the newest run (outside git), are left out.
+    assert set(recent_commits(store)) == set(COMMITS[2:])
+
+
+def test_the_documented_query_in_a_child_process(store, expected):
+    """One run of the real command line: the default table form, one row per version and target."""
+    out = perfsite("query", documented_sql(DOC_QUESTION), "--results", str(store))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split()[:2] == ["version", "target"] and set(lines[1]) == {"-", " "}
+    assert lines[-1] == f"({len(expected)} rows)"
+    fp32_laptop = next(line for line in lines if line.startswith("fp32 ") and "Apple M2, 8 CPUs" in line)
+    assert f"{expected[('fp32', 'Apple M2, 8 CPUs')]:.6g}" in fp32_laptop
+
+
+def _json_answer(monkeypatch, capsys, results: str) -> pd.Series:
+    code, out, err = run_main(monkeypatch, capsys, "query", documented_sql(DOC_QUESTION), "--results", results,
+                              "--format", "json")
+    assert code == 0, err
+    return _as_series(json.loads(out))
+
+
+def test_a_file_url_store_is_read_through_fsspec(store, monkeypatch, capsys):
+    local = _json_answer(monkeypatch, capsys, str(store))
+    url = _json_answer(monkeypatch, capsys, store.as_uri())
+    assert store.as_uri().startswith("file:///")
+    pd.testing.assert_series_equal(url, local)
+
+
+def test_a_store_on_another_filesystem_is_read_through_fsspec(store, monkeypatch, capsys):
+    """fsspec's in-memory filesystem stands in for S3: DuckDB cannot read it itself, only through fsspec."""
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    memory.put(str(store), "/perf-bucket/results", recursive=True)
+    try:
+        answer = _json_answer(monkeypatch, capsys, "memory://perf-bucket/results")
+    finally:
+        memory.rm("/perf-bucket", recursive=True)
+    pd.testing.assert_series_equal(answer, _json_answer(monkeypatch, capsys, str(store)))
+
+
+@pytest.mark.parametrize(("sql", "results", "first_words"), [
+    ("SELEC version FROM trials", None, 'The query failed on the results store {store}: Parser Error: syntax error'),
+    ("SELECT * FROM trails", None, "The query failed on the results store {store}: Catalog Error: Table with name "
+                                   'trails does not exist! Did you mean "trials"?'),
+    ("SELECT nosuch FROM history", None, "The query failed on the results store {store}: Binder Error:"),
+    ("SELECT 1", "missing", "The results store {store} does not exist."),
+])
+def test_a_bad_query_or_store_is_one_paragraph(store, monkeypatch, capsys, sql, results, first_words):
+    where = str(store if results is None else store.parent / results)
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", where)
+    flat = " ".join(err.split())
+    assert code == 1 and out == "" and "Traceback" not in err and "\n\n" not in err.strip()
+    assert flat.startswith("error: " + first_words.format(store=where)), flat
+    assert ("Allowed: SQL over the views trials, processes, latencies, nodes, layers, agreement, timeline, "
+            "environments, runs, history" in flat) or "Allowed for --results: a folder" in flat
+
+
+@pytest.mark.parametrize("sql", [
+    "INSTALL httpfs", "LOAD httpfs", "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_parquet('https://example.com/results.parquet')",
+    "SET enable_external_access = true", "SET autoinstall_known_extensions = true",
+])
+def test_the_query_reads_the_store_and_nothing_else(store, monkeypatch, capsys, sql):
+    """No download, no other file, no way to change that from the SQL."""
+    code, _, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store))
+    assert code == 1 and "Traceback" not in err
+    assert "perfsite installs and loads no DuckDB extension" in " ".join(err.split())
+    assert "INSTALL httpfs;" not in err  # DuckDB's advice to install one is not passed on
+
+
+def test_extension_settings_are_off(store, monkeypatch, capsys):
+    sql = ("SELECT current_setting('autoinstall_known_extensions') AS install, "
+           "current_setting('autoload_known_extensions') AS load, current_setting('lock_configuration') AS locked")
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store), "--format", "json")
+    assert code == 0, err
+    assert json.loads(out) == [{"install": False, "load": False, "locked": True}]
+
+
+def test_views_follow_the_store_rules(tmp_path, monkeypatch, capsys):
+    """Every experiment folder, never a dot file (a writer's temporary file), only finished trials' rows."""
+    first = write_results(tmp_path / "results")
+    shutil.copytree(first, tmp_path / "results" / "copy")
+    (first / "latencies" / ".abc.parquet.x1.tmp").write_bytes(b"half a file")
+    (first / "latencies" / ".half.parquet").write_bytes(b"half a file")
+    # A trial whose writer stopped after a side table, before its `trials` row (the commit point).
+    stray = pa.table({"trial_key": ["unfinished"], "process": [0], "stream": [0], "iteration": [0],
+                      "latency_ms": [1.0]})
+    pq.write_table(stray.replace_schema_metadata({"perfsite.schema_version": "3"}),
+                   first / "latencies" / "unfinished.parquet")
+    sql = ("SELECT (SELECT count(*) FROM trials) AS trials, (SELECT count(*) FROM history) AS history, "
+           "(SELECT count(*) FROM latencies) AS requests, (SELECT count(DISTINCT env_id) FROM environments) AS envs")
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(tmp_path / "results"),
+                              "--format", "json")
+    assert code == 0, err
+    requests = len(ResultsDir(first).read_table("latencies")) - 1  # the stray trial's request is not counted
+    assert json.loads(out) == [{"trials": 16, "history": 16, "requests": 2 * requests, "envs": 1}]
+    # One experiment's folder is a store too (the rule of find_experiments).
+    code, out, err = run_main(monkeypatch, capsys, "query", "SELECT count(*) AS n FROM trials", "--results",
+                              str(first), "--format", "csv")
+    assert code == 0 and out == "n\n8\n", err
+
+
+def test_an_older_store_reads_with_the_columns_added_since_null(monkeypatch, capsys):
+    v1 = ROOT / "tests" / "data" / "v1" / "v1-sample"
+    sql = ("SELECT count(*) AS requests, count(run_delay_ms) AS delays, "
+           "(SELECT count(spec_path) FROM runs) AS spec_paths FROM latencies")
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(v1), "--format", "json")
+    assert code == 0, err
+    assert json.loads(out) == [{"requests": len(ResultsDir(v1).read_table("latencies")), "delays": 0,
+                                "spec_paths": 0}]
+
+
+def test_a_newer_schema_version_is_refused(tmp_path, monkeypatch, capsys):
+    folder = write_results(tmp_path / "results")
+    newest = sorted((folder / "trials").glob("*.parquet"))[0]
+    table = pq.read_table(newest)
+    pq.write_table(table.replace_schema_metadata({b"perfsite.schema_version": b"99"}), newest)
+    code, _, err = run_main(monkeypatch, capsys, "query", "SELECT 1", "--results", str(tmp_path / "results"))
+    assert code == 1 and "Traceback" not in err
+    assert f"{newest} was written with results schema version 99, newer than this perfsite reads" in \
+        " ".join(err.split())
+
+
+def test_a_damaged_file_is_one_paragraph(tmp_path, monkeypatch, capsys):
+    folder = write_results(tmp_path / "results")
+    damaged = sorted((folder / "nodes").glob("*.parquet"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])  # cut short, as by a copy that failed
+    code, _, err = run_main(monkeypatch, capsys, "query", "SELECT 1", "--results", str(tmp_path / "results"))
+    flat = " ".join(err.split())
+    assert code == 1 and "Traceback" not in err and "\n\n" not in err.strip()
+    assert flat.startswith(f"error: A file of the results store {tmp_path / 'results'} is not readable Parquet")
+    assert str(damaged) in flat and "Delete it" in flat
+
+
+HOSTILE = "evil\x1b[2J\u202eyb\nsecond line"
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "markdown"])
+def test_untrusted_values_are_shown_escaped_in_every_form(tmp_path, monkeypatch, capsys, fmt):
+    rd = ResultsDir(tmp_path / "results" / "x")
+    rd.write_row("trials", "k1", _trial("x", "r1", "e1", HOSTILE, 1, np.random.default_rng(0)))
+    code, out, err = run_main(monkeypatch, capsys, "query", "SELECT version, latency_p50_ms FROM trials",
+                              "--results", str(tmp_path / "results"), "--format", fmt)
+    assert code == 0, err
+    assert "\x1b" not in out and "\u202e" not in out and "second line" in out
+    if fmt == "json":
+        assert json.loads(out)[0]["version"] == HOSTILE  # escaped by JSON itself: nothing lost
+    else:
+        assert "evil\\x1b[2J\\u202eyb second line" in out  # one line per row
+
+
+def test_csv_and_markdown_forms(store, monkeypatch, capsys):
+    sql = ("SELECT version, count(*) AS trials, max(latency_p50_ms) AS slowest, list(DISTINCT git_commit "
+           "ORDER BY git_commit)[1] AS first_commit FROM history GROUP BY version ORDER BY version")
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store), "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    trials = _table(store, "trials")
+    assert [r["version"] for r in rows] == ["enc-int8", "fp32", "int8"]
+    fp32 = trials[trials["version"] == "fp32"]
+    assert int(rows[1]["trials"]) == len(fp32)
+    assert float(rows[1]["slowest"]) == fp32["latency_p50_ms"].max()  # every digit kept
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store), "--format", "markdown")
+    assert out.splitlines()[:2] == ["| version | trials | slowest | first_commit |", "|---|--:|--:|---|"]
+    assert out.splitlines()[3].startswith(f"| `fp32` | {len(fp32)} | {fp32['latency_p50_ms'].max():.6g} | `")
+
+
+def test_output_file(store, tmp_path, monkeypatch, capsys):
+    target = tmp_path / "answers" / "versions.json"
+    code, out, err = run_main(monkeypatch, capsys, "query", "SELECT DISTINCT version FROM trials ORDER BY 1",
+                              "--results", str(store), "--format", "json", "--output", str(target))
+    assert code == 0, err
+    assert out == f"wrote {target} (3 rows)\n"
+    assert json.loads(target.read_text()) == [{"version": v} for v in ("enc-int8", "fp32", "int8")]
+
+
+def test_every_documented_query_runs(tmp_path, monkeypatch, capsys):
+    """The examples of docs/query.md on a store with every table (the site fixture's)."""
+    write_results(tmp_path / "results")
+    text = (ROOT / "docs" / "query.md").read_text(encoding="utf-8")
+    queries = re.findall(r"```sql\n(.*?)```", text, re.S)
+    assert len(queries) >= 4
+    for sql in queries:
+        code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(tmp_path / "results"))
+        assert code == 0 and re.search(r"\(\d+ rows?\)$", out.strip()), (sql, err)
+
+
+def test_without_duckdb_the_error_names_the_extra(store, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb now raises ModuleNotFoundError
+    for module in ("generator.results.query", "generator.cli.query"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    code, _, err = run_main(monkeypatch, capsys, "query", "SELECT 1", "--results", str(store))
+    flat = " ".join(err.split())
+    assert code == 1 and "Traceback" not in err
+    assert flat.startswith("error: duckdb is not installed, and `perfsite query` needs it")
+    assert "pip install 'perfsite[query]'" in flat
