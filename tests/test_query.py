@@ -234,7 +234,7 @@ def test_views_follow_the_store_rules(tmp_path, monkeypatch, capsys):
     (first / "latencies" / ".half.parquet").write_bytes(b"half a file")
     # A trial whose writer stopped after a side table, before its `trials` row (the commit point).
     stray = pa.table({"trial_key": ["unfinished"], "process": [0], "stream": [0], "iteration": [0],
-                      "latency_ms": [1.0]})
+                      "latency_ms": [1.0], "run_delay_ms": pa.array([None], pa.float64())})
     pq.write_table(stray.replace_schema_metadata({"perfsite.schema_version": "3"}),
                    first / "latencies" / "unfinished.parquet")
     sql = ("SELECT (SELECT count(*) FROM trials) AS trials, (SELECT count(*) FROM history) AS history, "
