@@ -106,3 +106,15 @@ def test_chart_block_embeds_the_spec_after_its_div(trials):
     assert spec == _latency_chart(summaries).to_dict()
     with pytest.raises(ValueError):
         charts.chart_block('x" onload="alert(1)', _latency_chart(summaries))
+
+
+def test_a_nan_or_infinite_figure_reaches_a_page_as_missing_not_a_traceback(tmp_path):
+    """NaN kernel times in a damaged nodes file, or 1.7e308 items/s times a chart's margin, made `build` fail
+    in json.dumps; JSON has no such numbers, so the page shows them missing."""
+    assert inline_json({"dur": float("nan"), "ips": [float("inf"), 2.0]}) == '{"dur":null,"ips":[null,2.0]}'
+    experiment = write_results(tmp_path / "results")
+    results = load_experiment(experiment)
+    results.nodes["dur_mean_us"] = float("nan")
+    summaries = S.trial_summaries(results.trials, ["fp32", "int8"])
+    chart = charts.op_time_chart(P.op_type_times(results.nodes, summaries[0].trial_key))
+    assert "NaN" not in inline_json(chart.to_dict())

@@ -83,6 +83,20 @@ def test_build_results_that_is_a_file_says_so(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "site").exists()
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "86401"])
+def test_profile_max_seconds_must_be_finite_and_in_range(tmp_path, monkeypatch, capsys, value):
+    """NaN fails every comparison: a range on the option reported it as above the maximum."""
+    from generator.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["perfsite", "profile", "m.onnx", "--max-seconds", value])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert exit_.value.code == 1 and "allowed: a finite number of seconds from 0.01 to 86,400" in err, err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help_and_is_documented(command):
     out = perfsite(command, "--help")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from perfsite_testing import perfsite
 
@@ -291,6 +292,24 @@ def test_a_trial_without_its_latencies_file_is_left_out_not_a_traceback(tmp_path
     lost.unlink()
     text, code_ = diff_command(base, cand)
     assert code_ == 0 and "Only in the baseline (not compared): cnn · fp32 · b" in text
+    # An empty latencies file (0 requests) is no better: the bootstrap raised ValueError on it.
+    pq.write_table(pq.read_table(sorted(lost.parent.glob("*.parquet"))[0]).slice(0, 0), lost)
+    text, code_ = diff_command(base, cand)
+    assert code_ == 0 and "Only in the baseline (not compared): cnn · fp32 · b" in text
+
+
+def test_nan_request_latencies_are_a_damaged_file_not_no_change(tmp_path):
+    """A NaN in latencies/ gave "no significant change" and exit 0 (--fail-on regression passed)."""
+    base, cand = sides(tmp_path, Side(), Side())
+    damaged = sorted((Path(cand) / EXPERIMENT / "latencies").glob("*.parquet"))[0]
+    table = pq.read_table(damaged)
+    index = table.column_names.index("latency_ms")
+    table = table.set_column(index, "latency_ms", pa.array(np.full(table.num_rows, np.nan)))
+    pq.write_table(table, damaged)
+    with pytest.raises(PerfsiteError) as err:
+        diff_command(base, cand)
+    message = " ".join(str(err.value).split())
+    assert f"The results file {damaged} holds {table.num_rows:,} request latencies that are not a finite" in message
 
 
 def test_measure_globs_must_be_relative_to_the_checkout(tmp_path):

@@ -163,6 +163,7 @@ def _profile_all_levels(project: Path, spec_text: str, versions: tuple[str, ...]
     """Real profiled passes (generator.runner.worker, in process) of each version at every level."""
     from generator.inputs import make_feeds
     from generator.runner import worker
+    from generator.runner.protocol import WorkerJob
     from generator.spec import load_spec
     from generator.versions import prepare_versions
 
@@ -181,7 +182,7 @@ def _profile_all_levels(project: Path, spec_text: str, versions: tuple[str, ...]
             job = {"mode": "profile", "model_path": str(path), "original_model_path": str(path), "config": config,
                    "feeds_path": str(feeds_path), "measure": {"warmup": 1, "profile_iterations": 2},
                    "work_dir": str(work)}
-            nodes = worker.profile_pass(job)["nodes"]
+            nodes = worker.profile_pass(WorkerJob(**job))["nodes"]
             out[(version, level)] = pd.DataFrame([{**n, "trial_key": f"{version}-{level}"} for n in nodes])
     return out
 

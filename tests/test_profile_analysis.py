@@ -241,10 +241,3 @@ def test_trial_profile_adds_the_spec_and_measured_whatifs(tables):
     measured = profile.whatifs[1]
     assert {f.key: f.factor for f in measured.factors} == {"Conv": 0.5, "Gemm": 1.0}
     assert [w.label for w in profile.op_whatifs] == ["QLinearConv", "Gemm", "If", "QuantizeLinear", "Transpose"]
-
-
-def test_the_moved_profile_summaries_stay_importable_from_summaries():
-    for name in S.MOVED_TO_PROFILE:
-        assert getattr(S, name) is getattr(P, name)
-    with pytest.raises(AttributeError):
-        S.no_such_summary  # noqa: B018

@@ -194,3 +194,25 @@ def test_a_current_file_lacking_a_column_is_refused_naming_file_and_column(tmp_p
     message = " ".join(str(err.value).split())
     assert f"The results file {damaged} lacks the column `{column}`" in message
     assert f"results schema {SCHEMA_VERSION} gives every `{table}` file" in message
+
+
+@pytest.mark.parametrize(("column", "value", "shown", "allowed"), [
+    ("status", "<b>weird</b>", "'<b>weird</b>'", "ok or failed"),
+    ("batch", 0, "0", "an integer ≥ 1"),
+])
+def test_a_trial_row_outside_the_contract_is_refused(tmp_path, column, value, shown, allowed):
+    """An unknown status was counted as failed without a word; batch 0 divided by zero on the profile page."""
+    from test_site_fixture import write_results
+
+    experiment = write_results(tmp_path / "results")
+    path = sorted((experiment / "trials").glob("*.parquet"))[0]
+    table = pq.read_table(path)
+    if table.column("status")[0].as_py() != "ok":
+        path = sorted((experiment / "trials").glob("*.parquet"))[1]
+        table = pq.read_table(path)
+    index = table.column_names.index(column)
+    table = table.set_column(index, column, pa.array([value], table.schema.field(column).type))
+    pq.write_table(table, path)
+    with pytest.raises(ResultsError) as err:
+        load_experiment(experiment)
+    assert f"{path}: `{column}` is {shown}; allowed: {allowed}." in str(err.value)

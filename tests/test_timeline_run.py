@@ -17,6 +17,7 @@ from perfsite_testing import perfsite, profile_recorder, write_spec
 from generator.results.store import load_experiment
 from generator.runner import worker
 from generator.runner.profiling import parse_profile
+from generator.runner.protocol import WorkerJob
 from generator.site.pages import render_pages
 from generator.timeline import chrome_trace, median_run, timeline_from_table
 
@@ -46,9 +47,9 @@ def test_profiled_if_model_keeps_its_branch_under_its_parent(tmp_path):
     np.savez(tmp_path / "feeds.npz", x=np.random.default_rng(2).random((1, 3, 16, 16), dtype=np.float32) + 0.1)
     config = {"batch": 1, "threads": 1, "concurrency": 1, "optimization_level": "disable", "provider": "cpu",
               "spinning": False, "inter_op_threads": 1}
-    out = worker.profile_pass({"mode": "profile", "model_path": str(model), "original_model_path": str(model),
-                               "config": config, "feeds_path": str(tmp_path / "feeds.npz"), "measure": MEASURE,
-                               "work_dir": str(tmp_path / "work")})
+    out = worker.profile_pass(WorkerJob(mode="profile", model_path=str(model), original_model_path=str(model),
+                                        config=config, feeds_path=str(tmp_path / "feeds.npz"), measure=MEASURE,
+                                        work_dir=str(tmp_path / "work")))
     rows = out["timeline"]
     # onnxruntime picks the order of independent nodes (conv, sum); the nesting is what matters.
     assert sorted((r["node_name"], r["parent"] or "") for r in rows) == [

@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from generator.runner import worker
+from generator.runner.protocol import WorkerJob
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = {"batch": 2, "threads": 1, "concurrency": 2, "optimization_level": "all", "provider": "cpu",
@@ -110,7 +111,7 @@ def test_profile_pass_statistics(job, monkeypatch):
     monkeypatch.setattr(worker, "_map_nodes", lambda original, optimized, stats: [empty] * len(stats))
     config = {**job["config"], "concurrency": 1, "optimization_level": "disable"}
     job = {**job, "mode": "profile", "config": config}
-    out = worker.profile_pass(job)
+    out = worker.profile_pass(WorkerJob(**job))
     assert out["runs"] == 5
     assert [(n["node_name"], n["op_type"], n["parent"]) for n in out["nodes"]] == [
         ("conv", "Conv", None), ("relu", "Relu", None)]

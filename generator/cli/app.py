@@ -7,6 +7,7 @@ and exit status 1; any other exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 import textwrap
@@ -17,6 +18,7 @@ from typing import Annotated
 import typer
 
 import generator
+from generator.bounds import MAX_ITERATIONS, MAX_THREADS, MAX_WARMUP
 from generator.errors import PerfsiteError, QueryMissingError, RunError, RuntimeMissingError
 from generator.processes import MAX_PROCESS_SECONDS
 from generator.terminal_text import safe
@@ -207,10 +209,13 @@ def compare(
 @app.command()
 def profile(
     model: Annotated[Path, typer.Argument(help="The ONNX model file to profile.", show_default=False)],
-    threads: Annotated[int, typer.Option(min=0, help="Intra-op threads (0: one per physical core).")] = 0,
-    iterations: Annotated[int, typer.Option(min=1, help="Timed requests (more for a stable p99).")] = 100,
-    warmup: Annotated[int, typer.Option(min=0, help="Untimed requests before the timed ones.")] = 10,
-    profile_iterations: Annotated[int, typer.Option(min=1, help="Inferences under onnxruntime's profiler.")] = 10,
+    threads: Annotated[int, typer.Option(min=0, max=MAX_THREADS,
+                                         help="Intra-op threads (0: one per physical core).")] = 0,
+    iterations: Annotated[int, typer.Option(min=1, max=MAX_ITERATIONS,
+                                            help="Timed requests (more for a stable p99).")] = 100,
+    warmup: Annotated[int, typer.Option(min=0, max=MAX_WARMUP, help="Untimed requests before the timed ones.")] = 10,
+    profile_iterations: Annotated[int, typer.Option(min=1, max=MAX_ITERATIONS,
+                                                    help="Inferences under onnxruntime's profiler.")] = 10,
     dim: Annotated[
         list[str] | None, typer.Option(help="Value of a named input dim, e.g. --dim seq_len=128 (repeatable).")
     ] = None,
@@ -224,8 +229,9 @@ def profile(
     out: Annotated[Path | None, typer.Option(help="Folder for MODEL.perf.json and .html (default: here).")] = None,
     provider: Annotated[str, typer.Option(help="Execution provider: cpu, cuda, ... (as in specs).")] = "cpu",
     optimization_level: Annotated[str, typer.Option(help="Graph optimization: disable|basic|extended|all.")] = "all",
-    max_seconds: Annotated[float, typer.Option(min=0.01, max=MAX_PROCESS_SECONDS,
-                                               help="Stop the timed loop after this many seconds.")] = 60.0,
+    max_seconds: Annotated[float, typer.Option(callback=_seconds_option,
+                                               help="Stop the timed loop after this many seconds "
+                                                    f"(0.01 to {MAX_PROCESS_SECONDS:,}).")] = 60.0,
     quick: Annotated[bool, typer.Option(help="Shorten the measurement (also PERFSITE_QUICK=1).")] = False,
 ) -> None:
     """Profile a model file (no spec): terminal summary, MODEL.perf.json and a self-contained MODEL.perf.html."""
@@ -344,6 +350,15 @@ def query(
     typer.echo(safe(query_command(sql, store, format_, output), lines=True), nl=False)  # values are anyone's
 
 
+def _seconds_option(value: float) -> float:
+    # A range on the option would let NaN through to a message about the upper bound (NaN fails every
+    # comparison): check finiteness first.
+    if not math.isfinite(value) or not 0.01 <= value <= MAX_PROCESS_SECONDS:
+        raise typer.BadParameter(f"got {value}; allowed: a finite number of seconds from 0.01 to "
+                                 f"{MAX_PROCESS_SECONDS:,}")
+    return value
+
+
 # What an interrupted command leaves behind, by command (the first word that is not an option).
 INTERRUPTED = {
     "run": "Interrupted. Every finished trial is kept; run the same command again to finish.",
@@ -366,9 +381,16 @@ MISSING_EXTRAS: dict[str, Callable[[str], PerfsiteError]] = {
 }
 
 
+# Commands whose run summary already says what an interruption kept (generator.cli.terminal).
+SUMMARY_SAYS_INTERRUPTED = ("run", "diff")
+
+
+def _command(argv: list[str]) -> str:
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
 def _interrupted_message(argv: list[str]) -> str:
-    command = next((a for a in argv if not a.startswith("-")), "")
-    return INTERRUPTED.get(command, INTERRUPTED_OTHER)
+    return INTERRUPTED.get(_command(argv), INTERRUPTED_OTHER)
 
 
 def _echo_err(text: str) -> None:
@@ -379,6 +401,8 @@ def main() -> None:
     """Console-script entry: run the app, turning user errors into one paragraph and exit status 1."""
     try:
         rc = app(prog_name="perfsite", standalone_mode=False)
+        if rc == EXIT_INTERRUPTED and _command(sys.argv[1:]) not in SUMMARY_SAYS_INTERRUPTED:
+            typer.echo(_interrupted_message(sys.argv[1:]), err=True)  # typer returns Ctrl-C as 130
         sys.exit(rc if isinstance(rc, int) else 0)
     except PerfsiteError as e:
         _user_error(e)

@@ -305,13 +305,14 @@ def _config_key(row: pd.Series) -> tuple:
 
 def _ok_by_config(exp: ExperimentResults) -> dict[tuple, list[pd.Series]]:
     """Ok trials with a latency, grouped by (version, configuration), oldest first. A trial that lacks its
-    latencies or processes file (a partial commit or copy; the build and run name it) has no requests to
-    compare: it is left out, as an unfinished trial would be."""
+    latencies or processes file (a partial commit or copy; the build and run name it), or whose latencies file
+    holds no request, has no requests to compare: it is left out, as an unfinished trial would be."""
     out: dict[tuple, list[pd.Series]] = {}
     lacking = {key for key, missing in exp.incomplete.items()
                if any(m.startswith(("latencies/", "processes/")) for m in missing)}
     ok = exp.trials[(exp.trials["status"] == "ok") & exp.trials["latency_headline_ms"].notna()
-                    & ~exp.trials["trial_key"].isin(lacking)]
+                    & ~exp.trials["trial_key"].isin(lacking)
+                    & exp.trials["trial_key"].isin(set(exp.latencies["trial_key"]))]
     for _, row in ok.sort_values(["finished_at", "trial_key"], kind="stable").iterrows():
         out.setdefault(_config_key(row), []).append(row)
     return out

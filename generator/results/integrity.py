@@ -83,16 +83,35 @@ def _incomplete(folder: Path, trials: pd.DataFrame) -> dict[str, tuple[str, ...]
     return out
 
 
+# What a `trials` row may hold beyond its figures: an unknown status was counted as failed without a word, a
+# batch of 0 divided by zero on the profile page.
+STATUSES = ("ok", "failed")
+CONFIG_COUNTS = ("batch", "threads", "concurrency")
+
+
 def _check_figures(folder: Path, trials: pd.DataFrame) -> None:
     for column in (c for c in FIGURES if c in trials):
         values = pd.to_numeric(trials[column], errors="coerce")
-        bad = trials[np.isinf(values) | (values < 0)]
-        if not bad.empty:
-            row = bad.iloc[0]
-            name = row["_file"] if "_file" in bad else f"{row['trial_key']}.parquet"
-            raise ResultsError(
-                f"{folder / 'trials' / name}: `{column}` is {row[column]}; allowed: a finite number ≥ 0 (or "
-                "empty). The file was probably edited or damaged outside perfsite; delete that trial's files "
-                f"under {folder} (trials/, processes/, latencies/, … named {row['trial_key']}.parquet); the next "
-                "`perfsite run` measures it again."
-            )
+        _refuse_first(folder, trials[np.isinf(values) | (values < 0)], column, "a finite number ≥ 0 (or empty)")
+    if "status" in trials:
+        _refuse_first(folder, trials[~trials["status"].isin(STATUSES)], "status", " or ".join(STATUSES))
+    for column in (c for c in CONFIG_COUNTS if c in trials):
+        values = pd.to_numeric(trials[column], errors="coerce")
+        _refuse_first(folder, trials[~(values >= 1)], column, "an integer ≥ 1")
+
+
+def _shown(value: object) -> str:
+    return repr(value) if isinstance(value, str) else "empty" if pd.isna(value) else str(value)
+
+
+def _refuse_first(folder: Path, bad: pd.DataFrame, column: str, allowed: str) -> None:
+    """A ResultsError naming the first bad row's file, its value and what is allowed (no-op when none)."""
+    if bad.empty:
+        return
+    row = bad.iloc[0]
+    name = row["_file"] if "_file" in bad else f"{row['trial_key']}.parquet"
+    raise ResultsError(
+        f"{folder / 'trials' / name}: `{column}` is {_shown(row[column])}; allowed: {allowed}. The file was probably "
+        f"edited or damaged outside perfsite; delete that trial's files under {folder} (trials/, processes/, "
+        f"latencies/, … named {row['trial_key']}.parquet); the next `perfsite run` measures it again."
+    )

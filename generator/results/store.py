@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -212,6 +213,7 @@ def _read_file(path: Path, table: str) -> pa.Table:
         if _older(pf):
             return _migrated(data, table)
         _check_columns(path, table, data)
+        _check_latencies(path, table, data)
         return data.cast(arrow_schema(table), safe=False) if _same_columns(pf, table) else data
     except ResultsError:
         raise
@@ -260,6 +262,20 @@ def _check_columns(path: Path, table: str, data: pa.Table) -> None:
             f"{', '.join(f'`{m}`' for m in missing[:6])}{' …' if len(missing) > 6 else ''}, which results schema "
             f"{SCHEMA_VERSION} gives every `{table}` file (docs/results.md). It was probably edited or damaged "
             f"outside perfsite; {_removal_advice(path, table)}")
+
+
+def _check_latencies(path: Path, table: str, data: pa.Table) -> None:
+    """Every request latency is a finite number ≥ 0: a NaN one made `diff` report "no significant change"."""
+    if table != "latencies" or "latency_ms" not in data.column_names or data.num_rows == 0:
+        return
+    values = data.column("latency_ms").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    bad = ~(np.isfinite(values) & (values >= 0))
+    if bad.any():
+        raise ResultsError(
+            f"The results file {path} holds {int(bad.sum()):,} request latenc{'y' if bad.sum() == 1 else 'ies'} "
+            f"that {'is' if bad.sum() == 1 else 'are'} not a finite number ≥ 0 (the first: {values[bad][0]}); "
+            f"allowed in `latency_ms`: finite milliseconds ≥ 0. It was probably edited or damaged outside "
+            f"perfsite; {_removal_advice(path, table)}")
 
 
 def _same_columns(pf: pq.ParquetFile, table: str) -> bool:

@@ -13,6 +13,15 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.functional_validators import AfterValidator
 
+from generator.bounds import (  # re-exported: the spec's limits
+    MAX_ITERATIONS,
+    MAX_REPEATS,
+    MAX_SAMPLES,
+    MAX_SEED,
+    MAX_SIZE,
+    MAX_THREADS,
+    MAX_WARMUP,
+)
 from generator.spec.errors_fmt import Issue, expect, fail
 
 # The fields of ModelSpec that transform a model; generator.versions keys its registry on these names.
@@ -51,18 +60,9 @@ PositiveInt = Annotated[int, Strict(), Field(ge=1)]
 # Sweep values are stored in int64 columns and passed to onnxruntime as C ints: 2**63 validated, then failed
 # its trial and ended `run` in an overflow traceback when the failed row was written. Sizes (batch, placeholder
 # dims) stop at the largest int32, thread and request counts at what any machine could run.
-MAX_SIZE = 2**31 - 1
-MAX_THREADS = 4096
 SizeValue = Annotated[int, Strict(), Field(ge=1, le=MAX_SIZE)]
 ThreadCount = Annotated[int, Strict(), Field(ge=1, le=MAX_THREADS)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
-# Counts a spec may ask for, bounded far above any sensible use so that a typo (an extra zero run, 1e23) is
-# refused in one paragraph instead of hanging a dry run or filling the memory.
-MAX_WARMUP = 100_000
-MAX_ITERATIONS = 10_000_000
-MAX_REPEATS = 1_000
-MAX_SAMPLES = 100_000
-MAX_SEED = 2**32 - 1  # numpy's legacy seeding takes 32 bits
 WarmupCount = Annotated[int, Strict(), Field(ge=0, le=MAX_WARMUP)]
 IterationCount = Annotated[int, Strict(), Field(ge=1, le=MAX_ITERATIONS)]
 RepeatCount = Annotated[int, Strict(), Field(ge=1, le=MAX_REPEATS)]
