@@ -775,10 +775,28 @@ def test_fuzz_mutations_of_the_example(spec_file: Path, data: st.DataObject) -> 
     ("warmup: 10", "warmup: 100001", "measure.warmup", "<= 100000"),
     ("min_iterations: 50", "min_iterations: 10000001", "measure.min_iterations", "<= 10000000"),
     ("repeats: 3", "repeats: 1001", "measure.repeats", "<= 1000"),
-    ("shape: [batch, 3, 64, 64]", "shape: [batch, 3, 64, 4294967296]", "shape[3]", "2147483647"),
 ])
 def test_counts_beyond_any_sensible_use_are_refused_before_anything_runs(spec_file, old, new, field, limit):
     """A typo of a few extra zeros used to pass `validate` and hang `run --dry-run` (1e23 calibration
     samples filled 7 GB); each count has a documented maximum (docs/spec.md)."""
     message = _error(spec_file, _edit(old, new))
     assert field in message and limit in message, message
+
+
+@pytest.mark.parametrize(("old", "new", "fragments"), [
+    ("batch: [1, 4, 8]", "batch: [1:30]", ["`sweep.batch[0]`", 'got `"1:30"`']),  # YAML 1.1: 90
+    ("spinning: [true]", "spinning: [yes]", ["`sweep.spinning[0]`", 'got `"yes"`', "expected true or false"]),
+    ("batch: [1, 4, 8]", "batch: [1_000]", ["`sweep.batch[0]`", 'got `"1_000"`']),
+])
+def test_yaml_1_1_number_and_boolean_forms_are_text_not_silent_values(spec_file, old, new, fragments):
+    """Under PyYAML's YAML 1.1 rules `1:30` was 90 and `yes` true, silently; specs follow YAML 1.2's core
+    schema, where they are text that the strict types refuse."""
+    message = " ".join(_error(spec_file, _edit(old, new)).split())
+    assert all(f in message for f in fragments), message
+
+
+def test_yaml_1_2_numbers_read_as_written(spec_file):
+    """`1e1` was a string under YAML 1.1 (a float needs a dot there) and `010` was eight."""
+    spec = _load(spec_file, _edit("latency_threshold_ms: 20", "latency_threshold_ms: 1e1",
+                                  _edit("batch: [1, 4, 8]", "batch: [1, 4, 8, 010]"))).spec
+    assert spec.latency_threshold_ms == 10.0 and spec.sweep.batch == (1, 4, 8, 10)

@@ -14,7 +14,8 @@ Inside a site it built, perfsite still deletes only what it wrote: the marker li
 (its manifest), and whatever else the old site holds (a `.git` of a gh-pages clone, a `CNAME`, results a
 `perfsite run --results` put there) is carried into the new site, hard-linked (same file system, instant, and
 the old site keeps its copy until the swap), and the build names it. A marker without a manifest (an earlier
-release) counts as listing the top-level entries the new build writes. A carried entry whose path the new
+release) cannot tell: there, as mkdocs itself does, entries whose names start with a dot are kept (and a
+`CNAME`), and the rest is taken for the old build's own. A carried entry whose path the new
 build also writes is refused before anything is swapped.
 
 One build per project at a time: the build folder `<project>/.perfsite/build` is shared, so a build holds an
@@ -42,6 +43,8 @@ from generator.processes import alive
 MARKER = SITE_MARKER
 # Files only a perfsite-built site has: a site of a release before the marker is recognised by them.
 LEGACY_SIGNS = ("assets/perfsite/perfsite.css", "assets/perfsite/perfsite.js")
+# In a site of an earlier release (no file list), what is kept besides dot-entries (a gh-pages custom domain).
+LEGACY_KEPT = ("CNAME",)
 _STAGING = re.compile(r"^\.(?P<name>.+)\.perfsite-(?:new|old)-(?P<pid>\d+)$")
 _RENAME_EXCHANGE = 2
 
@@ -110,9 +113,9 @@ def foreign_entries(site_dir: Path, staging: Path) -> list[str]:
     """Paths in the old site (relative, posix) that perfsite did not write: whole folders where none of their
     files is perfsite's, else single files."""
     manifest = _manifest(site_dir)
-    if manifest is None:  # an earlier release's site: its own entries are those the new build writes again
-        return sorted(e.name for e in site_dir.iterdir()
-                      if e.name != MARKER and not os.path.lexists(staging / e.name))
+    if manifest is None:  # an earlier release's site: keep what mkdocs itself keeps (dot-entries) and a CNAME
+        return sorted(e.name for e in site_dir.iterdir() if e.name != MARKER and (e.name.startswith(".") or
+                      e.name in LEGACY_KEPT) and not os.path.lexists(staging / e.name))
     ours = {parent.as_posix() for f in manifest for parent in Path(f).parents}  # folders holding our files
     found: list[str] = []
     for root, dirs, names in os.walk(site_dir):

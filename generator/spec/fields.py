@@ -99,7 +99,7 @@ def _check_axis_value(value: Any) -> Any:
     return value
 
 
-Dim = Annotated[SizeValue | PlaceholderName, BeforeValidator(_check_dim)]
+Dim = Annotated[PositiveInt | PlaceholderName, BeforeValidator(_check_dim)]
 AxisValue = Annotated[Flag | Annotated[int, Strict()] | Text, BeforeValidator(_check_axis_value)]
 Selection = dict[Text, AxisValue]
 

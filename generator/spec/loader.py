@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,18 @@ from generator.spec.model import Spec
 MAX_YAML_NODES = 100_000  # a real spec has a few hundred; more means an alias bomb or a data dump
 MAX_YAML_DEPTH = 64
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+# Specs are read with YAML 1.2's core schema, not PyYAML's YAML 1.1 one: under 1.1 `1:30` was the number 90
+# (sexagesimal), `yes`/`no`/`on`/`off` booleans, `1_000` a thousand, `010` eight (octal) and `1e1` a string
+# (1.1 floats need a dot). Under 1.2 those are strings, which the spec's strict types refuse with their
+# allowed values, `010` is ten, `1e1` is ten and a date is text.
+_BOOL, _INT, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"  # 1.2 core has none: `2026-01-01` stays text
+_CORE_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_CORE_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_CORE_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                         r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 
 
 class _Refused(Exception):
@@ -97,6 +110,22 @@ class SpecYamlLoader(yaml.SafeLoader):
             raise _Refused(f"line {line}, column {column}: a key in `{yaml_path(loc) or 'top level'}` is a "
                            "list or mapping; keys are plain names")
         return self.construct_object(key_node)
+
+    def construct_core_int(self, node: ScalarNode) -> int:
+        text = str(self.construct_scalar(node))
+        if text.startswith(("0o", "0x")):
+            return int(text[2:], 8 if text[1] == "o" else 16)
+        return int(text, 10)  # leading zeros are decimal in YAML 1.2
+
+
+SpecYamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_BOOL, _INT, _FLOAT, _TIMESTAMP)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+SpecYamlLoader.add_implicit_resolver(_BOOL, _CORE_BOOL, list("tTfF"))
+SpecYamlLoader.add_implicit_resolver(_INT, _CORE_INT, list("-+0123456789"))
+SpecYamlLoader.add_implicit_resolver(_FLOAT, _CORE_FLOAT, list("-+0123456789."))
+SpecYamlLoader.add_constructor(_INT, SpecYamlLoader.construct_core_int)
 
 
 def _check_depth(text: str) -> None:
