@@ -348,3 +348,10 @@ def test_architecture_names_modules_that_exist_and_every_package():
     unlisted = [p for p in packages if not any(m == f"generator.{p}" or m.startswith(f"generator.{p}.")
                                                for m in named)]
     assert not unlisted, f"packages missing from docs/architecture.md: {unlisted}"
+
+
+def test_control_and_bidi_characters_from_models_show_escaped_in_pages():
+    """ESC and BEL in a node name, U+202E in a description reached the built HTML as raw bytes (inert, but
+    invisible in copied text and able to reorder a line): pages show them as the terminal does."""
+    assert md_text("conv\x1b[2J\x07") == "conv&#92;x1b&#91;2J&#92;x07"
+    assert md_paragraphs("a\u202eb\x00") == ["a&#92;u202eb&#92;x00"]

@@ -216,3 +216,16 @@ def test_a_trial_row_outside_the_contract_is_refused(tmp_path, column, value, sh
     with pytest.raises(ResultsError) as err:
         load_experiment(experiment)
     assert f"{path}: `{column}` is {shown}; allowed: {allowed}." in str(err.value)
+
+
+def test_one_file_holding_a_trial_twice_is_named_once(tmp_path):
+    """The duplicate warning named the same file twice ("in K.parquet and K.parquet")."""
+    from test_site_fixture import write_results
+
+    folder = write_results(tmp_path / "results")
+    path = sorted((folder / "trials").glob("*.parquet"))[0]
+    table = pq.read_table(path)
+    pq.write_table(pa.concat_tables([table, table]), path)
+    report = ResultsDir(folder).check()
+    assert report.trials["trial_key"].is_unique
+    assert report.problems == (f"Trial {path.stem} is stored twice in {path} (two rows); counted once.",)

@@ -62,6 +62,10 @@ def _one_row_per_key(folder: Path, trials: pd.DataFrame) -> tuple[pd.DataFrame, 
     dup = ordered["trial_key"].duplicated(keep="first")
     for _, row in ordered[dup].iterrows():
         kept = ordered[(ordered["trial_key"] == row["trial_key"]) & ~dup]["_file"].iloc[0]
+        if kept == row["_file"]:  # one file holding the row twice (a hand edit, a bad merge)
+            problems.append(f"Trial {row['trial_key']} is stored twice in {folder / 'trials' / kept} (two rows); "
+                            "counted once.")
+            continue
         problems.append(f"Trial {row['trial_key']} is stored twice, in {folder / 'trials' / kept} and "
                         f"{folder / 'trials' / row['_file']}; counted once, from {kept}.")
     kept = ordered[~dup].drop(columns=["_file", "_named"]).sort_index()

@@ -17,6 +17,8 @@ import math
 import re
 from typing import Any
 
+from generator.terminal_text import safe
+
 # HTML specials, Markdown emphasis/link/code/table/heading/attribute syntax, and the characters that
 # pymdown-extensions give meaning to (~ strikethrough, : emoji and definitions, = mark, ^ caret, $ math).
 _SPECIAL = set("&<>\"'|[]()*_`\\{}#!~:=^$+")
@@ -31,7 +33,9 @@ def md_text(value: Any) -> str:
     Not for the start of a line: use md_paragraphs there."""
     if value is None:
         return ""
-    text = _NEWLINES.sub(" ", str(value))
+    # Control characters and bidirectional overrides shown as the terminal shows them (\x1b), not raw bytes
+    # in the page: inert in HTML either way, but raw they hide in copied text and reorder a line's display.
+    text = safe(_NEWLINES.sub(" ", str(value)))
     return "".join(_ENTITY.get(ch, ch) for ch in text)
 
 
