@@ -68,7 +68,7 @@ def bootstrap_case() -> Callable[[], object]:
 
 
 def probe_case() -> Callable[[], object]:
-    from generator.runner.probe import probe_machine
+    from generator.machine.probe import probe_machine
 
     return lambda: probe_machine(quick=True, threads=2)
 

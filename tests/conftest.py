@@ -25,7 +25,7 @@ def _probe_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(monkeypatch, _probe_cache):
-    # The machine-limits cache is per user (generator.runner.probe.probe_cache_dir): tests must never read or
+    # The machine-limits cache is per user (generator.machine.probe.probe_cache_dir): tests must never read or
     # write the real one in the home folder. One folder for the whole session, so that the suite probes once.
     monkeypatch.setenv("PERFSITE_CACHE_DIR", str(_probe_cache))
 

@@ -7,9 +7,9 @@ import dataclasses
 import onnxruntime as ort
 import pyarrow as pa
 
+from generator.machine import environment
+from generator.machine.environment import capture_environment, fingerprint, parse_cpuinfo
 from generator.results.schema import arrow_schema, column_names
-from generator.runner import environment
-from generator.runner.environment import capture_environment, fingerprint, parse_cpuinfo
 
 X86_TWO_SOCKETS = "\n\n".join(
     f"processor\t: {cpu}\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nphysical id\t: {cpu // 4}\n"

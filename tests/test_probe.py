@@ -10,8 +10,8 @@ import os
 import pytest
 
 from generator.errors import RunError
-from generator.runner import probe
-from generator.runner.environment import capture_environment
+from generator.machine import probe
+from generator.machine.environment import capture_environment
 
 
 @pytest.fixture(scope="module")

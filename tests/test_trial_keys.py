@@ -12,8 +12,8 @@ import onnx
 import pytest
 
 from generator import plan
+from generator.machine import environment
 from generator.models.builder import FLOAT, GraphBuilder
-from generator.runner import environment
 from generator.runner.orchestrate import RunOptions, run_experiment
 from generator.spec.loader import load_spec_text
 

@@ -164,7 +164,7 @@ def test_unknown_mode_and_usage(tmp_path, job):
 def test_session_options_from_configuration():
     import onnxruntime as ort
 
-    from generator.runner.session import session_options
+    from generator.machine.session import session_options
 
     config = {**CONFIG, "threads": 3, "optimization_level": "basic", "inter_op_threads": 2}
     so, providers = session_options(config)
@@ -181,7 +181,7 @@ def test_session_options_from_configuration():
 
 def test_bad_configuration_and_unloadable_model(tmp_path):
     from generator.errors import RunError
-    from generator.runner.session import open_session, session_options
+    from generator.machine.session import open_session, session_options
 
     with pytest.raises(RunError, match="optimization_level.*allowed: disable, basic, extended, all"):
         session_options({**CONFIG, "optimization_level": "max"})

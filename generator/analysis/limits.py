@@ -1,7 +1,7 @@
 """Figures above a measured machine limit: said out loud, never a silent 106 %.
 
 A layer cannot run faster than the machine's peak, so a figure above a probed limit means the limit is too
-low: the probe ran while another process held the machine (generator.runner.probe detects some of that and
+low: the probe ran while another process held the machine (generator.machine.probe detects some of that and
 `perfsite run` re-probes once when a layer exceeds the cached limits). Memory traffic has a second cause: the
 bytes a kernel handles are counted as if they crossed the memory bus, and data served from the caches moves
 faster than the measured bandwidth. Either way every page marks such a figure LIMIT_UNDERESTIMATED and gathers

@@ -69,7 +69,7 @@ class Roofline:
     machine_gops_int8: float | None
     thread_scale: float
     probed_at: str | None = None  # when the limits were probed (ISO 8601 UTC); None for older results
-    quality: str | None = None  # the probe's quality in words (generator.runner.probe.MachineLimits.quality_text)
+    quality: str | None = None  # the probe's quality in words (generator.machine.probe.MachineLimits.quality_text)
 
     @property
     def measured(self) -> bool:

@@ -13,9 +13,9 @@ def profile_command(model: Path, *, threads: int, iterations: int, warmup: int, 
                     optimization_level: str, max_seconds: float, quick: bool,
                     progress: Callable[[str], None] | None = None, inputs: Sequence[str] = ()) -> str:
     """The terminal summary of a one-shot profile (MODEL.perf.json and MODEL.perf.html written)."""
+    from generator.machine.session import OPTIMIZATION_LEVELS, check_providers
     from generator.oneshot import ProfileOptions, profile_model, summary_text
     from generator.runner.orchestrate import is_quick
-    from generator.runner.session import OPTIMIZATION_LEVELS, check_providers
 
     if optimization_level not in OPTIMIZATION_LEVELS:
         raise RunError(f"--optimization-level is {optimization_level!r}; allowed: {', '.join(OPTIMIZATION_LEVELS)}.")

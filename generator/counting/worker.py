@@ -37,7 +37,7 @@ import numpy as np
 import onnxruntime as ort
 
 from generator.errors import PerfsiteError, RunError
-from generator.runner.session import onnxruntime_reason, open_session
+from generator.machine.session import onnxruntime_reason, open_session
 
 EMPTY = "empty"
 

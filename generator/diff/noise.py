@@ -26,8 +26,8 @@ import pandas as pd
 
 from generator.analysis.stats import ProcessSamples, process_samples
 from generator.analysis.summaries import clean
+from generator.results.noise import NOISE_CORES_SHARE
 from generator.results.store import ExperimentResults
-from generator.runner.aggregate import NOISE_CORES_SHARE
 
 STARVED_SHARE = 0.95
 MIN_PROCESSES = 2

@@ -37,9 +37,9 @@ from generator.analysis.stats import ProcessSamples, latency_ratio, percentile_o
 from generator.analysis.summaries import AXIS_COLUMNS, clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
 from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
+from generator.machine.environment import FINGERPRINT_FIELDS
 from generator.results.intervals import BETWEEN_RUN_SD
 from generator.results.store import ExperimentResults
-from generator.runner.environment import FINGERPRINT_FIELDS
 from generator.spec.model import Regression
 
 SLOWER, FASTER, NO_CHANGE, NOT_COMPARABLE = "slower", "faster", "no significant change", "not comparable"

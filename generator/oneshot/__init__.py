@@ -58,10 +58,10 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     ``--input NAME=FILE`` texts; ``options.threads`` 0 means one per physical core. User errors raise
     PerfsiteError children.
     """
+    from generator.machine.environment import capture_environment
+    from generator.machine.probe import ensure_limits
     from generator.oneshot.analysis import analyse_profile
     from generator.oneshot.record import build_record
-    from generator.runner.environment import capture_environment
-    from generator.runner.probe import ensure_limits
 
     say = progress or (lambda _text: None)
     model_path = Path(model_path).absolute()
@@ -80,7 +80,7 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
         options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
     options = options.effective()
     say("Measuring the machine's peak and bandwidth (cached once per machine)...")
-    # The same probe and the same per-user cache as `perfsite run` (generator.runner.probe.probe_cache_dir).
+    # The same probe and the same per-user cache as `perfsite run` (generator.machine.probe.probe_cache_dir).
     env = ensure_limits(env, options.quick)
     peak = scaled_peak_gflops(env, options.threads)
     with owned_tempdir("perfsite-profile-") as tmp:

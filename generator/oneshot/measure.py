@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from generator.errors import RunError
+from generator.machine.environment import Environment
+from generator.machine.session import check_providers
 from generator.results import clean
 from generator.runner import aggregate, children, worker
-from generator.runner.environment import Environment
 from generator.runner.protocol import WorkerJob
-from generator.runner.session import check_providers
 
 # The timed loop stops at whichever comes last of the asked iterations and MIN_SECONDS, or at max_seconds.
 MIN_SECONDS = 0.0

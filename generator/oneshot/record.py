@@ -20,10 +20,10 @@ import numpy as np
 import generator
 from generator.analysis.accounting import PROFILED_TIMES_RULE, time_accounting
 from generator.analysis.limits import LIMIT_UNDERESTIMATED, above_limit, limit_overruns
+from generator.machine.environment import Environment
 from generator.oneshot.analysis import ProfileAnalysis
 from generator.oneshot.measure import Measured, ProfileOptions, noise, scaled_peak_gflops, thread_scale
 from generator.oneshot.shapes import ResolvedInputs
-from generator.runner.environment import Environment
 from generator.runner.measure import P99_MIN_SAMPLES, latency_stats
 
 FORMAT = "perfsite.profile"

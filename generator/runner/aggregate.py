@@ -20,13 +20,9 @@ import pyarrow as pa
 
 from generator.plan import Trial
 from generator.results import clean, intervals
+from generator.results.noise import NOISE_CORES_SHARE, NOISE_CV, NOISE_PREEMPTED_SHARE, NOISE_SPREAD
 from generator.runner.measure import latency_stats
 
-# Thresholds of the noise rules (docs/methodology.md explains each).
-NOISE_CV = 0.10
-NOISE_SPREAD = 0.05
-NOISE_CORES_SHARE = 0.8
-NOISE_PREEMPTED_SHARE = 0.5
 PERCENTILE_Q = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 
 

@@ -2,7 +2,7 @@
 
 A layer above a limit proves the limit too low (the probe ran while a neighbour held the machine), or, for
 memory traffic, that the layer's data came from the caches. `perfsite run` re-probes once per cached probe
-(generator.runner.probe.reprobe keeps the better of the old and new figures); what still exceeds the limits
+(generator.machine.probe.reprobe keeps the better of the old and new figures); what still exceeds the limits
 afterwards, the pages mark "limit underestimated" (generator.analysis.limits).
 
 The operations and bytes of each executed node follow the same rule as the profile pages
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from generator.layers.work import cell, split_sums, traffic_bytes
+from generator.machine import probe
+from generator.machine.environment import Environment
 from generator.results.store import ResultsDir
-from generator.runner import probe
-from generator.runner.environment import Environment
 
 
 @dataclass(frozen=True)

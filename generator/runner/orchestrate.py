@@ -28,6 +28,9 @@ from typing import Any
 
 import generator
 from generator.errors import RunError
+from generator.machine.environment import Environment, capture_environment
+from generator.machine.probe import ensure_limits
+from generator.machine.session import check_providers
 from generator.plan import (
     Configuration,
     filter_trials,
@@ -37,10 +40,7 @@ from generator.plan import (
     trial_key,
 )
 from generator.results.store import ResultsDir
-from generator.runner.environment import Environment, capture_environment
 from generator.runner.limits_check import recheck_limits
-from generator.runner.probe import ensure_limits
-from generator.runner.session import check_providers
 from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, SilentProgress: the runner's API)
     PlannedTrial,
     Progress,
@@ -238,7 +238,7 @@ def keyed_inputs(loaded: LoadedSpec) -> dict[str, Any]:
 def _start_side(side: Side) -> None:
     side.results.ensure_writable()
     # Roofline and timeline pages need the machine's measured limits; probed once per environment, then cached
-    # in the per-user cache `perfsite profile` shares (generator.runner.probe.probe_cache_dir).
+    # in the per-user cache `perfsite profile` shares (generator.machine.probe.probe_cache_dir).
     side.env = ensure_limits(side.env, side.quick)
     side.run_id = _start_run(side.results, side.loaded, side.env, side.quick)
 

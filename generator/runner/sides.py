@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from generator.machine.environment import Environment
 from generator.plan import Trial
 from generator.results.store import ResultsDir
-from generator.runner.environment import Environment
 from generator.spec import LoadedSpec
 from generator.versions import ModelVersion
 

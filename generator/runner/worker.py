@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 
 from generator.errors import PerfsiteError, RunError
+from generator.machine.session import open_session
 from generator.runner import measure, profiling
 from generator.runner.protocol import WorkerJob
-from generator.runner.session import open_session
 
 EXIT_OK = 0
 EXIT_ERROR = 3

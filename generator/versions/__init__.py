@@ -21,8 +21,8 @@ import onnx
 import onnxruntime
 
 from generator.errors import ModelError, PerfsiteError, SpecError
+from generator.machine.session import onnxruntime_reason
 from generator.plan import STANDARD_AXES, sweep_axes
-from generator.runner.session import onnxruntime_reason
 from generator.versions import fp16 as _fp16  # noqa: F401  (registers the transform)
 from generator.versions import quantize as _quantize  # noqa: F401  (registers the transform)
 from generator.versions.cache import cache_key, cached_model_path, model_digest, read_notes, store

@@ -71,7 +71,7 @@ class Environment:
     peak_gops_int8: float | None
     bandwidth_gbs: float | None
     captured_at: str
-    limits_probed_at: str | None = None  # when the limits above were probed (generator.runner.probe)
+    limits_probed_at: str | None = None  # when the limits above were probed (generator.machine.probe)
     limits_quality: str | None = None  # the probe's quality in words: "clean (1 probe)", "disturbed (...)"
 
     def row(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from generator.errors import RunError
-from generator.runner.environment import Environment
+from generator.machine.environment import Environment
 
 # (matrix size n, minimum runs, time budget in s per measurement), (floats in the bandwidth arrays, runs).
 # The quick sizes keep a probe under a second; the bandwidth arrays stay larger than any last-level cache.
