@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.perfsite-installed
 MODELS := experiments/models/cnn.onnx experiments/models/transformer.onnx
 
-.PHONY: demo test install models lint bench clean test-latest drift
+.PHONY: demo test check install models lint bench clean test-latest drift
 
 demo: $(MODELS)
 	$(BIN)/perfsite run experiments/quickstart.yaml
@@ -15,6 +15,10 @@ demo: $(MODELS)
 
 test: $(MODELS)
 	$(BIN)/python -m pytest
+
+# The fast tier for the inner loop: no browser, no real sweeps or site builds (tests/conftest.py SLOW_MODULES).
+check: $(MODELS)
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 install: $(STAMP)
 

@@ -89,3 +89,19 @@ def large_model_site(tmp_path_factory, _probe_cache) -> Path:
     # the autouse fixtures that set these for each test have not run yet
     assert run.returncode == 0, run.stderr
     return build_site(root / "results", root / "site", root)
+
+
+# Modules that run real sweeps, mkdocs builds or many CLI processes (10 s or more each in
+# `pytest --durations=0` on 2 cores, 2026-11-25): `make check`, the inner loop's tier, leaves them out with
+# the browser tests; `make test` and CI run everything.
+SLOW_MODULES = frozenset({
+    "test_run.py", "test_bad_input.py", "test_faults.py", "test_diff_git.py", "test_ci_recipe.py",
+    "test_count.py", "test_build_safety.py", "test_oneshot_cli.py", "test_site.py", "test_diff.py",
+    "test_timeline_page.py", "test_agreement.py", "test_cli.py", "test_large_model.py",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
