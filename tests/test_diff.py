@@ -238,12 +238,16 @@ def test_drift_between_separate_runs_is_never_called_a_change(tmp_path):
     assert diff_command(base, cand, fail_on="regression")[1] == 2
 
 
-def test_nothing_in_common_is_not_comparable(tmp_path):
+def test_nothing_in_common_is_a_user_error_not_exit_3(tmp_path):
+    """Exit 3 means an interval that cannot decide or machines that differ; two folders without one shared
+    configuration are the wrong folders (or a renamed version): one paragraph naming both sides, exit 1."""
     base, cand = sides(tmp_path, Side(), Side(version="int8"))
-    text, code_ = diff_command(base, cand)
-    assert code_ == 3 and "nothing to compare" in text.splitlines()[0]
-    assert "Only in the baseline (not compared): cnn · fp32 · b1 t1 c1, cnn · fp32 · b4 t1 c1." in text
-    assert "Only in the candidate (not compared): cnn · int8 · b1 t1 c1" in text
+    with pytest.raises(PerfsiteError) as err:
+        diff_command(base, cand)
+    message = " ".join(str(err.value).split())
+    assert "share no version and configuration, so there is nothing to compare." in message
+    assert "Only in the baseline: cnn · fp32 · b1 t1 c1, cnn · fp32 · b4 t1 c1." in message
+    assert "Only in the candidate: cnn · int8 · b1 t1 c1" in message
 
 
 def test_newest_trial_on_a_shared_environment_is_compared(tmp_path):

@@ -15,7 +15,7 @@ from generator.cli.terminal import write_output
 from generator.diff.export import EXPORT_FORMATS
 from generator.diff.report import markdown_summary, verdict_json
 from generator.diff.sources import load_side, open_source
-from generator.diff.verdict import NOT_COMPARABLE, SLOWER, diff_experiments
+from generator.diff.verdict import NOT_COMPARABLE, SLOWER, DiffResult, diff_experiments
 from generator.errors import PerfsiteError
 from generator.terminal_text import safe
 
@@ -45,6 +45,8 @@ def diff_command(
         base, cand = load_side(base_src), load_side(cand_src)
         result = diff_experiments(base, cand, (base_src.short, cand_src.short),
                                   (latency_ratio, throughput_ratio), allow_env_mismatch)
+    if not result.trials:
+        raise PerfsiteError(_nothing_shared(result))
     code = exit_code(result.verdict, fail_on)
     # Layer names in the summary come from models: no escape sequence reaches a terminal or a PR comment.
     text = safe(markdown_summary(result, site_url), lines=True)
@@ -55,6 +57,19 @@ def diff_command(
     for export_format, path in (exports or {}).items():
         write_output(path, json.dumps(EXPORT_FORMATS[export_format](result), indent=2, ensure_ascii=False) + "\n")
     return text, code
+
+
+def _nothing_shared(result: DiffResult) -> str:
+    """Exit 3 means an interval that cannot decide (or machines that differ); no shared configuration at all
+    is a question perfsite cannot answer, asked of the wrong folders: a user error."""
+    def listed(labels: tuple[str, ...]) -> str:
+        return ", ".join(labels[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6 else "") or "nothing"
+
+    return (f"{result.baseline} and {result.candidate} share no version and configuration, so there is nothing "
+            f"to compare. Only in the baseline: {listed(result.only_baseline)}. Only in the candidate: "
+            f"{listed(result.only_candidate)}. Allowed: two results folders (or git:REF) that measured at least "
+            "one version of one experiment in the same configuration; check the folders, or the version names "
+            "if one side renamed them.")
 
 
 def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Path | None,
