@@ -9,18 +9,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from generator.axes import AXES
 from generator.errors import RunError
 
 # Axes every configuration has, in the order a label and a sort use them.
-STANDARD_AXES = (
-    "batch",
-    "threads",
-    "concurrency",
-    "optimization_level",
-    "provider",
-    "spinning",
-    "inter_op_threads",
-)
+STANDARD_AXES = AXES
 AXIS_DEFAULTS: dict[str, Any] = {
     "batch": 1,
     "threads": 1,

@@ -13,10 +13,10 @@ from typing import Any
 
 import pandas as pd
 
+from generator.axes import AXES
+
 # Configuration axes that are columns of `trials`; any other sweep axis lives in the `dims` JSON column.
-AXIS_COLUMNS = (
-    "batch", "threads", "concurrency", "optimization_level", "provider", "spinning", "inter_op_threads",
-)
+AXIS_COLUMNS = AXES
 
 
 def clean(value: Any) -> Any:

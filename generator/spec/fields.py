@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.functional_validators import AfterValidator
 
+from generator.axes import AXES
 from generator.bounds import (  # re-exported: the spec's limits
     MAX_ITERATIONS,
     MAX_REPEATS,
@@ -39,9 +40,7 @@ Percentile = Literal["p50", "p90", "p95", "p99"]
 QuantizeMode = Literal["dynamic", "static_qdq", "static_qoperator"]
 QuantType = Literal["int8", "uint8"]
 DTYPES: tuple[str, ...] = get_args(DType)
-BUILTIN_AXES: tuple[str, ...] = (
-    "batch", "threads", "concurrency", "optimization_level", "provider", "spinning", "inter_op_threads",
-)
+BUILTIN_AXES: tuple[str, ...] = AXES
 
 
 def _matching(pattern: str, help_text: str) -> BeforeValidator:
