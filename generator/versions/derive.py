@@ -1,0 +1,91 @@
+"""Derived versions: a registered transform applied to a parent version, through the content-hash cache."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from generator.errors import ModelError, PerfsiteError
+from generator.versions.cache import cache_key, cached_model_path, model_digest, read_notes, store
+from generator.versions.checks import check_model_file, check_runtime_loads
+from generator.versions.registry import ModelVersion, Transform, TransformContext
+
+Progress = Callable[[str], None]
+
+
+def derived_version(
+    loaded: Any,
+    name: str,
+    base: ModelVersion,
+    label: str,
+    chain: tuple[str, ...],
+    wanted: tuple[str, Transform, Any],
+    cache_dir: Path,
+    binding: dict[str, int],
+    progress: Progress | None,
+) -> ModelVersion:
+    field_name, transform, options = wanted
+    # work_dir becomes a fresh scratch folder if the version must be built (see _build).
+    context = TransformContext(loaded, name, f"models.{name}.{field_name}", binding, cache_dir)
+    key = cache_key(base.sha256, field_name, transform.cache_token(options, context), transform.code_version)
+    dst = cached_model_path(cache_dir, key)
+    if not dst.is_file():
+        if progress is not None:
+            progress(f"building {name} ({transform.describe(options)})")
+        _build(base, dst, wanted, context, label)
+    sha256, size = model_digest(dst)
+    return ModelVersion(
+        name, dst, sha256, size, f"{label} → {transform.label(options)}", chain, read_notes(dst)
+    )
+
+
+def _build(
+    base: ModelVersion, dst: Path, wanted: tuple[str, Transform, Any], context: TransformContext, label: str
+) -> None:
+    """Run the transform in a scratch folder beside the cache and move the checked result into place."""
+    field_name, transform, options = wanted
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dst.parent, prefix=".build-") as work:
+        context.work_dir = Path(work)
+        built = context.work_dir / "model.onnx"
+        # The tools' numpy warnings would print through the progress bar; they are quoted if the build fails
+        # (onnxruntime's calibrator fails with "scale issue" and only its warning says the activations were NaN).
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            try:
+                # Tools may drop files into the working folder: onnxruntime's symbolic shape inference saves
+                # `sym_shape_infer_temp.onnx` and a weights-sized `<uuid>.data` there when it fails
+                # (onnxruntime/tools/symbolic_shape_infer.py). Keep them in the scratch folder, out of the user's.
+                with contextlib.chdir(context.work_dir):
+                    transform.apply(base.path, built, options, context)
+            except PerfsiteError:
+                raise
+            except Exception as e:  # any failure of the underlying tool is a problem with this model or options
+                raise _build_failed(e, [str(w.message) for w in warned], base, wanted, context, label) from e
+        what = f"{context.loaded.path}: {context.field}: the {field_name} transform"
+        if not built.is_file():
+            raise ModelError(f"{what} wrote no model for version {context.version!r}.")
+        _, checker_notes = check_model_file(built, what)
+        check_runtime_loads(built, f"{what} made an invalid model for version {context.version!r}")
+        about = {"version": context.version, "source_sha256": base.sha256, "transform": field_name}
+        store(built, dst, [*context.notes, *checker_notes], about)
+
+
+def _build_failed(
+    error: Exception, warned: list[str], base: ModelVersion, wanted: tuple[str, Transform, Any],
+    context: TransformContext, label: str,
+) -> ModelError:
+    _, transform, options = wanted
+    reason = f"{type(error).__name__}: {str(error).strip() or 'no message'}"
+    said = list(dict.fromkeys(warned))[:3]
+    if said:
+        reason += f" (after these warnings: {'; '.join(said)})"
+    return ModelError(
+        f"{context.loaded.path}: {context.field}: building version {context.version!r} "
+        f"({transform.describe(options)}) from {label} ({base.path}) failed: {reason}. Check the "
+        f"options under {context.field}, or exclude the failing nodes or op types."
+    )
