@@ -34,9 +34,9 @@ from perfsite_testing import ROOT, perfsite, write_spec
 from test_site_fixture import write_results
 
 from generator.errors import ModelError, RunError
+from generator.machine.profiling import node_statistics, parse_profile
 from generator.machine.session import check_providers
 from generator.results.schema import METADATA_KEY, SCHEMA_VERSION
-from generator.runner.profiling import node_statistics, parse_profile
 from generator.spec import load_spec
 from generator.versions import prepare_versions
 

@@ -139,7 +139,7 @@ def test_pareto_flags_the_frontier_and_sizes_it_by_model_size():
 
 
 def test_a_trend_of_many_configurations_colours_versions_and_highlights_one_configuration():
-    from generator.diff.trend import TrendPoint, trend_chart
+    from generator.site.trend_page import TrendPoint, trend_chart
 
     points = [TrendPoint(f"{c:040x}", "2026-11-01", "s", c, "e", version, f"b{b} t1 c1", "p90", 1.0 + c + b, 100.0,
                          False) for c in range(3) for version in ("fp32", "int8", "fp16") for b in range(12)]

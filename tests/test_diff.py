@@ -395,7 +395,7 @@ def test_signed_percentages():
 
 
 def test_trend_follows_each_figure_over_the_commits(repo):
-    from generator.diff.trend import collect_trend, trend_page
+    from generator.site.trend_page import collect_trend, trend_page
 
     write_side(repo / "results", Side(latency={1: 1.05, 4: 1.0}, seed=1, finished="2026-01-06T10:00:00Z"))
     commit_all = ("add", "-A")
@@ -420,7 +420,7 @@ def test_trend_follows_each_figure_over_the_commits(repo):
 
 def test_a_damaged_file_in_an_old_commit_is_skipped_by_the_trend_not_fatal(repo):
     """A corrupt Parquet file committed once used to fail every later `build --trend`."""
-    from generator.diff.trend import collect_trend, trend_page
+    from generator.site.trend_page import collect_trend, trend_page
 
     trial = sorted((repo / "results" / EXPERIMENT / "trials").glob("*.parquet"))[0]
     good = trial.read_bytes()
@@ -453,7 +453,7 @@ def test_a_damaged_file_in_a_git_revision_is_named_with_the_revision(repo):
 
 
 def test_trend_outside_git_is_a_user_error(tmp_path):
-    from generator.diff.trend import trend_pages
+    from generator.site.trend_page import trend_pages
 
     write_side(tmp_path / "results", Side())
     with pytest.raises(PerfsiteError, match="--trend follows the results folder .* not inside a git repository"):

@@ -28,7 +28,7 @@ from generator.layers import (
 )
 from generator.layers.anchors import base_op
 from generator.layers.graph_index import load_graph_index
-from generator.runner.profiling import node_statistics, parse_profile
+from generator.machine.profiling import node_statistics, parse_profile
 
 LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,

@@ -15,7 +15,7 @@ import pytest
 from perfsite_testing import profile_recorder
 
 from generator.errors import RunError
-from generator.runner.profiling import node_statistics, parse_profile
+from generator.machine.profiling import node_statistics, parse_profile
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "profile_tiny.json"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from generator.machine.profiling import parse_profile
 from generator.results.schema import column_names
-from generator.runner.profiling import parse_profile
 from generator.timeline import (
     Timeline,
     TimelineEvent,

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from perfsite_testing import perfsite, profile_recorder, write_spec
 
+from generator.machine.profiling import parse_profile
 from generator.results.store import load_experiment
 from generator.runner import worker
-from generator.runner.profiling import parse_profile
 from generator.runner.protocol import WorkerJob
 from generator.site.pages import render_pages
 from generator.timeline import chrome_trace, median_run, timeline_from_table

@@ -15,6 +15,7 @@ from typing import Any
 from generator.analysis.compare import compare_versions
 from generator.analysis.records_compare import Comparison, VersionTiming
 from generator.errors import ResultsError
+from generator.numbers import num, pct
 from generator.results.store import find_experiments, load_experiment
 from generator.site.charts_compare import config_text
 from generator.site.compare_page import (
@@ -25,7 +26,6 @@ from generator.site.compare_page import (
     sweet_spot_version,
     throughput_words,
 )
-from generator.site.formatting import num, pct
 from generator.terminal_text import safe
 
 TOP_KERNELS = 10  # kernel rows printed, most time first

@@ -3,7 +3,7 @@
 `generator.diff.sources` materializes the two sides, `generator.diff.verdict` compares them (ratios with
 95 % intervals over measurement processes, verdicts, environment checks), `generator.diff.layers` finds the
 layers that changed, `generator.diff.report` writes the Markdown summary and the JSON verdict, and
-`generator.diff.trend` follows key figures over the commits that changed the results.
+`generator.site.trend_page` follows key figures over the commits that changed the results.
 """
 
 from generator.diff.layers import LayerChange, LayerDiff

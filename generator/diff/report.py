@@ -17,7 +17,7 @@ from typing import Any
 from generator.analysis.records_compare import RatioCI
 from generator.diff.layers import LayerChange
 from generator.diff.verdict import FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff
-from generator.site.formatting import num
+from generator.numbers import num
 
 MAX_TABLE_ROWS = 30  # configurations in the table; a PR comment has a size limit and readers a patience one
 MAX_LISTED = 5  # regressions / improvements detailed, and layers named per configuration

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from generator.runner.profiling import parse_profile
+from generator.machine.profiling import parse_profile
 from generator.timeline import (
     LayerDetail,
     TemporalStats,

@@ -21,6 +21,7 @@ import generator
 from generator.analysis.accounting import PROFILED_TIMES_RULE, time_accounting
 from generator.analysis.limits import LIMIT_UNDERESTIMATED, above_limit, limit_overruns
 from generator.machine.environment import Environment
+from generator.numbers import rounded
 from generator.oneshot.analysis import ProfileAnalysis
 from generator.oneshot.measure import Measured, ProfileOptions, noise, scaled_peak_gflops, thread_scale
 from generator.oneshot.shapes import ResolvedInputs
@@ -34,10 +35,8 @@ LATENCY_FIGURES = ("mean", "p50", "p90", "p95", "p99", "std", "min", "max")
 
 
 def sig(value: float | None, digits: int = SIGNIFICANT) -> float | None:
-    """``value`` rounded to ``digits`` significant digits (None, NaN and infinities as None)."""
-    if value is None or not math.isfinite(float(value)):
-        return None
-    return float(f"{float(value):.{digits}g}")
+    """``value`` rounded to ``digits`` significant digits (generator.numbers.rounded)."""
+    return rounded(value, digits)
 
 
 def build_record(model_path: Path, resolved: ResolvedInputs, options: ProfileOptions, env: Environment,

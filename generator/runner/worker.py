@@ -43,8 +43,9 @@ from typing import Any
 import numpy as np
 
 from generator.errors import PerfsiteError, RunError
+from generator.machine import profiling
 from generator.machine.session import open_session
-from generator.runner import measure, profiling
+from generator.runner import measure
 from generator.runner.protocol import WorkerJob
 
 EXIT_OK = 0

@@ -141,7 +141,7 @@ def history_pages(
     progress: Callable[[str], None],
 ) -> list[Page]:
     """The pages `perfsite build --baseline B --trend N` adds: the changes page and the trend page."""
-    from generator.diff.trend import trend_pages
+    from generator.site.trend_page import trend_pages
 
     pages = []
     if baseline:

@@ -7,7 +7,6 @@ chart JSON must be byte-identical for the same results.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -15,6 +14,7 @@ import altair as alt
 
 from generator.analysis.profile import OpTypeTime
 from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary
+from generator.numbers import rounded
 from generator.site.escape import inline_json
 from generator.site.formatting import config_text
 
@@ -27,10 +27,8 @@ _CHART_ID = re.compile(r"[a-z][a-z0-9-]*")
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
-    """Significant-digit rounding: keeps the inline JSON short without changing what a reader can see."""
-    if value is None or value == 0 or not math.isfinite(value):
-        return value
-    return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
+    """Significant-digit rounding of chart data (generator.numbers.rounded)."""
+    return rounded(value, digits)
 
 
 def _scale(values: list[float]) -> alt.Scale:

@@ -40,6 +40,7 @@ from generator.analysis.chooser import (
 )
 from generator.analysis.layer_details import KernelDetail, LayerDetail, TrialDetails, trial_details
 from generator.analysis.records_compare import RatioCI, VersionTiming
+from generator.numbers import rounded
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
 from generator.site.formatting import op_name
 from generator.site.pages import REPORTS_DIR, ExperimentView, Page, render
@@ -111,7 +112,7 @@ def _json(value: Any) -> str:
 
 
 def _num(value: float | None) -> float | None:
-    return None if value is None else float(f"{value:.{DIGITS}g}")
+    return rounded(value, DIGITS)
 
 
 def _index(view: ExperimentView, data: ChooserData) -> dict[str, Any]:

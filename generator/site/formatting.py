@@ -1,66 +1,22 @@
-"""Number and label formatting for pages (Jinja filters). Every output here is plain text without Markdown
-or HTML specials, except where a function says it returns escaped text.
-
-Numbers keep three significant digits (a latency of 0.0421 ms and one of 1,234 ms are both read at a glance)
-and use thousands separators; the sortable tables' number sorter strips the separators again.
+"""Label formatting for pages (Jinja filters), over the numbers of generator.numbers. Every output here is
+plain text without Markdown or HTML specials, except where a function says it returns escaped text.
 """
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from typing import Any
 
 from generator.analysis.limits import LIMIT_UNDERESTIMATED, above_limit
 from generator.analysis.summaries import TrialSummary
+from generator.numbers import MISSING, fixed, mib, num, pct, short_sha  # noqa: F401  (filters)
 from generator.site.escape import md_text
-
-MISSING = "—"
-
-
-def num(value: float | int | None, sig: int = 3) -> str:
-    """A figure with `sig` significant digits, thousands separators for large values, "—" when missing."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return MISSING
-    if isinstance(value, int) or abs(value) >= 10 ** (sig - 1):
-        return f"{value:,.0f}"  # counts, and whole numbers: 1,163 items/s, not 1,160
-    value = float(f"{value:.{sig}g}")  # round first: 9.996 becomes 10.0, whose magnitude sets the decimals
-    if value == 0:
-        return "0"
-    if abs(value) < 1e-4:
-        return f"{value:.{sig - 1}e}"
-    # Trailing zeros are significant digits here (1.90 ms, not 1.9): columns then line up.
-    return f"{value:.{sig - 1 - math.floor(math.log10(abs(value)))}f}"
-
-
-def pct(share: float | None, decimals: int = 1) -> str:
-    """A ratio (0.123) as a percentage ("12.3%")."""
-    if share is None or not math.isfinite(share):
-        return MISSING
-    return f"{share * 100:.{decimals}f}%"
 
 
 def of_limit(share: float | None, decimals: int = 1) -> str:
     """A share of a measured limit as a percentage, marked when above 100 % (generator.analysis.limits)."""
     text = pct(share, decimals)
     return f"{text} ({LIMIT_UNDERESTIMATED})" if above_limit(share) else text
-
-
-def fixed(value: float | None, decimals: int = 2) -> str:
-    """A figure with a fixed number of decimals (ratios, cores)."""
-    if value is None or not math.isfinite(value):
-        return MISSING
-    return f"{value:.{decimals}f}"
-
-
-def mib(size_bytes: int | None) -> str:
-    """A byte count in MiB, three significant digits."""
-    return MISSING if size_bytes is None else num(size_bytes / 2**20)
-
-
-def short_sha(sha256: str | None) -> str:
-    """The first 12 hex digits, enough to tell model files apart."""
-    return MISSING if not sha256 else str(sha256)[:12]
 
 
 def when(iso: str | None) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from generator.runner.profiling import NodeEvent, ProfileRecording, ProfileRun
+from generator.machine.profiling import NodeEvent, ProfileRecording, ProfileRun
 
 
 @dataclass(frozen=True)
