@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from generator.analysis.limits import LIMIT_UNDERESTIMATED, limit_overruns
-from generator.site.formatting import of_limit
 from generator.machine import probe
 from generator.machine.environment import capture_environment
 from generator.results.store import ResultsDir
 from generator.runner import limits_check
+from generator.site.formatting import of_limit
 
 V1 = Path(__file__).parent / "data" / "v1" / "v1-sample"
 
