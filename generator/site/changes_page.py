@@ -19,7 +19,7 @@ from generator.diff.sources import load_side, open_source
 from generator.diff.verdict import FASTER, SLOWER, DiffResult, TrialDiff, diff_experiments
 from generator.results.store import ExperimentResults
 from generator.site.charts import _round, chart_block
-from generator.site.pages import REPORTS_DIR, Page, render, template_env
+from generator.site.page_base import REPORTS_DIR, Page, render, template_env
 
 CHANGES_PATH = f"{REPORTS_DIR}/_changes/index.md"
 SIDE_COLORS = alt.Scale(domain=["baseline", "candidate"], range=["#9e9e9e", "#3f51b5"])

@@ -43,7 +43,7 @@ from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.numbers import rounded
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
 from generator.site.formatting import op_name
-from generator.site.pages import REPORTS_DIR, ExperimentView, Page, render
+from generator.site.page_base import REPORTS_DIR, ExperimentView, Page, render
 
 CHOOSER_PAGE = "choose.md"
 DATA_FOLDER = "choose"  # beside the page; site_templates/choose.md.j2 links its index.js

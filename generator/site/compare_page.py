@@ -28,7 +28,7 @@ from generator.errors import ResultsError
 from generator.site import charts_compare as CC
 from generator.site.charts import chart_block
 from generator.site.formatting import wanted_text
-from generator.site.pages import REPORTS_DIR, ExperimentView, Page, has_chooser, render, slugify
+from generator.site.page_base import REPORTS_DIR, ExperimentView, Page, render, slugify
 
 MATCHED_WARN = 0.98  # below this share of matched time, the page warns that the kernel table is incomplete
 FALLBACK_RULE = "provider_fallback"  # generator.analysis.advice's rule for nodes run on another provider
@@ -202,7 +202,7 @@ def compare_view(view: ExperimentView, c: Comparison, named_config: bool = False
         overhead_ops=_overhead_ops(c), config_why=_config_why(c, named_config),
         fallback=tuple(a for a in c.advice if a.rule_id == FALLBACK_RULE),
         advice=tuple(a for a in c.advice if a.rule_id != FALLBACK_RULE),
-        chooser_link=chooser_link(c) if has_chooser(view) else "",
+        chooser_link=chooser_link(c) if view.chooser else "",
     )
 
 

@@ -31,7 +31,7 @@ from generator.errors import PerfsiteError
 from generator.results.store import ExperimentResults
 from generator.site.charts import _round, chart_block
 from generator.site.charts_compare import PALETTE
-from generator.site.pages import REPORTS_DIR, Page, render, template_env
+from generator.site.page_base import REPORTS_DIR, Page, render, template_env
 
 TREND_PATH = f"{REPORTS_DIR}/_trend/index.md"
 

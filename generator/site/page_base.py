@@ -1,0 +1,205 @@
+"""What every page kind builds on: the view records of an experiment (computed once), the Jinja environment and
+`render`, which turns a template into a Page (Markdown plus the data files of its long tables).
+
+Templates are rendered with autoescape off (they write Markdown, not HTML), so every interpolation of
+untrusted text goes through the `md` filter (generator.site.escape.md_text); numbers go through the formatting
+filters. The page kinds (generator.site.pages, compare_page, chooser_page) import this module; it imports none
+of them.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+import generator
+from generator.analysis import summaries as S
+from generator.analysis.accounting import PROFILED_TIMES_RULE
+from generator.results.store import ExperimentResults
+from generator.site.escape import md_paragraphs, md_text
+from generator.site.formatting import FILTERS
+from generator.site.glossary import abbreviations
+from generator.site.long_tables import page_long_tables
+from generator.site.specview import SpecView, spec_view
+
+REPORTS_DIR = "reports"
+# A Perfetto trace above this many characters is written gzip-compressed: about 280 bytes per kernel call made
+# 5.6 MB for a 20,000-node model, and no file of the site is to exceed 3 MB.
+TRACE_GZIP_ABOVE = 1_000_000
+MAX_SLUG = 48  # characters of a name kept in a file name
+
+
+def templates_dir() -> Path:
+    """site_templates/: beside the package in a source checkout or editable install, inside it in a wheel."""
+    package = Path(generator.__file__).parent
+    for candidate in (package / "site_templates", package.parent / "site_templates"):
+        if (candidate / "mkdocs.base.yml").is_file():
+            return candidate
+    raise FileNotFoundError(f"site_templates not found beside or inside {package}: a broken installation")
+
+
+@dataclass(frozen=True)
+class Page:
+    """One generated Markdown page, its path relative to the docs folder and its (escaped) title."""
+
+    path: str
+    title: str
+    markdown: str
+    # Other files written beside it: (path in the docs folder, text or bytes), e.g. a long table's data files.
+    files: tuple[tuple[str, str | bytes], ...] = ()
+
+
+def slugify(name: str, taken: set[str]) -> str:
+    """A file-name-safe, unique slug for an experiment or version name (names are untrusted text)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:MAX_SLUG].strip(".-") or "x"
+    slug, n = base, 2
+    while slug.lower() in taken:
+        slug, n = f"{base}-{n}", n + 1
+    taken.add(slug.lower())
+    return slug
+
+
+@dataclass(frozen=True)
+class VersionView:
+    info: S.VersionInfo
+    source: str
+    best: S.VersionBest
+    profile_path: str  # relative to the experiment folder
+
+
+@dataclass(frozen=True)
+class ExperimentView:
+    """Everything an experiment's pages show, computed once."""
+
+    name: str
+    slug: str
+    spec: SpecView
+    percentile: str
+    trials: list[S.TrialSummary]
+    versions: list[VersionView]
+    environments: list[S.EnvironmentSummary]
+    last_run: dict[str, Any] | None
+    results: ExperimentResults  # its nodes and processes feed the profile pages
+    chooser: bool = False  # whether the experiment gets a "choose A and B" page (has_chooser)
+
+    @property
+    def quick(self) -> bool:
+        return any(t.quick for t in self.trials)
+
+    @property
+    def ok_trials(self) -> list[S.TrialSummary]:
+        return [t for t in self.trials if t.ok]
+
+    @property
+    def failed(self) -> list[S.TrialSummary]:
+        return [t for t in self.trials if t.status != "ok"]
+
+    @property
+    def noisy(self) -> list[S.TrialSummary]:
+        return [t for t in self.trials if t.noisy and t.status == "ok"]
+
+    @property
+    def noisy_unpreempted(self) -> list[S.TrialSummary]:
+        """Noisy trials whose processes disagree although hardly a request was preempted: the machine itself
+        varied between processes (a virtual machine's host, CPU frequency, memory traffic), which run-delay
+        cannot see and a larger budget does not cure."""
+        return [t for t in self.noisy if t.preemption_known and (t.preempted_share or 0.0) < UNPREEMPTED_SHARE
+                and any(r.startswith("process medians spread") for r in t.noise_reasons)]
+
+    @property
+    def oversubscribed(self) -> list[S.TrialSummary]:
+        return [t for t in self.ok_trials if t.oversubscribed]
+
+    @property
+    def outputs_beyond_tolerance(self) -> tuple[Any, ...]:
+        """Agreement rows (generator.analysis.compare) of versions whose outputs left the tolerance."""
+        from generator.analysis.compare import outputs_beyond_tolerance
+
+        return outputs_beyond_tolerance(self.results)
+
+    @property
+    def tolerance_default(self) -> bool:
+        return self.results.spec.tolerance is None
+
+    @property
+    def out_of_budget(self) -> list[S.TrialSummary]:
+        return [t for t in self.trials if t.budget_exhausted and t.status == "ok"]
+
+    @property
+    def sweet_spots(self) -> list[S.TrialSummary]:
+        return [v.best.sweet_spot for v in self.versions if v.best.sweet_spot is not None]
+
+
+# Below this share of preempted requests, a trial's spread is not the neighbours' doing (methodology page).
+UNPREEMPTED_SHARE = 0.01
+
+
+def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
+    """Summaries of one experiment's results, versions in spec order."""
+    spec = spec_view(results.spec)
+    versions = S.ordered_versions(results.trials, list(spec.versions))
+    trials = S.trial_summaries(results.trials, versions)
+    percentile = spec.percentile or _stored_percentile(results.trials)
+    bests = S.version_bests(trials, versions, spec.latency_threshold_ms)
+    infos = S.version_infos(results.trials, versions)
+    taken: set[str] = set()
+    views = [
+        VersionView(info, info.source or spec.sources.get(info.version, "not in the current spec"), best,
+                    f"profile-{slugify(info.version, taken)}.md")
+        for info, best in zip(infos, bests, strict=True)
+    ]
+    return ExperimentView(
+        name=results.name, slug=slug, spec=spec, percentile=percentile, trials=trials, versions=views,
+        environments=S.environment_summaries(results.environments, results.trials),
+        last_run=S.last_run(results.runs), results=results, chooser=has_chooser(results),
+    )
+
+
+def has_chooser(results: ExperimentResults) -> bool:
+    """Whether the experiment gets a chooser page: two versions or more that a reader can choose between."""
+    from generator.analysis.chooser import choosable
+    from generator.analysis.compare_choice import compare_context
+
+    return len(choosable(compare_context(results))) >= 2
+
+
+def _stored_percentile(trials: Any) -> str:
+    values = sorted(set(trials["percentile"].dropna().astype(str))) if len(trials) else []
+    return values[-1] if values else "p50"
+
+
+def template_env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir()), autoescape=False, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )
+    env.filters.update(FILTERS, md=md_text, md_paragraphs=md_paragraphs)
+    # One sentence for every page that shows per-layer times (generator.analysis.accounting).
+    env.globals["profiled_times_rule"] = PROFILED_TIMES_RULE
+    return env
+
+
+def front_matter(title_html: str, wide: bool) -> str:
+    """Front matter with an already escaped title: mkdocs themes print `page.meta.title` as raw HTML, and
+    Material's fallback (`page.title | striptags`) would unescape entities inside <title>. Report pages keep
+    their table of contents (a profile page can be 30,000 px tall): the build integrates it into the left
+    navigation (theme feature `toc.integrate`), which leaves their tables the width of the page. `wide` is
+    kept for the templates that pass it."""
+    del wide
+    return f"---\ntitle: {json.dumps(title_html, ensure_ascii=False)}\n---\n\n"
+
+
+def render(env: jinja2.Environment, template: str, path: str, title: str, wide: bool = False,
+           **context: Any) -> Page:
+    title_html = md_text(title)
+    body = env.get_template(template).render(title=title_html, **context)
+    # One trailing newline whatever the template ends with: stable snapshots.
+    body = body.rstrip() + "\n"
+    terms = abbreviations(body)  # hover texts for the page's jargon (generator.site.glossary)
+    markdown, data_files = page_long_tables(front_matter(title_html, wide) + body + (f"\n{terms}\n" if terms else ""),
+                                            path)
+    return Page(path, title_html, markdown, data_files)

@@ -1,0 +1,124 @@
+"""The import graph of the package: no circles between modules or between sub-packages, and no import from a
+stage to a later one in the order docs/architecture.md gives (issue 16). Read over `ast`, imports inside
+functions included; only `if TYPE_CHECKING:` blocks are exempt."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from perfsite_testing import ROOT
+
+PACKAGE = ROOT / "generator"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    exempt: set[int] = set()
+    for node in ast.walk(tree):
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING":
+            exempt.update(id(n) for n in ast.walk(node))
+    return exempt
+
+
+def _imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    exempt, out = _type_checking_nodes(tree), set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if id(node) in exempt:
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            out.update(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names)
+    return {m for m in out if m in modules and m != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imported(name, path, modules) for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan, iterative enough for this size)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _stages() -> dict[str, int]:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Stage order", 1)[1].split("\n## ", 1)[0]
+    stages = {}
+    for number, line in re.findall(r"^(\d+)\. (.*)$", section, re.M):
+        for package in re.findall(r"`(generator(?:\.\w+)?)`", line):
+            stages[package] = int(number)
+    return stages
+
+
+def test_no_module_imports_itself_back():
+    assert _cycles(_graph()) == []
+
+
+def test_no_circle_between_sub_packages():
+    packages: dict[str, set[str]] = {}
+    for module, imported in _graph().items():
+        packages.setdefault(_package(module), set()).update(
+            _package(m) for m in imported if _package(m) != _package(module))
+    assert _cycles(packages) == []
+
+
+def test_every_import_goes_to_the_same_or_an_earlier_stage():
+    stages = _stages()
+    graph = _graph()
+    unplaced = sorted({_package(m) for m in graph} - set(stages))
+    assert not unplaced, f"packages missing from the stage order in docs/architecture.md: {unplaced}"
+    later = sorted(f"{module} imports {target}" for module, imported in graph.items() for target in imported
+                   if stages[_package(target)] > stages[_package(module)])
+    assert not later, later
