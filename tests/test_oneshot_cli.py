@@ -66,8 +66,13 @@ def test_printed_figures_equal_the_json(cnn_run):
     # The sweep's noise rules and preempted share, judged on the clean requests.
     noise = s["noise"]
     assert set(noise) == {"noisy", "reasons", "preemption_known", "preempted_share"}
+    # On a busy machine a second warning (a disturbed limits probe) may follow: the noise line is the one
+    # that names the noise.
+    noise_lines = [ln for ln in out.splitlines() if ln.strip().startswith(("warning", "noise"))
+                   and "preempted by other processes" in ln]
+    assert len(noise_lines) == 1 or not noise["preemption_known"], out
     label = "warning" if noise["noisy"] else "noise"
-    assert "preempted by other processes" in _line(out, label) or not noise["preemption_known"]
+    assert not noise_lines or noise_lines[0].strip().startswith(label)
     if noise["noisy"]:
         assert all(reason in out for reason in noise["reasons"])
     compute = [s["total_gflop"], s["achieved_gops"], s["peak_share_pct"], s["peak_gflops"]]

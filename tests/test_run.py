@@ -221,4 +221,7 @@ def test_repeats_are_a_minimum_even_when_the_first_round_spends_the_budget(cnn_p
     assert len(summary.measured) == 1 and not summary.failed
     exp = load_experiment(folder)
     assert sorted(exp.processes["round"]) == [0, 1]  # both rounds, though the first spent the budget
-    assert bool(exp.trials.iloc[0]["budget_exhausted"]) or exp.trials.iloc[0]["measuring_s"] < 0.01
+    # Out of budget means the interval did not reach the target: two processes that agree closely can reach it.
+    row = exp.trials.iloc[0]
+    assert row["measuring_s"] > row["budget_s"]
+    assert bool(row["budget_exhausted"]) == bool(row["ci_halfwidth"] > row["target"])
