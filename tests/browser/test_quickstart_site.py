@@ -28,13 +28,13 @@ def quickstart_site(tmp_path_factory, example_models) -> Path:
     shutil.copy(example_models["cnn"], project / "experiments" / "models" / "cnn.onnx")
     # A clone: the project root is the git top level, so results/ and site/ land beside experiments/.
     subprocess.run(["git", "init", "-q", str(project)], check=True)
-    # Every version and every page kind, on a third of the sweep: `make test` must stay near ten minutes on
-    # two cores; `make demo` runs the whole sweep.
-    run = perfsite("run", "experiments/quickstart.yaml", "--only", "batch=1,batch=8,concurrency=1", cwd=project,
+    # Every version and every page kind (the spec's profiled configuration b1 t2 c1 among them), on a sixth of
+    # the sweep: measuring processes are most of the suite's time; `make demo` runs the whole sweep.
+    run = perfsite("run", "experiments/quickstart.yaml", "--only", "batch=1,concurrency=1", cwd=project,
                    env={"PERFSITE_QUICK": "1"}, timeout=600)
     assert run.returncode == 0, run.stderr
     trials = pd.read_parquet(project / "results" / "quickstart" / "trials")
-    assert len(trials) == 12 and set(trials["status"]) == {"ok"}
+    assert len(trials) == 6 and set(trials["status"]) == {"ok"}
     build = perfsite("build", cwd=project, timeout=300)
     assert build.returncode == 0, build.stderr
     return project / "site"
