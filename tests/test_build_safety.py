@@ -116,3 +116,41 @@ def test_a_rebuild_keeps_what_perfsite_did_not_write_and_nothing_is_measured_int
         ResultsDir(site / "tiny").ensure_writable()
     models = perfsite("example-models", str(site / "models"), cwd=tmp_path)
     assert models.returncode == 1 and "a site perfsite built" in models.stderr and not (site / "models").exists()
+
+
+def _staged(parent: Path, name: str, files: dict[str, str], empty: tuple[str, ...] = ()) -> Path:
+    staging = parent / name
+    for rel, text in files.items():
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+        (staging / rel).write_text(text)
+    for rel in empty:
+        (staging / rel).mkdir(parents=True, exist_ok=True)
+    return staging
+
+
+def test_publish_keeps_user_data_of_a_legacy_site_and_its_own_empty_folders(tmp_path):
+    """A marker without a file list (an earlier release) keeps dot-entries, a CNAME and results a run wrote
+    into the site, and drops the old build's stale pages; a build's own empty folder is its own next time."""
+    from generator.site import publish
+
+    site = tmp_path / "site"
+    _staged(tmp_path, "site", {"index.html": "old", "stale.html": "old", ".git/HEAD": "ref", "CNAME": "x",
+                                "tiny/trials/k.parquet": "data", ".perfsite-site": '{"built_by": "perfsite"}'})
+    new = {"index.html": "new", "assets/a.css": "css"}
+    kept = publish.publish(_staged(tmp_path, ".new1", new, empty=("search",)), site)
+    assert kept == [".git", "CNAME", "tiny"] and not (site / "stale.html").exists()
+    assert (site / "tiny" / "trials" / "k.parquet").read_text() == "data" and (site / "index.html").read_text() == "new"
+    assert publish.publish(_staged(tmp_path, ".new2", new, empty=("search",)), site) == [".git", "CNAME", "tiny"]
+
+
+def test_a_build_killed_between_the_two_renames_gets_its_old_site_back(tmp_path):
+    """Where the system cannot exchange two folders, the swap is two renames; killed between them, the old
+    site waited in a staging name that the next build deleted. Now the next build puts it back."""
+    from generator.site import publish
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    old = _staged(tmp_path, f".site.perfsite-old-{dead.pid}", {"index.html": "old", ".git/HEAD": "ref"})
+    stray = _staged(tmp_path, f".site.perfsite-new-{dead.pid}", {"index.html": "half"})
+    publish.clean_stale(tmp_path)
+    assert (tmp_path / "site" / ".git" / "HEAD").read_text() == "ref" and not old.exists() and not stray.exists()

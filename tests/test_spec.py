@@ -800,3 +800,9 @@ def test_yaml_1_2_numbers_read_as_written(spec_file):
     spec = _load(spec_file, _edit("latency_threshold_ms: 20", "latency_threshold_ms: 1e1",
                                   _edit("batch: [1, 4, 8]", "batch: [1, 4, 8, 010]"))).spec
     assert spec.latency_threshold_ms == 10.0 and spec.sweep.batch == (1, 4, 8, 10)
+
+
+def test_an_explicit_int_tag_on_other_text_is_a_spec_error(spec_file):
+    """`!!int 0b101` loaded under YAML 1.1; under the 1.2 core schema it raised a bare ValueError."""
+    message = " ".join(_error(spec_file, _edit("batch: [1, 4, 8]", "batch: [!!int 0b101]")).split())
+    assert "`!!int 0b101` is not a YAML 1.2 integer; allowed: decimal digits, 0o… or 0x…" in message

@@ -301,8 +301,9 @@ def diff(
 def count(
     baseline: Annotated[Path, typer.Argument(help="The baseline ONNX model file.", show_default=False)],
     candidate: Annotated[Path, typer.Argument(help="The candidate ONNX model file.", show_default=False)],
-    iterations: Annotated[int, typer.Option(min=1, help="Counted inferences per version.")] = 10,
-    warmup: Annotated[int, typer.Option(min=0, help="Uncounted inferences per version before counting.")] = 5,
+    iterations: Annotated[int, typer.Option(min=1, max=MAX_ITERATIONS, help="Counted inferences per version.")] = 10,
+    warmup: Annotated[int, typer.Option(min=0, max=MAX_WARMUP,
+                                        help="Uncounted inferences per version before counting.")] = 5,
     dim: Annotated[
         list[str] | None, typer.Option(help="Value of a named input dim, e.g. --dim seq_len=128 (repeatable).")
     ] = None,
@@ -418,7 +419,9 @@ def main() -> None:
         sys.exit(EXIT_INTERRUPTED)
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except typer.Abort:
+    except typer.Abort:  # typer releases before it returned Ctrl-C as 130 raised Abort instead
+        if _command(sys.argv[1:]) not in SUMMARY_SAYS_INTERRUPTED:
+            typer.echo(_interrupted_message(sys.argv[1:]), err=True)
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:  # click's usage errors arrive here in non-standalone mode
         if type(e).__name__ == "NoArgsIsHelpError":

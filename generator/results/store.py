@@ -211,7 +211,9 @@ def _read_file(path: Path, table: str) -> pa.Table:
         check_version(path, pf.schema_arrow.metadata or {})
         data = pf.read()
         if _older(pf):
-            return _migrated(data, table)
+            migrated = _migrated(data, table)
+            _check_latencies(path, table, migrated)
+            return migrated
         _check_columns(path, table, data)
         _check_latencies(path, table, data)
         return data.cast(arrow_schema(table), safe=False) if _same_columns(pf, table) else data

@@ -14,8 +14,10 @@ Inside a site it built, perfsite still deletes only what it wrote: the marker li
 (its manifest), and whatever else the old site holds (a `.git` of a gh-pages clone, a `CNAME`, results a
 `perfsite run --results` put there) is carried into the new site, hard-linked (same file system, instant, and
 the old site keeps its copy until the swap), and the build names it. A marker without a manifest (an earlier
-release) cannot tell: there, as mkdocs itself does, entries whose names start with a dot are kept (and a
-`CNAME`), and the rest is taken for the old build's own. A carried entry whose path the new
+release) cannot tell: there, entries whose names start with a dot are kept as mkdocs itself does, and a
+`CNAME` and anything holding results, models or specs (`.parquet`, `.onnx`, …), which no build writes; the
+rest is taken for the old build's own. A file created in the old site while a build runs (between carrying
+and the swap) is not carried: do not write into a site folder during a build. A carried entry whose path the new
 build also writes is refused before anything is swapped.
 
 One build per project at a time: the build folder `<project>/.perfsite/build` is shared, so a build holds an
@@ -83,9 +85,11 @@ def publish(staging: Path, site_dir: Path) -> list[str]:
     """Mark the complete build in `staging` and put it in place of `site_dir`; the old site, if any, is deleted
     only after the new one is in place. Returns the old site's entries perfsite did not write, which the new
     site keeps (module docstring)."""
-    files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if not p.is_dir())
+    written = sorted(staging.rglob("*"))
+    files = [p.relative_to(staging).as_posix() for p in written if not p.is_dir()]
+    folders = [p.relative_to(staging).as_posix() for p in written if p.is_dir()]
     kept = _carry_foreign(site_dir, staging) if site_dir.is_dir() else []
-    marker = {"built_by": "perfsite", "built_at": time.time(), "files": files}
+    marker = {"built_by": "perfsite", "built_at": time.time(), "files": files, "folders": folders}
     (staging / MARKER).write_text(json.dumps(marker) + "\n")
     if not site_dir.exists():
         staging.rename(site_dir)
@@ -94,29 +98,45 @@ def publish(staging: Path, site_dir: Path) -> list[str]:
     if _exchange(staging, site_dir):
         staging.rename(old)  # staging now holds the old site
     else:
-        site_dir.rename(old)
-        staging.rename(site_dir)
+        _swap_by_renames(staging, site_dir, old)
     shutil.rmtree(old, ignore_errors=True)
     return kept
 
 
-def _manifest(site_dir: Path) -> set[str] | None:
-    """The files the last build wrote, from its marker; None for a marker without a list (or no marker)."""
+def _swap_by_renames(staging: Path, site_dir: Path, old: Path) -> None:
+    """Where the system cannot exchange two paths: two renames, and the old site put back if anything (a
+    Ctrl-C, an error) comes between them. After a kill -9 there, clean_stale puts it back."""
+    site_dir.rename(old)
     try:
-        files = json.loads((site_dir / MARKER).read_text()).get("files")
+        staging.rename(site_dir)
+    except BaseException:
+        if not os.path.lexists(site_dir):
+            old.rename(site_dir)
+        raise
+
+
+def _manifest(site_dir: Path) -> tuple[set[str], set[str]] | None:
+    """The files and folders the last build wrote, from its marker; None for a marker without a list (or no
+    marker)."""
+    try:
+        data = json.loads((site_dir / MARKER).read_text())
+        files, folders = data.get("files"), data.get("folders", [])
     except (OSError, ValueError, AttributeError):
         return None
-    return set(files) if isinstance(files, list) and all(isinstance(f, str) for f in files) else None
+    if not all(isinstance(v, list) and all(isinstance(f, str) for f in v) for v in (files, folders)):
+        return None
+    return set(files), set(folders)
 
 
 def foreign_entries(site_dir: Path, staging: Path) -> list[str]:
     """Paths in the old site (relative, posix) that perfsite did not write: whole folders where none of their
     files is perfsite's, else single files."""
-    manifest = _manifest(site_dir)
-    if manifest is None:  # an earlier release's site: keep what mkdocs itself keeps (dot-entries) and a CNAME
-        return sorted(e.name for e in site_dir.iterdir() if e.name != MARKER and (e.name.startswith(".") or
-                      e.name in LEGACY_KEPT) and not os.path.lexists(staging / e.name))
-    ours = {parent.as_posix() for f in manifest for parent in Path(f).parents}  # folders holding our files
+    listed = _manifest(site_dir)
+    if listed is None:  # an earlier release's site: keep what mkdocs keeps (dot-entries), a CNAME, and data
+        return sorted(e.name for e in site_dir.iterdir() if e.name != MARKER and not os.path.lexists(staging / e.name)
+                      and (e.name.startswith(".") or e.name in LEGACY_KEPT or _holds_data(e)))
+    manifest, folders = listed
+    ours = folders | {parent.as_posix() for f in manifest for parent in Path(f).parents}
     found: list[str] = []
     for root, dirs, names in os.walk(site_dir):
         rel = Path(root).relative_to(site_dir)
@@ -126,6 +146,18 @@ def foreign_entries(site_dir: Path, staging: Path) -> list[str]:
                 dirs.remove(d)  # the whole folder is foreign: carried as one entry
         found.extend(p for n in names if (p := (rel / n).as_posix()) not in manifest and p != MARKER)
     return sorted(found)
+
+
+# Files no build writes, which an earlier release let users put into a site (`run --results site/x`).
+DATA_SUFFIXES = (".parquet", ".onnx", ".npy", ".npz", ".yaml", ".yml")
+
+
+def _holds_data(entry: Path) -> bool:
+    """Whether an entry of an earlier release's site is (or holds) results, models or specs, never written by
+    a build."""
+    if entry.is_symlink() or entry.is_file():
+        return entry.suffix in DATA_SUFFIXES or entry.is_symlink()
+    return any(p.suffix in DATA_SUFFIXES for p in entry.rglob("*"))
 
 
 def _carry_foreign(site_dir: Path, staging: Path) -> list[str]:
@@ -169,7 +201,11 @@ def clean_stale(parent: Path) -> None:
     for entry in parent.iterdir():
         match = _STAGING.match(entry.name)
         if match and entry.is_dir() and not entry.is_symlink() and not alive(int(match["pid"])):
-            shutil.rmtree(entry, ignore_errors=True)
+            site = parent / match["name"]
+            if entry.name.endswith(f"-old-{match['pid']}") and not os.path.lexists(site):
+                entry.rename(site)  # killed between the two renames of _swap_by_renames: the old site, back
+            else:
+                shutil.rmtree(entry, ignore_errors=True)
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -113,9 +113,14 @@ class SpecYamlLoader(yaml.SafeLoader):
 
     def construct_core_int(self, node: ScalarNode) -> int:
         text = str(self.construct_scalar(node))
-        if text.startswith(("0o", "0x")):
-            return int(text[2:], 8 if text[1] == "o" else 16)
-        return int(text, 10)  # leading zeros are decimal in YAML 1.2
+        try:
+            if text.startswith(("0o", "0x")):
+                return int(text[2:], 8 if text[1] == "o" else 16)
+            return int(text, 10)  # leading zeros are decimal in YAML 1.2
+        except ValueError:  # an explicit `!!int` on other text (0b101, 1:30)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"`!!int {text}` is not a YAML 1.2 integer; allowed: decimal digits, 0o… or 0x…",
+                node.start_mark) from None
 
 
 SpecYamlLoader.yaml_implicit_resolvers = {
