@@ -7,6 +7,7 @@ Plain text, no Markdown or HTML specials.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 MISSING = "—"
 
@@ -56,3 +57,15 @@ def rounded(value: float | None, digits: int) -> float | None:
     if value is None or not math.isfinite(float(value)):
         return None
     return float(f"{float(value):.{digits}g}")
+
+
+def json_safe(value: Any) -> Any:
+    """`value` (dicts, lists and tuples nested) with every NaN or infinite float replaced by None: JSON has no
+    such numbers, and a reader takes null as missing."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

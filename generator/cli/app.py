@@ -394,6 +394,12 @@ def _interrupted_message(argv: list[str]) -> str:
     return INTERRUPTED.get(_command(argv), INTERRUPTED_OTHER)
 
 
+def _say_interrupted() -> None:
+    """What an interrupted command left, unless its run summary already said it."""
+    if _command(sys.argv[1:]) not in SUMMARY_SAYS_INTERRUPTED:
+        typer.echo(_interrupted_message(sys.argv[1:]), err=True)
+
+
 def _echo_err(text: str) -> None:
     typer.echo(safe(text, lines=True), err=True)
 
@@ -402,8 +408,8 @@ def main() -> None:
     """Console-script entry: run the app, turning user errors into one paragraph and exit status 1."""
     try:
         rc = app(prog_name="perfsite", standalone_mode=False)
-        if rc == EXIT_INTERRUPTED and _command(sys.argv[1:]) not in SUMMARY_SAYS_INTERRUPTED:
-            typer.echo(_interrupted_message(sys.argv[1:]), err=True)  # typer returns Ctrl-C as 130
+        if rc == EXIT_INTERRUPTED:  # typer returns Ctrl-C inside a command as 130
+            _say_interrupted()
         sys.exit(rc if isinstance(rc, int) else 0)
     except PerfsiteError as e:
         _user_error(e)
@@ -420,8 +426,7 @@ def main() -> None:
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:  # typer releases before it returned Ctrl-C as 130 raised Abort instead
-        if _command(sys.argv[1:]) not in SUMMARY_SAYS_INTERRUPTED:
-            typer.echo(_interrupted_message(sys.argv[1:]), err=True)
+        _say_interrupted()
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:  # click's usage errors arrive here in non-standalone mode
         if type(e).__name__ == "NoArgsIsHelpError":

@@ -17,7 +17,7 @@ from typing import Any
 from generator.analysis.records_compare import RatioCI
 from generator.diff.layers import LayerChange
 from generator.diff.verdict import FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff
-from generator.numbers import num
+from generator.numbers import json_safe, num
 
 MAX_TABLE_ROWS = 30  # configurations in the table; a PR comment has a size limit and readers a patience one
 MAX_LISTED = 5  # regressions / improvements detailed, and layers named per configuration
@@ -230,14 +230,4 @@ def verdict_json(result: DiffResult, exit_code: int) -> dict[str, Any]:
     data["exit_code"] = exit_code
     data["regressions"] = [t.name for t in result.regressions]
     data["improvements"] = [t.name for t in result.improvements]
-    return _finite(data)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+    return json_safe(data)

@@ -13,10 +13,10 @@ characters the enabled extensions know about), and a reference cannot split a ta
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
+from generator.numbers import json_safe
 from generator.terminal_text import safe
 
 # HTML specials, Markdown emphasis/link/code/table/heading/attribute syntax, and the characters that
@@ -53,17 +53,6 @@ def md_paragraphs(value: Any) -> list[str]:
     return [_LEADING_LIST.sub(_escape_leading, md_text(p.strip())) for p in paragraphs if p.strip()]
 
 
-def _finite(value: Any) -> Any:
-    """The value with every NaN or infinite float replaced by None (JSON has no such numbers)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
 def inline_json(value: Any) -> str:
     """JSON on one line, keys sorted, safe inside a `<script type="application/json">` element.
 
@@ -73,7 +62,7 @@ def inline_json(value: Any) -> str:
     try:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except ValueError:  # a NaN or infinite figure (a damaged file, 1e308 × a margin): shown as missing
-        text = json.dumps(_finite(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+        text = json.dumps(json_safe(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                           allow_nan=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     # U+2028/2029 are legal in JSON but end a line in older JavaScript parsers; keep the element one line.

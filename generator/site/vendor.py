@@ -34,7 +34,8 @@ SCRIPTS: tuple[VendoredFile, ...] = (
 )
 # Loaded in the page's head (mkdocs-material's `extra.polyfills`): with the theme's offline plugin, search runs
 # in a web worker that pages opened from disk (file://) cannot start; the shim runs it in an iframe. The plugin
-# would add the shim from unpkg.com; a polyfill whose URL names iframe-worker keeps it from doing so.
+# would otherwise load the shim from a package host on the internet; a polyfill whose URL names
+# iframe-worker keeps it from doing so.
 POLYFILLS: tuple[VendoredFile, ...] = (
     VendoredFile("iframe-worker", "shim/index.js", "iframe-worker-shim.js"),
 )
