@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
 from perfsite_testing import LARGE_MODEL_NODES, write_spec
 
 from generator.models import build_example_models
+
+# A script's background job (`make test &`) starts with SIGINT ignored, and the perfsite processes the tests start
+# would inherit that: the Ctrl-C tests would see their signal ignored and the run finish with 0. A handled
+# signal is reset to its default in a child at exec, so handling it here gives every child a working Ctrl-C.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
