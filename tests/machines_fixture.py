@@ -49,24 +49,41 @@ def write_machine_results(root: Path) -> Path:
     """The recorded experiment on three machines under root/<experiment>/; returns the experiment folder."""
     folder = write_compare_results(root)
     recorded = load_experiment(folder)
-    (env,) = _records(recorded.environments)
-    (run,) = _records(recorded.runs)
-    spec = json.loads(json.dumps(recorded.spec_json))
-    rd = ResultsDir(folder)
+    (source,) = set(recorded.trials["env_id"])
     for changes, factor, run_id in COPIES:
-        new_env = _environment(env, changes)
-        rd.write_row("environments", new_env["env_id"], new_env)
-        rd.write_row("runs", run_id, {**run, "run_id": run_id, "env_id": new_env["env_id"],
-                                      "started_at": changes["captured_at"]})
-        for trial in _records(recorded.trials):
-            if (trial["version"], trial["config_label"]) == LEFT_OUT:
-                continue
-            key = _key(trial, spec, new_env["fingerprint"])
-            row = _scaled({**trial, "trial_key": key, "env_id": new_env["env_id"], "run_id": run_id}, factor)
-            side = {t: [_scaled({**r, "trial_key": key}, factor) for r in _records(getattr(recorded, t))
-                        if r["trial_key"] == trial["trial_key"]] for t in PER_TRIAL}
-            rd.write_trial(TrialFiles(trial=row, **side))
+        copy_onto(folder, changes, factor, run_id, source=source, skip=(LEFT_OUT,), recorded=recorded)
     return folder
+
+
+def copy_onto(folder: Path, changes: dict[str, Any], factor: float, run_id: str, source: str | None = None,
+              skip: tuple[tuple[str, str], ...] = (), recorded: Any = None) -> str:
+    """Copy every trial of the experiment at `folder` measured on environment `source` (by default its only
+    one) onto a new environment (that environment's row with `changes`), `factor` times as slow, measured by run
+    `run_id`; `skip` leaves out (version, configuration label) pairs. `recorded`: the experiment as loaded
+    before (load_experiment), to read it once for several copies. Returns the new env_id."""
+    recorded = recorded if recorded is not None else load_experiment(folder)
+    envs = {e["env_id"]: e for e in _records(recorded.environments)}
+    env = envs[source] if source else next(iter(envs.values()))
+    run = next(r for r in _records(recorded.runs) if r["env_id"] == env["env_id"])
+    spec = json.loads(json.dumps(recorded.spec_json))
+    side_rows: dict[str, dict[str, list]] = {}
+    for table in PER_TRIAL:
+        for r in _records(getattr(recorded, table)):
+            side_rows.setdefault(r["trial_key"], {t: [] for t in PER_TRIAL})[table].append(r)
+    rd = ResultsDir(folder)
+    new_env = _environment(env, changes)
+    rd.write_row("environments", new_env["env_id"], new_env)
+    rd.write_row("runs", run_id, {**run, "run_id": run_id, "env_id": new_env["env_id"],
+                                  "started_at": changes.get("captured_at", run["started_at"])})
+    for trial in _records(recorded.trials):
+        if trial["env_id"] != env["env_id"] or (trial["version"], trial["config_label"]) in skip:
+            continue
+        key = _key(trial, spec, new_env["fingerprint"])
+        row = _scaled({**trial, "trial_key": key, "env_id": new_env["env_id"], "run_id": run_id}, factor)
+        rows = side_rows.get(trial["trial_key"], {t: [] for t in PER_TRIAL})
+        side = {t: [_scaled({**r, "trial_key": key}, factor) for r in rows[t]] for t in PER_TRIAL}
+        rd.write_trial(TrialFiles(trial=row, **side))
+    return new_env["env_id"]
 
 
 def _records(frame: Any) -> list[dict[str, Any]]:
