@@ -75,6 +75,10 @@ def test_target_names_label_machines_and_a_shared_name_gets_the_fingerprint_pref
     two = envs[envs["onnxruntime"] != UPGRADE["onnxruntime"]].assign(target_name="ci <b>runner</b>")
     assert sorted(m.label for m in machines(two, results.trials)) == sorted(
         f"ci <b>runner</b> · {e[:6]}" for e in two["env_id"])
+    # Where `perfsite run --ray --target NAME` writes it: the trials' `target_name` column.
+    on_arm = results.trials["env_id"].isin(envs.loc[arm, "env_id"])
+    trials = results.trials.assign(target_name=[("arm-server" if a else None) for a in on_arm])
+    assert "arm-server" in {m.label for m in machines(results.environments, trials)}
     # The float `trials.target` (measure.target) is never taken for a name.
     assert all(m.targets == () for m in machines(results.environments, results.trials))
 

@@ -26,8 +26,10 @@ import pandas as pd
 
 from generator.analysis.summaries import clean
 
-# Where a trial's target name may be stored: a string column of `environments` or of `trials` (`trials.target`
-# is the float `measure.target`, which a string check leaves out). Every name found for an environment is shown.
+# Where a trial's target name is stored: `trials.target_name` (written by `perfsite run --ray --target NAME`), or a
+# string column of `environments` of these names; `trials.target` is the float `measure.target`, which the string
+# check leaves out. Every name found for an environment is shown: trials under two target names with one
+# fingerprint ran on identical hardware and software, one environment.
 TARGET_COLUMNS = ("target_name", "target")
 HARDWARE_FIELDS = ("cpu_model", "physical_cores", "logical_cores", "isa", "memory_gb")
 SOFTWARE_FIELDS = ("onnxruntime", "onnx", "numpy", "python", "os", "providers")
