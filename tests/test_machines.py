@@ -127,6 +127,10 @@ def test_a_clear_message_when_no_machine_meets_the_threshold(comparison):
     assert sentence.startswith("For **fp32**, no machine meets the latency threshold of 0.100 ms (p90): the lowest "
                                "p90 latency measured is 0.556 ms, on **ARM Neoverse-N1 · ")
     assert sentence.endswith("** at b1 t2 c1.")
+    unset = best_sentence(replace(comparison, threshold_ms=None), best_machine(fp32, list(comparison.machines), None,
+                                                                              "fp32"))
+    assert unset.startswith("For **fp32**, the spec sets no `latency_threshold_ms`, so no machine is best under a "
+                            "threshold; the lowest p90 latency measured is 0.556 ms, on **ARM Neoverse-N1 · ")
 
 
 def test_layer_types_are_compared_where_several_machines_profiled(comparison):
