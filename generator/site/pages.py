@@ -18,7 +18,7 @@ from generator.analysis.limits import LimitOverruns, limit_overruns
 from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
 from generator.results.store import ExperimentResults
-from generator.site import charts, charts_profile, chooser_page, compare_page
+from generator.site import charts, charts_profile, chooser_page, compare_page, machines_page
 from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' common ground)
     REPORTS_DIR,
     TRACE_GZIP_ABOVE,
@@ -181,7 +181,8 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
 
 PageKind = Callable[[jinja2.Environment, ExperimentView], list[Page]]
 PAGE_KINDS: dict[str, PageKind] = {"overview": experiment_pages, "profiles": profile_pages,
-                                 "compare": compare_pages, "choose": chooser_pages}
+                                 "compare": compare_pages, "choose": chooser_pages,
+                                 "machines": machines_page.machines_pages}
 
 
 def render_pages(experiments: list[ExperimentResults]) -> tuple[list[Page], list[ExperimentView]]:
