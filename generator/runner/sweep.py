@@ -251,6 +251,8 @@ def _profile_columns(state: _TrialState) -> dict:
         "model_run_us": prof.get("model_run_us"),
         "kernel_sum_us": prof.get("kernel_sum_us"),
         "profiled_latency_us": prof.get("profiled_latency_us"),
+        # The inferences the profile held after its warm-up: what the nodes' statistics are over.
+        "profile_iterations": prof.get("runs"),
     }
 
 

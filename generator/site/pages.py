@@ -56,7 +56,7 @@ def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
 def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """One page per version: the full profile of each profiled configuration (the spec's `profile` entries,
     by default batch 1 at the most threads) and of the version's sweet spot."""
-    whatif = dict(view.results.spec_json.get("whatif") or {})  # the stored spec was validated when written
+    whatif = dict(view.results.spec.whatif)
     pages = []
     for version in view.versions:
         name = version.info.version
@@ -160,8 +160,8 @@ def _compared_times(view: ExperimentView, trial: S.TrialSummary) -> dict[str, di
     same configuration, when that version has a profiled ok trial there (a pair's `config` restricts the
     comparison page, not this estimate)."""
     others = []
-    for pair in view.results.spec_json.get("compare") or []:
-        a, b = pair.get("a"), pair.get("b")
+    for pair in view.results.spec.compare:
+        a, b = pair.a, pair.b
         other = b if a == trial.version else a if b == trial.version else None
         if other and other not in others:
             others.append(other)
