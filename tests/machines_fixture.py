@@ -24,6 +24,7 @@ from compare_fixture import PAYLOAD, _plain, write_compare_results
 
 from generator.machine.environment import fingerprint
 from generator.plan import Configuration, Trial, trial_key
+from generator.results.cells import DECODERS, names
 from generator.results.schema import column_names
 from generator.results.store import ResultsDir, TrialFiles, load_experiment
 
@@ -65,7 +66,7 @@ def copy_onto(folder: Path, changes: dict[str, Any], factor: float, run_id: str,
     envs = {e["env_id"]: e for e in _records(recorded.environments)}
     env = envs[source] if source else next(iter(envs.values()))
     run = next(r for r in _records(recorded.runs) if r["env_id"] == env["env_id"])
-    spec = json.loads(json.dumps(recorded.spec_json))
+    spec = ResultsDir(folder).read_spec_json(recorded.trials["spec_sha256"].iloc[-1])
     side_rows: dict[str, dict[str, list]] = {}
     for table in PER_TRIAL:
         for r in _records(getattr(recorded, table)):
@@ -81,9 +82,26 @@ def copy_onto(folder: Path, changes: dict[str, Any], factor: float, run_id: str,
         key = _key(trial, spec, new_env["fingerprint"])
         row = _scaled({**trial, "trial_key": key, "env_id": new_env["env_id"], "run_id": run_id}, factor)
         rows = side_rows.get(trial["trial_key"], {t: [] for t in PER_TRIAL})
-        side = {t: [_scaled({**r, "trial_key": key}, factor) for r in rows[t]] for t in PER_TRIAL}
+        side = {t: [_scaled(_stored_cells(t, {**r, "trial_key": key}), factor) for r in rows[t]] for t in PER_TRIAL}
         rd.write_trial(TrialFiles(trial=row, **side))
     return new_env["env_id"]
+
+
+def _stored_cells(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A loaded row's decoded list and shape cells (generator.results.cells) back in their stored form: JSON text,
+    or a list for Arrow list columns."""
+    out = dict(row)
+    for column, decoder in DECODERS.get(table, {}).items():
+        value = out.get(column)
+        if value is not None:
+            out[column] = list(value) if decoder is names else json.dumps(_lists(value))
+    return out
+
+
+def _lists(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_lists(v) for v in value]
+    return value
 
 
 def _records(frame: Any) -> list[dict[str, Any]]:
