@@ -31,6 +31,7 @@ from generator.errors import RunError
 from generator.machine.environment import Environment, capture_environment
 from generator.machine.probe import ensure_limits
 from generator.machine.session import check_providers
+from generator.paths import models_cache_dir
 from generator.plan import (
     Configuration,
     filter_trials,
@@ -162,7 +163,7 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
         raise RunError(no_trial_message(planned_all, options.only, axes, str(loaded.path)))
     # Before building versions: a provider this onnxruntime lacks would fail every trial that asks for it.
     check_providers({t.config.provider for t in trials}, f"{loaded.path}: sweep.provider")
-    cache_dir = options.cache_dir or loaded.root / ".perfsite" / "models"
+    cache_dir = options.cache_dir or models_cache_dir(loaded.root)
     versions = prepare_versions(loaded, cache_dir, progress=progress.message)
     inputs = keyed_inputs(loaded)
     keys = {
