@@ -26,8 +26,15 @@ def example_models(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def _probe_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("perfsite-cache")
+def _probe_cache(tmp_path_factory, worker_id) -> Path:
+    # Under pytest-xdist (`make test`), every worker's temporary folders share one parent: the workers share the
+    # cache too, so the machine is probed and each model quantized once per run, not once per worker. Both
+    # caches write each entry to a temporary name and rename it, so two workers never see a half-written one.
+    if worker_id == "master":
+        return tmp_path_factory.mktemp("perfsite-cache")
+    shared = tmp_path_factory.getbasetemp().parent / "perfsite-cache"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 @pytest.fixture(autouse=True)
@@ -108,7 +115,15 @@ SLOW_MODULES = frozenset({
 })
 
 
+# Modules whose verdicts depend on measured time (a diff of two measured runs must say "no change" for one model
+# and "slower" for a slower copy): `make test` runs them alone after the parallel part, so that the suite's other
+# worker is never their neighbour.
+QUIET_MODULES = frozenset({"test_diff_git.py", "test_ci_recipe.py"})
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if item.path.name in QUIET_MODULES:
+            item.add_marker(pytest.mark.quiet)
