@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # What each version added, for the migration of older files (generator.results.store reads them with the
 # added columns null).
 SCHEMA_HISTORY = {
     1: "first release",
     2: "run_delay_ms per request; clean-request figures; target, budget, pair_id",
     3: "layers: attributes, element types and weight details (the layer panel)",
+    4: "trials: target_name and node_id (runs fanned out on Ray)",
 }
 METADATA_KEY = b"perfsite.schema_version"
 TABLE_METADATA_KEY = b"perfsite.table"
@@ -109,6 +110,9 @@ TRIALS = (
     _c("budget_exhausted", BOOL, "", "measuring stopped at the budget before the interval reached the target"),
     _c("pair_id", STR, "", "paired run: the same id on the baseline and candidate trials measured interleaved"),
     _c("pair_side", STR, "", "paired run: baseline or candidate"),
+    _c("target_name", STR, "", "`perfsite run --ray`: the kind of machine it was measured on (--target or the "
+       "spec's `targets:`), part of the trial key; null for a local run or any node (v4)"),
+    _c("node_id", STR, "", "`perfsite run --ray`: the Ray node that measured it (hex id); null for a local run (v4)"),
 )
 
 PROCESSES = (
