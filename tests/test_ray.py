@@ -177,16 +177,14 @@ def test_ray_run_stores_what_a_local_run_stores(project, cluster, fanned):
 
 
 def test_targets_route_to_their_nodes(project, cluster):
-    """`targets: [a, b]`: each trial on a node offering its target, with its own key; --target a then finds
-    a's trial stored (the node computes the key) and measures nothing; an unknown target is refused."""
+    """`targets: [a, b]`: each trial on a node offering its target, with its own key; a target no node offers
+    is refused before anything is sent."""
     run = _run(project, cluster, "targets.yaml", "--results", "targets", "--ray", cluster.address)
     assert run.returncode == 0, run.stderr
     trials = _trials(project / "targets" / "tiny")
     assert sorted(trials["target_name"]) == ["a", "b"] and len(set(trials.index)) == 2
     for _, row in trials.iterrows():
         assert row["node_id"] == cluster.nodes[row["target_name"]]
-    again = _run(project, cluster, "targets.yaml", "--results", "targets", "--ray", cluster.address, "--target", "a")
-    assert again.returncode == 0 and "0 measured, 1 already stored" in again.stdout, again.stderr
     wrong = _run(project, cluster, "spec.yaml", "--results", "targets", "--ray", cluster.address, "--target", "gpu")
     first = wrong.stderr.strip().splitlines()[0]
     assert wrong.returncode == 1 and "Traceback" not in wrong.stderr
@@ -249,3 +247,16 @@ def test_without_ray_installed(project, tmp_path):
     ok = subprocess.run([sys.executable, "-c", hide, "validate", "spec.yaml"], cwd=project, capture_output=True,
                         text=True)
     assert ok.returncode == 0 and ok.stdout.startswith("ok  "), ok.stderr
+
+
+def test_cannot_connect(project, tmp_path):
+    """Nothing listens at the address: refused at once (Ray's own connection would retry for minutes)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening
+        run = perfsite("run", "spec.yaml", "--results", str(tmp_path), "--ray", f"127.0.0.1:{port}", cwd=project,
+                       timeout=60)
+    first = run.stderr.strip().splitlines()[0]
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert first.startswith(f"error: Cannot connect to the Ray cluster at 127.0.0.1:{port}: "), first
+    assert "Connection refused" in run.stderr and "docs/ray.md" in run.stderr

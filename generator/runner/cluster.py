@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,6 +54,7 @@ TARGET_SHARE = 0.001
 # crashes, is preempted or runs out of memory is measured again, up to this many times.
 MAX_RETRIES = 3
 ADDRESS_ENV = "RAY_ADDRESS"
+CONNECT_TIMEOUT_S = 5.0
 NO_TARGET = None  # any node offering NODE_RESOURCE
 
 
@@ -158,6 +160,7 @@ def connect(ray: Any, address: str | None) -> str:
     """Join the cluster at `address` ("auto": $RAY_ADDRESS, else the cluster this machine belongs to) as its
     driver; never start one (a sweep on a throwaway one-machine cluster is a local run with extra steps)."""
     wanted = (os.environ.get(ADDRESS_ENV) or "auto") if address in (None, "", "auto") else address
+    _check_reachable(wanted)
     try:
         # Driver logs off: the nodes' messages come back in each answer and go through the progress output.
         ray.init(address=wanted, logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
@@ -166,11 +169,23 @@ def connect(ray: Any, address: str | None) -> str:
     return wanted
 
 
+def _check_reachable(address: str) -> None:
+    """A HOST:PORT nothing listens on fails here, at once: Ray's own connection retries for minutes."""
+    host, sep, port = address.rpartition(":")
+    if "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except (OSError, ValueError) as e:
+        raise RunError(_cannot_connect(address, e)) from e
+
+
 def _cannot_connect(address: str, error: Exception) -> str:
-    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    first = str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else type(error).__name__
     client = (" A ray:// address goes through Ray Client, which needs `pip install 'ray[client]'`."
               if address.startswith("ray://") else "")
-    return (f"Cannot connect to the Ray cluster at {address}: {first}. Allowed: `--ray` alone (the cluster this "
+    where = "this machine's cluster ($RAY_ADDRESS is not set)" if address == "auto" else address
+    return (f"Cannot connect to the Ray cluster at {where}: {first}. Allowed: `--ray` alone (the cluster this "
             "machine is a node of, or $RAY_ADDRESS), `--ray HOST:PORT` (the head's GCS address, from a machine "
             f"that is a node of the cluster) or `--ray ray://HOST:10001`.{client} Start the cluster first: "
             "docs/ray.md.")
