@@ -143,10 +143,24 @@ def _run(project: Path, cluster: Cluster, *args: str) -> subprocess.CompletedPro
     return perfsite("run", *args, "--quick", cwd=project, env={**cluster.env, "PERFSITE_QUICK": "1"}, timeout=180)
 
 
+def _start(project: Path, cluster: Cluster, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "generator.cli", "run", *args, "--quick"], cwd=project,
+                            env={**cluster.env, "PERFSITE_QUICK": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=180)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 @pytest.fixture(scope="module")
-def fanned(project, cluster) -> subprocess.CompletedProcess:
-    """The two-configuration spec measured on the cluster, into `fanned/` (the killed-worker test starts from it)."""
-    return _run(project, cluster, "spec.yaml", "--results", "fanned", "--ray", cluster.address)
+def fanned(project, cluster) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """The two-configuration spec measured on the cluster into `fanned/` (the killed-worker test starts from it)
+    and, at the same time (the checks are not about timing), locally into `local/`."""
+    local = _start(project, cluster, "spec.yaml", "--results", "local")
+    fanned = _run(project, cluster, "spec.yaml", "--results", "fanned", "--ray", cluster.address)
+    return _finish(local), fanned
 
 
 def _trials(folder: Path):
@@ -155,7 +169,7 @@ def _trials(folder: Path):
 
 def test_ray_run_stores_what_a_local_run_stores(project, cluster, fanned):
     """One configuration per node; the files, their Parquet schemas and the trial keys equal a local run's."""
-    local = _run(project, cluster, "spec.yaml", "--results", "local")
+    local, fanned = fanned
     assert local.returncode == 0, local.stderr
     assert fanned.returncode == 0, fanned.stderr
     assert "Traceback" not in fanned.stderr and "tiny: 2 measured, 0 already stored" in fanned.stdout
@@ -179,13 +193,14 @@ def test_ray_run_stores_what_a_local_run_stores(project, cluster, fanned):
 def test_targets_route_to_their_nodes(project, cluster):
     """`targets: [a, b]`: each trial on a node offering its target, with its own key; a target no node offers
     is refused before anything is sent."""
+    wrong = _start(project, cluster, "spec.yaml", "--results", "wrong", "--ray", cluster.address, "--target", "gpu")
     run = _run(project, cluster, "targets.yaml", "--results", "targets", "--ray", cluster.address)
     assert run.returncode == 0, run.stderr
     trials = _trials(project / "targets" / "tiny")
     assert sorted(trials["target_name"]) == ["a", "b"] and len(set(trials.index)) == 2
     for _, row in trials.iterrows():
         assert row["node_id"] == cluster.nodes[row["target_name"]]
-    wrong = _run(project, cluster, "spec.yaml", "--results", "targets", "--ray", cluster.address, "--target", "gpu")
+    wrong = _finish(wrong)
     first = wrong.stderr.strip().splitlines()[0]
     assert wrong.returncode == 1 and "Traceback" not in wrong.stderr
     assert first.startswith(f"error: No node of the Ray cluster at {cluster.address} offers target gpu"), first
@@ -207,13 +222,12 @@ def _measuring_worker(groups: list[int]) -> int | None:
 def test_killed_worker_loses_nothing_stored(project, cluster, fanned):
     """The worker measuring a new configuration is killed mid-group: the run still ends with it measured (Ray
     ran the task again), and the trials stored before are untouched."""
+    assert fanned[1].returncode == 0
     shutil.copytree(project / "fanned", project / "kill", dirs_exist_ok=False)
     # Every stored file but the environment's row, which each run rewrites (its capture time, its limits).
     before = {p: p.read_bytes() for p in (project / "kill").rglob("*.parquet") if p.parent.name != "environments"}
     write_spec(project, SPEC.format(batches="[1, 2, 3]", extra=""), "three.yaml")
-    run = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", "three.yaml", "--quick", "--results", "kill",
-                            "--ray", cluster.address], cwd=project, env={**cluster.env, "PERFSITE_QUICK": "1"},
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = _start(project, cluster, "three.yaml", "--results", "kill", "--ray", cluster.address)
     deadline, victim = time.monotonic() + 60, None
     while victim is None and time.monotonic() < deadline and run.poll() is None:
         victim = _measuring_worker(cluster.groups)
