@@ -78,7 +78,7 @@ def run(
     ray: Annotated[
         str | None, typer.Option(
             "--ray", metavar="[ADDRESS]",
-            help="Measure on the nodes of a Ray cluster (pip install 'perfsite[ray]'; docs/ray.md). ADDRESS is "
+            help="Measure on the nodes of a Ray cluster (the ray extra; docs/ray.md). ADDRESS is "
             "optional: alone, the cluster this machine is a node of ($RAY_ADDRESS); or HOST:PORT, ray://HOST:PORT.",
             show_default=False)
     ] = None,
