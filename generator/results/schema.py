@@ -30,9 +30,9 @@ SCHEMA_HISTORY = {
     2: SchemaVersion("run_delay_ms per request; clean-request figures; target, budget, pair_id",
                      "columns added since are null, profile_iterations by the rule below"),
     3: SchemaVersion("layers: attributes, element types and weight details (the layer panel)",
-                     "profile_iterations by the rule below"),
+                     "target_name and node_id null, profile_iterations by the rule below"),
     4: SchemaVersion("trials: profile_iterations, the profiled inferences the `nodes` statistics are over (until "
-                     "then each reader rebuilt it from the spec)",
+                     "then each reader rebuilt it from the spec); target_name and node_id (runs fanned out on Ray)",
                      "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
@@ -133,6 +133,9 @@ TRIALS = (
     _c("budget_exhausted", BOOL, "", "measuring stopped at the budget before the interval reached the target"),
     _c("pair_id", STR, "", "paired run: the same id on the baseline and candidate trials measured interleaved"),
     _c("pair_side", STR, "", "paired run: baseline or candidate"),
+    _c("target_name", STR, "", "`perfsite run --ray`: the kind of machine it was measured on (--target or the "
+       "spec's `targets:`), part of the trial key; null for a local run or any node (v4)"),
+    _c("node_id", STR, "", "`perfsite run --ray`: the Ray node that measured it (hex id); null for a local run (v4)"),
 )
 
 PROCESSES = (

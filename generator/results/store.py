@@ -36,7 +36,7 @@ from generator.paths import SITE_MARKER, inside_built_site
 from generator.results import migrate
 from generator.results.cells import decoded
 from generator.results.migrate import SpecLookup
-from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, arrow_schema
+from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
 from generator.spec import Spec, spec_from_json
 
 TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement", "timeline")
@@ -143,6 +143,16 @@ class ResultsDir:
     def write_row(self, table: str, key: str, row: Mapping[str, Any]) -> None:
         with _writing(self._file(table, key)):
             atomic_write_bytes(self._file(table, key), table_to_parquet_bytes(table, [row]))
+
+    def write_file(self, name: str, data: bytes) -> None:
+        """Store a file another results folder wrote (a Ray node's, generator.runner.cluster) under the same name,
+        atomically; `name` must be `<table>/<key>.parquet`, so that what a node sends lands only where it belongs."""
+        table, _, file = name.partition("/")
+        if table not in TABLES or "/" in file or file.startswith(".") or not file.endswith(".parquet"):
+            raise ResultsError(f"Refused to store {name!r} in {self.path}: allowed are `<table>/<key>.parquet` names "
+                               f"of the tables {', '.join(TABLES)}.")
+        with _writing(self.path / name):
+            atomic_write_bytes(self.path / name, data)
 
     def write_spec(self, sha256: str, canonical_json: str) -> None:
         path = self.path / "specs" / f"{sha256}.json"

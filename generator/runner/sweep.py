@@ -193,7 +193,7 @@ class SweepContext:
             "version_source": version.source, "version_notes": "; ".join(version.notes) or None,
             **aggregate.config_columns(p.trial), "quick": side.quick,
             "percentile": side.loaded.spec.measure.percentile, "started_at": state.started_at,
-            "finished_at": now(), **state.adaptive_columns(),
+            "finished_at": now(), **state.adaptive_columns(), "target_name": side.target, "node_id": side.node_id,
         }
         nodes: list = []
         layers: list = []
