@@ -145,6 +145,9 @@ def test_charts_render_after_instant_navigation(chromium, instant_url):
     context, page, visit = _open(chromium, instant_url + "reports/index.html")
     # A global survives only if the next page is swapped in by instant navigation, not loaded afresh.
     page.evaluate("window.perfsiteNoReload = true")
+    # Instant navigation takes over links once mkdocs-material's bundle has set up (it exports location$ then);
+    # on a busy machine a click before that is an ordinary page load.
+    page.wait_for_function("() => typeof window.location$ !== 'undefined'", timeout=20_000)
     page.locator("article a", has_text="cnn-int8").first.click()
     page.wait_for_url("**/reports/cnn-int8/index.html")
     # The swapped-in page loads the chart library first (it is not on every page): wait for its marks, not
