@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import ResultsError, RunError
-from generator.oneshot.files import describe, parse_input_files
+from generator.oneshot.files import InputFile, describe, parse_input_files
 from generator.oneshot.shapes import (
+    ResolvedInputs,
     ShapeError,
     make_input_feeds,
     model_inputs,
@@ -65,18 +66,7 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
 
     say = progress or (lambda _text: None)
     model_path = Path(model_path).absolute()
-    declared = model_inputs(model_path)
-    files = parse_input_files(inputs, model_path, declared)
-    given = parse_shapes(shapes, model_path)
-    both = sorted(set(files) & set(given))
-    if both:
-        raise RunError(f"{model_path}: the input {both[0]!r} has both --input and --shape; its file sets its "
-                       "shape, so give one of them.")
-    resolved = resolve_inputs(model_path, declared, parse_dims(dims, model_path),
-                              {**given, **{name: f.shape for name, f in files.items()}})
-    # The inputs are made here once only to check them: their errors name the command's options and the model
-    # before anything is probed or measured (the runner makes the same arrays again, from the same seed).
-    make_input_feeds(model_path, resolved, files=files)
+    resolved, files = _inputs(model_path, dims, shapes, inputs)
     if options.threads <= 0:
         env = capture_environment()
         options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
@@ -94,6 +84,24 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     record["input_files"] = describe(files)  # inputs fed from --input files; the others are random
     _write(record, render_html(record, analysis.view), json_path, html_path)
     return ProfileOutcome(record, json_path, html_path)
+
+
+def _inputs(model_path: Path, dims: Sequence[str], shapes: Sequence[str],
+            inputs: Sequence[str]) -> tuple[ResolvedInputs, dict[str, InputFile]]:
+    """Every input at its shape, from the model's declarations and the options; the `--input` files."""
+    declared = model_inputs(model_path)
+    files = parse_input_files(inputs, model_path, declared)
+    given = parse_shapes(shapes, model_path)
+    both = sorted(set(files) & set(given))
+    if both:
+        raise RunError(f"{model_path}: the input {both[0]!r} has both --input and --shape; its file sets its "
+                       "shape, so give one of them.")
+    resolved = resolve_inputs(model_path, declared, parse_dims(dims, model_path),
+                              {**given, **{name: f.shape for name, f in files.items()}})
+    # The inputs are made here once only to check them: their errors name the command's options and the model
+    # before anything is probed or measured (the runner makes the same arrays again, from the same seed).
+    make_input_feeds(model_path, resolved, files=files)
+    return resolved, files
 
 
 def _umask() -> int:
