@@ -17,7 +17,7 @@ import pandas as pd
 
 from generator.analysis.summaries import TrialSummary, clean
 
-# op_family and strings are re-exported: the what-if estimates and the profile analysis use them.
+# op_family is re-exported: the what-if estimates use it.
 from generator.layers.work import (  # noqa: F401
     STATIC_SUMS,
     op_family,

@@ -17,7 +17,6 @@ from generator.analysis.profile import TrialProfile, trial_profile
 from generator.analysis.roofline import trial_layers
 from generator.analysis.summaries import TrialSummary, clean, trial_summary
 from generator.errors import RunError
-from generator.layers.work import strings
 from generator.results.store import ExperimentResults
 from generator.timeline.view import TimelineView, timeline_view
 
@@ -71,9 +70,8 @@ def _latencies(latencies: pd.DataFrame, trial_key: str) -> np.ndarray:
 
 
 def _original_nodes(nodes: pd.DataFrame, trial_key: str) -> dict[str, tuple[str, ...]]:
-    rows = nodes[nodes["trial_key"] == trial_key]
-    return {str(name): strings(clean(value)) for name, value in zip(rows["node_name"], rows["original_nodes"],
-                                                                   strict=True)}
+    rows = nodes[nodes["trial_key"] == trial_key]  # list cells come decoded (generator.results.cells)
+    return {str(name): tuple(value) for name, value in zip(rows["node_name"], rows["original_nodes"], strict=True)}
 
 
 def _environment(environments: pd.DataFrame, env_id: str) -> dict[str, Any]:
