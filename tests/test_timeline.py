@@ -22,12 +22,16 @@ from generator.timeline import (
     temporal_chart,
     temporal_statistics,
     timeline_chart,
-    timeline_from_recording,
     timeline_from_table,
     timeline_rows,
 )
 
 DATA = Path(__file__).parent / "data"
+
+
+def timeline_from_recording(rec, flops=None) -> Timeline:
+    """The timeline of a parsed profile's median inference, through the results table's rows (the one route)."""
+    return timeline_from_table(pd.DataFrame(timeline_rows(rec)), flops)
 
 
 def _event(order: int, name: str, start: float, dur: float, *, op: str = "Conv", parent: str | None = None,

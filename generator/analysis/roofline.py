@@ -17,9 +17,8 @@ import pandas as pd
 
 from generator.analysis.summaries import TrialSummary, clean
 
-# op_family, OP_FAMILY and split_sums are re-exported: the what-if estimates and the one-shot profile use them.
+# op_family is re-exported: the what-if estimates use it.
 from generator.layers.work import (  # noqa: F401
-    OP_FAMILY,
     STATIC_SUMS,
     op_family,
     split_sums,

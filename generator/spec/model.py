@@ -310,7 +310,8 @@ def _placeholder_issues(inputs: dict[str, InputSpec], sweep: Sweep) -> list[Issu
             hint = suggest(key, [*BUILTIN_AXES, *(u for u in used if isinstance(u, str))])
             message = f"`{key}` is not a sweep axis and no input shape uses it as a placeholder{hint}"
             issues.append(Issue(("sweep", key), message))
-    if "batch" not in used and sweep.batch != (1,):
+    # A file's rows are repeated or cut to the batch size (generator.inputs.fit_first_dim): it follows the axis.
+    if "batch" not in used and sweep.batch != (1,) and not any(s.file is not None for s in inputs.values()):
         message = ("no input shape uses the `batch` placeholder, so every batch size would feed the same "
                    "tensors; put `batch` in a shape or leave sweep.batch at [1]")
         issues.append(Issue(("sweep", "batch"), message))

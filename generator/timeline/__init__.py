@@ -7,7 +7,6 @@ from generator.timeline.model import (
     Timeline,
     TimelineEvent,
     median_run,
-    timeline_from_recording,
     timeline_from_table,
     timeline_rows,
 )
@@ -28,5 +27,5 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "LayerDetail", "TemporalStats", "Timeline", "TimelineEvent", "chrome_trace", "chrome_trace_json",
     "counted_events", "layer_details", "median_run", "temporal_chart", "temporal_statistics",
-    "timeline_chart", "timeline_from_recording", "timeline_from_table", "timeline_rows",
+    "timeline_chart", "timeline_from_table", "timeline_rows",
 ]
