@@ -44,9 +44,18 @@ def is_url(root: StoreRoot) -> bool:
     return isinstance(root, str) and _URL.match(root) is not None
 
 
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@]*)@")
+
+
 def shown(root: StoreRoot) -> str:
     """The store as messages name it: a URL without any `user:password@` part (never print a secret)."""
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1", str(root))
+    return _USERINFO.sub(r"\1", str(root))
+
+
+def _scrubbed(text: str, url: str) -> str:
+    """A backend's message with the URL's `user:password` part (which it may quote) cut out."""
+    match = _USERINFO.match(url)
+    return text.replace(match[2], "…") if match and match[2] else text
 
 
 def join(root: StoreRoot, *names: str) -> StoreRoot:
@@ -80,11 +89,12 @@ def open_filesystem(url: str) -> tuple[Any, str]:
     try:
         fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True)
     except ImportError as e:  # fsspec names the package a protocol needs ("Install s3fs to access S3")
-        raise ResultsError(f"Cannot open the results store {shown(url)}: {e}. Install that package into "
+        raise ResultsError(f"Cannot open the results store {shown(url)}: {_scrubbed(str(e), url)}. Install that "
+                           "package into "
                            "perfsite's environment (for s3://: `pip install 'perfsite[s3]'`) and run the command "
                            "again.") from e
     except ValueError as e:  # "Protocol not known: xyz"
-        raise ResultsError(f"Cannot open the results store {shown(url)}: {e}. {ALLOWED}") from e
+        raise ResultsError(f"Cannot open the results store {shown(url)}: {_scrubbed(str(e), url)}. {ALLOWED}") from e
     root = root.rstrip("/")
     if not root:
         raise ResultsError(f"The results store {shown(url)} names no bucket or folder. {ALLOWED}")
@@ -99,7 +109,7 @@ def remote_failure(url: str, action: str, error: BaseException) -> ResultsError:
     """One paragraph for a failed call to an object store: what could not be done, why in the store's words,
     and what is allowed. The store's own message names no secret (botocore never quotes a key)."""
     name = type(error).__name__
-    reason = " ".join(str(error).split()) or name
+    reason = _scrubbed(" ".join(str(error).split()) or name, url)
     if isinstance(error, FileNotFoundError) or "NoSuchBucket" in reason:
         why = (f"the bucket or path does not exist ({reason}); create the bucket first (for S3: `aws s3 mb "
                "s3://BUCKET`, or the provider's console)")
@@ -197,9 +207,10 @@ class ObjectStore:
     def ensure_writable(self) -> None:
         """Write and delete a probe object: a missing bucket or refused credentials are reported before any
         measurement, naming the store."""
-        probe = f".write-probe-{os.getpid()}"
-        self.write(probe, b"")
-        self.remove(probe)
+        probe = self._path(f".write-probe-{os.getpid()}")
+        with _remote(self.url, "write into"):
+            self.fs.pipe_file(probe, b"")
+            self.fs.rm_file(probe)
 
     @property
     def lock_folder(self) -> Path:
