@@ -134,8 +134,11 @@ class ResultsDir:
 
     def write_trial(self, files: TrialFiles) -> None:
         """Write a trial's side tables, then its `trials` row: the commit marker, written last, in a folder or
-        an object store alike (readers ignore side tables without it)."""
+        an object store alike (readers ignore side tables without it). A trial measured again (--force) loses
+        its old marker first, so that no reader, and no writer killed half-way, pairs the old row with new data."""
         key = files.trial["trial_key"]
+        with _writing(self.where.shown(self._rel("trials", key))):
+            self.where.remove(self._rel("trials", key))
         for table in TRIAL_TABLES:
             rows = getattr(files, table)
             data = _latency_bytes(rows) if isinstance(rows, pa.Table) else table_to_parquet_bytes(table, rows)
