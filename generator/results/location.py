@@ -31,7 +31,7 @@ from generator.errors import ResultsError
 StoreRoot = str | Path  # what --results takes: a folder, or a URL
 # scheme://... as fsspec writes URLs; `s3:/bucket` (one slash) is a typo, not a local folder named "s3:".
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
-_ALMOST_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/*[^/]")
+_ALMOST_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/(?!/)")
 # Modules whose exceptions are the transport's (a refused connection, a bad bucket name), not perfsite bugs.
 _TRANSPORT_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec", "gcsfs", "adlfs", "google")
 ALLOWED = ("Allowed for --results: a local folder, or an fsspec URL such as s3://bucket/results (s3:// needs "
@@ -90,9 +90,8 @@ def open_filesystem(url: str) -> tuple[Any, str]:
         fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True)
     except ImportError as e:  # fsspec names the package a protocol needs ("Install s3fs to access S3")
         raise ResultsError(f"Cannot open the results store {shown(url)}: {_scrubbed(str(e), url)}. Install that "
-                           "package into "
-                           "perfsite's environment (for s3://: `pip install 'perfsite[s3]'`) and run the command "
-                           "again.") from e
+                           "package into perfsite's environment (for s3://: `pip install 'perfsite[s3]'`) and run "
+                           "the command again.") from e
     except ValueError as e:  # "Protocol not known: xyz"
         raise ResultsError(f"Cannot open the results store {shown(url)}: {_scrubbed(str(e), url)}. {ALLOWED}") from e
     root = root.rstrip("/")

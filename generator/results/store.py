@@ -94,8 +94,9 @@ class ResultsDir:
 
     def __init__(self, path: StoreRoot):
         self.where = open_location(path)
-        # Messages and summaries name it: the Path of a local folder, the URL (as given) of an object store.
-        self.path: Path | str = self.where.path if isinstance(self.where, LocalFolder) else path
+        # Messages and summaries name it: the Path of a local folder, the URL of an object store (without any
+        # credentials written into it).
+        self.path: Path | str = self.where.path if isinstance(self.where, LocalFolder) else shown(path)
 
     @property
     def name(self) -> str:
