@@ -61,7 +61,8 @@ def _default_results(start: Path) -> Path:
 def run(
     specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML).", show_default=False)],
     results: Annotated[
-        str | None, typer.Option(help="Results root, a folder or a URL such as s3://bucket/results; each "
+        str | None, typer.Option(metavar="DIR_OR_URL",
+                                 help="Results root, a folder or a URL such as s3://bucket/results; each "
                                       "experiment goes to ROOT/<spec name>/ (default: <project>/results).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Measure again trials that are already stored.")] = False,
@@ -140,6 +141,7 @@ def schema() -> None:
 @app.command()
 def build(
     results: Annotated[list[str] | None, typer.Option(
+        metavar="DIR_OR_URL",
         help="Results store to render: a folder or a URL such as s3://bucket/results (default: <project>/results). "
              "Repeat it to render several stores into one site; a trial stored in two counts once.")] = None,
     site: Annotated[Path | None, typer.Option(help="Where to write the site (default: <project>/site).")] = None,
