@@ -57,3 +57,15 @@ class QueryMissingError(PerfsiteError):
             "with the query extra: `pip install 'perfsite[query]'` (for a store on S3: "
             "`pip install 'perfsite[query,s3]'`). Every other command works without it."
         )
+
+
+class RayMissingError(PerfsiteError):
+    """ray cannot be imported: perfsite was installed without the ray extra."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Ray is not installed, and `perfsite run --ray` needs it to send trials to the nodes of a Ray cluster. "
+            "Install perfsite with the ray extra, on the machine you run from and on every node: `pip install "
+            "'perfsite[ray,cpu]'` (docs/ray.md). Every other command, and `perfsite run` without --ray, works "
+            "without it."
+        )

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from generator.results.migrate import profile_iterations_before_v4
 from generator.results.store import ResultsDir, TrialFiles
 
 DATA = Path(__file__).parent / "data"
@@ -92,6 +93,9 @@ def write_compare_results(root: Path, payload: bool = False) -> Path:
             by_trial.setdefault(row["trial_key"], {t: [] for t in PER_TRIAL})[table].append(row)
     for trial in _rows(recording, "trials"):
         files = by_trial.get(trial["trial_key"], {t: [] for t in PER_TRIAL})
+        if "profile_iterations" not in trial:  # recorded with results schema 3: the migration's rule fills it
+            trial["profile_iterations"] = profile_iterations_before_v4(trial, lambda sha: json.loads(
+                recording["specs"][sha]))
         rd.write_trial(TrialFiles(trial=trial, **files))
     return rd.path
 

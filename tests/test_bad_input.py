@@ -627,8 +627,9 @@ def setup_results_from_a_newer_schema_version(p: Path) -> list[Command]:
 
 def test_results_from_a_newer_schema_version(rows):
     row = _row(rows, "results_from_a_newer_schema_version")
-    _refused(row.result, (row.project / "damaged").read_text(), f"results schema version {SCHEMA_VERSION + 1}",
-             f"newer than this perfsite reads ({SCHEMA_VERSION})", "Upgrade perfsite")
+    _refused(row.result, (row.project / "damaged").read_text(), "was written by a newer perfsite",
+             f"(results schema version {SCHEMA_VERSION + 1}); this perfsite reads versions 1 to {SCHEMA_VERSION}",
+             "Upgrade perfsite")
 
 
 @row_setup

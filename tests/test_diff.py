@@ -95,7 +95,7 @@ def trial_row(key: str, side: Side, batch: int, sha: str, median_ms: float) -> d
         "config_label": f"b{batch} t1 c1", "status": "ok", "quick": False, "percentile": "p90",
         "latency_headline_ms": median_ms * 1.05, "latency_p50_ms": median_ms, "throughput_ips": 1000 * batch /
         median_ms, "processes": 5, "cores_used": 1.0, "cores_expected": 1.0, "noisy": False, "profiled": True,
-        "started_at": side.finished, "finished_at": side.finished,
+        "profile_iterations": 10, "started_at": side.finished, "finished_at": side.finished,
         "pair_id": side.pair_id, "pair_side": "candidate" if side.pair_id else None,
     }
 

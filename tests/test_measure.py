@@ -149,6 +149,7 @@ def _one_thread() -> ort.SessionOptions:
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or not os.path.exists("/proc/thread-self/schedstat"),
                     reason="needs Linux: CPU affinity and /proc/<tid>/schedstat")
+@pytest.mark.quiet  # compares a loop alone with the same loop beside a spinner: the suite's other worker must be away
 def test_a_neighbour_on_the_same_core_shows_as_preempted_requests_and_the_clean_ones_keep_the_quiet_figure():
     from generator.results.clean import preempted_mask
 

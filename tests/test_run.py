@@ -44,6 +44,7 @@ def test_run_writes_every_table_and_skips_stored_trials(cnn_project):
     assert (exp.processes["clean_requests"] <= exp.processes["iterations"]).all()
     # The profiled pass mapped executed kernels back to the model's nodes and weights.
     assert trials["profiled"].all()
+    assert (trials["profile_iterations"] == 2).all()  # the spec's profiled inferences, stored per trial
     assert exp.nodes["original_nodes"].map(len).gt(0).mean() > 0.9
     assert any("conv1.weight" in list(w) for w in exp.nodes["weights"])
     assert len(exp.environments) == 1 and len(exp.runs) == 1

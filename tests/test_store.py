@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,6 +12,9 @@ import pytest
 from generator.errors import ResultsError
 from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
 from generator.results.store import ResultsDir, TrialFiles, find_experiments, load_experiment
+
+# The smallest valid stored spec: load_experiment validates it.
+SPEC = json.dumps({"name": "exp", "models": {"fp32": {"path": "m.onnx"}}, "inputs": {"x": {"shape": [1]}}})
 
 
 def _trial(key: str, status: str = "ok", **extra) -> dict:
@@ -40,7 +45,7 @@ def test_written_tables_read_with_plain_pandas_and_carry_schema_version(tmp_path
     rd = ResultsDir(tmp_path / "exp")
     _write(rd, "k1")
     _write(rd, "k2")
-    rd.write_spec("s" * 64, '{"name": "exp"}')
+    rd.write_spec("s" * 64, SPEC)
     trials = pd.read_parquet(tmp_path / "exp" / "trials")
     assert sorted(trials["trial_key"]) == ["k1", "k2"]
     lat = pd.read_parquet(tmp_path / "exp" / "latencies")
@@ -69,7 +74,7 @@ def test_leftover_temporary_files_are_invisible(tmp_path):
 def test_orphan_side_rows_are_dropped(tmp_path):
     rd = ResultsDir(tmp_path / "exp")
     _write(rd, "k1")
-    rd.write_spec("s" * 64, '{"name": "exp"}')
+    rd.write_spec("s" * 64, SPEC)
     # Side tables of a trial whose `trials` row never landed (killed before the commit point).
     (tmp_path / "exp" / "trials" / "k1.parquet").rename(tmp_path / "exp" / "trials" / ".gone")
     _write(rd, "k2")

@@ -142,7 +142,7 @@ def pair_figures(ctx: CompareContext, data: ChooserData) -> Iterator[tuple[str, 
     """For each trial as A, in the data's order: its figures against every other trial as B."""
     summaries = {t.trial_key: t for v in ctx.trials.values() for t in v.values()}
     sides = {c.trial_key: (trial_stats(ctx.cache, ctx.exp, summaries[c.trial_key]), _executed(ctx, c.trial_key),
-                           iterations_of(ctx, summaries[c.trial_key])) for c in data.trials}
+                           iterations_of(summaries[c.trial_key])) for c in data.trials}
     for a in data.trials:
         out = []
         for b in data.trials:

@@ -33,6 +33,8 @@ import pyarrow.parquet as pq
 
 from generator.errors import ResultsError
 from generator.paths import SITE_MARKER, inside_built_site
+from generator.results import migrate
+from generator.results.cells import decoded
 from generator.results.location import (  # noqa: F401  (atomic_write_bytes: probe and oneshot write with it)
     ALLOWED,
     LocalFolder,
@@ -42,7 +44,9 @@ from generator.results.location import (  # noqa: F401  (atomic_write_bytes: pro
     open_location,
     shown,
 )
-from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, arrow_schema
+from generator.results.migrate import SpecLookup
+from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
+from generator.spec import Spec, spec_from_json
 
 TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement", "timeline")
 
@@ -156,6 +160,15 @@ class ResultsDir:
     def write_row(self, table: str, key: str, row: Mapping[str, Any]) -> None:
         self._write(self._rel(table, key), table_to_parquet_bytes(table, [row]))
 
+    def write_file(self, name: str, data: bytes) -> None:
+        """Store a file another results folder wrote (a Ray node's, generator.runner.cluster) under the same name,
+        atomically; `name` must be `<table>/<key>.parquet`, so that what a node sends lands only where it belongs."""
+        table, _, file = name.partition("/")
+        if table not in TABLES or "/" in file or file.startswith(".") or not file.endswith(".parquet"):
+            raise ResultsError(f"Refused to store {name!r} in {self.path}: allowed are `<table>/<key>.parquet` names "
+                               f"of the tables {', '.join(TABLES)}.")
+        self._write(name, data)
+
     def write_spec(self, sha256: str, canonical_json: str) -> None:
         rel = f"specs/{sha256}.json"
         if not self.where.exists(rel):
@@ -207,12 +220,23 @@ class ResultsDir:
             empty = arrow_schema(table).empty_table().to_pandas()
             return empty.assign(_file=pd.Series(dtype=str)) if with_files else empty
         sources = self.where.sources(table, names)
-        parts = [_read_file(source, self.where.shown(f"{table}/{name}"), table)
+        specs = self._stored_spec()
+        parts = [_read_file(source, self.where.shown(f"{table}/{name}"), table, specs)
                  for source, name in zip(sources, names, strict=True)]
         if with_files:
             parts = [t.append_column("_file", pa.array([name] * t.num_rows, pa.string()))
                      for name, t in zip(names, parts, strict=True)]
         return pa.concat_tables(parts, promote_options="default").to_pandas()
+
+    def _stored_spec(self) -> SpecLookup:
+        """The folder's stored specs by sha256, for migrating its older files (None when missing)."""
+        @functools.cache
+        def lookup(sha256: str) -> dict | None:
+            try:
+                return json.loads(self.where.read(f"specs/{sha256}.json"))
+            except (OSError, ValueError, ResultsError):
+                return None
+        return lookup
 
 
 def _parent(path: Path | str) -> Path | str:
@@ -220,20 +244,22 @@ def _parent(path: Path | str) -> Path | str:
 
 
 def _latency_bytes(table: pa.Table) -> bytes:
-    table = _migrated(table, "latencies")  # a column the writer did not give (e.g. run_delay_ms) is null
+    # A column the writer did not give (e.g. run_delay_ms) is null.
+    table = migrate.with_every_column(table, "latencies")
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue().to_pybytes()
 
 
-def _read_file(source: Any, path: str, table: str) -> pa.Table:
-    """One file of a table (`source`: a local path or the object's bytes; `path`: as messages name it)."""
+def _read_file(source: Any, path: str, table: str, specs: SpecLookup) -> pa.Table:
+    """One file of a table (`source`: a local path or the object's bytes; `path`: as messages name it; `specs`:
+    its folder's stored specs, which migrating an older file may need)."""
     try:
         pf = pq.ParquetFile(source)
         check_version(path, pf.schema_arrow.metadata or {})
         data = pf.read()
-        if _older(pf):
-            migrated = _migrated(data, table)
+        if _version(pf) < SCHEMA_VERSION:
+            migrated = migrate.migrated(data, table, _version(pf), specs)
             _check_latencies(path, table, migrated)
             return migrated
         _check_columns(path, table, data)
@@ -262,19 +288,8 @@ def _removal_advice(path: str, table: str) -> str:
     return "delete it; only that run's description (command, git commit) is lost, its trials stay."
 
 
-def _older(pf: pq.ParquetFile) -> bool:
-    raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0")
-    return int(raw) < SCHEMA_VERSION
-
-
-def _migrated(data: pa.Table, table: str) -> pa.Table:
-    """A file of an older schema version in today's schema: every column it lacks (added since, see
-    schema.SCHEMA_HISTORY) is null, which the readers take as "not recorded" (v1: no run-delay, so every request
-    counts as clean and preemption_known is null)."""
-    schema = arrow_schema(table)
-    columns = [data.column(f.name).cast(f.type, safe=False) if f.name in data.column_names
-               else pa.nulls(data.num_rows, f.type) for f in schema]
-    return pa.Table.from_arrays(columns, schema=schema)
+def _version(pf: pq.ParquetFile) -> int:
+    return int((pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0"))
 
 
 def _check_columns(path: str, table: str, data: pa.Table) -> None:
@@ -321,8 +336,9 @@ def check_version(path: Path | str, metadata: Mapping[bytes, bytes]) -> None:
         version = -1
     if version > SCHEMA_VERSION:
         raise ResultsError(
-            f"{path} was written with results schema version {version}, newer than this perfsite reads "
-            f"({SCHEMA_VERSION}). Upgrade perfsite (`pip install -U perfsite`) to read it."
+            f"{path} was written by a newer perfsite (results schema version {version}); this perfsite reads "
+            f"versions 1 to {SCHEMA_VERSION} (docs/results.md, \"Schema versions\"). Upgrade perfsite "
+            "(`pip install -U perfsite`) to read it."
         )
     if version < 1:
         raise ResultsError(f"{path} has an invalid schema version {raw!r}; remove the file.")
@@ -330,11 +346,13 @@ def check_version(path: Path | str, metadata: Mapping[bytes, bytes]) -> None:
 
 @dataclass(frozen=True)
 class ExperimentResults:
-    """Everything stored for one experiment, with orphan rows (unfinished trials) dropped."""
+    """Everything stored for one experiment, with orphan rows (unfinished trials) dropped, read once: list and
+    shape cells decoded (generator.results.cells), files of older schema versions migrated
+    (generator.results.migrate), the spec validated."""
 
     name: str
     path: Path | str  # a local folder, or the URL of one on an object store
-    spec_json: dict
+    spec: Spec  # the validated spec of the newest trial: readers trust it, they validate nothing again
     trials: pd.DataFrame
     processes: pd.DataFrame
     latencies: pd.DataFrame
@@ -350,14 +368,6 @@ class ExperimentResults:
     problems: tuple[str, ...] = ()
     incomplete: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    @functools.cached_property  # validated once: pages ask for it thousands of times (frozen: set via __dict__)
-    def spec(self):
-        """The validated spec record of the newest run (stored copies are validated again on read)."""
-        from generator.spec import spec_from_json
-
-        stored = f"{self.path}/specs/{self.trials['spec_sha256'].iloc[-1]}.json"
-        return spec_from_json(self.spec_json, source=stored)
-
 
 def load_experiment(path: StoreRoot) -> ExperimentResults:
     """Read one experiment's results folder. The spec shown is the one of the most recent trial."""
@@ -368,12 +378,13 @@ def load_experiment(path: StoreRoot) -> ExperimentResults:
         raise ResultsError(f"{shown(rd.path)} holds no finished trial; run `perfsite run SPEC` first.")
     trials = trials.sort_values(["finished_at", "trial_key"], kind="stable").reset_index(drop=True)
     keys = set(trials["trial_key"])
-    tables = {t: _only_keys(rd.read_table(t), keys) for t in TRIAL_TABLES}
-    spec_json = rd.read_spec_json(trials["spec_sha256"].iloc[-1])
+    tables = {t: decoded(t, _only_keys(rd.read_table(t), keys)) for t in TRIAL_TABLES}
+    sha256 = trials["spec_sha256"].iloc[-1]
+    spec = spec_from_json(rd.read_spec_json(sha256), source=f"{rd.path}/specs/{sha256}.json")
     return ExperimentResults(
         name=rd.name,
         path=rd.path,
-        spec_json=spec_json,
+        spec=spec,
         trials=trials,
         environments=rd.read_table("environments").drop_duplicates("env_id").reset_index(drop=True),
         runs=rd.read_table("runs").sort_values("started_at", kind="stable").reset_index(drop=True),

@@ -54,7 +54,7 @@ def merge(parts: Sequence[ExperimentResults]) -> tuple[ExperimentResults, list[s
     tables = {t: pd.concat([_only(getattr(p, t), k) for p, k in zip(parts, kept, strict=True)], ignore_index=True)
               for t in TRIAL_TABLES}
     return dataclasses.replace(
-        parts[0], spec_json=newest.spec_json, trials=trials, **tables,
+        parts[0], spec=newest.spec, trials=trials, **tables,
         environments=_union(parts, "environments", "env_id"),
         runs=_union(parts, "runs", "run_id").sort_values("started_at", kind="stable").reset_index(drop=True),
         problems=tuple(dict.fromkeys(q for p in parts for q in p.problems)),
