@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
@@ -19,7 +20,7 @@ from generator.results.store import TRIAL_TABLES, ExperimentResults
 
 def store_roots(results: StoreRoot | Sequence[StoreRoot]) -> tuple[StoreRoot, ...]:
     """One root or several, as a tuple in the order given, each named once."""
-    roots = (results,) if isinstance(results, str | bytes) or not isinstance(results, Sequence) else results
+    roots = (results,) if isinstance(results, str | Path) else results
     return tuple(dict.fromkeys(roots))
 
 
