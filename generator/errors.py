@@ -54,8 +54,8 @@ class QueryMissingError(PerfsiteError):
         super().__init__(
             f"{module} is not installed, and `perfsite query` needs it: DuckDB runs the SQL over the results "
             "store and fsspec lists the store's files (and reads them from s3:// and other URLs). Install perfsite "
-            "with the query extra: `pip install 'perfsite[query]'` (for a store on S3 also `pip install s3fs`). "
-            "Every other command works without it."
+            "with the query extra: `pip install 'perfsite[query]'` (for a store on S3: "
+            "`pip install 'perfsite[query,s3]'`). Every other command works without it."
         )
 
 

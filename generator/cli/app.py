@@ -62,7 +62,9 @@ def _default_results(start: Path) -> Path:
 def run(
     specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML).", show_default=False)],
     results: Annotated[
-        Path | None, typer.Option(help="Results root; each experiment goes to DIR/<spec name>/.")
+        str | None, typer.Option(metavar="DIR_OR_URL",
+                                 help="Results root, a folder or a URL such as s3://bucket/results; each "
+                                      "experiment goes to ROOT/<spec name>/ (default: <project>/results).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Measure again trials that are already stored.")] = False,
     only: Annotated[
@@ -90,6 +92,7 @@ def run(
 ) -> None:
     """Measure the trials of each spec (versions × configurations) and store them as Parquet results."""
     from generator.cli.terminal import ProgressBar, print_dry_run, print_run_summary
+    from generator.results.location import join
     from generator.runner.orchestrate import RunOptions, run_experiment
     from generator.spec import load_spec
 
@@ -105,8 +108,8 @@ def run(
     _check_distinct_names(loaded_specs, results)
     for loaded in loaded_specs:
         root = results or _default_results(loaded.path.parent)
-        options = RunOptions(results_dir=root / loaded.spec.name, force=force, only=only, dry_run=dry_run, quick=quick,
-                             ray=ray, target=target)
+        options = RunOptions(results_dir=join(root, loaded.spec.name), force=force, only=only, dry_run=dry_run,
+                             quick=quick, ray=ray, target=target)
         with ProgressBar(loaded.spec.name) as bar:
             summary = measure(loaded, options, bar)
         (print_dry_run if dry_run else print_run_summary)(summary)
@@ -117,16 +120,19 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _check_distinct_names(loaded_specs: list, results: Path | None) -> None:
+def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
     """Two specs of one `perfsite run` that share a name (and a results root) would write into one folder."""
+    from generator.results.location import is_url, join
     from generator.runner.orchestrate import model_files, same_name_message
 
-    seen: dict[tuple[str, Path], object] = {}
+    seen: dict[tuple[str, object], object] = {}
     for loaded in loaded_specs:
-        root = (results or _default_results(loaded.path.parent)).absolute()
+        root = results if results and is_url(results) else Path(results or _default_results(loaded.path.parent))
+        root = root if isinstance(root, str) else root.absolute()
         first = seen.setdefault((loaded.spec.name, root), loaded)
         if first.path != loaded.path and not model_files(first) & model_files(loaded):
-            raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name, root / loaded.spec.name))
+            raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name,
+                                             join(root, loaded.spec.name)))
 
 
 @app.command()
@@ -154,7 +160,10 @@ def schema() -> None:
 
 @app.command()
 def build(
-    results: Annotated[Path | None, typer.Option(help="Results root to render (default: <project>/results).")] = None,
+    results: Annotated[list[str] | None, typer.Option(
+        metavar="DIR_OR_URL",
+        help="Results store to render: a folder or a URL such as s3://bucket/results (default: <project>/results). "
+             "Repeat it to render several stores into one site; a trial stored in two counts once.")] = None,
     site: Annotated[Path | None, typer.Option(help="Where to write the site (default: <project>/site).")] = None,
     baseline: Annotated[
         str | None, typer.Option(help="Add a changes page against this baseline: a results folder or git:REF.")
@@ -169,7 +178,7 @@ def build(
     from generator.site import build_site
 
     root = project_root(Path.cwd())
-    out = build_site(results or root / "results", site or root / "site", root, progress=_echo_err,
+    out = build_site(results or [root / "results"], site or root / "site", root, progress=_echo_err,
                      baseline=baseline, trend=trend)
     typer.echo(safe(f"Site built in {out}. Open {out / 'index.html'} or run "
                     f"`perfsite serve --site {shlex.quote(str(out))}`."))

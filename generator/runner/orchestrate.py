@@ -217,7 +217,7 @@ def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
     same experiment."""
     from generator.spec import load_spec
 
-    runs = results.read_table("runs") if (results.path / "runs").is_dir() else None
+    runs = results.read_table("runs") if results.has_table("runs") else None
     if runs is None or "spec_path" not in runs:
         return
     for other in sorted(set(runs["spec_path"].dropna()) - {str(loaded.path)}):

@@ -42,7 +42,7 @@ class SilentProgress:
 
 @dataclass(frozen=True)
 class RunOptions:
-    results_dir: Path
+    results_dir: Path | str  # a folder, or a URL of one on object storage (generator.results.location)
     force: bool = False
     only: str | None = None
     dry_run: bool = False
@@ -66,7 +66,7 @@ class PlannedTrial:
 @dataclass
 class RunSummary:
     experiment: str
-    results_dir: Path
+    results_dir: Path | str
     planned: list[PlannedTrial]
     estimate_s: float
     measured: list[str] = field(default_factory=list)

@@ -42,7 +42,7 @@ class SweepContext:
             mine = []
             for side in dict.fromkeys(s for s, _ in group):
                 keys = [p.key for s, p in group if s is side]
-                held = stack.enter_context(TrialLock.many(side.results.path, keys))
+                held = stack.enter_context(TrialLock.many(side.results.lock_folder, keys))
                 # A trial another run finished while we waited for it is not measured again (--force included).
                 done_meanwhile = side.results.stored_ok_keys() - side.preexisting
                 mine += [(s, p) for s, p in group if s is side and p.key in held and p.key not in done_meanwhile]

@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,9 @@ import yaml
 
 from generator.errors import SiteError
 from generator.processes import die_with_parent
+from generator.results.location import StoreRoot, is_url, local_path, shown
 from generator.results.store import ResultsDir, find_experiments, load_experiment
+from generator.results.stores import merge_by_name, store_roots
 from generator.site import publish, vendor
 from generator.site.pages import REPORTS_DIR, Page, home_page, render_pages, templates_dir
 
@@ -37,18 +39,23 @@ MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
 
 
 def build_site(
-    results_root: Path, site_dir: Path, project_root: Path, progress: Progress | None = None,
-    baseline: str | None = None, trend: int | None = None,
+    results_root: StoreRoot | Sequence[StoreRoot], site_dir: Path, project_root: Path,
+    progress: Progress | None = None, baseline: str | None = None, trend: int | None = None,
 ) -> Path:
-    """Render every experiment under results_root and the project's docs into a static site in site_dir;
-    with `baseline` (a results folder or git:REF) a changes page, with `trend` N a trend page over the last N
-    commits that changed results_root (generator.site.changes_page)."""
+    """Render every experiment under results_root (one store, or several read as one:
+    generator.results.stores) and the project's docs into a static site in site_dir; with `baseline` (a results
+    folder or git:REF) a changes page, with `trend` N a trend page over the last N commits that changed the
+    (first local) results folder (generator.site.changes_page)."""
     say = progress or (lambda _text: None)
+    roots = store_roots(results_root)
     project_root, site_dir = Path(project_root).resolve(), _site_path(Path(site_dir))
-    _check_site_dir(site_dir, project_root, Path(results_root).resolve())
-    if not find_experiments(Path(results_root)):  # also refuses a results root that is missing or a file
-        say(f"Warning: no experiment under {results_root}: an experiment is a folder holding trials/ (the layout "
-            "`perfsite run --results` writes); the site has the docs only")
+    local = [local_path(r).resolve() for r in roots if local_path(r) is not None]
+    for folder in local:
+        _check_site_dir(site_dir, project_root, folder)
+    for root in roots:
+        if not find_experiments(root):  # also refuses a results root that is missing or a file
+            say(f"Warning: no experiment under {shown(root)}: an experiment is a folder holding trials/ (the "
+                "layout `perfsite run --results` writes); the site has the docs only")
     with publish.build_lock(project_root, say):
         publish.check_target(site_dir)  # again under the lock: another build may have just written it
         _check_writable(site_dir, "the site", "Choose a writable folder with --site DIR")
@@ -58,7 +65,7 @@ def build_site(
                         "project")
         staging = publish.staging_dir(site_dir)
         try:
-            _build_into(staging, Path(results_root), project_root, say, baseline, trend)
+            _build_into(staging, roots, project_root, say, baseline, trend)
             kept = publish.publish(staging, site_dir)
             if kept:
                 say(f"Kept {len(kept)} entr{'y' if len(kept) == 1 else 'ies'} of {site_dir} that perfsite did not "
@@ -74,10 +81,12 @@ def _site_path(site_dir: Path) -> Path:
     return site_dir.absolute().parent.resolve() / site_dir.name
 
 
-def _build_into(staging: Path, results_root: Path, project_root: Path, say: Progress, baseline: str | None,
-                trend: int | None) -> None:
+def _build_into(staging: Path, roots: tuple[StoreRoot, ...], project_root: Path, say: Progress,
+                baseline: str | None, trend: int | None) -> None:
     """Pages into <project>/.perfsite/build, then mkdocs into `staging`."""
-    experiments = _load_experiments(results_root, say)
+    experiments, notes = merge_by_name([e for root in roots for e in _load_experiments(root, say)])
+    for note in notes:
+        say(f"Note: {note}")
     parent = _parent_config(project_root)
     parent_config = _read_config(parent)
     build_dir = project_root / ".perfsite" / "build"
@@ -86,7 +95,7 @@ def _build_into(staging: Path, results_root: Path, project_root: Path, say: Prog
     docs_source = _docs_source(project_root, parent, parent_config)
     from generator.site.changes_page import history_pages
 
-    extra = history_pages(results_root, experiments, baseline, trend, say)
+    extra = history_pages(_history_root(roots, baseline, trend), experiments, baseline, trend, say)
     pages, docs = _write_pages(experiments, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(experiments)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
@@ -162,13 +171,25 @@ def _check_writable(folder: Path, what: str, fix: str) -> None:
         ) from e
 
 
-def _load_experiments(results_root: Path, say: Progress) -> list[Any]:
+def _history_root(roots: tuple[StoreRoot, ...], baseline: str | None, trend: int | None) -> Path:
+    """The results folder whose git history --trend and --baseline git:REF follow: the first local one."""
+    local = [local_path(r) for r in roots if local_path(r) is not None]
+    if local:
+        return local[0]
+    if trend or (baseline and baseline.startswith("git:")):
+        raise SiteError(f"--trend and --baseline git:REF follow a results folder through git history, but every "
+                        f"--results is on object storage ({', '.join(shown(r) for r in roots)}). Allowed: add the "
+                        "local results folder that is committed in git as one of the --results.")
+    return Path(str(roots[0])) if not is_url(roots[0]) else Path(".")
+
+
+def _load_experiments(results_root: StoreRoot, say: Progress) -> list[Any]:
     experiments = []
     for path in find_experiments(results_root):
         if not ResultsDir(path).stored_trial_keys():
-            say(f"Skipping {path}: no finished trial yet")
+            say(f"Skipping {shown(path)}: no finished trial yet")
             continue
-        say(f"Reading results of {path.name}")
+        say(f"Reading results of {shown(path)}")
         experiment = load_experiment(path)
         for problem in experiment.problems:
             say(f"Warning: {problem}")
