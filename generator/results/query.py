@@ -32,9 +32,9 @@ from generator.results.store import TRIAL_TABLES, check_version
 
 HISTORY = "history"
 VIEWS = (*TABLES, HISTORY)
-# Where a figure was measured, in words that stay the same across runs: the CPU model and its logical CPUs.
-# Not env_id (it changes with every onnxruntime or numpy upgrade) and not hostname (CI runners get a new one
-# per job); both stay in the history view for finer questions.
+# Where a figure was measured, in words that stay the same across runs: the target a `--ray --target` run named
+# (trials.target_name), else the CPU model and its logical CPUs. Not env_id (it changes with every onnxruntime or
+# numpy upgrade) and not hostname (CI runners get a new one per job); both stay in the history view.
 TARGET_SQL = ("coalesce(cpu_model, 'unknown CPU') || ', ' "
               "|| coalesce(CAST(logical_cores AS VARCHAR), '?') || ' CPUs'")
 _SQL_TYPES = {pa.string(): "VARCHAR", pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN",
@@ -189,7 +189,7 @@ def _history_sql() -> str:
             FROM environments ORDER BY env_id, captured_at DESC)
         SELECT t.* RENAME (target AS interval_target),
                run.git_commit, run.git_dirty, run.started_at AS run_started_at, run.perfsite_version,
-               run.command, env.target, env.hostname, env.cpu_model, env.logical_cores, env.onnxruntime
+               run.command, coalesce(t.target_name, env.target) AS target, env.hostname, env.cpu_model, env.logical_cores, env.onnxruntime
         FROM trials AS t
         LEFT JOIN run ON run.run_id = t.run_id
         LEFT JOIN env ON env.env_id = t.env_id"""
