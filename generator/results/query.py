@@ -189,7 +189,8 @@ def _history_sql() -> str:
             FROM environments ORDER BY env_id, captured_at DESC)
         SELECT t.* RENAME (target AS interval_target),
                run.git_commit, run.git_dirty, run.started_at AS run_started_at, run.perfsite_version,
-               run.command, coalesce(t.target_name, env.target) AS target, env.hostname, env.cpu_model, env.logical_cores, env.onnxruntime
+               run.command, coalesce(t.target_name, env.target) AS target, env.hostname, env.cpu_model,
+               env.logical_cores, env.onnxruntime
         FROM trials AS t
         LEFT JOIN run ON run.run_id = t.run_id
         LEFT JOIN env ON env.env_id = t.env_id"""
