@@ -11,6 +11,7 @@ import pytest
 
 from generator.machine.profiling import parse_profile
 from generator.results.schema import column_names
+from generator.site.charts_timeline import temporal_chart, timeline_chart
 from generator.timeline import (
     Timeline,
     TimelineEvent,
@@ -19,9 +20,7 @@ from generator.timeline import (
     counted_events,
     layer_details,
     median_run,
-    temporal_chart,
     temporal_statistics,
-    timeline_chart,
     timeline_from_table,
     timeline_rows,
 )

@@ -19,10 +19,11 @@ import jinja2
 from markupsafe import Markup
 
 from generator.oneshot.text import num
+from generator.site.charts_timeline import temporal_chart, timeline_chart
 from generator.site.escape import inline_json
 from generator.site.pages import templates_dir
 from generator.site.vendor import OWN_SCRIPTS, SCRIPTS
-from generator.timeline import chrome_trace, temporal_chart, timeline_chart
+from generator.timeline import chrome_trace
 from generator.timeline.view import TimelineView
 
 TEMPLATE = "report.html.j2"

@@ -19,6 +19,7 @@ from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_tim
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
 from generator.results.store import ExperimentResults
 from generator.site import charts, charts_profile, chooser_page, compare_page, machines_page
+from generator.site.charts_timeline import TIMELINE_CALLS, temporal_chart, timeline_chart
 from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' common ground)
     REPORTS_DIR,
     TRACE_GZIP_ABOVE,
@@ -32,8 +33,7 @@ from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' c
     template_env,
     templates_dir,
 )
-from generator.timeline import chrome_trace_json, temporal_chart, timeline_chart
-from generator.timeline.charts import TIMELINE_CALLS
+from generator.timeline import chrome_trace_json
 from generator.timeline.view import TimelineView, timeline_view
 
 
@@ -89,7 +89,7 @@ class ProfileSection:
     roofline_combined: int = 0  # nodes drawn as one combined point (charts_profile.ROOFLINE_POINTS)
     timeline: TimelineView | None = None  # None: no `timeline` rows (older results, no profiled pass)
     timeline_chart: str = ""
-    timeline_hidden: int = 0  # calls too short to be among the drawn ones (timeline.charts.TIMELINE_CALLS)
+    timeline_hidden: int = 0  # calls too short to be among the drawn ones (site.charts_timeline.TIMELINE_CALLS)
     temporal_chart: str = ""
     trace_file: str = ""  # the Perfetto trace, beside the page
     trace_json: str | bytes = ""  # bytes: gzip-compressed (TRACE_GZIP_ABOVE)
