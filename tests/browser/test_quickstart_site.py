@@ -45,9 +45,12 @@ def test_quickstart_site_renders_every_chart_without_errors_or_network(chromium,
     for version in ("fp32", "int8-static", "int8-dyn"):
         assert f"reports/quickstart/profile-{version}.html" in pages
     assert {"methodology.html", "spec.html", "cli.html"} <= set(pages)
+    # Every report page and the home page; of the hand-written documentation one page stands for all (same theme,
+    # same scripts, no charts): test_built_pages_reference_no_network_resource reads every page's HTML.
+    visited = [rel for rel in pages if rel.startswith("reports/") or rel in ("index.html", "methodology.html")]
     charts = 0
     with BackgroundServer(quickstart_site) as url:
-        for rel in pages:
+        for rel in visited:
             context, page, visit = _open(chromium, url + rel)
             charts += _assert_charts_drawn(page, rel)
             _assert_no_mark_outside_its_frame(page, rel)
