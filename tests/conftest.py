@@ -7,7 +7,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from perfsite_testing import LARGE_MODEL_NODES, write_spec
+from support.cli import write_spec
+from support.models import LARGE_MODEL_NODES
 
 from generator.models import build_example_models
 
@@ -77,7 +78,7 @@ def cnn_project(tmp_path, example_models) -> Path:
 def large_model_site(tmp_path_factory, _probe_cache) -> Path:
     """The site of a chain of LARGE_MODEL_NODES tiny nodes (generator.models.chain) measured in quick mode as
     two versions with a compare pair: a profile page per version and a compare page, each with long tables."""
-    from perfsite_testing import perfsite
+    from support.cli import perfsite
 
     from generator.models.builder import model_bytes, write_if_changed
     from generator.models.chain import build_chain

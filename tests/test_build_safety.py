@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from perfsite_testing import perfsite
-from test_site_fixture import write_results
+from support.cli import perfsite
+from support.results import write_results
 
 
 def _build_command(project: Path, results: str, site: str) -> list[str]:

@@ -6,7 +6,7 @@ import json
 import sys
 
 import pytest
-from perfsite_testing import ROOT, perfsite, write_spec
+from support.cli import ROOT, perfsite, write_spec
 
 from generator.cli import app
 

@@ -199,7 +199,7 @@ def test_compare_pairs_follow_the_spec_and_are_deterministic(exp):
 
 def test_real_recorded_run(tmp_path):
     """The site's recorded quick run of the example CNN (real profiles and mapping): every pair compares."""
-    from compare_fixture import write_compare_results
+    from support.compare import write_compare_results
 
     exp = load_experiment(write_compare_results(tmp_path))
     for c in compare_pairs(exp):
@@ -213,7 +213,7 @@ def test_without_a_tolerance_outputs_far_from_the_reference_still_warn(tmp_path)
     """No `tolerance:` in the spec: perfsite's default (cosine ≥ 0.99) judges the outputs, in the record, the
     advice, the compare page and the terminal. A static INT8 detector calibrated on random data once reached
     cosine 0.19 with nothing said beside its speed-up."""
-    from compare_fixture import write_compare_results
+    from support.compare import write_compare_results
 
     from generator.cli.compare import _agreement
     from generator.site.compare_page import _tolerance_text

@@ -1,5 +1,5 @@
 """Compare pages and `perfsite compare`: words for ratios, the page's sections, escaping, snapshots of the
-pages built from a real recorded results directory (tests/compare_fixture.py), and the terminal output.
+pages built from a real recorded results directory (tests/support/compare.py), and the terminal output.
 
 Regenerate the snapshots after an intended change with
 `PERFSITE_UPDATE_SNAPSHOTS=1 pytest tests/test_compare_page.py` and review the diff.
@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 
 import pytest
-from compare_fixture import PAYLOAD, sample_comparison, write_compare_results
-from perfsite_testing import check_snapshots
+from support.cli import check_snapshots
+from support.compare import PAYLOAD, sample_comparison, write_compare_results
 
 from generator.analysis import records_compare as R
 from generator.cli.compare import compare_command, format_comparison, parse_config, safe, table

@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from perfsite_testing import perfsite
+from support.cli import perfsite
+from support.models import onnx_model, save
 
 from generator.counting import CountResult, VersionCount, compare_counts, count_instructions
 from generator.counting.callgrind import parse_dump
@@ -63,10 +63,7 @@ def _mlp(path: Path, extra_branch: bool) -> Path:
         nodes.append(helper.make_node("Identity", ["r2"], ["y"]))
     graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", HIDDEN])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-    return path
+    return save(onnx_model(graph), path)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from perfsite_testing import LARGE_MODEL_NODES
+from support.models import LARGE_MODEL_NODES
 
 from generator.site.charts_profile import ROOFLINE_POINTS
 from generator.site.charts_timeline import TIMELINE_CALLS

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from perfsite_testing import write_spec
+from support.cli import write_spec
 
 from generator.analysis.layer_match import match_layers
 from generator.analysis.layer_names import closure, common_name, is_added_name, strip_candidates

@@ -1,6 +1,6 @@
 """The machines page: the same versions and configurations across environments (issue 15, item 2).
 
-The store holds one real recorded run copied onto two more environments (tests/machines_fixture.py): nothing is
+The store holds one real recorded run copied onto two more environments (tests/support/machines.py): nothing is
 measured here. Analysis records are checked as pure functions; the page is snapshotted (regenerate with
 PERFSITE_UPDATE_SNAPSHOTS=1) and built once with mkdocs --strict beside the overview page that links it.
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from machines_fixture import ARM, LEFT_OUT, UPGRADE, copy_onto, write_machine_results
-from perfsite_testing import check_snapshots
-from test_site_fixture import write_results
+from support.cli import check_snapshots
+from support.machines import ARM, LEFT_OUT, UPGRADE, copy_onto, write_machine_results
+from support.results import write_results
 
 from generator.analysis.machine_compare import best_machine, compare_machines
 from generator.analysis.machines import machines, short_cpu

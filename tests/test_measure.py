@@ -12,6 +12,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support.models import onnx_model
 
 from generator.runner.measure import P99_MIN_SAMPLES, LoopResult, latency_stats, timed_loop
 
@@ -25,8 +26,7 @@ def _session(batch_dim: str | int = "batch") -> ort.InferenceSession:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch_dim, 32])],
         [w],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
+    model = onnx_model(graph)
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])

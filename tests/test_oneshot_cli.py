@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from perfsite_testing import perfsite
-from test_oneshot import dynamic_conv_model
+from support.cli import perfsite
+from support.models import dynamic_conv_model
 
 from generator.oneshot.schema import profile_schema_errors
 from generator.oneshot.text import num

@@ -21,8 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from perfsite_testing import ROOT, perfsite
-from test_site_fixture import ENV, write_results
+from support.cli import ROOT, perfsite
+from support.results import ENV, write_results
 
 from generator.cli import main
 from generator.results.store import ResultsDir, find_experiments

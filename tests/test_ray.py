@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from perfsite_testing import perfsite, write_spec
+from support.cli import perfsite, write_spec
 
 from generator.models.builder import model_bytes, write_if_changed
 from generator.models.chain import build_chain

@@ -10,7 +10,7 @@ import time
 
 import pandas as pd
 import pytest
-from perfsite_testing import perfsite, write_spec
+from support.cli import perfsite, write_spec
 
 from generator.results.store import load_experiment
 from generator.runner.orchestrate import RunOptions, run_experiment
@@ -166,7 +166,7 @@ def test_dry_run_lists_trials_and_measures_nothing(cnn_project):
 def test_transformer_example_runs_with_a_seq_len_sweep(tmp_path, example_models):
     (tmp_path / "models").mkdir()
     shutil.copy(example_models["transformer"], tmp_path / "models" / "transformer.onnx")
-    from perfsite_testing import ROOT
+    from support.cli import ROOT
 
     spec = write_spec(tmp_path, (ROOT / "experiments" / "transformer.yaml").read_text(), "transformer.yaml")
     out = perfsite("run", str(spec), "--only", "batch=1,version=fp32", "--results", str(tmp_path / "r"),

@@ -1,6 +1,6 @@
 """A results store measured on three machines without measuring three times.
 
-The real recorded run of tests/compare_fixture.py (one machine) is written back through the results store, then
+The real recorded run of tests/support/compare.py (one machine) is written back through the results store, then
 copied onto two more environments: each copy gets its own environment row (fingerprint recomputed with
 generator.machine.environment.fingerprint), its own run, and trial keys recomputed with generator.plan.trial_key
 for the new fingerprint, as `perfsite run` on that machine would key them; its latencies, throughputs and
@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compare_fixture import PAYLOAD, _plain, write_compare_results
+from support.compare import PAYLOAD, plain, write_compare_results
 
 from generator.machine.environment import fingerprint
 from generator.plan import Configuration, Trial, trial_key
@@ -106,7 +106,7 @@ def _lists(value: Any) -> Any:
 
 def _records(frame: Any) -> list[dict[str, Any]]:
     """Rows as plain Python values (None for missing, lists for arrays), only the schema's columns."""
-    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+    return [{k: plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def _environment(env: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
