@@ -232,7 +232,7 @@ def test_a_mostly_integer_model_is_set_against_the_int8_peak(tmp_path):
     (generator.timeline.view): an integer MatMul is set against the INT8 peak, not the FP32 one."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
-    from test_oneshot import save_model
+    from support.models import onnx_model, save
 
     from generator.oneshot import ProfileOptions, profile_model, summary_text
     from generator.oneshot.record import sig
@@ -242,7 +242,7 @@ def test_a_mostly_integer_model_is_set_against_the_int8_peak(tmp_path):
         [helper.make_node("MatMulInteger", ["x", "w"], ["y"], name="imatmul")], "int8",
         [helper.make_tensor_value_info("x", TensorProto.UINT8, ["N", 256])],
         [helper.make_tensor_value_info("y", TensorProto.INT32, ["N", 256])], [weight])
-    model = save_model(graph, tmp_path / "int8.onnx")
+    model = save(onnx_model(graph), tmp_path / "int8.onnx")
     options = ProfileOptions(threads=1, iterations=5, warmup=1, profile_iterations=2, quick=True)
     record = profile_model(model, options, out_dir=tmp_path).record
     limits, s = record["limits"], record["summary"]

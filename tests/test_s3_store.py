@@ -18,7 +18,8 @@ from pathlib import Path
 import onnx
 import pandas as pd
 import pytest
-from perfsite_testing import perfsite, profile_recorder, write_spec
+from support.cli import perfsite, write_spec
+from support.models import tiny_cnn
 
 from generator.cli.app import main
 from generator.results.location import shown
@@ -105,7 +106,7 @@ def tiny(tmp_path_factory, s3) -> tuple[Path, Path]:
     """A project with a tiny CNN and a two-trial spec, measured once into a local store: (project, experiment
     folder)."""
     project = tmp_path_factory.mktemp("s3-project")
-    onnx.save(profile_recorder().tiny_cnn(), project / "tiny.onnx")
+    onnx.save(tiny_cnn(), project / "tiny.onnx")
     write_spec(project, """\
         name: tiny
         models:

@@ -20,13 +20,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from support.compare import PAYLOAD, plain, write_compare_results
-
 from generator.machine.environment import fingerprint
 from generator.plan import Configuration, Trial, trial_key
 from generator.results.cells import DECODERS, names
 from generator.results.schema import column_names
 from generator.results.store import ResultsDir, TrialFiles, load_experiment
+from support.compare import PAYLOAD, plain, write_compare_results
 
 ARM = {"cpu_model": "ARM Neoverse-N1", "physical_cores": 4, "logical_cores": 4, "isa": ["NEON"],
        "os": "Linux-6.1.0-aarch64-with-glibc2.36", "hostname": PAYLOAD, "peak_gflops_fp32": 151.0,

@@ -8,10 +8,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from support.results import ENV, PAYLOAD, latencies, processes, trial_row
-
 from generator.results.store import ResultsDir, TrialFiles
 from generator.spec import canonical_json, spec_from_json, spec_to_json
+from support.results import ENV, PAYLOAD, latencies, processes, trial_row
 
 EXPERIMENT = "cnn-profile"
 PROBED = {"peak_gflops_fp32": 180.0, "peak_gops_int8": 340.0, "bandwidth_gbs": 18.0,

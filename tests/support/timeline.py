@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-from support.cli import perfsite, write_spec
-from support.profile import write_profile_results
 
 from generator.results.store import ResultsDir, atomic_write_bytes, table_to_parquet_bytes
+from support.cli import perfsite, write_spec
+from support.profile import write_profile_results
 
 GAP_US = 1.5  # executor time between calls
 CNN_SPEC = """\
