@@ -225,4 +225,5 @@ def test_repeats_are_a_minimum_even_when_the_first_round_spends_the_budget(cnn_p
     # Out of budget means the interval did not reach the target: two processes that agree closely can reach it.
     row = exp.trials.iloc[0]
     assert row["measuring_s"] > row["budget_s"]
-    assert bool(row["budget_exhausted"]) == bool(row["ci_halfwidth"] > row["target"])
+    # (No interval, NaN, when a busy machine left one process without clean requests: not reached either.)
+    assert bool(row["budget_exhausted"]) == (not bool(row["ci_halfwidth"] <= row["target"]))
