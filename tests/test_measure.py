@@ -182,3 +182,20 @@ def test_a_neighbour_on_the_same_core_shows_as_preempted_requests_and_the_clean_
     busy_clean, busy_hit_median = np.median(busy_ms[~busy_hit]), np.median(busy_ms[busy_hit])
     assert busy_hit_median > 1.5 * busy_clean
     assert busy_clean < 1.5 * np.median(quiet_ms[~quiet_hit])
+
+
+def test_a_trial_whose_every_request_was_preempted_keeps_its_figures_from_all_requests():
+    """No usable process (a machine busy through the whole trial): the figures come from every request, and
+    the throughput is a number, not NaN (an ok trial with a NaN headline dropped out of every count)."""
+    from generator.runner.aggregate import ProcessOutcome, measurement_columns
+
+    latencies = np.full(40, 2.0)
+    delays = np.full(40, 1.5)  # every request waited most of its time for a CPU: all preempted
+    processes = [ProcessOutcome(process=i, round=i, iterations=40, items=40, wall_s=0.08, cpu_s=0.04,
+                                load_ms=1.0, first_run_ms=3.0, peak_rss_mb=None, arena_mb=None,
+                                latencies_ms=(latencies,), run_delays_ms=(delays,), delay_threads=1)
+                 for i in range(2)]
+    assert all(p.preempted.all() and not p.usable for p in processes)
+    row = measurement_columns(processes, cores_expected=1.0, percentile="p50")
+    assert row["throughput_ips"] == pytest.approx(500.0) and row["latency_p50_ms"] == pytest.approx(2.0)
+    assert row["usable_processes"] == 0 and row["preempted_share"] == 1.0 and row["noisy"]

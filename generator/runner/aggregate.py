@@ -202,7 +202,9 @@ def measurement_columns(
         **{f"latency_{k}_ms": stats[k] for k in ("mean", "p50", "p90", "p95", "p99", "std", "min", "max")},
         "latency_headline_ms": stats[percentile] if stats[percentile] is not None else stats["p95"],
         "cv": stats["cv"],
-        "throughput_ips": float(np.median([p.clean_throughput_ips for p in judged])),
+        # With no usable process the figures are every request's (as the latencies above): a process whose every
+        # request was preempted has no clean throughput at all, and a NaN headline would leave an ok trial out.
+        "throughput_ips": float(np.median([p.clean_throughput_ips if usable else p.throughput_ips for p in judged])),
         "iterations": int(total),
         "duration_s": float(sum(p.wall_s for p in processes)),
         "processes": len(processes),
