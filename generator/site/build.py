@@ -20,8 +20,16 @@ import yaml
 from generator.errors import SiteError
 from generator.processes import die_with_parent
 from generator.results.store import ResultsDir, find_experiments, load_experiment
-from generator.site import publish, vendor
-from generator.site.pages import REPORTS_DIR, Page, home_page, render_pages, templates_dir
+from generator.site import incremental, publish, vendor
+from generator.site.pages import (
+    REPORTS_DIR,
+    Page,
+    home_page,
+    reports_index,
+    slugify,
+    template_env,
+    templates_dir,
+)
 
 Progress = Callable[[str], None]
 GETTING_STARTED = ("getting-started.md", "getting_started.md", "quickstart.md", "tutorial.md")
@@ -76,19 +84,28 @@ def _site_path(site_dir: Path) -> Path:
 
 def _build_into(staging: Path, results_root: Path, project_root: Path, say: Progress, baseline: str | None,
                 trend: int | None) -> None:
-    """Pages into <project>/.perfsite/build, then mkdocs into `staging`."""
-    experiments = _load_experiments(results_root, say)
+    """Pages into <project>/.perfsite/build (each experiment's from the page cache where it is unchanged,
+    generator.site.incremental), then mkdocs into `staging`."""
+    found = _experiment_folders(results_root, say)
     parent = _parent_config(project_root)
     parent_config = _read_config(parent)
     build_dir = project_root / ".perfsite" / "build"
     if build_dir.exists():
         shutil.rmtree(build_dir)
     docs_source = _docs_source(project_root, parent, parent_config)
-    from generator.site.changes_page import history_pages
+    taken: set[str] = {"index"}
+    slugs = [slugify(path.name, taken) for path in found]
+    cached = incremental.experiment_pages(found, slugs, project_root / ".perfsite" / "cache" / "pages", say)
+    for entry in cached:
+        for warning in entry.warnings:
+            say(warning)
+    extra = []
+    if baseline or trend:  # the changes and trend pages read every experiment's results themselves
+        from generator.site.changes_page import history_pages
 
-    extra = history_pages(results_root, experiments, baseline, trend, say)
-    pages, docs = _write_pages(experiments, docs_source, build_dir / "docs", extra)
-    say(f"Rendered {len(pages)} pages for {len(experiments)} experiment(s); running mkdocs build")
+        extra = history_pages(results_root, [load_experiment(path) for path in found], baseline, trend, say)
+    pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
+    say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
     _run_mkdocs(config)
 
@@ -100,25 +117,22 @@ def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]
     return project_root / "docs"
 
 
-def _write_pages(experiments: list[Any], docs_source: Path, docs_dir: Path,
+def _write_pages(cached: list[incremental.CachedExperiment], docs_source: Path, docs_dir: Path,
                  extra: list[Page] | None = None) -> tuple[list[Page], list[str]]:
-    """The project's docs, the generated pages (and a home page unless the docs have one), `extra` pages
-    (changes, trend) and the assets."""
+    """The project's docs, the reports index, each experiment's generated files (linked from the page cache),
+    `extra` pages (changes, trend), a home page unless the docs have one, and the assets."""
     docs = _copy_docs(docs_source, docs_dir)
-    pages, views = render_pages(experiments)
+    env = template_env()
+    views = [entry.view for entry in cached]
+    pages = [reports_index(env, views)]
+    for entry in cached:
+        incremental.link_tree(entry.folder / "docs", docs_dir)
+        pages += entry.pages
     pages += extra or []
     if "index.md" not in docs:
         pages.append(home_page(views))
-    for page in pages:
-        target = docs_dir / page.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(page.markdown, encoding="utf-8")
-        for rel, content in page.files:  # e.g. a profile page's Perfetto traces, linked from the page
-            (docs_dir / rel).parent.mkdir(parents=True, exist_ok=True)  # the chooser's data folder
-            if isinstance(content, bytes):
-                (docs_dir / rel).write_bytes(content)
-            else:
-                (docs_dir / rel).write_text(content, encoding="utf-8")
+    for page in [pages[0], *pages[1 + sum(len(e.pages) for e in cached):]]:
+        incremental.write_page(docs_dir, page)
     vendor.copy_assets(templates_dir(), docs_dir)
     return pages, docs
 
@@ -162,31 +176,15 @@ def _check_writable(folder: Path, what: str, fix: str) -> None:
         ) from e
 
 
-def _load_experiments(results_root: Path, say: Progress) -> list[Any]:
-    experiments = []
+def _experiment_folders(results_root: Path, say: Progress) -> list[Path]:
+    """The experiments to render: every folder with a finished trial."""
+    found = []
     for path in find_experiments(results_root):
         if not ResultsDir(path).stored_trial_keys():
             say(f"Skipping {path}: no finished trial yet")
             continue
-        say(f"Reading results of {path.name}")
-        experiment = load_experiment(path)
-        for problem in experiment.problems:
-            say(f"Warning: {problem}")
-        _note_older_spec(experiment, say)
-        experiments.append(experiment)
-    return experiments
-
-
-def _note_older_spec(experiment: Any, say: Progress) -> None:
-    """The pages follow the newest stored spec; say which trials were measured for versions it no longer has
-    (renamed or removed since): they are still rendered, since nothing measured is thrown away."""
-    current = set(experiment.spec.models)
-    trials = experiment.trials
-    gone = trials[~trials["version"].isin(current)]
-    if not gone.empty:
-        names = ", ".join(sorted(set(gone["version"])))
-        say(f"Note: {experiment.name}: {len(gone)} stored trial(s) are of versions no longer in its newest spec "
-            f"({names}); they were measured with an older spec and are still shown.")
+        found.append(path)
+    return found
 
 
 def _copy_docs(source: Path, docs_dir: Path) -> list[str]:

@@ -1,0 +1,149 @@
+"""How `perfsite build` scales: a full build of a big store, a rebuild after one experiment changed, page sizes.
+
+Issue 15 asks, on 2 cores: a full build of 1,000 trials / 1 M executed-node rows in ≤ 30 s with ≤ 2 GB peak
+memory; a rebuild after one experiment's results changed (its page names kept) in ≤ 5 s; no page over 3 MB.
+This writes such a store (bench/scale_store.py: seeded, deterministic, through the results store), runs the
+`perfsite build` command users run in a child process, and prints each figure against its target::
+
+    store: 25 experiments, 1,000 trials, 1,000,040 node rows, 3 environments (written in 24.1 s)
+    figure                       measured     target    ratio
+    full build                     28.1 s     30.0 s    0.94
+    peak memory (process tree)   1,310 MB   2,048 MB    0.64
+    rebuild after one change        3.9 s      5.0 s    0.78
+    largest page                  1.02 MB    3.00 MB    0.34
+
+Peak memory is the largest sum of the resident memory of the build and all its child processes (a pool of
+page workers, mkdocs), sampled every 50 ms; the largest single process (getrusage's max RSS of the children) is
+printed beside it. The changed experiment is re-measured with every time 10 % slower: same trial keys, same
+page names, new figures.
+
+Usage: ``python bench/site_scale.py [--trials 1000] [--nodes N] [--work DIR]`` (`--trials 20` is a smoke run of
+a few seconds). Exit status 1 when a figure is over its target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import psutil
+import scale_store
+
+MB = 1024 * 1024
+TARGETS = {"full build": 30.0, "peak memory (process tree)": 2048.0, "rebuild after one change": 5.0,
+           "largest page": 3.0}
+UNITS = {"full build": "s", "peak memory (process tree)": "MB", "rebuild after one change": "s",
+         "largest page": "MB"}
+SEED = 7
+
+
+def write_store(results: Path, trials: int, nodes: int) -> list[scale_store.Plan]:
+    plans = scale_store.plans(trials, nodes, SEED)
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(scale_store.write_experiment, [results] * len(plans), plans, [SEED] * len(plans)))
+    return plans
+
+
+def timed_build(work: Path) -> tuple[float, float]:
+    """Seconds and peak process-tree memory (MB) of `perfsite build` run in `work`."""
+    perfsite = Path(sys.executable).with_name("perfsite")
+    command = [str(perfsite), "build", "--results", "results", "--site", "site"]
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = [0]
+    sampler = threading.Thread(target=_sample_tree, args=(child, peak), daemon=True)
+    sampler.start()
+    output, _ = child.communicate()
+    seconds = time.perf_counter() - start
+    sampler.join()
+    if child.returncode != 0:
+        sys.exit(f"perfsite build failed (exit status {child.returncode}):\n{output[-3000:]}")
+    return seconds, peak[0] / MB
+
+
+def _sample_tree(child: subprocess.Popen, peak: list[int]) -> None:
+    try:
+        root = psutil.Process(child.pid)
+        while child.poll() is None:
+            total = 0
+            for p in [root, *root.children(recursive=True)]:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:  # a worker that just ended
+                    pass
+            peak[0] = max(peak[0], total)
+            time.sleep(0.05)
+    except psutil.Error:
+        pass
+
+
+def largest_page(site: Path) -> tuple[float, str, float]:
+    """The largest HTML page (MB, its path) and the largest file of any kind (MB)."""
+    files = [(p.stat().st_size, p) for p in site.rglob("*") if p.is_file()]
+    pages = [(size, p) for size, p in files if p.suffix == ".html"]
+    size, page = max(pages)
+    return size / MB, page.relative_to(site).as_posix(), max(files)[0] / MB
+
+
+def change_one(results: Path, plans: list[scale_store.Plan]) -> str:
+    """Re-measure one experiment with every time 10 % slower (same trials, so the same page names)."""
+    plan = plans[len(plans) // 2]
+    scale_store.write_experiment(results, plan, SEED, slower=1.1)
+    return plan.name
+
+
+def report(figures: dict[str, float]) -> bool:
+    print(f"{'figure':<30}{'measured':>12}{'target':>12}{'ratio':>9}")
+    ok = True
+    for name, value in figures.items():
+        target, unit = TARGETS[name], UNITS[name]
+        ok &= value <= target
+        print(f"{name:<30}{value:>9,.1f} {unit:<2}{target:>9,.1f} {unit:<2}{value / target:>8.2f}")
+    return ok
+
+
+def run(work: Path, trials: int, nodes: int) -> bool:
+    results = work / "results"
+    start = time.perf_counter()
+    plans = write_store(results, trials, nodes)
+    rows = sum(p.nodes * len(p.trials) for p in plans)
+    envs = len({t[2] for p in plans for t in p.trials})
+    print(f"store: {len(plans)} experiments, {trials:,} trials, {rows:,} node rows, {envs} environments "
+          f"(written in {time.perf_counter() - start:.1f} s) in {results}")
+    full_s, full_mb = timed_build(work)
+    biggest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    changed = change_one(results, plans)
+    rebuild_s, rebuild_mb = timed_build(work)
+    page_mb, page, file_mb = largest_page(work / "site")
+    ok = report({"full build": full_s, "peak memory (process tree)": max(full_mb, rebuild_mb),
+                 "rebuild after one change": rebuild_s, "largest page": page_mb})
+    print(f"largest single process {biggest:,.0f} MB; changed experiment {changed}; largest page {page}; "
+          f"largest file of any kind {file_mb:.2f} MB")
+    return ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=1000, help="trials in the store (default 1000)")
+    parser.add_argument("--nodes", type=int, help="executed-node rows in the store (default 1000 per trial)")
+    parser.add_argument("--work", type=Path, help="folder for the store and the site (default: a temporary one)")
+    args = parser.parse_args()
+    nodes = args.nodes or args.trials * 1000
+    if args.work:
+        args.work.mkdir(parents=True, exist_ok=True)
+        ok = run(args.work.resolve(), args.trials, nodes)
+    else:
+        with tempfile.TemporaryDirectory(prefix="site-scale-") as tmp:
+            ok = run(Path(tmp), args.trials, nodes)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
