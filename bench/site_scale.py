@@ -17,14 +17,15 @@ page workers, mkdocs), sampled every 50 ms; the largest single process (getrusag
 printed beside it. The changed experiment is re-measured with every time 10 % slower: same trial keys, same
 page names, new figures.
 
-Usage: ``python bench/site_scale.py [--trials 1000] [--nodes N] [--work DIR]`` (`--trials 20` is a smoke run of
-a few seconds). Exit status 1 when a figure is over its target.
+Usage: ``python bench/site_scale.py [--trials 1000] [--nodes N] [--work DIR] [--perfsite PATH]`` (`--trials 20
+--nodes 600` is a smoke run of a few seconds). Exit status 1 when a figure is over its target.
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,9 +52,8 @@ def write_store(results: Path, trials: int, nodes: int) -> list[scale_store.Plan
     return plans
 
 
-def timed_build(work: Path) -> tuple[float, float]:
+def timed_build(work: Path, perfsite: Path) -> tuple[float, float]:
     """Seconds and peak process-tree memory (MB) of `perfsite build` run in `work`."""
-    perfsite = Path(sys.executable).with_name("perfsite")
     command = [str(perfsite), "build", "--results", "results", "--site", "site"]
     start = time.perf_counter()
     child = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -109,18 +109,21 @@ def report(figures: dict[str, float]) -> bool:
     return ok
 
 
-def run(work: Path, trials: int, nodes: int) -> bool:
+def run(work: Path, trials: int, nodes: int, perfsite: Path) -> bool:
     results = work / "results"
     start = time.perf_counter()
     plans = write_store(results, trials, nodes)
     rows = sum(p.nodes * len(p.trials) for p in plans)
     envs = len({t[2] for p in plans for t in p.trials})
-    print(f"store: {len(plans)} experiments, {trials:,} trials, {rows:,} node rows, {envs} environments "
+    plural = "s" if len(plans) > 1 else ""
+    print(f"store: {len(plans)} experiment{plural}, {trials:,} trials, {rows:,} node rows, {envs} environments "
           f"(written in {time.perf_counter() - start:.1f} s) in {results}")
-    full_s, full_mb = timed_build(work)
+    for old in (work / "site", work / ".perfsite"):  # a full build: no site, no page cache
+        shutil.rmtree(old, ignore_errors=True)
+    full_s, full_mb = timed_build(work, perfsite)
     biggest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     changed = change_one(results, plans)
-    rebuild_s, rebuild_mb = timed_build(work)
+    rebuild_s, rebuild_mb = timed_build(work, perfsite)
     page_mb, page, file_mb = largest_page(work / "site")
     ok = report({"full build": full_s, "peak memory (process tree)": max(full_mb, rebuild_mb),
                  "rebuild after one change": rebuild_s, "largest page": page_mb})
@@ -134,14 +137,17 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=1000, help="trials in the store (default 1000)")
     parser.add_argument("--nodes", type=int, help="executed-node rows in the store (default 1000 per trial)")
     parser.add_argument("--work", type=Path, help="folder for the store and the site (default: a temporary one)")
+    parser.add_argument("--perfsite", type=Path, default=Path(sys.executable).with_name("perfsite"),
+                        help="the perfsite command to time (default: the one beside this Python), e.g. another "
+                             "checkout's, for a before-and-after comparison")
     args = parser.parse_args()
     nodes = args.nodes or args.trials * 1000
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
-        ok = run(args.work.resolve(), args.trials, nodes)
+        ok = run(args.work.resolve(), args.trials, nodes, args.perfsite)
     else:
         with tempfile.TemporaryDirectory(prefix="site-scale-") as tmp:
-            ok = run(Path(tmp), args.trials, nodes)
+            ok = run(Path(tmp), args.trials, nodes, args.perfsite)
     sys.exit(0 if ok else 1)
 
 

@@ -275,9 +275,18 @@ def _dominant(members: Sequence[Executed], attr: str) -> str | None:
 def group_ratio(members_a: Sequence[Executed], members_b: Sequence[Executed], reference: RatioCI | None,
                 iterations_a: int, iterations_b: int) -> RatioCI | None:
     """B / A time of two sets of executed nodes with an approximate 95 % interval (None if either is 0)."""
-    time_a, time_b = sum(e.dur_us for e in members_a), sum(e.dur_us for e in members_b)
-    return scaled_ratio_ci(time_a, time_b, reference, _rel_se(members_a, iterations_a),
-                           _rel_se(members_b, iterations_b))
+    return side_ratio(member_time(members_a, iterations_a), member_time(members_b, iterations_b), reference)
+
+
+def member_time(members: Sequence[Executed], iterations: int) -> tuple[float, float]:
+    """One side of a group_ratio: the members' summed time and its relative standard error. The chooser
+    computes it once per trial and row, not once per pair of trials (tens of thousands of pairs × rows)."""
+    return sum(e.dur_us for e in members), _rel_se(members, iterations)
+
+
+def side_ratio(a: tuple[float, float], b: tuple[float, float], reference: RatioCI | None) -> RatioCI | None:
+    """group_ratio from the two sides' member_time."""
+    return scaled_ratio_ci(a[0], b[0], reference, a[1], b[1])
 
 
 def _rel_se(members: Sequence[Executed], iterations: int) -> float:
