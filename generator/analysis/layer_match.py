@@ -114,8 +114,17 @@ class LayerMatch:
 def executed_rows(nodes: pd.DataFrame) -> list[dict[str, Any]]:
     """Top-level executed nodes of one trial as plain dicts, in execution order."""
     rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
-    return [{k: clean(v) if not isinstance(v, (list, tuple)) and not hasattr(v, "tolist") else v
-             for k, v in r.items()} for r in rows.to_dict("records")]
+    # Column by column: integer and boolean columns hold no missing value and come out as Python numbers
+    # already, so only the others go through `clean` (a thousand-node sweep has millions of cells).
+    columns = [rows[name].tolist() if rows[name].dtype.kind in "iub" else [_plain(v) for v in rows[name].tolist()]
+               for name in rows.columns]
+    names = list(rows.columns)
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def _plain(value: Any) -> Any:
+    """A cell as executed_rows gives it: lists and arrays as they are, anything else through `clean`."""
+    return value if isinstance(value, (list, tuple)) or hasattr(value, "tolist") else clean(value)
 
 
 def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
