@@ -116,14 +116,22 @@ def executed_rows(nodes: pd.DataFrame) -> list[dict[str, Any]]:
     rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
     # Column by column: integer and boolean columns hold no missing value and come out as Python numbers
     # already, so only the others go through `clean` (a thousand-node sweep has millions of cells).
-    columns = [rows[name].tolist() if rows[name].dtype.kind in "iub" else [_plain(v) for v in rows[name].tolist()]
-               for name in rows.columns]
     names = list(rows.columns)
+    columns = [_plain_column(rows[name]) for name in names]
     return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
+def _plain_column(column: pd.Series) -> list[Any]:
+    """A column's cells as executed_rows gives them (`clean`, but lists and arrays as they are), by dtype."""
+    values = column.tolist()  # Python numbers, strings, NaN for missing ones, arrays for list columns
+    if column.dtype.kind in "iub":
+        return values
+    if column.dtype.kind == "f":
+        return [None if v is pd.NA or v != v else v for v in values]  # NaN: the only float unequal to itself
+    return [v if type(v) is str else _plain(v) for v in values]
+
+
 def _plain(value: Any) -> Any:
-    """A cell as executed_rows gives it: lists and arrays as they are, anything else through `clean`."""
     return value if isinstance(value, (list, tuple)) or hasattr(value, "tolist") else clean(value)
 
 
