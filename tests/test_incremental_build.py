@@ -63,6 +63,8 @@ def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_pat
         f"Reading results of {EXPERIMENT}", "Reading results of other-cnn"]
     entries = sorted(p.name for p in (project / ".perfsite" / "cache" / "pages").iterdir())
     assert len(entries) == 2
+    renders = {p.name for p in (project / ".perfsite" / "cache" / "render" / "entries").iterdir()}
+    assert len(renders) >= 10  # one per page (generator.site.render_cache)
 
     _slower(second)
     said = _build(results, project)
@@ -70,6 +72,8 @@ def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_pat
     assert [s for s in said if s.startswith("Reading results of")] == ["Reading results of other-cnn"]
     now = sorted(p.name for p in (project / ".perfsite" / "cache" / "pages").iterdir())
     assert len(now) == 2 and len(set(now) & set(entries)) == 1  # the changed one replaced, the old one pruned
+    rendered = {p.name for p in (project / ".perfsite" / "cache" / "render" / "entries").iterdir()}
+    assert len(rendered) == len(renders) and 0 < len(rendered - renders) < len(renders) / 2  # the others reused
 
     scratch = tmp_path / "scratch"
     _build(results, scratch)

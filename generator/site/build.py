@@ -21,6 +21,7 @@ from generator.errors import SiteError
 from generator.processes import die_with_parent
 from generator.results.store import ResultsDir, find_experiments, load_experiment
 from generator.site import incremental, publish, vendor
+from generator.site import render_cache as render_cache_hooks
 from generator.site.pages import (
     REPORTS_DIR,
     Page,
@@ -107,7 +108,7 @@ def _build_into(staging: Path, results_root: Path, project_root: Path, say: Prog
     pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
-    _run_mkdocs(config)
+    _run_mkdocs(config, project_root / ".perfsite" / "cache" / "render")
 
 
 def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]) -> Path:
@@ -299,6 +300,9 @@ def _write_config(
     if isinstance(theme, dict) and theme.get("name") == "material":
         features = list(theme.get("features") or [])
         config["theme"] = {"features": features + [f for f in REQUIRED_FEATURES if f not in features]}
+    # The render cache's hooks after the project's own (a child config replaces the list: paths made absolute).
+    own_hooks = [str((parent.parent / str(h)).resolve()) for h in parent_config.get("hooks") or []]
+    config["hooks"] = own_hooks + [render_cache_hooks.__file__]
     polyfills = list((parent_config.get("extra") or {}).get("polyfills") or [])
     config["extra"] = {"polyfills": polyfills + [p for p in vendor.polyfills() if p not in polyfills]}
     path = build_dir / "mkdocs.yml"
@@ -339,11 +343,14 @@ def _merged_list(items: list[Any], required: list[Any], parent: Path, key: str) 
     return list(items) + missing
 
 
-def _run_mkdocs(config: Path) -> None:
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+def _run_mkdocs(config: Path, render_cache: Path) -> None:
+    """mkdocs build --strict, with perfsite's render cache (generator.site.render_cache) for unchanged pages."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", render_cache_hooks.CACHE_ENV: str(render_cache)}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)]
+    render_cache.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True,
                           preexec_fn=die_with_parent)
+    render_cache_hooks.commit(render_cache, done.returncode == 0)
     if done.returncode != 0:
         output = (done.stdout + done.stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
         raise SiteError(

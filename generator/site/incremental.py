@@ -104,8 +104,12 @@ def _generate(missing: list[tuple[Path, str, Path]]) -> None:
         for path, slug, folder in missing:
             generate_entry(str(path), slug, str(folder))
         return
-    # forkserver: workers start from a clean process, not a fork of one whose libraries hold threads.
+    # forkserver: workers start from a clean process, not a fork of one whose libraries hold threads. The
+    # server imports this module (pandas, altair, the analyses) once, and each worker is a fork of it. As with
+    # every start method but fork, a script that calls build_site must guard it with `if __name__ ==
+    # "__main__":` (Python's multiprocessing rule): workers import the main module.
     context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         futures = [pool.submit(generate_entry, str(path), slug, str(folder)) for path, slug, folder in missing]
         for future in futures:
