@@ -81,6 +81,8 @@ def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_pat
     assert sorted(rebuilt) == sorted(full)
     assert [f for f in full if rebuilt[f] != full[f]] == []
     assert b"other-cnn" in full["reports/other-cnn/index.html"]
+    data = project / "site" / "reports" / "other-cnn" / "choose" / "index.js"
+    assert data.stat().st_nlink >= 2  # hard-linked from the page cache, not copied (render_cache)
 
     shutil.rmtree(first)  # a removed experiment: its pages, its navigation entry and its cache entry go
     said = _build(results, project)

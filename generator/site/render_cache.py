@@ -14,7 +14,8 @@ navigation, every page's template and everything else are rendered on every buil
 An entry is written to `pending/` and moved into `entries/` by the build only when mkdocs succeeded: a page that
 warned in a failed strict build is converted again (and warns again) next time. The names of the chooser's
 data files (generator.site.chooser_page.DATA_FOLDER) are left out of the file set: pages load them from
-scripts, never link them from Markdown, and their names change with the figures.
+scripts, never link them from Markdown, and their names change with the figures. The reports' data files are
+hard-linked into the site rather than copied (`_link_or_copy_file`).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from typing import Any
 import markdown as markdown_package
 import mkdocs
 from material.plugins.search.plugin import SearchIndex
+from mkdocs import utils as mkdocs_utils
 
 CACHE_ENV = "PERFSITE_RENDER_CACHE"
-DATA_FOLDER = "choose"  # generator.site.chooser_page.DATA_FOLDER (this file is loaded by mkdocs, not imported)
+# generator.site.chooser_page.DATA_FOLDER and page_base.REPORTS_DIR (mkdocs loads this file, it imports neither)
+DATA_FOLDER, REPORTS_DIR = "choose", "reports"
 USED = "used.json"
 _state: dict[str, Any] = {"config": "", "files": "", "used": set()}
 _original_add_entry = SearchIndex.add_entry_from_context
@@ -43,6 +46,7 @@ def _folder() -> Path | None:
 
 
 def on_config(config: Any) -> Any:
+    _state["generated"] = os.path.join(config["docs_dir"], REPORTS_DIR, "")
     search = next((p for name, p in config.plugins.items() if name.endswith("search")), None)
     signature = {
         "extensions": [str(e) for e in config["markdown_extensions"]],
@@ -116,6 +120,26 @@ def _add_entry_from_context(self: SearchIndex, page: Any) -> None:
 
 
 SearchIndex.add_entry_from_context = _add_entry_from_context
+
+
+def _link_or_copy_file(source_path: str, output_path: str) -> None:
+    """mkdocs' copy of a file into the site, as a hard link for the generated reports' data files (hundreds of
+    MB of chooser figures in a big site): nothing writes them in place, the build folder and the page cache
+    (generator.site.incremental) hold the same bytes."""
+    if not source_path.startswith(_state.get("generated") or "\0") or os.path.isdir(output_path):
+        _original_copy_file(source_path, output_path)
+        return
+    os.makedirs(os.path.dirname(output_path), exist_ok=True)
+    try:
+        if os.path.lexists(output_path):
+            os.unlink(output_path)
+        os.link(source_path, output_path)
+    except OSError:  # another file system, or one without hard links
+        _original_copy_file(source_path, output_path)
+
+
+_original_copy_file = mkdocs_utils.copy_file
+mkdocs_utils.copy_file = _link_or_copy_file
 
 
 def _pending(folder: Path, key: str, entry: dict[str, Any]) -> None:
