@@ -15,8 +15,9 @@ figures: docs/scale.md)::
 
 CPU seconds of each build (the build and its child processes) are printed too: on a shared machine they show
 what a build costs when the wall time shows how busy the machine was. Peak memory is the largest sum of the
-resident memory of the build and all its child processes (a pool of page workers, mkdocs), sampled every
-50 ms; the largest single process (getrusage's max RSS of the children) is printed beside it. The changed
+proportional set size of the build and all its child processes (a pool of page workers, mkdocs), sampled
+every 50 ms: pages shared by several processes (the workers share what their server imported) count once;
+the sum of resident sizes, which counts them in every process, is printed beside it. The changed
 experiment is re-measured with every time 10 % slower: same trial keys, same page names, new figures.
 
 Usage: ``python bench/site_scale.py [--trials 1000] [--nodes N] [--work DIR] [--perfsite PATH]`` (`--trials 20
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -55,45 +55,53 @@ def write_store(results: Path, trials: int, nodes: int) -> list[scale_store.Plan
     return plans
 
 
-def timed_build(work: Path, perfsite: Path) -> tuple[float, float, float]:
-    """Seconds, CPU seconds (the build and all its child processes) and peak process-tree memory (MB) of
-    `perfsite build` run in `work`."""
+def timed_build(work: Path, perfsite: Path) -> tuple[float, float, float, float]:
+    """Seconds, CPU seconds, peak proportional and peak resident memory (MB) of `perfsite build` run in `work`,
+    the build and all its child processes together."""
     command = [str(perfsite), "build", "--results", "results", "--site", "site"]
-    cpu = _children_cpu()
     start = time.perf_counter()
     child = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = [0]
-    sampler = threading.Thread(target=_sample_tree, args=(child, peak), daemon=True)
+    tree = Tree()
+    sampler = threading.Thread(target=tree.sample, args=(child,), daemon=True)
     sampler.start()
     output, _ = child.communicate()
     seconds = time.perf_counter() - start
     sampler.join()
     if child.returncode != 0:
         sys.exit(f"perfsite build failed (exit status {child.returncode}):\n{output[-3000:]}")
-    return seconds, _children_cpu() - cpu, peak[0] / MB
+    return seconds, sum(tree.cpu.values()), tree.peak_pss / MB, tree.peak_rss / MB
 
 
-def _children_cpu() -> float:
-    """CPU seconds of the finished child processes (and theirs): on a machine shared with other work, the
-    CPU time says what the build costs when wall time says how busy the machine was."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+class Tree:
+    """The build's process tree, sampled every 50 ms: the largest sums of proportional set size (shared pages
+    counted once over the processes sharing them: the pool's workers share what their server imported) and
+    of resident size, and each process's last CPU time (a process ending between two samples loses at most
+    50 ms)."""
 
+    def __init__(self) -> None:
+        self.peak_pss = self.peak_rss = 0
+        self.cpu: dict[int, float] = {}
 
-def _sample_tree(child: subprocess.Popen, peak: list[int]) -> None:
-    try:
-        root = psutil.Process(child.pid)
-        while child.poll() is None:
-            total = 0
-            for p in [root, *root.children(recursive=True)]:
-                try:
-                    total += p.memory_info().rss
-                except psutil.Error:  # a worker that just ended
-                    pass
-            peak[0] = max(peak[0], total)
-            time.sleep(0.05)
-    except psutil.Error:
-        pass
+    def sample(self, child: subprocess.Popen) -> None:
+        try:
+            root = psutil.Process(child.pid)
+            while child.poll() is None:
+                self._once([root, *root.children(recursive=True)])
+                time.sleep(0.05)
+        except psutil.Error:
+            pass
+
+    def _once(self, processes: list[psutil.Process]) -> None:
+        pss = rss = 0
+        for p in processes:
+            try:
+                with p.oneshot():
+                    memory, times = p.memory_full_info(), p.cpu_times()
+            except psutil.Error:  # a worker that just ended
+                continue
+            pss, rss = pss + memory.pss, rss + memory.rss
+            self.cpu[p.pid] = times.user + times.system
+        self.peak_pss, self.peak_rss = max(self.peak_pss, pss), max(self.peak_rss, rss)
 
 
 def largest_page(site: Path) -> tuple[float, str, float]:
@@ -132,16 +140,15 @@ def run(work: Path, trials: int, nodes: int, perfsite: Path) -> bool:
           f"(written in {time.perf_counter() - start:.1f} s) in {results}")
     for old in (work / "site", work / ".perfsite"):  # a full build: no site, no page cache
         shutil.rmtree(old, ignore_errors=True)
-    full_s, full_cpu, full_mb = timed_build(work, perfsite)
-    biggest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    full_s, full_cpu, full_pss, full_rss = timed_build(work, perfsite)
     changed = change_one(results, plans)
-    rebuild_s, rebuild_cpu, rebuild_mb = timed_build(work, perfsite)
+    rebuild_s, rebuild_cpu, rebuild_pss, rebuild_rss = timed_build(work, perfsite)
     page_mb, page, file_mb = largest_page(work / "site")
-    ok = report({"full build": full_s, "peak memory (process tree)": max(full_mb, rebuild_mb),
+    ok = report({"full build": full_s, "peak memory (process tree)": max(full_pss, rebuild_pss),
                  "rebuild after one change": rebuild_s, "largest page": page_mb})
-    print(f"CPU time: full build {full_cpu:.1f} s, rebuild {rebuild_cpu:.1f} s (at most "
-          f"{os.cpu_count()} cores: wall time on a quiet machine ≥ CPU time / cores); largest single process "
-          f"{biggest:,.0f} MB")
+    print(f"CPU time: full build {full_cpu:.1f} s, rebuild {rebuild_cpu:.1f} s ({os.cpu_count()} cores: wall time "
+          f"on a quiet machine ≥ CPU time / cores); peak resident memory, shared pages counted in every process: "
+          f"{max(full_rss, rebuild_rss):,.0f} MB")
     print(f"changed experiment {changed}; largest page {page}; largest file of any kind {file_mb:.2f} MB")
     return ok
 

@@ -8,7 +8,6 @@ parts instead of showing empty cells.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from dataclasses import dataclass
@@ -62,14 +61,20 @@ class TrialDetails:
     layers: dict[str, LayerDetail]
 
 
-def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame) -> TrialDetails:
-    """The trial's executed kernels and the model-file nodes they cover (rows of other trials are ignored)."""
-    kernels = tuple(_cached_kernel(tuple((k, _strings(r.get(k)) if k == "original_nodes" else r.get(k))
-                                         for k in KERNEL_FIELDS))
+def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame,
+                  memo: dict[tuple, Any] | None = None) -> TrialDetails:
+    """The trial's executed kernels and the model-file nodes they cover (rows of other trials are ignored).
+
+    `memo` (a dict the caller keeps for one experiment) parses each distinct row once: the trials of a version
+    at the same shapes (other threads, concurrency) have the same rows but their trial key, and a sweep of a
+    thousand-node model has tens of thousands of them."""
+    memo = {} if memo is None else memo
+    kernels = tuple(_memo(memo, tuple((k, _strings(r.get(k)) if k == "original_nodes" else r.get(k))
+                                      for k in KERNEL_FIELDS), _kernel)
                     for r in executed_rows(nodes[nodes["trial_key"] == trial_key]))
     mine = layers[layers["trial_key"] == trial_key].drop(columns="trial_key")
     rows = mine.to_dict("records")
-    details = {str(r["node"]): _cached_layer(tuple(r.items())) for r in rows}
+    details = {str(r["node"]): _memo(memo, tuple(r.items()), _layer) for r in rows}
     recorded = bool(rows) and all(d.attributes is not None for d in details.values())
     return TrialDetails(trial_key, recorded, kernels, details)
 
@@ -78,10 +83,11 @@ KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input
                  "output_shapes", "output_types", "original_nodes", "mapping_method")
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _cached_kernel(items: tuple[tuple[str, Any], ...]) -> KernelDetail:
-    """_kernel of the columns it reads, parsed once (as _cached_layer)."""
-    return _kernel(dict(items))
+def _memo(memo: dict[tuple, Any], items: tuple[tuple[str, Any], ...], parse: Any) -> Any:
+    key = (parse.__name__, items)
+    if key not in memo:
+        memo[key] = parse(dict(items))
+    return memo[key]
 
 
 def _kernel(row: dict[str, Any]) -> KernelDetail:
@@ -92,13 +98,6 @@ def _kernel(row: dict[str, Any]) -> KernelDetail:
         output_shapes=_json_list(row.get("output_shapes")), output_types=_json_list(row.get("output_types")),
         original_nodes=_strings(row.get("original_nodes")), mapping_method=_text(row.get("mapping_method")),
     )
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _cached_layer(items: tuple[tuple[str, Any], ...]) -> LayerDetail:
-    """_layer of a row, parsed once: the trials of a version at the same shapes (other threads, concurrency)
-    have the same rows but their trial key, and a sweep of a thousand-node model has tens of thousands."""
-    return _layer(dict(items))
 
 
 def _layer(row: dict[str, Any]) -> LayerDetail:
