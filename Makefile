@@ -13,12 +13,17 @@ demo: $(MODELS)
 	@echo
 	@echo "Site built: open site/index.html in a browser, or run  $(BIN)/perfsite serve  and visit http://127.0.0.1:8000/"
 
+# Two workers for everything but the modules that judge measured time (marked quiet in tests/conftest.py); those
+# run alone afterwards. Both parts always run; the target fails if either failed.
 test: $(MODELS)
-	$(BIN)/python -m pytest
+	@rc=0; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not quiet" || rc=$$?; \
+	$(BIN)/python -m pytest -m quiet || rc=$$?; \
+	exit $$rc
 
 # The fast tier for the inner loop: no browser, no real sweeps or site builds (tests/conftest.py SLOW_MODULES).
 check: $(MODELS)
-	$(BIN)/python -m pytest -q -m "not slow and not browser"
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow and not browser"
 
 install: $(STAMP)
 
@@ -40,7 +45,10 @@ test-latest: $(MODELS)
 	$(PYTHON) -m venv .latest-venv
 	.latest-venv/bin/python -m pip install --quiet --upgrade pip
 	.latest-venv/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[cpu,test]'
-	.latest-venv/bin/python -m pytest
+	@rc=0; \
+	.latest-venv/bin/python -m pytest -n 2 --dist loadfile -m "not quiet" || rc=$$?; \
+	.latest-venv/bin/python -m pytest -m quiet || rc=$$?; \
+	exit $$rc
 
 # The old name of test-latest.
 drift: test-latest

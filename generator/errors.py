@@ -54,6 +54,18 @@ class QueryMissingError(PerfsiteError):
         super().__init__(
             f"{module} is not installed, and `perfsite query` needs it: DuckDB runs the SQL over the results "
             "store and fsspec lists the store's files (and reads them from s3:// and other URLs). Install perfsite "
-            "with the query extra: `pip install 'perfsite[query]'` (for a store on S3 also `pip install s3fs`). "
-            "Every other command works without it."
+            "with the query extra: `pip install 'perfsite[query]'` (for a store on S3: "
+            "`pip install 'perfsite[query,s3]'`). Every other command works without it."
+        )
+
+
+class RayMissingError(PerfsiteError):
+    """ray cannot be imported: perfsite was installed without the ray extra."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Ray is not installed, and `perfsite run --ray` needs it to send trials to the nodes of a Ray cluster. "
+            "Install perfsite with the ray extra, on the machine you run from and on every node: `pip install "
+            "'perfsite[ray,cpu]'` (docs/ray.md). Every other command, and `perfsite run` without --ray, works "
+            "without it."
         )

@@ -17,6 +17,18 @@ from generator.errors import SpecError
 # The file a site perfsite built carries (generator.site.publish): results and models must never be written
 # inside such a folder, because a later build replaces it.
 SITE_MARKER = ".perfsite-site"
+# One folder for every cache perfsite keeps when set: machine limits (generator.machine.probe) and derived models
+# (quantized, FP16). CI points it at a folder its cache action keeps between runs; the tests at one folder for
+# the whole session, so that a model is quantized once however many projects a test makes.
+CACHE_ENV = "PERFSITE_CACHE_DIR"
+
+
+def models_cache_dir(project: Path) -> Path:
+    """Where derived models are cached: $PERFSITE_CACHE_DIR/models when set, else <project>/.perfsite/models.
+    Entries are named by the content hash of their source and options, so projects can share one folder."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]) / "models"
+    return Path(project) / ".perfsite" / "models"
 
 
 def inside_built_site(path: Path) -> Path | None:

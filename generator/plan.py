@@ -177,12 +177,15 @@ def trial_key(
     measure: Mapping[str, Any],
     quick: bool,
     env_fingerprint: str,
+    target: str | None = None,
 ) -> str:
     """Hash of everything that makes two measurements comparable; equal keys are the same trial.
 
     The version name is part of it so that two versions built to byte-identical files stay two trials; a changed
     model file changes the key through its sha256, so stale results are never reused; input files enter by
-    their contents (the runner's keyed_inputs), and the measurement method by MEASUREMENT_VERSION.
+    their contents (the runner's keyed_inputs), and the measurement method by MEASUREMENT_VERSION. A run fanned
+    out on Ray adds the target (the kind of machine asked for), so that two targets of identical machines stay
+    two trials; without one the payload, and so every key stored before targets existed, is unchanged.
     """
     payload = {
         "method": MEASUREMENT_VERSION,
@@ -194,4 +197,6 @@ def trial_key(
         "quick": quick,
         "env": env_fingerprint,
     }
+    if target is not None:
+        payload["target"] = target
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:20]

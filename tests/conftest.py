@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
-from perfsite_testing import LARGE_MODEL_NODES, write_spec
+from support.cli import write_spec
+from support.models import LARGE_MODEL_NODES
 
 from generator.models import build_example_models
+
+# A script's background job (`make test &`) starts with SIGINT ignored, and the perfsite processes the tests start
+# would inherit that: the Ctrl-C tests would see their signal ignored and the run finish with 0. A handled
+# signal is reset to its default in a child at exec, so handling it here gives every child a working Ctrl-C.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
@@ -19,8 +27,15 @@ def example_models(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def _probe_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("perfsite-cache")
+def _probe_cache(tmp_path_factory, worker_id) -> Path:
+    # Under pytest-xdist (`make test`), every worker's temporary folders share one parent: the workers share the
+    # cache too, so the machine is probed and each model quantized once per run, not once per worker. Both
+    # caches write each entry to a temporary name and rename it, so two workers never see a half-written one.
+    if worker_id == "master":
+        return tmp_path_factory.mktemp("perfsite-cache")
+    shared = tmp_path_factory.getbasetemp().parent / "perfsite-cache"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 @pytest.fixture(autouse=True)
@@ -63,7 +78,7 @@ def cnn_project(tmp_path, example_models) -> Path:
 def large_model_site(tmp_path_factory, _probe_cache) -> Path:
     """The site of a chain of LARGE_MODEL_NODES tiny nodes (generator.models.chain) measured in quick mode as
     two versions with a compare pair: a profile page per version and a compare page, each with long tables."""
-    from perfsite_testing import perfsite
+    from support.cli import perfsite
 
     from generator.models.builder import model_bytes, write_if_changed
     from generator.models.chain import build_chain
@@ -97,11 +112,20 @@ def large_model_site(tmp_path_factory, _probe_cache) -> Path:
 SLOW_MODULES = frozenset({
     "test_run.py", "test_bad_input.py", "test_faults.py", "test_diff_git.py", "test_ci_recipe.py",
     "test_count.py", "test_build_safety.py", "test_oneshot_cli.py", "test_site.py", "test_diff.py",
-    "test_timeline_page.py", "test_agreement.py", "test_cli.py", "test_large_model.py", "test_incremental_build.py",
+    "test_timeline_page.py", "test_agreement.py", "test_cli.py", "test_large_model.py", "test_ray.py",
+    "test_s3_store.py", "test_incremental_build.py",
 })
+
+
+# Modules whose verdicts depend on measured time (a diff of two measured runs must say "no change" for one model
+# and "slower" for a slower copy): `make test` runs them alone after the parallel part, so that the suite's other
+# worker is never their neighbour.
+QUIET_MODULES = frozenset({"test_diff_git.py", "test_ci_recipe.py"})
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if item.path.name in QUIET_MODULES:
+            item.add_marker(pytest.mark.quiet)

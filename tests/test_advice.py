@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pandas as pd
 
@@ -22,9 +21,9 @@ from generator.analysis.records_compare import (
 def _node(i: int, name: str, op: str, dur: float, originals=None, precision: str = "FP32",
           provider: str = "CPUExecutionProvider", method: str = "exact") -> dict:
     return {"trial_key": "t", "exec_order": i, "node_name": name, "op_type": op, "dur_mean_us": dur,
-            "runtime_precision": precision, "original_nodes": originals if originals is not None else [name],
-            "weights": [], "mapping_method": method, "parent": None, "provider": provider,
-            "input_shapes": json.dumps([[1, 4]]), "output_shapes": json.dumps([[1, 4]])}
+            "runtime_precision": precision, "original_nodes": tuple(originals if originals is not None else [name]),
+            "weights": (), "mapping_method": method, "parent": None, "provider": provider,
+            "input_shapes": ((1, 4),), "output_shapes": ((1, 4),)}  # cells as load_experiment decodes them
 
 
 FP32 = [_node(0, "conv1", "Conv", 100), _node(1, "conv2", "Conv", 100), _node(2, "conv3", "Conv", 100),

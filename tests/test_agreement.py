@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
+from support.models import onnx_model, save
 
 from generator.results.store import load_experiment
 from generator.runner import children, worker
@@ -135,10 +135,7 @@ def _two_output_model(path):
         [helper.make_tensor_value_info("file", TensorProto.FLOAT, ["batch", 4]),
          helper.make_tensor_value_info("allow_pickle", TensorProto.INT64, ["batch"])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-    return path
+    return save(onnx_model(graph), path)
 
 
 def test_worker_outputs_mode_saves_every_batch(tmp_path):

@@ -6,7 +6,7 @@ import dataclasses
 
 import pandas as pd
 import pytest
-from test_site_fixture import NODES, write_results
+from support.results import NODES, write_results
 
 from generator.analysis import profile as P
 from generator.analysis import summaries as S

@@ -29,9 +29,10 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper, numpy_helper
-from perfsite_testing import ROOT, perfsite, write_spec
-from test_site_fixture import write_results
+from onnx import TensorProto, helper
+from support.cli import ROOT, perfsite, write_spec
+from support.models import matmul_model, onnx_model, save
+from support.results import write_results
 
 from generator.errors import ModelError, RunError
 from generator.machine.profiling import node_statistics, parse_profile
@@ -61,26 +62,12 @@ PARALLEL_ROWS = 3
 TOO_NEW_IR = 99
 
 
-def _matmul_model(path: Path, *, before: str | None = None, ir_version: int = 10) -> Path:
-    """x [batch, 4] -> (optional unary op) -> MatMul with a 4x4 weight -> y; IR 10 / opset 17 unless told."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
-    w = numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")
-    nodes = [helper.make_node(before, ["x"], ["t"], name=before.lower())] if before else []
-    nodes.append(helper.make_node("MatMul", ["t" if before else "x", "w"], ["y"], name="matmul"))
-    graph = helper.make_graph(nodes, "g", [x], [y], [w])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = ir_version
-    onnx.save(model, path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("bad-input-models")
-    _matmul_model(folder / "tiny.onnx")
-    _matmul_model(folder / "too-new.onnx", ir_version=TOO_NEW_IR)
-    _matmul_model(folder / "nan.onnx", before="Log")
+    matmul_model(folder / "tiny.onnx")
+    matmul_model(folder / "too-new.onnx", ir_version=TOO_NEW_IR)
+    matmul_model(folder / "nan.onnx", before="Log")
     return folder
 
 
@@ -627,8 +614,9 @@ def setup_results_from_a_newer_schema_version(p: Path) -> list[Command]:
 
 def test_results_from_a_newer_schema_version(rows):
     row = _row(rows, "results_from_a_newer_schema_version")
-    _refused(row.result, (row.project / "damaged").read_text(), f"results schema version {SCHEMA_VERSION + 1}",
-             f"newer than this perfsite reads ({SCHEMA_VERSION})", "Upgrade perfsite")
+    _refused(row.result, (row.project / "damaged").read_text(), "was written by a newer perfsite",
+             f"(results schema version {SCHEMA_VERSION + 1}); this perfsite reads versions 1 to {SCHEMA_VERSION}",
+             "Upgrade perfsite")
 
 
 @row_setup
@@ -892,9 +880,7 @@ def _io_model(path: Path, elem_type: int, dims: list) -> None:
     x = helper.make_tensor_value_info("x", elem_type, dims)
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)
     graph = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "g", [x], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
+    save(onnx_model(graph), path)
 
 
 @row_setup

@@ -13,8 +13,8 @@ import json
 
 import numpy as np
 import pytest
-from perfsite_testing import ROOT
 from scipy import stats
+from support.cli import ROOT
 
 from generator.results import intervals
 

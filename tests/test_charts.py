@@ -7,8 +7,8 @@ import json
 import re
 
 import pytest
-from perfsite_testing import json_keys
-from test_site_fixture import PAYLOAD, write_results
+from support.cli import json_keys
+from support.results import PAYLOAD, write_results
 
 from generator.analysis import profile as P
 from generator.analysis import summaries as S

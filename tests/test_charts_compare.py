@@ -11,8 +11,8 @@ import json
 import re
 
 import pytest
-from compare_fixture import sample_comparison
-from perfsite_testing import json_keys
+from support.cli import json_keys
+from support.compare import sample_comparison
 
 from generator.site import charts
 from generator.site import charts_compare as CC

@@ -1,5 +1,5 @@
 """The chooser's precomputed figures (generator.analysis.chooser, generator.site.chooser_page) on the recorded
-results of tests/compare_fixture.py: the same numbers as the compare analysis for the same two trials, every
+results of tests/support/compare.py: the same numbers as the compare analysis for the same two trials, every
 pair of trials covered, and data files that are one loader call each."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from compare_fixture import write_compare_results
+from support.compare import write_compare_results
 
 from generator.analysis.chooser import chooser_data, pair_figures
 from generator.analysis.compare import compare_versions

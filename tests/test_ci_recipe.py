@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from perfsite_testing import ROOT, write_spec
-from test_diff_git import git, tiny_cnn
+from support.cli import ROOT, write_spec
+from support.diff import git
+from support.models import stacked_cnn
 
 from generator.results.store import load_experiment
 
@@ -107,7 +108,7 @@ def pull_request(tmp_path) -> tuple[Path, str, str]:
     git(upstream, "config", "user.email", "ci@example.org")
     git(upstream, "config", "user.name", "CI")
     (upstream / "experiments" / "models").mkdir(parents=True)
-    (upstream / "experiments" / "models" / "tiny.onnx").write_bytes(tiny_cnn(3))
+    (upstream / "experiments" / "models" / "tiny.onnx").write_bytes(stacked_cnn(3))
     write_spec(upstream / "experiments", SPEC, "tiny.yaml")
     (upstream / ".gitignore").write_text(".perfsite/\nsite/\n")
     fork_point = commit_all(upstream, "tiny model")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +81,7 @@ def _write(root: Path, threshold: float | None = 5.0, profiled=((1, 2),), compar
             "latency_headline_ms": float(np.percentile(pooled, 90)), "noisy": version == "int8-dyn",
             "throughput_ips": float(np.median([1000 * batch / a.mean() for a in lat])), "processes": 3,
             "profiled": (batch, threads) in profiled, "finished_at": f"2026-01-01T00:{n:02d}:00Z",
+            "profile_iterations": 5 if (batch, threads) in profiled else None,
         }
         files = TrialFiles(
             trial=trial,
@@ -197,7 +199,7 @@ def test_compare_pairs_follow_the_spec_and_are_deterministic(exp):
 
 def test_real_recorded_run(tmp_path):
     """The site's recorded quick run of the example CNN (real profiles and mapping): every pair compares."""
-    from compare_fixture import write_compare_results
+    from support.compare import write_compare_results
 
     exp = load_experiment(write_compare_results(tmp_path))
     for c in compare_pairs(exp):
@@ -211,14 +213,14 @@ def test_without_a_tolerance_outputs_far_from_the_reference_still_warn(tmp_path)
     """No `tolerance:` in the spec: perfsite's default (cosine ≥ 0.99) judges the outputs, in the record, the
     advice, the compare page and the terminal. A static INT8 detector calibrated on random data once reached
     cosine 0.19 with nothing said beside its speed-up."""
-    from compare_fixture import write_compare_results
+    from support.compare import write_compare_results
 
     from generator.cli.compare import _agreement
     from generator.site.compare_page import _tolerance_text
 
     exp = load_experiment(write_compare_results(tmp_path))
-    spec = {k: v for k, v in exp.spec_json.items() if k != "tolerance"}
-    close = dataclasses.replace(exp, spec_json=spec)
+    spec = {k: v for k, v in json.loads(spec_to_json(exp.spec)).items() if k != "tolerance"}
+    close = dataclasses.replace(exp, spec=spec_from_json(spec))
     ok = compare_versions(close, "fp32", "int8-static")
     assert not ok.tolerance_set and {r.within_tolerance for r in ok.agreement} == {True}  # cosine 0.9998
     assert "within perfsite's default tolerance (cosine >= 0.99)" in _agreement(ok)

@@ -1,5 +1,5 @@
 """Compare pages and `perfsite compare`: words for ratios, the page's sections, escaping, snapshots of the
-pages built from a real recorded results directory (tests/compare_fixture.py), and the terminal output.
+pages built from a real recorded results directory (tests/support/compare.py), and the terminal output.
 
 Regenerate the snapshots after an intended change with
 `PERFSITE_UPDATE_SNAPSHOTS=1 pytest tests/test_compare_page.py` and review the diff.
@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 
 import pytest
-from compare_fixture import PAYLOAD, sample_comparison, write_compare_results
-from perfsite_testing import check_snapshots
+from support.cli import check_snapshots
+from support.compare import PAYLOAD, sample_comparison, write_compare_results
 
 from generator.analysis import records_compare as R
 from generator.cli.compare import compare_command, format_comparison, parse_config, safe, table
@@ -23,6 +23,7 @@ from generator.errors import PerfsiteError
 from generator.results.store import load_experiment
 from generator.site import compare_page as CP
 from generator.site.pages import experiment_pages, experiment_view, template_env
+from generator.spec import Spec, spec_from_json, spec_to_json
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "compare"
 UPDATE = os.environ.get("PERFSITE_UPDATE_SNAPSHOTS") == "1"
@@ -232,10 +233,15 @@ def test_compare_command_on_recorded_results(tmp_path):
         compare_command(tmp_path, "fp32", experiment="nope")
 
 
+def _spec_with(spec: Spec, **fields) -> Spec:
+    """`spec` with some top-level fields replaced, validated again as a stored spec is."""
+    return spec_from_json({**json.loads(spec_to_json(spec)), **fields})
+
+
 def test_a_pair_that_cannot_be_compared_gets_a_page_saying_why(recorded):
-    spec = {**recorded.spec_json, "compare": [{"a": "int8-dyn", "b": "fp32"}]}
+    spec = _spec_with(recorded.spec, compare=[{"a": "int8-dyn", "b": "fp32"}])
     without_dyn = recorded.trials[recorded.trials["version"] != "int8-dyn"]
-    results = dataclasses.replace(recorded, spec_json=spec, trials=without_dyn)
+    results = dataclasses.replace(recorded, spec=spec, trials=without_dyn)
     (page,) = CP.compare_pages(template_env(), experiment_view(results, "tiny-compare"))
     assert page.path == "reports/tiny-compare/compare-int8-dyn-vs-fp32.md"
     assert '!!! failure "These versions cannot be compared"' in page.markdown
@@ -245,10 +251,10 @@ def test_a_pair_that_cannot_be_compared_gets_a_page_saying_why(recorded):
 def test_compare_file_names_depend_on_the_spec_only(view):
     pairs = [{"a": "fp32", "b": "int8_x", "config": {"threads": 2, "batch": 1}}, {"a": "fp32", "b": "int8_x",
                                                                                "config": {"batch": 1, "threads": 2}}]
-    spec = {**view.results.spec_json, "models": {**view.results.spec_json["models"],
-                                                  "int8_x": {"from": "fp32", "quantize": {"mode": "dynamic"}}},
-            "compare": pairs}
-    other = dataclasses.replace(view, results=dataclasses.replace(view.results, spec_json=spec))
+    stored = json.loads(spec_to_json(view.results.spec))
+    spec = _spec_with(view.results.spec, compare=pairs, models={
+        **stored["models"], "int8_x": {"from": "fp32", "quantize": {"mode": "dynamic"}}})
+    other = dataclasses.replace(view, results=dataclasses.replace(view.results, spec=spec))
     assert [link.path for link in CP.compare_links(other)] == [
         "compare-fp32-vs-int8-x-batch-1-threads-2.md", "compare-fp32-vs-int8-x-batch-1-threads-2-2.md"]
     assert CP.compare_links(other)[0].title == "fp32 vs int8_x at batch 1 · threads 2"

@@ -18,8 +18,8 @@ import re
 
 import jsonschema
 import pytest
-from perfsite_testing import ROOT, perfsite
-from test_diff import REGRESSION, Side, sides
+from support.cli import ROOT, perfsite
+from support.diff import REGRESSION, Side, sides
 
 from generator.diff.export import (
     EXPORT_FORMATS,

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import re
-import subprocess
 from pathlib import Path
 
-from perfsite_testing import perfsite, write_spec
+from support.cli import perfsite, write_spec
+from support.diff import git
+from support.models import stacked_cnn
 
 from generator.cli.diff import diff_command
-from generator.models.builder import FLOAT, GraphBuilder, model_bytes
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "diff" / "git_regression.md"
 UPDATE = os.environ.get("PERFSITE_UPDATE_SNAPSHOTS") == "1"
@@ -39,28 +38,6 @@ SPEC = """\
     """
 
 
-def tiny_cnn(blocks: int, channels: int = 32) -> bytes:
-    """A stem conv, `blocks` conv+relu blocks named /layer<i>/conv/Conv, pooling: ~0.2 ms per block."""
-    b = GraphBuilder("tiny", seed=0)
-    x = b.input("input", FLOAT, ["batch", 3, 32, 32])
-    x = b.node("Conv", [x, b.normal("conv1.weight", [channels, 3, 3, 3], 0.2)], "/conv1",
-               kernel_shape=[3, 3], pads=[1, 1, 1, 1])
-    x = b.node("Relu", [x], "/relu")
-    for i in range(1, blocks + 1):
-        weight = b.normal(f"layer{i}.conv.weight", [channels, channels, 3, 3], math.sqrt(2 / (9 * channels)))
-        x = b.node("Conv", [x, weight], f"/layer{i}/conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
-        x = b.node("Relu", [x], f"/layer{i}/relu")
-    x = b.node("GlobalAveragePool", [x], "/avgpool")
-    x = b.node("Flatten", [x], "", axis=1)
-    b.output(x, "features", FLOAT, ["batch", channels])
-    return model_bytes(b.build())
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
 def make_repo(folder: Path, blocks: int = 3) -> Path:
     """A git repository with the tiny model, its spec and a .gitignore, committed (results not yet)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -68,7 +45,7 @@ def make_repo(folder: Path, blocks: int = 3) -> Path:
     git(folder, "config", "user.email", "ci@example.org")
     git(folder, "config", "user.name", "CI")
     (folder / "models").mkdir()
-    (folder / "models" / "tiny.onnx").write_bytes(tiny_cnn(blocks))
+    (folder / "models" / "tiny.onnx").write_bytes(stacked_cnn(blocks))
     write_spec(folder, SPEC, "tiny.yaml")
     (folder / ".gitignore").write_text(".perfsite/\nsite/\n")
     git(folder, "add", "-A")
@@ -105,7 +82,7 @@ def test_slower_model_is_caught_with_its_added_layers(tmp_path):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "baseline results")
     git(repo, "tag", "base")
-    (repo / "models" / "tiny.onnx").write_bytes(tiny_cnn(6))
+    (repo / "models" / "tiny.onnx").write_bytes(stacked_cnn(6))
     run(repo)  # the candidate, measured into the working tree beside the committed baseline trial
 
     out = perfsite("diff", "git:base", "results", "--fail-on", "regression", "--markdown", "summary.md",

@@ -14,14 +14,13 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-from perfsite_testing import ROOT, perfsite, write_spec
-from test_site_fixture import write_results
+from onnx import TensorProto, helper
+from support.cli import ROOT, perfsite, write_spec
+from support.models import matmul_model, onnx_model, save
+from support.results import write_results
 
 from generator.results.store import TRIAL_TABLES, load_experiment
 
@@ -30,29 +29,20 @@ MEASURE = ("measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, max_secon
            "budget_s: 0.5, profile_iterations: 1, timeout_s: 60}")
 
 
-def _model(path: Path, width: int | str = 4) -> Path:
-    """x [batch, width] -> Relu -> MatMul (identity weight when width is fixed) -> y; a tiny, real model."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])
-    if isinstance(width, int):
-        weight = [numpy_helper.from_array(np.eye(width, dtype=np.float32), "w")]
-        nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-                 helper.make_node("MatMul", ["r", "w"], ["y"], name="matmul")]
-    else:
-        weight, nodes = [], [helper.make_node("Relu", ["x"], ["y"], name="relu")]
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], weight),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-    return path
+def _free_width_model(path: Path) -> Path:
+    """x [batch, width] -> Relu -> y: takes any width."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "width"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "width"])
+    return save(onnx_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g", [x], [y])),
+                path)
 
 
 @pytest.fixture
 def two_versions(tmp_path) -> Path:
     """A project with two versions in separate files (so a fault hook can pick one) and two batch sizes."""
     (tmp_path / "models").mkdir()
-    _model(tmp_path / "models" / "victim.onnx")
-    _model(tmp_path / "models" / "healthy.onnx")
+    matmul_model(tmp_path / "models" / "victim.onnx", before="Relu")
+    matmul_model(tmp_path / "models" / "healthy.onnx", before="Relu")
     write_spec(tmp_path, f"""\
         name: faults
         models:
@@ -136,7 +126,7 @@ def test_kill_9_at_random_moments_never_leaves_a_partial_result(two_versions):
 
 
 # The writer appends trials with large latency tables (so that a kill often lands inside a write), through the
-# real store, to an experiment folder made by tests/test_site_fixture.py.
+# real store, to an experiment folder made by tests/support/results.py.
 WRITER = textwrap.dedent("""\
     import sys
     from pathlib import Path
@@ -146,7 +136,7 @@ WRITER = textwrap.dedent("""\
     import pyarrow as pa
 
     from generator.results.store import ResultsDir, TrialFiles
-    from test_site_fixture import _nodes, _processes, _trial_row
+    from support.results import nodes, processes, trial_row
 
     experiment, tag = Path(sys.argv[1]), sys.argv[2]
     spec_sha256 = pd.read_parquet(experiment / "trials")["spec_sha256"].iloc[0]
@@ -154,12 +144,12 @@ WRITER = textwrap.dedent("""\
     print("ready", flush=True)
     for i in range(10_000):
         key = f"{tag}{i:016d}"
-        row = {**_trial_row(key, "fp32", 1, 1, False, False, 0), "spec_sha256": spec_sha256}
+        row = {**trial_row(key, "fp32", 1, 1, False, False, 0), "spec_sha256": spec_sha256}
         latencies = pa.table({"trial_key": [key] * rows, "process": np.zeros(rows, np.int64),
                               "stream": np.zeros(rows, np.int64), "iteration": np.arange(rows),
                               "latency_ms": np.random.default_rng(i).random(rows)})
-        rd.write_trial(TrialFiles(trial=row, processes=_processes(key, row), latencies=latencies,
-                                  nodes=_nodes(key, row, "fp32", False)))
+        rd.write_trial(TrialFiles(trial=row, processes=processes(key, row), latencies=latencies,
+                                  nodes=nodes(key, row, "fp32", False)))
 """)
 
 
@@ -187,8 +177,8 @@ def test_writer_killed_at_random_moments_leaves_only_whole_trials(tmp_path):
 def test_bad_input_found_mid_sweep_keeps_finished_trials(tmp_path):
     """`any` takes any width, `fixed` only 4: the sweep's second width stops the run, the first one is kept."""
     (tmp_path / "models").mkdir()
-    _model(tmp_path / "models" / "any.onnx", width="width")
-    _model(tmp_path / "models" / "fixed.onnx")
+    _free_width_model(tmp_path / "models" / "any.onnx")
+    matmul_model(tmp_path / "models" / "fixed.onnx", before="Relu")
     text = f"""\
         name: midway
         models:

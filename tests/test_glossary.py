@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from perfsite_testing import ROOT
+from support.cli import ROOT
 
 from generator.site.glossary import GLOSSARY, abbreviations
 
@@ -32,7 +32,7 @@ def test_a_page_gets_a_hover_text_for_each_term_and_configuration_label_it_uses(
 
 def test_every_glossary_term_on_a_built_page_is_explained_on_that_page(tmp_path):
     """A real build: each term and label a report page shows is an <abbr> with its meaning, on that page."""
-    from test_site_fixture import write_results
+    from support.results import write_results
 
     from generator.site import build_site
 

@@ -8,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-from perfsite_testing import ROOT
+from support.cli import ROOT
 
 PACKAGE = ROOT / "generator"
 
@@ -122,3 +122,21 @@ def test_every_import_goes_to_the_same_or_an_earlier_stage():
     later = sorted(f"{module} imports {target}" for module, imported in graph.items() for target in imported
                    if stages[_package(target)] > stages[_package(module)])
     assert not later, later
+
+
+def _test_modules() -> set[str]:
+    return {p.stem for p in (ROOT / "tests").rglob("*.py") if p.name.startswith("test_") or p.name == "conftest.py"}
+
+
+def test_no_test_module_imports_another():
+    """Shared helpers live in tests/support/ (plain functions and constants) and fixtures in conftest.py files: a
+    test module imported by another runs its tests' module-level code twice and hides what is shared."""
+    test_modules = _test_modules()
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(ROOT)}:{node.lineno} imports {name}" for name in names
+                      if set(name.split(".")) & test_modules]
+    assert not found, found

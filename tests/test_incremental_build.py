@@ -3,7 +3,6 @@ the same site as a full build from scratch."""
 
 from __future__ import annotations
 
-import gzip
 import shutil
 import subprocess
 import sys
@@ -11,12 +10,12 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from test_site_fixture import EXPERIMENT, write_results
+from support.results import EXPERIMENT, write_results
+from support.site import site_files
 
 import generator
 from generator.site import build_site, incremental
 from generator.site import pages as P
-from generator.site.publish import MARKER
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,24 +42,13 @@ def _slower(experiment: Path) -> None:
     pq.write_table(table, path)
 
 
-def _site_files(site: Path) -> dict[str, bytes]:
-    """Every file of a site, but the marker (it holds the build's time); the sitemap's dates are the build's."""
-    out = {}
-    for path in sorted(site.rglob("*")):
-        rel = path.relative_to(site).as_posix()
-        if path.is_file() and rel != MARKER:
-            data = path.read_bytes()
-            out[rel] = gzip.decompress(data) if rel.endswith(".gz") and rel.startswith("sitemap") else data
-    return out
-
-
 def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_path):
     results = tmp_path / "results"
     first, second = _two_experiments(results)
     project = tmp_path / "project"
     said = _build(results, project)
     assert [s for s in said if s.startswith("Reading results of")] == [
-        f"Reading results of {EXPERIMENT}", "Reading results of other-cnn"]
+        f"Reading results of {first}", f"Reading results of {second}"]
     entries = sorted(p.name for p in (project / ".perfsite" / "cache" / "pages").iterdir())
     assert len(entries) == 2
     renders = {p.name for p in (project / ".perfsite" / "cache" / "render" / "entries").iterdir()}
@@ -69,7 +57,7 @@ def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_pat
     _slower(second)
     said = _build(results, project)
     assert "Reusing the pages of 1 unchanged experiment(s)" in said
-    assert [s for s in said if s.startswith("Reading results of")] == ["Reading results of other-cnn"]
+    assert [s for s in said if s.startswith("Reading results of")] == [f"Reading results of {second}"]
     now = sorted(p.name for p in (project / ".perfsite" / "cache" / "pages").iterdir())
     assert len(now) == 2 and len(set(now) & set(entries)) == 1  # the changed one replaced, the old one pruned
     rendered = {p.name for p in (project / ".perfsite" / "cache" / "render" / "entries").iterdir()}
@@ -77,7 +65,7 @@ def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_pat
 
     scratch = tmp_path / "scratch"
     _build(results, scratch)
-    rebuilt, full = _site_files(project / "site"), _site_files(scratch / "site")
+    rebuilt, full = site_files(project / "site"), site_files(scratch / "site")
     assert sorted(rebuilt) == sorted(full)
     assert [f for f in full if rebuilt[f] != full[f]] == []
     assert b"other-cnn" in full["reports/other-cnn/index.html"]
@@ -95,9 +83,9 @@ def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_pat
 def test_a_new_version_or_template_invalidates_every_entry(tmp_path, monkeypatch):
     experiment = write_results(tmp_path / "results")
     code = incremental.code_fingerprint()
-    key = incremental.page_key(experiment, "cnn-int8", code)
-    assert incremental.page_key(experiment, "cnn-int8", incremental.code_fingerprint()) == key
-    assert incremental.page_key(experiment, "cnn-int8-2", code) != key  # another slug: other links
+    key = incremental.page_key((experiment,), "cnn-int8", code)
+    assert incremental.page_key((experiment,), "cnn-int8", incremental.code_fingerprint()) == key
+    assert incremental.page_key((experiment,), "cnn-int8-2", code) != key  # another slug: other links
 
     monkeypatch.setattr(generator, "__version__", "99.0")
     assert incremental.code_fingerprint() != code

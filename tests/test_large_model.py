@@ -10,11 +10,11 @@ import json
 import re
 from pathlib import Path
 
-from perfsite_testing import LARGE_MODEL_NODES
+from support.models import LARGE_MODEL_NODES
 
 from generator.site.charts_profile import ROOFLINE_POINTS
+from generator.site.charts_timeline import TIMELINE_CALLS
 from generator.site.long_tables import CHUNK_ROWS, LONG_TABLE_ROWS, PAGE_ROWS, cell_html, page_long_tables
-from generator.timeline.charts import TIMELINE_CALLS
 
 MAX_FILE_BYTES = 3 * 1024 * 1024
 DATA_CALL = re.compile(r"^perfsiteLongTable\((\"[^\"]+\"), (\d+), (.*)\);\n$", re.S)

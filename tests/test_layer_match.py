@@ -3,17 +3,17 @@ criterion on real profiles of the example CNN and transformer (FP32 against INT8
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from perfsite_testing import write_spec
+from support.cli import write_spec
 
 from generator.analysis.layer_match import match_layers
 from generator.analysis.layer_names import closure, common_name, is_added_name, strip_candidates
+from generator.results.cells import decoded
 
 LEVELS = ("disable", "basic", "extended", "all")
 COVERAGE_MIN = 0.98
@@ -23,9 +23,10 @@ def _node(order: int, name: str, op: str, dur: float, originals: list[str], weig
           precision: str = "FP32", shapes_in=([1, 8, 4, 4],), shapes_out=([1, 8, 4, 4],),
           method: str = "exact", parent: str | None = None) -> dict:
     return {"trial_key": "t", "exec_order": order, "node_name": name, "op_type": op, "dur_mean_us": dur,
-            "dur_std_us": 0.0, "runtime_precision": precision, "original_nodes": list(originals),
-            "weights": list(weights), "mapping_method": method, "parent": parent, "provider": "CPUExecutionProvider",
-            "input_shapes": json.dumps(list(shapes_in)), "output_shapes": json.dumps(list(shapes_out))}
+            "dur_std_us": 0.0, "runtime_precision": precision, "original_nodes": tuple(originals),
+            "weights": tuple(weights), "mapping_method": method, "parent": parent, "provider": "CPUExecutionProvider",
+            # cells as load_experiment decodes them (generator.results.cells)
+            "input_shapes": tuple(map(tuple, shapes_in)), "output_shapes": tuple(map(tuple, shapes_out))}
 
 
 def _frame(*rows: dict) -> pd.DataFrame:
@@ -183,7 +184,8 @@ def _profile_all_levels(project: Path, spec_text: str, versions: tuple[str, ...]
                    "feeds_path": str(feeds_path), "measure": {"warmup": 1, "profile_iterations": 2},
                    "work_dir": str(work)}
             nodes = worker.profile_pass(WorkerJob(**job))["nodes"]
-            out[(version, level)] = pd.DataFrame([{**n, "trial_key": f"{version}-{level}"} for n in nodes])
+            rows = pd.DataFrame([{**n, "trial_key": f"{version}-{level}"} for n in nodes])
+            out[(version, level)] = decoded("nodes", rows)  # as load_experiment gives them
     return out
 
 

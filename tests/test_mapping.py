@@ -17,6 +17,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support.models import graph_model
 
 from generator.errors import ModelError
 from generator.layers import (
@@ -40,14 +41,6 @@ MIN_COVERAGE = 0.98
 
 
 # -- tiny models ------------------------------------------------------------------------------------------
-
-
-def _model(nodes, inits, inputs, outputs, name) -> onnx.ModelProto:
-    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.checker.check_model(model)
-    return model
 
 
 def _weight(rng, name, shape, scale=0.1, low=None):
@@ -95,8 +88,8 @@ def build_cnn() -> onnx.ModelProto:
     inits.extend([_weight(rng, "fc.weight", (10, 32)), _weight(rng, "fc.bias", (10,))])
     nodes.append(helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["logits"], name="fc", transB=1))
     nodes.append(helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1))
-    return _model(nodes, inits, [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 3, 32, 32])],
-                  [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 10])], "cnn")
+    return graph_model(nodes, [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 3, 32, 32])],
+                       [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 10])], inits, "cnn")
 
 
 def build_attention() -> onnx.ModelProto:
@@ -133,8 +126,8 @@ def build_attention() -> onnx.ModelProto:
         helper.make_node("Add", ["ff2_mm", "ff2.bias"], ["ff2_out"], name="ff2_bias"),
         helper.make_node("Add", ["ff2_out", "res"], ["y"], name="residual2"),
     ]
-    return _model(nodes, inits, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", seq, d])],
-                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", seq, d])], "attention")
+    return graph_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", seq, d])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", seq, d])], inits, "attention")
 
 
 def build_if_model() -> onnx.ModelProto:
@@ -153,8 +146,8 @@ def build_if_model() -> onnx.ModelProto:
                          else_branch=branch("Neg", "else")),
     ]
     zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
-    return _model(nodes, [zero], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
-                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], "branches")
+    return graph_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], [zero], "branches")
 
 
 # -- quantized versions -----------------------------------------------------------------------------------
@@ -473,8 +466,8 @@ def test_node_keys():
         helper.make_node("Add", ["d", "c"], ["e"], name="Relu_1"),  # a name that looks like a generated key
         helper.make_node("Relu", ["e"], ["y"], name=""),
     ]
-    model = _model(nodes, [], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], "keys")
+    model = graph_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], name="keys")
     index = load_graph_index(model)
     # Constant nodes are weights, not nodes; unnamed and duplicated names get <op>_<non-Constant index>.
     assert [n.key for n in index.nodes] == ["Relu_0", "Relu_1#2", "Relu_2", "Relu_1", "Relu_4"]

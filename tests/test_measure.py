@@ -12,6 +12,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support.models import onnx_model
 
 from generator.runner.measure import P99_MIN_SAMPLES, LoopResult, latency_stats, timed_loop
 
@@ -25,8 +26,7 @@ def _session(batch_dim: str | int = "batch") -> ort.InferenceSession:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch_dim, 32])],
         [w],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
+    model = onnx_model(graph)
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
@@ -149,6 +149,7 @@ def _one_thread() -> ort.SessionOptions:
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or not os.path.exists("/proc/thread-self/schedstat"),
                     reason="needs Linux: CPU affinity and /proc/<tid>/schedstat")
+@pytest.mark.quiet  # compares a loop alone with the same loop beside a spinner: the suite's other worker must be away
 def test_a_neighbour_on_the_same_core_shows_as_preempted_requests_and_the_clean_ones_keep_the_quiet_figure():
     from generator.results.clean import preempted_mask
 

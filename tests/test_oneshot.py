@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from support.models import dynamic_conv_model
 
 from generator.errors import ModelError, PerfsiteError
 from generator.oneshot import output_paths
@@ -21,26 +20,6 @@ from generator.oneshot.shapes import (
     parse_shapes,
     resolve_inputs,
 )
-
-
-def save_model(graph: onnx.GraphProto, path: Path) -> Path:
-    # onnxruntime up to 1.31 refuses onnx's default IR 14 / opset 28 (NOTES.md).
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-    return path
-
-
-def dynamic_conv_model(path: Path, dims: tuple = ("N", 3, "H", "W"), node_name: str = "conv") -> Path:
-    """x[N, 3, H, W] -> Conv 3x3 (8 channels, pad 1) -> Relu -> y: height and width left to the user."""
-    rng = np.random.default_rng(0)
-    weight = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name=node_name, pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c"], ["y"], name="relu")]
-    graph = helper.make_graph(
-        nodes, "dynamic_conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(dims))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [dims[0], 8, dims[2], dims[3]])], [weight])
-    return save_model(graph, path)
 
 
 @pytest.fixture

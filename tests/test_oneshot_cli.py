@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from perfsite_testing import perfsite
-from test_oneshot import dynamic_conv_model
+from support.cli import perfsite
+from support.models import dynamic_conv_model
 
 from generator.oneshot.schema import profile_schema_errors
 from generator.oneshot.text import num
@@ -225,3 +225,54 @@ def test_bad_input_files_exit_1_naming_the_option_and_the_file(tmp_path, monkeyp
     text = " ".join(err.split())
     assert exit_.value.code == 1 and text.startswith("error: ") and "Traceback" not in err
     assert message.format(tmp=tmp_path) in text, text
+
+
+def test_a_mostly_integer_model_is_set_against_the_int8_peak(tmp_path):
+    """The report's compute limit is the peak of the model's precision, as on the site's profile page
+    (generator.timeline.view): an integer MatMul is set against the INT8 peak, not the FP32 one."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    from support.models import onnx_model, save
+
+    from generator.oneshot import ProfileOptions, profile_model, summary_text
+    from generator.oneshot.record import sig
+
+    weight = numpy_helper.from_array(np.random.default_rng(0).integers(0, 255, (256, 256), dtype=np.uint8), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["x", "w"], ["y"], name="imatmul")], "int8",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, ["N", 256])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, ["N", 256])], [weight])
+    model = save(onnx_model(graph), tmp_path / "int8.onnx")
+    options = ProfileOptions(threads=1, iterations=5, warmup=1, profile_iterations=2, quick=True)
+    record = profile_model(model, options, out_dir=tmp_path).record
+    limits, s = record["limits"], record["summary"]
+    assert profile_schema_errors(record) == []
+    assert limits["peak_precision"] == "INT8" and s["total_int_gop"] == sig(2 * 256 * 256 / 1e9)
+    assert s["peak_gflops"] == sig(limits["peak_gops_int8"] * limits["thread_scale"]) != sig(
+        limits["peak_gflops_fp32"] * limits["thread_scale"])
+    assert {row["bound"] for row in record["layers"]} <= {"compute", "memory"}
+    assert f"of the measured INT8 peak {num(s['peak_gflops'])} GOP/s" in summary_text(record)
+
+
+def test_a_model_onnxruntime_cannot_load_is_refused_before_measuring(tmp_path, monkeypatch, capsys):
+    """The runner's check of a spec's model file (generator.versions.checks) now guards the one-shot too."""
+    import sys
+
+    from onnx import TensorProto, helper
+
+    from generator.cli import main
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 99
+    path = tmp_path / "too-new.onnx"
+    path.write_bytes(model.SerializeToString())
+    monkeypatch.setattr(sys, "argv", ["perfsite", "profile", str(path)])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = capsys.readouterr().err
+    text = " ".join(err.split())
+    assert exit_.value.code == 1 and "Traceback" not in err and not list(tmp_path.glob("*.perf.*"))
+    assert f"error: {path}: models.model.path: onnxruntime" in text and "Unsupported model IR version: 99" in text

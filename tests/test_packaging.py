@@ -13,8 +13,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
-from perfsite_testing import ROOT
-from test_site_fixture import write_results
+from support.cli import ROOT
+from support.results import write_results
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from generator.errors import SpecError
-from generator.paths import project_root, resolve_in_project, resolve_package_path
+from generator.paths import models_cache_dir, project_root, resolve_in_project, resolve_package_path
 
 
 @pytest.fixture
@@ -147,3 +147,10 @@ def test_package_path_may_not_leave_the_package(fake_package: Path) -> None:
 def test_package_must_be_an_installed_package(fake_package: Path, package: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):
         resolve_package_path(package, "models/det.onnx", "models.ocr.path")
+
+
+def test_derived_models_share_one_cache_when_perfsite_cache_dir_is_set(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("PERFSITE_CACHE_DIR", str(tmp_path / "cache"))
+    assert models_cache_dir(tmp_path / "a") == models_cache_dir(tmp_path / "b") == tmp_path / "cache" / "models"
+    monkeypatch.delenv("PERFSITE_CACHE_DIR")
+    assert models_cache_dir(tmp_path / "a") == tmp_path / "a" / ".perfsite" / "models"

@@ -16,13 +16,16 @@ from generator.analysis import profile as P
 from generator.analysis import roofline as R
 from generator.analysis import summaries as S
 from generator.analysis import whatif as W
+from generator.results.cells import decoded
 from generator.results.schema import column_names
 
 KEY = "t" * 20
 
 
 def frame(table: str, rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame([{c: r.get(c) for c in column_names(table)} for r in rows], columns=column_names(table))
+    """Rows with the schema's columns, list and shape cells decoded as load_experiment decodes them."""
+    data = pd.DataFrame([{c: r.get(c) for c in column_names(table)} for r in rows], columns=column_names(table))
+    return decoded(table, data)
 
 
 def trial(**changes) -> S.TrialSummary:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
-from perfsite_testing import profile_recorder
+from support.models import if_model
 
 from generator.errors import RunError
 from generator.machine.profiling import node_statistics, parse_profile
@@ -91,12 +91,11 @@ def test_golden_if_node_statistics():
 
 def test_live_if_profile_parses(tmp_path):
     """The onnxruntime installed now writes what the parser expects (the golden files may be older)."""
-    rec_module = profile_recorder()
     so = ort.SessionOptions()
     so.enable_profiling = True
     so.profile_file_prefix = str(tmp_path / "p")
     so.intra_op_num_threads = 2
-    session = ort.InferenceSession(rec_module.if_model().SerializeToString(), so,
+    session = ort.InferenceSession(if_model().SerializeToString(), so,
                                    providers=["CPUExecutionProvider"])
     x = np.random.default_rng(0).random((1, 3, 16, 16), dtype=np.float32)
     for feeds in ({"x": x}, {"x": -x}, {"x": x}, {"x": x}):

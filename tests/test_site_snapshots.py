@@ -1,4 +1,4 @@
-"""Snapshots of the generated Markdown pages and chart specs for the fixed results in test_site_fixture.
+"""Snapshots of the generated Markdown pages and chart specs for the fixed results in tests/support/results.py.
 
 Regenerate after an intended change with `PERFSITE_UPDATE_SNAPSHOTS=1 pytest tests/test_site_snapshots.py`
 and review the diff. Charts are stored pretty-printed beside the pages so that a diff is readable.
@@ -11,8 +11,8 @@ import os
 import re
 from pathlib import Path
 
-from perfsite_testing import check_snapshots
-from test_site_fixture import write_results
+from support.cli import check_snapshots
+from support.results import write_results
 
 from generator.results.store import load_experiment
 from generator.site.pages import home_page, render_pages

@@ -485,6 +485,9 @@ def test_batch_axis_without_a_batch_placeholder(spec_file: Path) -> None:
     text = _edit("[batch, 4]", "[2, 4]", MINIMAL) + "sweep: {batch: [1, 2]}\n"
     assert "no input shape uses the `batch` placeholder" in _error(spec_file, text)
     assert _load(spec_file, _edit("[batch, 4]", "[2, 4]", MINIMAL)).spec.sweep.batch == (1,)
+    # A file's rows are repeated or cut to the batch size: it follows the axis (as `perfsite profile --input`'s).
+    from_file = _edit("{shape: [batch, 4], dtype: float32}", "{file: x.npy}", MINIMAL) + "sweep: {batch: [1, 2]}\n"
+    assert _load(spec_file, from_file).spec.sweep.batch == (1, 2)
 
 
 def test_at_most_five_problems_are_listed(spec_file: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,6 +12,9 @@ import pytest
 from generator.errors import ResultsError
 from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
 from generator.results.store import ResultsDir, TrialFiles, find_experiments, load_experiment
+
+# The smallest valid stored spec: load_experiment validates it.
+SPEC = json.dumps({"name": "exp", "models": {"fp32": {"path": "m.onnx"}}, "inputs": {"x": {"shape": [1]}}})
 
 
 def _trial(key: str, status: str = "ok", **extra) -> dict:
@@ -40,7 +45,7 @@ def test_written_tables_read_with_plain_pandas_and_carry_schema_version(tmp_path
     rd = ResultsDir(tmp_path / "exp")
     _write(rd, "k1")
     _write(rd, "k2")
-    rd.write_spec("s" * 64, '{"name": "exp"}')
+    rd.write_spec("s" * 64, SPEC)
     trials = pd.read_parquet(tmp_path / "exp" / "trials")
     assert sorted(trials["trial_key"]) == ["k1", "k2"]
     lat = pd.read_parquet(tmp_path / "exp" / "latencies")
@@ -69,7 +74,7 @@ def test_leftover_temporary_files_are_invisible(tmp_path):
 def test_orphan_side_rows_are_dropped(tmp_path):
     rd = ResultsDir(tmp_path / "exp")
     _write(rd, "k1")
-    rd.write_spec("s" * 64, '{"name": "exp"}')
+    rd.write_spec("s" * 64, SPEC)
     # Side tables of a trial whose `trials` row never landed (killed before the commit point).
     (tmp_path / "exp" / "trials" / "k1.parquet").rename(tmp_path / "exp" / "trials" / ".gone")
     _write(rd, "k2")
@@ -122,8 +127,8 @@ def test_a_copied_trial_file_counts_once_and_a_lost_side_table_is_named(tmp_path
     trial is measured again by `run` and its profile page says what is missing."""
     import shutil
 
-    from perfsite_testing import perfsite
-    from test_site_fixture import write_results
+    from support.cli import perfsite
+    from support.results import write_results
 
     folder = write_results(tmp_path / "results")
     rd = ResultsDir(folder)
@@ -150,7 +155,7 @@ def test_a_copied_trial_file_counts_once_and_a_lost_side_table_is_named(tmp_path
 
 def test_an_infinite_figure_in_a_results_file_is_refused_naming_the_file(tmp_path):
     """A hand-edited `inf` latency made `perfsite build` fail with a JSON traceback."""
-    from test_site_fixture import write_results
+    from support.results import write_results
 
     folder = write_results(tmp_path / "results")
     path = sorted((folder / "trials").glob("*.parquet"))[0]
@@ -170,7 +175,7 @@ def test_an_experiment_named_trials_is_one_experiment_of_the_root(tmp_path):
     experiment folder, and `build` dropped every experiment."""
     import shutil
 
-    from test_site_fixture import write_results
+    from support.results import write_results
 
     from generator.results.store import find_experiments
 
@@ -184,7 +189,7 @@ def test_an_experiment_named_trials_is_one_experiment_of_the_root(tmp_path):
                                                ("nodes", "dur_mean_us"), ("latencies", "latency_ms")])
 def test_a_current_file_lacking_a_column_is_refused_naming_file_and_column(tmp_path, table, column):
     """A file edited by hand (a column dropped, the schema version kept) gave a KeyError deep in the pages."""
-    from test_site_fixture import write_results
+    from support.results import write_results
 
     experiment = write_results(tmp_path / "results")
     damaged = sorted((experiment / table).glob("*.parquet"))[0]
@@ -202,7 +207,7 @@ def test_a_current_file_lacking_a_column_is_refused_naming_file_and_column(tmp_p
 ])
 def test_a_trial_row_outside_the_contract_is_refused(tmp_path, column, value, shown, allowed):
     """An unknown status was counted as failed without a word; batch 0 divided by zero on the profile page."""
-    from test_site_fixture import write_results
+    from support.results import write_results
 
     experiment = write_results(tmp_path / "results")
     path = sorted((experiment / "trials").glob("*.parquet"))[0]
@@ -220,7 +225,7 @@ def test_a_trial_row_outside_the_contract_is_refused(tmp_path, column, value, sh
 
 def test_one_file_holding_a_trial_twice_is_named_once(tmp_path):
     """The duplicate warning named the same file twice ("in K.parquet and K.parquet")."""
-    from test_site_fixture import write_results
+    from support.results import write_results
 
     folder = write_results(tmp_path / "results")
     path = sorted((folder / "trials").glob("*.parquet"))[0]

@@ -11,6 +11,7 @@ import pytest
 
 from generator.machine.profiling import parse_profile
 from generator.results.schema import column_names
+from generator.site.charts_timeline import temporal_chart, timeline_chart
 from generator.timeline import (
     Timeline,
     TimelineEvent,
@@ -19,15 +20,17 @@ from generator.timeline import (
     counted_events,
     layer_details,
     median_run,
-    temporal_chart,
     temporal_statistics,
-    timeline_chart,
-    timeline_from_recording,
     timeline_from_table,
     timeline_rows,
 )
 
 DATA = Path(__file__).parent / "data"
+
+
+def timeline_from_recording(rec, flops=None) -> Timeline:
+    """The timeline of a parsed profile's median inference, through the results table's rows (the one route)."""
+    return timeline_from_table(pd.DataFrame(timeline_rows(rec)), flops)
 
 
 def _event(order: int, name: str, start: float, dur: float, *, op: str = "Conv", parent: str | None = None,

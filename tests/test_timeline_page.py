@@ -1,6 +1,7 @@
 """The Timeline, Temporal statistics and Layer details sections of profile pages, on the fixed results of
-test_profile_page with a `timeline` table made from their nodes: snapshots of the pages, of the two charts
-and of the Perfetto trace files, byte-identical re-generation, and hostile node names kept inert.
+tests/support/profile.py with a `timeline` table made from their nodes (tests/support/timeline.py): snapshots of
+the pages, of the two charts and of the Perfetto trace files, byte-identical re-generation, and hostile node names
+kept inert.
 
 Regenerate after an intended change with `PERFSITE_UPDATE_SNAPSHOTS=1 pytest tests/test_timeline_page.py`.
 """
@@ -13,11 +14,11 @@ import os
 import re
 from pathlib import Path
 
-import pandas as pd
-from perfsite_testing import check_snapshots
-from test_profile_page import EXPERIMENT, write_profile_results
+from support.cli import check_snapshots
+from support.profile import EXPERIMENT
+from support.timeline import write_timeline_results
 
-from generator.results.store import ResultsDir, atomic_write_bytes, load_experiment, table_to_parquet_bytes
+from generator.results.store import load_experiment
 from generator.site import pages as site_pages
 from generator.timeline import timeline_from_table
 
@@ -25,50 +26,6 @@ SNAPSHOTS = Path(__file__).parent / "snapshots" / "timeline"
 UPDATE = os.environ.get("PERFSITE_UPDATE_SNAPSHOTS") == "1"
 CHART_RE = re.compile(r'<script type="application/json" id="(chart-(?:timeline|temporal)-[0-9]+)">(.*?)</script>')
 ANY_CHART_RE = re.compile(r'<script type="application/json" id="([a-z0-9-]+)">.*?</script>')  # JSON-escaped data
-GAP_US = 1.5  # executor time between calls
-
-
-def _calls(nodes: pd.DataFrame) -> list[dict]:
-    """One inference from a trial's `nodes` rows: the top-level nodes one after the other on one thread, then
-    an If call holding the sub-graph nodes."""
-    rows, t = [], 2.0
-    top, body = nodes[nodes["parent"].isna()], nodes[nodes["parent"].notna()]
-    parent = str(body["parent"].iloc[0])
-    body_us = float(body["dur_mean_us"].sum())
-    for _, n in top.sort_values("exec_order").iterrows():
-        # The fixture's If node gets room for its body: its time includes the body's calls.
-        dur = n["dur_mean_us"] + (body_us + 2.0 if n["node_name"] == parent else 0.0)
-        rows.append({**_sizes(n), "node_name": n["node_name"], "op_type": n["op_type"], "start_us": t,
-                     "dur_us": dur, "pool_share": n["pool_share"], "input_shapes": n["input_shapes"],
-                     "output_shapes": n["output_shapes"]})
-        if n["node_name"] == parent:
-            inner = t + 1.0
-            for _, b in body.iterrows():
-                rows.append({"node_name": b["node_name"], "op_type": b["op_type"], "parent": parent,
-                             "start_us": inner, "dur_us": b["dur_mean_us"], "activation_bytes": 64,
-                             "output_bytes": 64})
-                inner += b["dur_mean_us"]
-        t += dur + GAP_US
-    return rows
-
-
-def _sizes(n: pd.Series) -> dict:
-    return {k: None if pd.isna(n[k]) else int(n[k]) for k in ("activation_bytes", "output_bytes")}
-
-
-def write_timeline_results(root: Path, payload: bool = False) -> Path:
-    """test_profile_page's results, with a `timeline` file for every trial that has nodes."""
-    folder = write_profile_results(root, payload=payload)
-    nodes = ResultsDir(folder).read_table("nodes")
-    for key, group in nodes.groupby("trial_key", sort=True):
-        calls = _calls(group)
-        kernel_sum = sum(c["dur_us"] for c in calls if c.get("parent") is None)
-        end = max(c["start_us"] + c["dur_us"] for c in calls)
-        rows = [{**c, "trial_key": key, "exec_order": i, "provider": "CPUExecutionProvider", "thread_id": 4242,
-                 "run_index": 1, "model_run_us": end + 3.0, "kernel_sum_us": kernel_sum}
-                for i, c in enumerate(calls)]
-        atomic_write_bytes(folder / "timeline" / f"{key}.parquet", table_to_parquet_bytes("timeline", rows))
-    return folder
 
 
 def _pages(folder: Path) -> list[site_pages.Page]:

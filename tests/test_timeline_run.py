@@ -5,14 +5,13 @@ gets its Timeline, Temporal statistics and Layer details sections and a Perfetto
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pandas as pd
 import pytest
-from perfsite_testing import perfsite, profile_recorder, write_spec
+from support.models import if_model, save
+from support.timeline import run_cnn_experiment
 
 from generator.machine.profiling import parse_profile
 from generator.results.store import load_experiment
@@ -22,28 +21,10 @@ from generator.site.pages import render_pages
 from generator.timeline import chrome_trace, median_run, timeline_from_table
 
 MEASURE = {"warmup": 1, "min_iterations": 3, "min_seconds": 0.01, "max_seconds": 1.0, "profile_iterations": 3}
-CNN_SPEC = """\
-    name: timeline
-    models:
-      fp32: {path: models/cnn.onnx}
-    inputs:
-      input: {shape: [batch, 3, 64, 64], dtype: float32}
-    sweep:
-      batch: [1]
-      threads: [2]
-    measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, repeats: 1, budget_s: 0.5, profile_iterations: 3}
-    """
-
-
-def if_model(path: Path) -> Path:
-    """Conv, then an If on the input's sign whose then-branch runs Relu and Mul, then a Relu: the model
-    tests/data/profile_if.json was recorded from."""
-    onnx.save(profile_recorder().if_model(), path)
-    return path
 
 
 def test_profiled_if_model_keeps_its_branch_under_its_parent(tmp_path):
-    model = if_model(tmp_path / "if.onnx")
+    model = save(if_model(), tmp_path / "if.onnx")  # the model tests/data/profile_if.json was recorded from
     np.savez(tmp_path / "feeds.npz", x=np.random.default_rng(2).random((1, 3, 16, 16), dtype=np.float32) + 0.1)
     config = {"batch": 1, "threads": 1, "concurrency": 1, "optimization_level": "disable", "provider": "cpu",
               "spinning": False, "inter_op_threads": 1}
@@ -68,16 +49,6 @@ def test_profiled_if_model_keeps_its_branch_under_its_parent(tmp_path):
     assert rows[0]["model_run_us"] == run.dur_us == float(np.sort(recording.model_run_us)[1])
     assert sum(e.dur_us for e in tl.top_level) == pytest.approx(run.kernel_sum_us)
     assert tl.kernel_sum_us == pytest.approx(rows[0]["kernel_sum_us"]) and tl.kernel_sum_us <= tl.model_run_us
-
-
-def run_cnn_experiment(root: Path, cnn: Path) -> Path:
-    """A real `perfsite run` of the example CNN (one trial, two threads); the experiment's results folder."""
-    (root / "models").mkdir(parents=True)
-    shutil.copy(cnn, root / "models" / "cnn.onnx")
-    spec = write_spec(root, CNN_SPEC)
-    proc = perfsite("run", str(spec), "--results", str(root / "results"), cwd=root, timeout=300)
-    assert proc.returncode == 0, proc.stderr + proc.stdout
-    return root / "results" / "timeline"
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support.models import onnx_model, save
 
 from generator.runner import worker
 from generator.runner.protocol import WorkerJob
@@ -36,10 +36,7 @@ def _model(path: Path) -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8, 8, 8])],
         [w, b],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, path)
-    return path
+    return save(onnx_model(graph), path)
 
 
 @pytest.fixture

@@ -240,7 +240,7 @@ class Side:
 
 
 def _side(ctx: CompareContext, t: TrialSummary) -> Side:
-    executed, iterations = _executed(ctx, t.trial_key), iterations_of(ctx, t)
+    executed, iterations = _executed(ctx, t.trial_key), iterations_of(t)
     return Side(trial_stats(ctx.cache, ctx.exp, t), executed, iterations, {e.name: e for e in executed},
                 op_side(executed, iterations))
 

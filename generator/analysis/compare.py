@@ -51,7 +51,6 @@ from generator.analysis.trial_stats import pair_ratios, quantile_name, timing, t
 from generator.errors import ResultsError
 from generator.results.store import ExperimentResults
 
-QUICK_PROFILE_ITERATIONS = 3  # profiled iterations in quick mode (generator.runner.orchestrate)
 PRECISIONS = ("FP32", "FP16", "INT8")
 DEFAULT_COSINE_MIN = 0.99  # outputs' agreement below this warns when the spec sets no tolerance
 
@@ -87,8 +86,8 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
         a_trial_key=ta.trial_key if ta else None, b_trial_key=tb.trial_key if tb else None,
         b_was_default=b_was_default, points=points, sweet_spots=spots,
         latency_ratio=timing.latency, throughput_ratio=timing.throughput, timings=timing.timings,
-        layer_types=layer_type_rows(match.executed_a, match.executed_b, timing.reference, iterations_of(ctx, ta),
-                                    iterations_of(ctx, tb)) if match else (),
+        layer_types=layer_type_rows(match.executed_a, match.executed_b, timing.reference, iterations_of(ta),
+                                    iterations_of(tb)) if match else (),
         kernels=match.kernels if match else (), overhead=match.overhead if match else None,
         coverage=match.coverage if match else None, pareto=tuple(p for p in points if p.on_pareto),
         model_bytes=dict(ctx.model_bytes), precision_share=_precision_shares(ctx, chosen),
@@ -173,9 +172,9 @@ def _bare_timing(t: TrialSummary, percentile: str) -> VersionTiming:
                          t.processes or 0, t.trial_key, percentile, "no stored request latencies")
 
 
-def iterations_of(ctx: CompareContext, t: TrialSummary) -> int:
-    wanted = int(ctx.exp.spec.measure.profile_iterations)
-    return min(wanted, QUICK_PROFILE_ITERATIONS) if t.quick else wanted
+def iterations_of(t: TrialSummary) -> int:
+    """Inferences of the trial's profiled pass, as stored; 1 when unknown (the widest interval)."""
+    return t.profile_iterations or 1
 
 
 def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | None,
@@ -188,7 +187,7 @@ def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | Non
     if missing:
         return None, (f"No per-node profile of {' and '.join(missing)} at {ta.config_label}: the layer-level "
                       "sections are empty. Add this configuration to the spec's `profile:` list and run again.",)
-    return match_layers(na, nb, reference, iterations_of(ctx, ta), iterations_of(ctx, tb)), ()
+    return match_layers(na, nb, reference, iterations_of(ta), iterations_of(tb)), ()
 
 
 def layer_type_rows(executed_a: Sequence[Executed], executed_b: Sequence[Executed], reference: RatioCI | None,

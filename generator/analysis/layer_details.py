@@ -1,14 +1,14 @@
 """What each layer of a trial is, for the layer detail panel: its executed kernels and the nodes of the model file
 they compute, with attributes, shapes, element types and weights (quantization parameters included).
 
-Pure: the trial's ``nodes`` and ``layers`` rows in, records out. Results written before the ``layers`` table held
+Pure: the trial's ``nodes`` and ``layers`` rows in (list and shape cells decoded at load,
+generator.results.cells), records out. Results written before the ``layers`` table held
 attributes and weights (schema version 3) give ``recorded=False``: the panel says "not recorded" for those
 parts instead of showing empty cells.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -69,8 +69,7 @@ def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame,
     at the same shapes (other threads, concurrency) have the same rows but their trial key, and a sweep of a
     thousand-node model has tens of thousands of them."""
     memo = {} if memo is None else memo
-    kernels = tuple(_memo(memo, tuple((k, _strings(r.get(k)) if k == "original_nodes" else r.get(k))
-                                      for k in KERNEL_FIELDS), _kernel)
+    kernels = tuple(_memo(memo, tuple((k, r.get(k)) for k in KERNEL_FIELDS), _kernel)
                     for r in executed_rows(nodes[nodes["trial_key"] == trial_key]))
     mine = layers[layers["trial_key"] == trial_key].drop(columns="trial_key")
     rows = mine.to_dict("records")
@@ -85,34 +84,42 @@ KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input
 
 def _memo(memo: dict[tuple, Any], items: tuple[tuple[str, Any], ...], parse: Any) -> Any:
     key = (parse.__name__, items)
+    try:
+        hash(key)
+    except TypeError:  # decoded cells holding dicts or lists (a layer's attributes and weight details)
+        key = (parse.__name__, _frozen(items))
     if key not in memo:
         memo[key] = parse(dict(items))
     return memo[key]
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in of a decoded cell for a memo key (type-tagged: a dict never equals a list of pairs)."""
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    return value
 
 
 def _kernel(row: dict[str, Any]) -> KernelDetail:
     return KernelDetail(
         name=str(row["node_name"]), op_type=str(row["op_type"]), provider=_text(row.get("provider")),
         precision=_text(row.get("runtime_precision")),
-        input_shapes=_json_list(row.get("input_shapes")), input_types=_json_list(row.get("input_types")),
-        output_shapes=_json_list(row.get("output_shapes")), output_types=_json_list(row.get("output_types")),
-        original_nodes=_strings(row.get("original_nodes")), mapping_method=_text(row.get("mapping_method")),
+        input_shapes=row["input_shapes"], input_types=row["input_types"],
+        output_shapes=row["output_shapes"], output_types=row["output_types"],
+        original_nodes=row["original_nodes"], mapping_method=_text(row.get("mapping_method")),
     )
 
 
 def _layer(row: dict[str, Any]) -> LayerDetail:
-    attributes = _json(row.get("attributes"))
-    weights = _json(row.get("weight_details"))
     position = _number(row.get("position"))
     return LayerDetail(
         node=str(row["node"]), op_type=str(row["op_type"]), domain=_text(row.get("domain")) or "",
-        position=int(position) if position is not None else None,
-        attributes=attributes if isinstance(attributes, dict) else None,
-        input_shapes=_json_list(row.get("input_shapes")), output_shapes=_json_list(row.get("output_shapes")),
-        input_types=_json_list(row.get("input_types")) if _text(row.get("input_types")) else None,
-        output_types=_json_list(row.get("output_types")) if _text(row.get("output_types")) else None,
-        weights=tuple(weights) if isinstance(weights, list) else None, flops=_number(row.get("flops")),
-        int_ops=_number(row.get("int_ops")),
+        position=int(position) if position is not None else None, attributes=row["attributes"],
+        input_shapes=row["input_shapes"], output_shapes=row["output_shapes"],
+        input_types=row["input_types"], output_types=row["output_types"],
+        weights=row["weight_details"], flops=_number(row.get("flops")), int_ops=_number(row.get("int_ops")),
     )
 
 
@@ -127,24 +134,3 @@ def _number(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(number) else number
-
-
-def _json(value: Any) -> Any:
-    text = _text(value)
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:  # a damaged cell shows as "not recorded", it does not stop the build
-        return None
-
-
-def _json_list(value: Any) -> tuple:
-    parsed = _json(value)
-    return tuple(parsed) if isinstance(parsed, list) else ()
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    if value is None or isinstance(value, float):
-        return ()
-    return tuple(str(v) for v in (value.tolist() if hasattr(value, "tolist") else value))

@@ -1,6 +1,7 @@
 """Match the layers of two versions of one model (FP32 and INT8, FP16, another export) at one configuration.
 
-Input: the `nodes` rows of one profiled trial per version. Each executed node lists the original nodes of its
+Input: the `nodes` rows of one profiled trial per version, list and shape cells decoded at load
+(generator.results.cells). Each executed node lists the original nodes of its
 own version's model file (`original_nodes`) and their weights (`weights`), found by generator.layers.mapping.
 Versions made by quantization or FP16 conversion rename what they touch, so the two versions' names are
 first brought to a common form, then executed nodes are grouped with a union-find (analysis.layer_links):
@@ -30,7 +31,6 @@ Only top-level executed nodes count (`parent` null): an If/Loop/Scan node's time
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -112,9 +112,9 @@ class LayerMatch:
 
 
 def executed_rows(nodes: pd.DataFrame) -> list[dict[str, Any]]:
-    """Top-level executed nodes of one trial as plain dicts, in execution order."""
+    """Top-level executed nodes of one trial as plain dicts, in execution order (decoded cells kept as they are)."""
     rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
-    # Column by column: integer and boolean columns hold no missing value and come out as Python numbers
+    # Column by column: integer and boolean columns without a missing value come out as Python numbers
     # already, so only the others go through `clean` (a thousand-node sweep has millions of cells).
     names = list(rows.columns)
     columns = [_plain_column(rows[name]) for name in names]
@@ -122,35 +122,18 @@ def executed_rows(nodes: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _plain_column(column: pd.Series) -> list[Any]:
-    """A column's cells as executed_rows gives them (`clean`, but lists and arrays as they are), by dtype."""
-    values = column.tolist()  # Python numbers, strings, NaN for missing ones, arrays for list columns
-    if column.dtype.kind in "iub":
+    """A column's cells as executed_rows gives them (`clean`, but decoded tuple and dict cells as they are)."""
+    values = column.tolist()  # Python numbers, strings, NaN for missing ones, decoded tuples and dicts
+    if column.dtype.kind in "iub" and not column.hasnans:  # a nullable integer column may hold pd.NA
         return values
     if column.dtype.kind == "f":
         return [None if v is pd.NA or v != v else v for v in values]  # NaN: the only float unequal to itself
-    return [v if type(v) is str else _plain(v) for v in values]
-
-
-def _plain(value: Any) -> Any:
-    return value if isinstance(value, (list, tuple)) or hasattr(value, "tolist") else clean(value)
+    return [v if type(v) is str or isinstance(v, (tuple, dict)) else clean(v) for v in values]
 
 
 def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
     """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b")."""
     return [_executed(side, r) for r in executed_rows(nodes)]
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    if value is None or isinstance(value, float):
-        return ()
-    return tuple(str(v) for v in (value.tolist() if hasattr(value, "tolist") else value))
-
-
-def _shapes(text: Any) -> tuple:
-    try:
-        return tuple(tuple(s) if isinstance(s, list) else s for s in json.loads(text)) if text else ()
-    except (TypeError, ValueError):
-        return ()
 
 
 def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: str | None) -> bool:
@@ -164,13 +147,13 @@ def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: st
 
 
 def _executed(side: str, row: dict[str, Any]) -> Executed:
-    originals, op_type = _strings(row.get("original_nodes")), str(row["op_type"])
+    originals, op_type = row["original_nodes"], str(row["op_type"])
     return Executed(
         side=side, exec_order=int(row["exec_order"]), name=str(row["node_name"]), op_type=op_type,
         dur_us=float(row.get("dur_mean_us") or 0.0), precision=clean(row.get("runtime_precision")),
-        provider=clean(row.get("provider")), original_nodes=originals, weights=_strings(row.get("weights")),
-        method=clean(row.get("mapping_method")), input_shapes=_shapes(row.get("input_shapes")),
-        output_shapes=_shapes(row.get("output_shapes")), dur_std_us=float(clean(row.get("dur_std_us")) or 0.0),
+        provider=clean(row.get("provider")), original_nodes=originals, weights=row["weights"],
+        method=clean(row.get("mapping_method")), input_shapes=row["input_shapes"],
+        output_shapes=row["output_shapes"], dur_std_us=float(clean(row.get("dur_std_us")) or 0.0),
         overhead=_is_overhead(str(row["node_name"]), op_type, originals, clean(row.get("mapping_method"))),
     )
 

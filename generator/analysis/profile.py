@@ -25,7 +25,6 @@ from generator.analysis.roofline import (
     ratio,
     roofline,
     static_totals,
-    strings,
     top_level_nodes,
 )
 from generator.analysis.summaries import TrialSummary, clean
@@ -73,7 +72,7 @@ def top_layers(nodes: pd.DataFrame, trial_key: str, limit: int = 25) -> tuple[li
     total = float(rows["dur_mean_us"].sum())
     layers = [LayerTime(
         node_name=str(r["node_name"]), op_type=str(r["op_type"]),
-        original_nodes=strings(r.get("original_nodes")), weights=strings(r.get("weights")),
+        original_nodes=r["original_nodes"], weights=r["weights"],
         precision=clean(r.get("runtime_precision")), dur_mean_us=float(r["dur_mean_us"]),
         share=float(r["dur_mean_us"]) / total if total > 0 else 0.0,
     ) for _, r in rows.head(limit).iterrows()]

@@ -10,7 +10,6 @@ sub-graph's nodes.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,13 +17,11 @@ import pandas as pd
 
 from generator.analysis.summaries import TrialSummary, clean
 
-# op_family, OP_FAMILY and split_sums are re-exported: the what-if estimates and the one-shot profile use them.
+# op_family is re-exported: the what-if estimates use it.
 from generator.layers.work import (  # noqa: F401
-    OP_FAMILY,
     STATIC_SUMS,
     op_family,
     split_sums,
-    strings,
     traffic_bytes,
 )
 
@@ -206,15 +203,6 @@ def layer_results(nodes: pd.DataFrame, layers: pd.DataFrame, trial: TrialSummary
     return out
 
 
-def _shapes(text: Any) -> tuple[tuple[Any, ...], ...]:
-    value = clean(text)
-    try:
-        shapes = json.loads(value) if value else []
-    except ValueError:
-        return ()
-    return tuple(tuple(s) if isinstance(s, list) else (s,) for s in shapes)
-
-
 def _layer_result(node: pd.Series, sums: dict[str, float] | None, trial: TrialSummary, limits: Roofline,
                   total_us: float) -> LayerResult:
     dur = float(node["dur_mean_us"])
@@ -231,8 +219,8 @@ def _layer_result(node: pd.Series, sums: dict[str, float] | None, trial: TrialSu
     return LayerResult(
         exec_order=int(node["exec_order"]), node_name=str(node["node_name"]), op_type=str(node["op_type"]),
         provider=provider, fallback=provider is not None and provider_name(provider) != trial.provider,
-        original_nodes=strings(node.get("original_nodes")), weights=strings(node.get("weights")),
-        input_shapes=_shapes(node.get("input_shapes")), output_shapes=_shapes(node.get("output_shapes")),
+        original_nodes=node["original_nodes"], weights=node["weights"],
+        input_shapes=node["input_shapes"], output_shapes=node["output_shapes"],
         precision=clean(node.get("runtime_precision")), calls=int(clean(node.get("calls")) or 1),
         dur_mean_us=dur, dur_p50_us=as_float(node.get("dur_p50_us")), share=share, cumulative_share=0.0,
         analysed=sums is not None, flops=counts["flops"], int_ops=counts["int_ops"], macs=counts["macs"],

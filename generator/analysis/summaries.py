@@ -97,6 +97,7 @@ class TrialSummary:
     target: float | None = None
     budget_exhausted: bool = False
     measuring_s: float | None = None
+    profile_iterations: int | None = None  # inferences the profiled pass's statistics are over, as stored
 
     @property
     def ok(self) -> bool:
@@ -148,7 +149,7 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         preemption_known=bool(clean(row.get("preemption_known"))),
         preempted_share=_float(row.get("preempted_share")), ci_halfwidth=_float(row.get("ci_halfwidth")),
         target=_float(row.get("target")), budget_exhausted=bool(clean(row.get("budget_exhausted"))),
-        measuring_s=_float(row.get("measuring_s")),
+        measuring_s=_float(row.get("measuring_s")), profile_iterations=_int(row.get("profile_iterations")),
     )
 
 

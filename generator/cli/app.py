@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 import sys
 import textwrap
@@ -61,7 +62,9 @@ def _default_results(start: Path) -> Path:
 def run(
     specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML).", show_default=False)],
     results: Annotated[
-        Path | None, typer.Option(help="Results root; each experiment goes to DIR/<spec name>/.")
+        str | None, typer.Option(metavar="DIR_OR_URL",
+                                 help="Results root, a folder or a URL such as s3://bucket/results; each "
+                                      "experiment goes to ROOT/<spec name>/ (default: <project>/results).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Measure again trials that are already stored.")] = False,
     only: Annotated[
@@ -74,20 +77,41 @@ def run(
     allow_outside: Annotated[
         bool, typer.Option(help="Allow spec paths that leave the spec's project root.")
     ] = False,
+    ray: Annotated[
+        str | None, typer.Option(
+            "--ray", metavar="[ADDRESS]",
+            help="Measure on the nodes of a Ray cluster (the ray extra; docs/ray.md). ADDRESS is "
+            "optional: alone, the cluster this machine is a node of ($RAY_ADDRESS); or HOST:PORT, ray://HOST:PORT.",
+            show_default=False)
+    ] = None,
+    target: Annotated[
+        str | None, typer.Option(
+            help="With --ray: measure on the nodes offering resource target:NAME only (one of the spec's targets).",
+            show_default=False)
+    ] = None,
 ) -> None:
     """Measure the trials of each spec (versions × configurations) and store them as Parquet results."""
     from generator.cli.terminal import ProgressBar, print_dry_run, print_run_summary
+    from generator.results.location import join
     from generator.runner.orchestrate import RunOptions, run_experiment
     from generator.spec import load_spec
+
+    if ray is not None:
+        from generator.runner.cluster import run_on_ray
+
+        measure = run_on_ray
+    else:
+        measure = run_experiment
 
     interrupted = False
     loaded_specs = [load_spec(spec_path, allow_outside=allow_outside) for spec_path in specs]
     _check_distinct_names(loaded_specs, results)
     for loaded in loaded_specs:
         root = results or _default_results(loaded.path.parent)
-        options = RunOptions(results_dir=root / loaded.spec.name, force=force, only=only, dry_run=dry_run, quick=quick)
+        options = RunOptions(results_dir=join(root, loaded.spec.name), force=force, only=only, dry_run=dry_run,
+                             quick=quick, ray=ray, target=target)
         with ProgressBar(loaded.spec.name) as bar:
-            summary = run_experiment(loaded, options, bar)
+            summary = measure(loaded, options, bar)
         (print_dry_run if dry_run else print_run_summary)(summary)
         interrupted = summary.interrupted
         if interrupted:
@@ -96,16 +120,19 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _check_distinct_names(loaded_specs: list, results: Path | None) -> None:
+def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
     """Two specs of one `perfsite run` that share a name (and a results root) would write into one folder."""
+    from generator.results.location import is_url, join
     from generator.runner.orchestrate import model_files, same_name_message
 
-    seen: dict[tuple[str, Path], object] = {}
+    seen: dict[tuple[str, object], object] = {}
     for loaded in loaded_specs:
-        root = (results or _default_results(loaded.path.parent)).absolute()
+        root = results if results and is_url(results) else Path(results or _default_results(loaded.path.parent))
+        root = root if isinstance(root, str) else root.absolute()
         first = seen.setdefault((loaded.spec.name, root), loaded)
         if first.path != loaded.path and not model_files(first) & model_files(loaded):
-            raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name, root / loaded.spec.name))
+            raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name,
+                                             join(root, loaded.spec.name)))
 
 
 @app.command()
@@ -133,7 +160,10 @@ def schema() -> None:
 
 @app.command()
 def build(
-    results: Annotated[Path | None, typer.Option(help="Results root to render (default: <project>/results).")] = None,
+    results: Annotated[list[str] | None, typer.Option(
+        metavar="DIR_OR_URL",
+        help="Results store to render: a folder or a URL such as s3://bucket/results (default: <project>/results). "
+             "Repeat it to render several stores into one site; a trial stored in two counts once.")] = None,
     site: Annotated[Path | None, typer.Option(help="Where to write the site (default: <project>/site).")] = None,
     baseline: Annotated[
         str | None, typer.Option(help="Add a changes page against this baseline: a results folder or git:REF.")
@@ -148,7 +178,7 @@ def build(
     from generator.site import build_site
 
     root = project_root(Path.cwd())
-    out = build_site(results or root / "results", site or root / "site", root, progress=_echo_err,
+    out = build_site(results or [root / "results"], site or root / "site", root, progress=_echo_err,
                      baseline=baseline, trend=trend)
     typer.echo(safe(f"Site built in {out}. Open {out / 'index.html'} or run "
                     f"`perfsite serve --site {shlex.quote(str(out))}`."))
@@ -407,7 +437,7 @@ def _echo_err(text: str) -> None:
 def main() -> None:
     """Console-script entry: run the app, turning user errors into one paragraph and exit status 1."""
     try:
-        rc = app(prog_name="perfsite", standalone_mode=False)
+        rc = app(args=optional_ray_address(sys.argv[1:]), prog_name="perfsite", standalone_mode=False)
         if rc == EXIT_INTERRUPTED:  # typer returns Ctrl-C inside a command as 130
             _say_interrupted()
         sys.exit(rc if isinstance(rc, int) else 0)
@@ -436,6 +466,24 @@ def main() -> None:
             typer.echo(_paragraph(f"error: {_usage_message(e)}"), err=True)
             sys.exit(1)
         raise
+
+
+def optional_ray_address(argv: list[str]) -> list[str]:
+    """`--ray` takes an optional ADDRESS, which typer's parser cannot express: a `--ray` whose next word is not an
+    address (nothing, an option, a spec file) becomes `--ray=auto`. An address is `auto`, a URL (`ray://...`) or
+    HOST:PORT that is not an existing file."""
+    out = []
+    for i, word in enumerate(argv):
+        following = argv[i + 1] if i + 1 < len(argv) else None
+        out.append("--ray=auto" if word == "--ray" and not _is_ray_address(following) else word)
+    return out
+
+
+def _is_ray_address(word: str | None) -> bool:
+    if word is None or word.startswith("-"):
+        return False
+    host_port = re.fullmatch(r"[^/\s]+:\d+", word) is not None and not Path(word).exists()
+    return word == "auto" or "://" in word or host_port
 
 
 def _usage_message(e: Exception) -> str:

@@ -74,7 +74,9 @@ def print_dry_run(summary: RunSummary) -> None:
     for col in ("version", "configuration", "trial key", "state"):
         table.add_column(col)
     for p in summary.planned:
-        table.add_row(p.trial.version, p.trial.config.label, p.key, "stored" if p.stored else "to measure")
+        # A run on a Ray cluster has no key before a node measured: the key holds the node's fingerprint.
+        key = p.key or "set by the measuring node"
+        table.add_row(p.trial.version, p.trial.config.label, key, "stored" if p.stored else "to measure")
     out.print(table)
     out.print(
         f"{len(summary.to_measure)} to measure, about {_duration(summary.estimate_s)}; "

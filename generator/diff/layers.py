@@ -107,7 +107,7 @@ def layer_timings(
     every time multiplied by `scale` (the calibration factor of the module docstring)."""
     grouped: dict[str, list[tuple[str, str, float, float, int]]] = {}
     for _, row in top_level_nodes(nodes, trial_key).sort_values("exec_order").iterrows():
-        originals = _strings(row.get("original_nodes"))
+        originals = row["original_nodes"]
         name = layer_name(str(row["node_name"]), str(row["op_type"]), originals)
         std = clean(row.get("dur_std_us"))
         grouped.setdefault(name, []).append(
@@ -180,9 +180,3 @@ def _most_first(changes: list[LayerChange]) -> tuple[LayerChange, ...]:
 def no_profile(baseline_total_us: float, candidate_total_us: float, note: str) -> LayerDiff:
     """A LayerDiff saying why there is no layer comparison (a side has no profiled pass)."""
     return LayerDiff((), (), (), baseline_total_us, candidate_total_us, note)
-
-
-def _strings(value: object) -> tuple[str, ...]:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ()
-    return tuple(str(v) for v in value)  # type: ignore[union-attr]

@@ -43,8 +43,6 @@ from generator.results.store import ExperimentResults
 from generator.spec.model import Regression
 
 SLOWER, FASTER, NO_CHANGE, NOT_COMPARABLE = "slower", "faster", "no significant change", "not comparable"
-# Quick mode caps the profiled pass at this many iterations (generator.runner.orchestrate.measure_settings).
-QUICK_PROFILE_ITERATIONS = 3
 
 
 @dataclass(frozen=True)
@@ -236,7 +234,7 @@ def _experiments_only_in(baseline: list[ExperimentResults], candidate: list[Expe
 def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentResults, b: pd.Series,
                limits: Thresholds) -> TrialDiff:
     """Ratios, verdict and layer changes of one configuration: `a` from the baseline, `b` from the candidate."""
-    percentile = str(clean(b.get("percentile")) or cand_exp.spec_json.get("measure", {}).get("percentile", "p90"))
+    percentile = str(clean(b.get("percentile")) or cand_exp.spec.measure.percentile)
     side_a, side_b = side_samples(base_exp, a), side_samples(cand_exp, b)
     samples_a, samples_b = side_a.samples, side_b.samples
     q = percentile_of(percentile)
@@ -268,7 +266,7 @@ Side = tuple[ExperimentResults, pd.Series, ProcessSamples]
 
 
 def _layers(base: Side, cand: Side, reference: RatioCI) -> LayerDiff:
-    timings = [layer_timings(exp.nodes, row["trial_key"], _profile_iterations(exp, row),
+    timings = [layer_timings(exp.nodes, row["trial_key"], _profile_iterations(row),
                              _calibration(exp, row, samples)) for exp, row, samples in (base, cand)]
     if not timings[0] or not timings[1]:
         side = "baseline" if not timings[0] else "candidate"
@@ -285,18 +283,9 @@ def _calibration(exp: ExperimentResults, row: pd.Series, samples: ProcessSamples
     return float(np.median(np.concatenate(requests))) * 1000.0 / profiled_us
 
 
-def _profile_iterations(exp: ExperimentResults, row: pd.Series) -> int:
-    """Iterations of the trial's profiled pass: its spec's `measure.profile_iterations`, capped in quick mode."""
-    spec = _trial_spec(exp, str(row["spec_sha256"]))
-    wanted = int((spec.get("measure") or {}).get("profile_iterations", 20))
-    return min(wanted, QUICK_PROFILE_ITERATIONS) if bool(clean(row.get("quick"))) else wanted
-
-
-def _trial_spec(exp: ExperimentResults, sha256: str) -> dict:
-    from generator.results.store import ResultsDir
-
-    path = exp.path / "specs" / f"{sha256}.json"
-    return ResultsDir(exp.path).read_spec_json(sha256) if path.is_file() else exp.spec_json
+def _profile_iterations(row: pd.Series) -> int:
+    """Inferences of the trial's profiled pass, as stored; 1 when unknown (the widest interval)."""
+    return int(clean(row.get("profile_iterations")) or 1)
 
 
 def _config_key(row: pd.Series) -> tuple:

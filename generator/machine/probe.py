@@ -39,6 +39,7 @@ import numpy as np
 
 from generator.errors import RunError
 from generator.machine.environment import Environment
+from generator.paths import CACHE_ENV
 
 # (matrix size n, minimum runs, time budget in s per measurement), (floats in the bandwidth arrays, runs).
 # The quick sizes keep a probe under a second; the bandwidth arrays stay larger than any last-level cache.
@@ -46,7 +47,6 @@ FULL = {"gemm_n": 1024, "min_runs": 8, "budget_s": 1.0, "stream_floats": 64 << 2
 QUICK = {"gemm_n": 512, "min_runs": 3, "budget_s": 0.06, "stream_floats": 16 << 20, "stream_runs": 4}
 # 2: quality, attempts and reprobed added to the cached limits.
 CACHE_VERSION = 2
-CACHE_ENV = "PERFSITE_CACHE_DIR"
 # Runs of one measurement whose median is this much slower than their best were disturbed: on a quiet machine
 # they repeat within a few per cent.
 DISAGREEMENT = 0.25

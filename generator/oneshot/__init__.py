@@ -1,9 +1,10 @@
 """One-shot profile of a model file, without a spec: ``perfsite profile MODEL.onnx``.
 
-Resolve the input shapes (generator.oneshot.shapes), measure in worker child processes (measure, then profile;
-generator.oneshot.measure), derive the timeline, temporal statistics and layer details (generator.timeline),
-gather everything into one versioned record (generator.oneshot.record) and write ``MODEL.perf.json`` and a
-self-contained ``MODEL.perf.html`` (generator.oneshot.html). The CLI prints generator.oneshot.text's summary.
+Resolve the input shapes (generator.oneshot.shapes, generator.oneshot.files), measure the model at that one
+configuration through the runner into a temporary results folder (generator.oneshot.trial), read it back with
+the site's analysis (generator.oneshot.analysis), gather everything into one versioned record
+(generator.oneshot.record) and write ``MODEL.perf.json`` and a self-contained ``MODEL.perf.html``
+(generator.oneshot.html). The CLI prints generator.oneshot.text's summary.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from generator.errors import ResultsError, RunError
-from generator.oneshot.files import describe, parse_input_files
-from generator.oneshot.measure import ProfileOptions, measure_model, scaled_peak_gflops
+from generator.oneshot.files import InputFile, describe, parse_input_files
 from generator.oneshot.shapes import (
+    ResolvedInputs,
     ShapeError,
     make_input_feeds,
     model_inputs,
@@ -28,10 +29,8 @@ from generator.oneshot.shapes import (
     resolve_inputs,
 )
 from generator.oneshot.text import summary_text
+from generator.oneshot.trial import ProfileOptions
 from generator.processes import owned_tempdir
-
-if TYPE_CHECKING:
-    from generator.oneshot.analysis import ProfileAnalysis
 
 __all__ = ["ProfileOptions", "ProfileOutcome", "ShapeError", "output_paths", "profile_model", "summary_text"]
 
@@ -59,12 +58,37 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     PerfsiteError children.
     """
     from generator.machine.environment import capture_environment
-    from generator.machine.probe import ensure_limits
-    from generator.oneshot.analysis import analyse_profile
+    from generator.oneshot.analysis import analyse_trial
+    from generator.oneshot.html import render_html
     from generator.oneshot.record import build_record
+    from generator.oneshot.trial import measure_trial, one_configuration_spec
+    from generator.runner.orchestrate import measure_settings
 
     say = progress or (lambda _text: None)
     model_path = Path(model_path).absolute()
+    resolved, files = _inputs(model_path, dims, shapes, inputs)
+    if options.threads <= 0:
+        env = capture_environment()
+        options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
+    loaded = one_configuration_spec(model_path, resolved, files, options)
+    measured = measure_settings(loaded, options.quick)
+    # The same probe and the same per-user cache as `perfsite run` (generator.machine.probe.probe_cache_dir).
+    say("Measuring the machine's peak and bandwidth (cached once per machine)...")
+    with owned_tempdir("perfsite-profile-") as tmp:
+        analysis = analyse_trial(measure_trial(loaded, options.quick, Path(tmp), say), model_path)
+    settings = {**dataclasses.asdict(options), "iterations": measured["min_iterations"],
+                **{k: measured[k] for k in ("warmup", "profile_iterations", "max_seconds")}}
+    record = build_record(model_path, resolved, settings, analysis)
+    json_path, html_path = output_paths(model_path, Path(out_dir) if out_dir is not None else Path.cwd())
+    record["files"] = {"json": str(json_path), "html": str(html_path)}
+    record["input_files"] = describe(files)  # inputs fed from --input files; the others are random
+    _write(record, render_html(record, analysis.view), json_path, html_path)
+    return ProfileOutcome(record, json_path, html_path)
+
+
+def _inputs(model_path: Path, dims: Sequence[str], shapes: Sequence[str],
+            inputs: Sequence[str]) -> tuple[ResolvedInputs, dict[str, InputFile]]:
+    """Every input at its shape, from the model's declarations and the options; the `--input` files."""
     declared = model_inputs(model_path)
     files = parse_input_files(inputs, model_path, declared)
     given = parse_shapes(shapes, model_path)
@@ -74,25 +98,10 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
                        "shape, so give one of them.")
     resolved = resolve_inputs(model_path, declared, parse_dims(dims, model_path),
                               {**given, **{name: f.shape for name, f in files.items()}})
-    feeds = make_input_feeds(model_path, resolved, files=files)
-    env = capture_environment()
-    if options.threads <= 0:
-        options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
-    options = options.effective()
-    say("Measuring the machine's peak and bandwidth (cached once per machine)...")
-    # The same probe and the same per-user cache as `perfsite run` (generator.machine.probe.probe_cache_dir).
-    env = ensure_limits(env, options.quick)
-    peak = scaled_peak_gflops(env, options.threads)
-    with owned_tempdir("perfsite-profile-") as tmp:
-        say(f"Measuring {options.iterations} requests, then profiling {options.profile_iterations}...")
-        measured = measure_model(model_path, feeds, resolved.batch, options, Path(tmp))
-        analysis = analyse_profile(measured.profile, measured.profile_warmup, peak, env.bandwidth_gbs)
-    record = build_record(model_path, resolved, options, env, measured, analysis)
-    json_path, html_path = output_paths(model_path, Path(out_dir) if out_dir is not None else Path.cwd())
-    record["files"] = {"json": str(json_path), "html": str(html_path)}
-    record["input_files"] = describe(files)  # inputs fed from --input files; the others are random
-    _write(record, analysis, json_path, html_path)
-    return ProfileOutcome(record, json_path, html_path)
+    # The inputs are made here once only to check them: their errors name the command's options and the model
+    # before anything is probed or measured (the runner makes the same arrays again, from the same seed).
+    make_input_feeds(model_path, resolved, files=files)
+    return resolved, files
 
 
 def _umask() -> int:
@@ -101,11 +110,9 @@ def _umask() -> int:
     return mask
 
 
-def _write(record: dict[str, Any], analysis: ProfileAnalysis, json_path: Path, html_path: Path) -> None:
-    from generator.oneshot.html import render_html
+def _write(record: dict[str, Any], page: str, json_path: Path, html_path: Path) -> None:
     from generator.results.store import atomic_write_bytes
 
-    page = render_html(record, analysis.timeline, analysis.temporal)
     text = json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
     for path, data in ((json_path, text), (html_path, page)):
         try:

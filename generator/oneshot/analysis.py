@@ -1,82 +1,91 @@
-"""From the profiled pass to the timeline, its temporal statistics and its layer details (generator.timeline).
-
-The worker's profile job reports the executed nodes mapped to the model's nodes and the static FLOP analysis
-of the model's nodes; each executed node's operations are the sums over the original nodes it owns, split as
-the profile pages split them (generator.analysis.roofline), so no operation is counted twice.
-"""
+"""The one trial of a one-shot profile, read from its results folder by the site's own analysis: the trial's
+summary, its profile (generator.analysis.profile.trial_profile: limits, layers, time accounting, static totals)
+and its timeline view (generator.timeline.view: the median profiled inference, its temporal statistics and
+layer details against the peak of the model's precision), plus the few facts the report adds (every request
+in order, the environment row, the original nodes of every executed node)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from generator.machine.profiling import parse_profile
-from generator.timeline import (
-    LayerDetail,
-    TemporalStats,
-    Timeline,
-    layer_details,
-    temporal_statistics,
-    timeline_from_recording,
-)
-
-TEMPORAL_BINS = 100
+from generator.analysis.profile import TrialProfile, trial_profile
+from generator.analysis.roofline import trial_layers
+from generator.analysis.summaries import TrialSummary, clean, trial_summary
+from generator.errors import RunError
+from generator.results.store import ExperimentResults
+from generator.timeline.view import TimelineView, timeline_view
 
 
 @dataclass(frozen=True)
 class ProfileAnalysis:
-    """The median profiled inference and what is derived from it."""
+    """What the JSON record and the page of a one-shot profile are made of."""
 
-    timeline: Timeline
-    temporal: TemporalStats
-    layers: tuple[LayerDetail, ...]
+    trial: TrialSummary
+    duration_s: float  # the timed phase's wall time
+    model_sha256: str
+    model_bytes: int
+    profile: TrialProfile
+    view: TimelineView
+    latencies_ms: np.ndarray  # every timed request, in order
     original_nodes: dict[str, tuple[str, ...]]  # executed node name -> original node keys
+    environment: dict[str, Any]  # the trial's `environments` row, plain values
     total_flops: float | None  # static analysis over the model's nodes (None: nothing could be counted)
     total_int_ops: float | None
-    notes: tuple[str, ...]  # what the static analysis could not count, and why
-    bandwidth_gbs: float | None = None  # the measured limit the layers were set against
+    notes: tuple[str, ...]  # what the static analysis could not count
 
 
-def ops_by_executed_node(nodes: list[Mapping[str, Any]], layers: list[Mapping[str, Any]]) -> dict[str, float]:
-    """Operations (FLOPs + integer operations) per top-level executed node name, from the worker's mapped
-    ``nodes`` and its static-analysis ``layers`` rows; nodes none of whose original nodes was analysed are
-    left out (unknown, not zero)."""
-    from generator.analysis.roofline import split_sums
-
-    top = pd.DataFrame([n for n in nodes if n.get("parent") is None])
-    if top.empty or not layers:
-        return {}
-    static = pd.DataFrame(list(layers)).drop_duplicates("node").set_index("node")
-    out: dict[str, float] = {}
-    for name, sums in zip(top["node_name"], split_sums(top, static), strict=True):
-        if sums is not None:
-            out[str(name)] = out.get(str(name), 0.0) + sums["flops"] + sums["int_ops"]
-    return out
-
-
-def analyse_profile(profile: Mapping[str, Any], skip_runs: int, peak_gflops: float | None,
-                    bandwidth_gbs: float | None) -> ProfileAnalysis:
-    """The timeline of the median profiled inference (``profile``: the worker's profile-mode output) with
-    operations per node, its temporal statistics and its layer details against the machine's limits."""
-    recording = parse_profile(Path(profile["profile_file"]), skip_runs=skip_runs)
-    nodes, layers = list(profile.get("nodes", [])), list(profile.get("layers", []))
-    tl = timeline_from_recording(recording, ops_by_executed_node(nodes, layers))
-    notes = [*profile.get("layers_notes", [])]
-    if profile.get("layers_error"):
-        notes.append(f"Static analysis: {profile['layers_error']}")
+def analyse_trial(results: ExperimentResults, model_path: Path) -> ProfileAnalysis:
+    """The analysis of the results folder's one (ok, profiled) trial; RunError when its profiled pass recorded
+    no kernel call."""
+    row = results.trials.iloc[-1]
+    trial = trial_summary(row)
+    profile = trial_profile(results, trial, {}, {})
+    view = timeline_view(results.timeline, trial.trial_key, profile.layers, profile.limits)
+    if view is None:
+        raise RunError(f"{model_path}: the profiled runs recorded no kernel call; a model without nodes has no "
+                       "profile to report.")
+    static = trial_layers(results.layers, trial.trial_key)
+    totals = profile.summary.totals
+    uncounted = totals.uncounted_op_types if totals is not None else ()
     return ProfileAnalysis(
-        timeline=tl, temporal=temporal_statistics(tl, bins=TEMPORAL_BINS),
-        layers=tuple(layer_details(tl, peak_gflops, bandwidth_gbs)),
-        original_nodes={str(n["node_name"]): tuple(n.get("original_nodes") or ()) for n in nodes},
-        total_flops=_total(layers, "flops"), total_int_ops=_total(layers, "int_ops"), notes=tuple(notes),
-        bandwidth_gbs=bandwidth_gbs,
+        trial=trial, duration_s=float(row["duration_s"]), model_sha256=str(row["model_sha256"]),
+        model_bytes=int(row["model_bytes"]), profile=profile, view=view,
+        latencies_ms=_latencies(results.latencies, trial.trial_key),
+        original_nodes=_original_nodes(results.nodes, trial.trial_key),
+        environment=_environment(results.environments, trial.env_id),
+        total_flops=_total(static, "flops"), total_int_ops=_total(static, "int_ops"),
+        notes=(f"Op types without a FLOP counter: {', '.join(uncounted)}: listed, not guessed. Their operations "
+               "are not in the totals.",) if uncounted else (),
     )
 
 
-def _total(layers: list[Mapping[str, Any]], column: str) -> float | None:
-    values = [float(r[column]) for r in layers if r.get(column) is not None]
-    return sum(values) if values else None
+def _latencies(latencies: pd.DataFrame, trial_key: str) -> np.ndarray:
+    rows = latencies[latencies["trial_key"] == trial_key].sort_values(["process", "stream", "iteration"])
+    return rows["latency_ms"].to_numpy(dtype=np.float64)
+
+
+def _original_nodes(nodes: pd.DataFrame, trial_key: str) -> dict[str, tuple[str, ...]]:
+    rows = nodes[nodes["trial_key"] == trial_key]  # list cells come decoded (generator.results.cells)
+    return {str(name): tuple(value) for name, value in zip(rows["node_name"], rows["original_nodes"], strict=True)}
+
+
+def _environment(environments: pd.DataFrame, env_id: str) -> dict[str, Any]:
+    row = environments[environments["env_id"].astype(str) == env_id].iloc[0]
+    return {str(k): _plain(v) for k, v in row.items()}
+
+
+def _plain(value: Any) -> Any:
+    """A cell as JSON-ready Python: lists for list cells, None for every kind of missing."""
+    if isinstance(value, np.ndarray | list | tuple):
+        return [_plain(v) for v in value]
+    return clean(value)
+
+
+def _total(static: pd.DataFrame, column: str) -> float | None:
+    values = pd.to_numeric(static[column], errors="coerce").dropna()
+    return float(values.sum()) if len(values) else None

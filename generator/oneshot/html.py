@@ -19,10 +19,12 @@ import jinja2
 from markupsafe import Markup
 
 from generator.oneshot.text import num
+from generator.site.charts_timeline import temporal_chart, timeline_chart
 from generator.site.escape import inline_json
 from generator.site.pages import templates_dir
 from generator.site.vendor import OWN_SCRIPTS, SCRIPTS
-from generator.timeline import TemporalStats, Timeline, chrome_trace, temporal_chart, timeline_chart
+from generator.timeline import chrome_trace
+from generator.timeline.view import TimelineView
 
 TEMPLATE = "report.html.j2"
 # Inside a <script> element only "</script" (any case) ends it; "<\/" means the same in JavaScript strings
@@ -48,16 +50,16 @@ def inline_scripts() -> list[str]:
     return [_SCRIPT_END.sub(r"<\\/\1", p.read_text(encoding="utf-8")) for p in paths]
 
 
-def render_html(record: Mapping[str, Any], tl: Timeline, stats: TemporalStats) -> str:
-    """The page for a one-shot profile record (generator.oneshot.record), its timeline and temporal statistics."""
-    limits = record["limits"]
+def render_html(record: Mapping[str, Any], view: TimelineView) -> str:
+    """The page for a one-shot profile record (generator.oneshot.record) and its trial's timeline view, with
+    the charts the site's profile page draws of it (generator.site.pages)."""
     charts = {
-        "temporal": temporal_chart(stats, limits["peak_gflops_threads"], limits["bandwidth_gbs"]),
-        "timeline": timeline_chart(tl),
+        "temporal": temporal_chart(view.stats, view.peak_gflops, view.bandwidth_gbs),
+        "timeline": timeline_chart(view.timeline),
     }
     title = f"{record['model']['file']} profile"
     template = _environment().get_template(TEMPLATE)
     return template.render(
-        r=record, s=record["summary"], title=title, charts=charts, trace=chrome_trace(tl, title),
+        r=record, s=record["summary"], title=title, charts=charts, trace=chrome_trace(view.timeline, title),
         scripts=[Markup(text) for text in inline_scripts()],
     )

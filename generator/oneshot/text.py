@@ -42,7 +42,7 @@ def summary_text(record: Mapping[str, Any]) -> str:
              _noise_line(s["noise"]),
              f"  cold start    {num(s['cold_start_ms'])} ms (load {num(s['load_ms'])} ms + first run "
              f"{num(s['first_run_ms'])} ms)",
-             _compute_line(s),
+             _compute_line(s, record.get("limits", {}).get("peak_precision")),
              f"  profiled      model_run {num(s['profiled_model_run_us'])} µs, kernels "
              f"{num(s['profiled_kernel_sum_us'])} µs over {num(s['profiled_nodes'])} nodes (one profiled inference)",
              *_accounting_lines(s.get("time_accounting")),
@@ -68,13 +68,16 @@ def _p99_note(record: Mapping[str, Any]) -> str:
     return f" (too few requests for a p99: it needs {record['latencies']['p99_min_samples']}, see --iterations)"
 
 
-def _compute_line(s: Mapping[str, Any]) -> str:
+def _compute_line(s: Mapping[str, Any], precision: str | None) -> str:
     if s["total_gflop"] is None:
         return "  compute       n/a (no node of the model could be counted)"
     ints = f" + {num(s['total_int_gop'])} G integer ops" if s["total_int_gop"] else ""
     line = f"  compute       {num(s['total_gflop'])} GFLOP{ints} per request; achieved {num(s['achieved_gops'])} GOP/s"
     if s["peak_gflops"] is not None:
-        line += f" = {num(s['peak_share_pct'])}% of the measured peak {num(s['peak_gflops'])} GFLOP/s"
+        # A mostly-integer model is set against the INT8 peak (the record's limits.peak_precision).
+        peak = "INT8 peak" if precision == "INT8" else "peak"
+        unit = "GOP/s" if precision == "INT8" else "GFLOP/s"
+        line += f" = {num(s['peak_share_pct'])}% of the measured {peak} {num(s['peak_gflops'])} {unit}"
         if s["peak_share_pct"] is not None and s["peak_share_pct"] > 100:
             line += f" ({LIMIT_UNDERESTIMATED})"
     return line

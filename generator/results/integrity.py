@@ -11,6 +11,7 @@ before they count or render anything.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,21 +37,23 @@ FIGURES = ("latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_m
            "latency_headline_ms", "latency_min_ms", "latency_max_ms", "throughput_ips")
 
 
-def check(folder: Path, trials: pd.DataFrame) -> IntegrityReport:
-    """Deduplicate `trials` (read with its `_file` column, if available) and find incomplete trials; a trial
-    whose figures are infinite or negative is a ResultsError naming its file."""
-    _check_figures(Path(folder), trials)
+def check(folder: Path | str, trials: pd.DataFrame, present: Mapping[str, set[str]]) -> IntegrityReport:
+    """Deduplicate `trials` (read with its `_file` column, if available) and find incomplete trials (`present`:
+    the file names each side table holds); a trial whose figures are infinite or negative is a ResultsError
+    naming its file. `folder` is a local Path or a store's URL (object stores: generator.results.location)."""
+    folder = _Shown(folder)
+    _check_figures(folder, trials)
     problems: list[str] = []
     if "_file" in trials:
-        trials, problems = _one_row_per_key(Path(folder), trials)
-    incomplete = _incomplete(Path(folder), trials)
+        trials, problems = _one_row_per_key(folder, trials)
+    incomplete = _incomplete(trials, present)
     for key, missing in incomplete.items():
         problems.append(f"{folder}: trial {key} lacks {', '.join(missing)} (lost in a partial copy?); its pages "
                         "say so, and the next `perfsite run` measures it again.")
     return IntegrityReport(trials.reset_index(drop=True), tuple(problems), incomplete)
 
 
-def _one_row_per_key(folder: Path, trials: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def _one_row_per_key(folder: _Shown, trials: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     problems = []
     named = trials["_file"] == trials["trial_key"].astype(str) + ".parquet"
     for _, row in trials[~named].iterrows():
@@ -72,7 +75,14 @@ def _one_row_per_key(folder: Path, trials: pd.DataFrame) -> tuple[pd.DataFrame, 
     return kept, list(dict.fromkeys(problems))
 
 
-def _incomplete(folder: Path, trials: pd.DataFrame) -> dict[str, tuple[str, ...]]:
+class _Shown(str):
+    """A folder as messages name it, joined with `/` whether it is a local Path or a URL."""
+
+    def __truediv__(self, name: str) -> _Shown:
+        return _Shown(f"{self.rstrip('/')}/{name}")
+
+
+def _incomplete(trials: pd.DataFrame, present: Mapping[str, set[str]]) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for _, row in trials.iterrows():
         if row.get("status") != "ok":
@@ -81,7 +91,7 @@ def _incomplete(folder: Path, trials: pd.DataFrame) -> dict[str, tuple[str, ...]
         profiled = row.get("profiled")
         profiled = bool(profiled) if isinstance(profiled, bool | np.bool_) else False  # None/NaN: not profiled
         tables = REQUIRED_TABLES + (PROFILED_TABLES if profiled else ())
-        missing = tuple(f"{t}/{key}.parquet" for t in tables if not (folder / t / f"{key}.parquet").is_file())
+        missing = tuple(f"{t}/{key}.parquet" for t in tables if f"{key}.parquet" not in present.get(t, ()))
         if missing:
             out[key] = missing
     return out
@@ -93,7 +103,7 @@ STATUSES = ("ok", "failed")
 CONFIG_COUNTS = ("batch", "threads", "concurrency")
 
 
-def _check_figures(folder: Path, trials: pd.DataFrame) -> None:
+def _check_figures(folder: _Shown, trials: pd.DataFrame) -> None:
     for column in (c for c in FIGURES if c in trials):
         values = pd.to_numeric(trials[column], errors="coerce")
         _refuse_first(folder, trials[np.isinf(values) | (values < 0)], column, "a finite number ≥ 0 (or empty)")
@@ -108,7 +118,7 @@ def _shown(value: object) -> str:
     return repr(value) if isinstance(value, str) else "empty" if pd.isna(value) else str(value)
 
 
-def _refuse_first(folder: Path, bad: pd.DataFrame, column: str, allowed: str) -> None:
+def _refuse_first(folder: _Shown, bad: pd.DataFrame, column: str, allowed: str) -> None:
     """A ResultsError naming the first bad row's file, its value and what is allowed (no-op when none)."""
     if bad.empty:
         return

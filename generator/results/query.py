@@ -26,14 +26,15 @@ import pyarrow as pa
 from fsspec.spec import AbstractFileSystem
 
 from generator.errors import ResultsError
+from generator.results.location import is_transport_error, is_url, local_path, open_filesystem, remote_failure, shown
 from generator.results.schema import METADATA_KEY, TABLES
 from generator.results.store import TRIAL_TABLES, check_version
 
 HISTORY = "history"
 VIEWS = (*TABLES, HISTORY)
-# Where a figure was measured, in words that stay the same across runs: the CPU model and its logical CPUs.
-# Not env_id (it changes with every onnxruntime or numpy upgrade) and not hostname (CI runners get a new one
-# per job); both stay in the history view for finer questions.
+# Where a figure was measured, in words that stay the same across runs: the target a `--ray --target` run named
+# (trials.target_name), else the CPU model and its logical CPUs. Not env_id (it changes with every onnxruntime or
+# numpy upgrade) and not hostname (CI runners get a new one per job); both stay in the history view.
 TARGET_SQL = ("coalesce(cpu_model, 'unknown CPU') || ', ' "
               "|| coalesce(CAST(logical_cores AS VARCHAR), '?') || ' CPUs'")
 _SQL_TYPES = {pa.string(): "VARCHAR", pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN",
@@ -92,7 +93,7 @@ def open_store(results: str | Path) -> duckdb.DuckDBPyConnection:
 def list_store(results: str | Path) -> StoreFiles:
     """Every table's files under `results` (a local folder or an fsspec URL such as s3://bucket/results)."""
     name = str(results)
-    fs, root, is_url = _filesystem(name)
+    fs, root, url = _filesystem(name)
     found = _find(fs, root, name)
     relative = [posixpath.relpath(p, root).split("/") for p in found]
     # The rule of store.find_experiments: the root is one experiment when its trials/ holds trial files.
@@ -100,12 +101,12 @@ def list_store(results: str | Path) -> StoreFiles:
     files: dict[str, list[str]] = {table: [] for table in TABLES}
     for path, parts in sorted(zip(found, relative, strict=True)):
         if _is_table_file(parts, depth) and parts[-2] in files:
-            files[parts[-2]].append(fs.unstrip_protocol(path) if is_url else path)
+            files[parts[-2]].append(fs.unstrip_protocol(path) if url else path)
     if not files["trials"]:
-        raise ResultsError(f"The results store {name} holds no finished trial (no <experiment>/trials/*.parquet "
+        raise ResultsError(f"The results store {shown(name)} holds no finished trial (no <experiment>/trials/*.parquet "
                            f"file). {_ALLOWED}")
-    return StoreFiles(name, fs.unstrip_protocol(root) if is_url else root,
-                      {t: tuple(f) for t, f in files.items()}, fs if is_url else None)
+    return StoreFiles(shown(name), fs.unstrip_protocol(root) if url else root,
+                      {t: tuple(f) for t, f in files.items()}, fs if url else None)
 
 
 _ALLOWED = ("Allowed for --results: a folder that `perfsite run` wrote (results/ holding one folder per "
@@ -114,27 +115,27 @@ _ALLOWED = ("Allowed for --results: a folder that `perfsite run` wrote (results/
 
 def _filesystem(name: str) -> tuple[AbstractFileSystem, str, bool]:
     """The fsspec filesystem of a store, its path there, and whether it was given as a URL (read by DuckDB
-    through that filesystem; a plain path DuckDB reads itself). `s3://` needs s3fs installed."""
-    if "://" not in name:
+    through that filesystem; a plain path DuckDB reads itself). The URL is opened as every store is
+    (generator.results.location.open_filesystem); `s3://` needs s3fs installed (perfsite[s3])."""
+    if not is_url(name):
+        local_path(name)  # refuses `s3:/bucket` (one slash), which is no local folder either
         return fsspec.filesystem("file"), Path(name).absolute().as_posix(), False
-    try:
-        fs, root = fsspec.core.url_to_fs(name)
-    except ImportError as e:  # fsspec names the package a protocol needs ("Install s3fs to access S3")
-        raise ResultsError(f"Cannot open the results store {name}: {e}. Install that package into perfsite's "
-                           "environment (for s3://: pip install s3fs) and run the query again.") from e
-    except ValueError as e:  # "Protocol not known: xyz"
-        raise ResultsError(f"Cannot open the results store {name}: {e}. {_ALLOWED}") from e
-    return fs, root.rstrip("/") or "/", True
+    fs, root = open_filesystem(name)
+    return fs, root, True
 
 
 def _find(fs: AbstractFileSystem, root: str, name: str) -> list[str]:
     """Every file down to <experiment>/<table>/<file>, the store's deepest level."""
     try:
         if not fs.isdir(root):
-            raise ResultsError(f"The results store {name} does not exist. {_ALLOWED}")
+            raise ResultsError(f"The results store {shown(name)} does not exist. {_ALLOWED}")
         return fs.find(root, maxdepth=3)
-    except OSError as e:  # s3fs: credentials refused, bucket missing
-        raise ResultsError(f"Cannot list the results store {name}: {e}. {_ALLOWED}") from e
+    except ResultsError:
+        raise
+    except Exception as e:  # s3fs: credentials refused, bucket missing, endpoint unreachable
+        if not is_transport_error(e):
+            raise
+        raise remote_failure(name, "list", e) from e
 
 
 def _is_table_file(parts: list[str], depth: int) -> bool:
@@ -188,7 +189,8 @@ def _history_sql() -> str:
             FROM environments ORDER BY env_id, captured_at DESC)
         SELECT t.* RENAME (target AS interval_target),
                run.git_commit, run.git_dirty, run.started_at AS run_started_at, run.perfsite_version,
-               run.command, env.target, env.hostname, env.cpu_model, env.logical_cores, env.onnxruntime
+               run.command, coalesce(t.target_name, env.target) AS target, env.hostname, env.cpu_model,
+               env.logical_cores, env.onnxruntime
         FROM trials AS t
         LEFT JOIN run ON run.run_id = t.run_id
         LEFT JOIN env ON env.env_id = t.env_id"""

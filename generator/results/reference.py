@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from generator.results.schema import SCHEMA_HISTORY, SCHEMA_VERSION, TABLES, Column
+from generator.results.schema import PROFILE_ITERATIONS_RULE, SCHEMA_HISTORY, SCHEMA_VERSION, TABLES, Column
 
 # What one row of each table is, and the file it lives in.
 TABLE_ROWS = {
@@ -35,23 +35,35 @@ each table as a view ([querying results with SQL](query.md)). This page is gener
 `generator/results/schema.py`, the only place the columns are defined
 (`python -m generator.results.reference > docs/results.md`); a test keeps it current.
 
-Every file carries the schema version in its Parquet metadata (`perfsite.schema_version`). perfsite reads
-files of older versions, with the columns added since then empty (pages say "not recorded"), and refuses files
-of a newer version with a message to upgrade.
+Every file carries the schema version in its Parquet metadata (`perfsite.schema_version`); see
+[schema versions](#schema-versions) for what each version changed and how perfsite reads older files.
+"""
+
+VERSIONS_INTRO = """\
+perfsite reads files of every version up to its own (`generator/results/migrate.py`, in memory: nothing on
+disk is rewritten, so one store may hold experiments of several versions and every one builds). A column added
+since a file's version reads as empty (pages say "not recorded") unless the table below gives a rule. A file of
+a newer version is refused: it was written by a newer perfsite, upgrade to read it. `perfsite query` reads the
+files as stored: columns a file lacks are NULL there, with no rule applied.
 """
 
 
 def results_reference() -> str:
     """The Markdown of docs/results.md."""
-    parts = [INTRO, f"\n**Schema version {SCHEMA_VERSION}.** What each version added:\n",
-             "\n| version | added |\n|--:|---|\n"]
-    parts += [f"| {v} | {_cell(text)} |\n" for v, text in sorted(SCHEMA_HISTORY.items())]
+    parts = [INTRO, f"\n**Schema version {SCHEMA_VERSION}.**\n"]
     for name, columns in TABLES.items():
         path, row = TABLE_ROWS[name]
         parts.append(f"\n## `{name}`\n\n`{path}`: one row per {row}.\n\n")
         parts.append("| column | type | unit | meaning |\n|---|---|---|---|\n")
         parts += [_row(c) for c in columns]
-    return "".join(parts)
+    return "".join(parts) + _versions()
+
+
+def _versions() -> str:
+    """The "Schema versions" section: what each version changed and how files written with it are read."""
+    rows = "".join(f"| {v} | {_cell(h.changed)} | {_cell(h.read_as)} |\n" for v, h in sorted(SCHEMA_HISTORY.items()))
+    return (f"\n## Schema versions\n\n{VERSIONS_INTRO}\n| version | changed | read today as |\n|--:|---|---|\n"
+            f"{rows}\nHow a trial of versions 1 to 3 gets `profile_iterations`: {_cell(PROFILE_ITERATIONS_RULE)}.\n")
 
 
 def _row(c: Column) -> str:

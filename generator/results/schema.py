@@ -11,14 +11,36 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
-# What each version added, for the migration of older files (generator.results.store reads them with the
-# added columns null).
+SCHEMA_VERSION = 4
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    """One version of the schema: what it changed, and how today's readers read files written with it
+    (generator.results.migrate applies the rule)."""
+
+    changed: str
+    read_as: str
+
+
 SCHEMA_HISTORY = {
-    1: "first release",
-    2: "run_delay_ms per request; clean-request figures; target, budget, pair_id",
-    3: "layers: attributes, element types and weight details (the layer panel)",
+    1: SchemaVersion("first release",
+                     "columns added since are null, profile_iterations by the rule below; every request counts as "
+                     "clean (no run-delay was read)"),
+    2: SchemaVersion("run_delay_ms per request; clean-request figures; target, budget, pair_id",
+                     "columns added since are null, profile_iterations by the rule below"),
+    3: SchemaVersion("layers: attributes, element types and weight details (the layer panel)",
+                     "target_name and node_id null, profile_iterations by the rule below"),
+    4: SchemaVersion("trials: profile_iterations, the profiled inferences the `nodes` statistics are over (until "
+                     "then each reader rebuilt it from the spec); target_name and node_id (runs fanned out on Ray)",
+                     "files of this version are read as written"),
 }
+# How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
+# runner of those versions followed.
+PROFILE_ITERATIONS_RULE = ("a profiled trial is read with its stored spec's "
+                           "`measure.profile_iterations`, at most 3 in quick mode (the runner's quick cap then); "
+                           "a trial without a profiled pass has none (null)")
+
 METADATA_KEY = b"perfsite.schema_version"
 TABLE_METADATA_KEY = b"perfsite.table"
 
@@ -97,6 +119,8 @@ TRIALS = (
     _c("model_run_us", F64, "µs", "profiled pass: mean onnxruntime model_run duration per inference"),
     _c("kernel_sum_us", F64, "µs", "profiled pass: mean sum of top-level kernel times per inference"),
     _c("profiled_latency_us", F64, "µs", "profiled pass: mean end-to-end session.run time per inference"),
+    _c("profile_iterations", I64, "inferences", "profiled pass: inferences the `nodes` statistics are over; null "
+       "without a profiled pass (v4)"),
     _c("started_at", STR, "", "ISO 8601 UTC time the trial started"),
     _c("finished_at", STR, "", "ISO 8601 UTC time the trial was written"),
     _c("preemption_known", BOOL, "", "run-delay was read per request and the clean rule applies (v2)"),
@@ -109,6 +133,9 @@ TRIALS = (
     _c("budget_exhausted", BOOL, "", "measuring stopped at the budget before the interval reached the target"),
     _c("pair_id", STR, "", "paired run: the same id on the baseline and candidate trials measured interleaved"),
     _c("pair_side", STR, "", "paired run: baseline or candidate"),
+    _c("target_name", STR, "", "`perfsite run --ray`: the kind of machine it was measured on (--target or the "
+       "spec's `targets:`), part of the trial key; null for a local run or any node (v4)"),
+    _c("node_id", STR, "", "`perfsite run --ray`: the Ray node that measured it (hex id); null for a local run (v4)"),
 )
 
 PROCESSES = (

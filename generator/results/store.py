@@ -20,7 +20,7 @@ import contextlib
 import functools
 import json
 import os
-import tempfile
+import posixpath
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,28 +33,26 @@ import pyarrow.parquet as pq
 
 from generator.errors import ResultsError
 from generator.paths import SITE_MARKER, inside_built_site
-from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, arrow_schema
+from generator.results import migrate
+from generator.results.cells import decoded
+from generator.results.location import (  # noqa: F401  (atomic_write_bytes: probe and oneshot write with it)
+    ALLOWED,
+    LocalFolder,
+    StoreRoot,
+    atomic_write_bytes,
+    join,
+    open_location,
+    shown,
+)
+from generator.results.migrate import SpecLookup
+from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
+from generator.spec import Spec, spec_from_json
 
 TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement", "timeline")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see either the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @contextlib.contextmanager
-def _writing(path: Path) -> Iterator[None]:
+def _writing(path: str) -> Iterator[None]:
     """A failed write to the results (disk full, quota, permissions changed mid-run) as a ResultsError naming
     the file: the trials stored before it stay whole, since each is committed by its own rename."""
     try:
@@ -96,15 +94,29 @@ class TrialFiles:
 
 
 class ResultsDir:
-    """One experiment's results folder."""
+    """One experiment's results folder: a local folder or a prefix of an object store (generator.results.location)."""
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+    def __init__(self, path: StoreRoot):
+        self.where = open_location(path)
+        # Messages and summaries name it: the Path of a local folder, the URL of an object store (without any
+        # credentials written into it).
+        self.path: Path | str = self.where.path if isinstance(self.where, LocalFolder) else shown(path)
 
-    def _file(self, table: str, key: str) -> Path:
-        return self.path / table / f"{key}.parquet"
+    @property
+    def name(self) -> str:
+        return self.path.name if isinstance(self.path, Path) else posixpath.basename(str(self.path).rstrip("/"))
+
+    @property
+    def lock_folder(self) -> Path:
+        return self.where.lock_folder
+
+    def _rel(self, table: str, key: str) -> str:
+        return f"{table}/{key}.parquet"
 
     def ensure_writable(self) -> None:
+        if not isinstance(self.where, LocalFolder):
+            self.where.ensure_writable()
+            return
         site = inside_built_site(self.path)
         if site is not None:
             raise ResultsError(
@@ -126,31 +138,47 @@ class ResultsDir:
             ) from e
 
     def write_trial(self, files: TrialFiles) -> None:
-        """Write a trial's side tables, then its `trials` row (the commit point)."""
+        """Write a trial's side tables, then its `trials` row: the commit marker, written last, in a folder or
+        an object store alike (readers ignore side tables without it). A trial measured again (--force) loses
+        its old marker first, so that no reader, and no writer killed half-way, pairs the old row with new data."""
         key = files.trial["trial_key"]
+        with _writing(self.where.shown(self._rel("trials", key))):
+            self.where.remove(self._rel("trials", key))
         for table in TRIAL_TABLES:
             rows = getattr(files, table)
             data = _latency_bytes(rows) if isinstance(rows, pa.Table) else table_to_parquet_bytes(table, rows)
-            with _writing(self._file(table, key)):
-                atomic_write_bytes(self._file(table, key), data)
-        with _writing(self._file("trials", key)):
-            atomic_write_bytes(self._file("trials", key), table_to_parquet_bytes("trials", [files.trial]))
+            self._write(self._rel(table, key), data)
+        self._write(self._rel("trials", key), table_to_parquet_bytes("trials", [files.trial]))
+
+    def _write(self, rel: str, data: bytes) -> None:
+        with _writing(self.where.shown(rel)):
+            if isinstance(self.where, LocalFolder):
+                atomic_write_bytes(self.where.path / rel, data)  # looked up here: tests make the disk fill up
+            else:
+                self.where.write(rel, data)
 
     def write_row(self, table: str, key: str, row: Mapping[str, Any]) -> None:
-        with _writing(self._file(table, key)):
-            atomic_write_bytes(self._file(table, key), table_to_parquet_bytes(table, [row]))
+        self._write(self._rel(table, key), table_to_parquet_bytes(table, [row]))
+
+    def write_file(self, name: str, data: bytes) -> None:
+        """Store a file another results folder wrote (a Ray node's, generator.runner.cluster) under the same name,
+        atomically; `name` must be `<table>/<key>.parquet`, so that what a node sends lands only where it belongs."""
+        table, _, file = name.partition("/")
+        if table not in TABLES or "/" in file or file.startswith(".") or not file.endswith(".parquet"):
+            raise ResultsError(f"Refused to store {name!r} in {self.path}: allowed are `<table>/<key>.parquet` names "
+                               f"of the tables {', '.join(TABLES)}.")
+        self._write(name, data)
 
     def write_spec(self, sha256: str, canonical_json: str) -> None:
-        path = self.path / "specs" / f"{sha256}.json"
-        if not path.exists():
-            with _writing(path):
-                atomic_write_bytes(path, canonical_json.encode())
+        rel = f"specs/{sha256}.json"
+        if not self.where.exists(rel):
+            self._write(rel, canonical_json.encode())
+
+    def has_table(self, table: str) -> bool:
+        return bool(self.where.names(table))
 
     def stored_trial_keys(self) -> set[str]:
-        folder = self.path / "trials"
-        if not folder.is_dir():
-            return set()
-        return {p.stem for p in folder.glob("*.parquet") if not p.name.startswith(".")}
+        return {name.removesuffix(".parquet") for name in self.where.names("trials")}
 
     def stored_ok_keys(self) -> set[str]:
         """Trials finished with status ok and whole (generator.results.integrity); failed, incomplete or
@@ -163,55 +191,75 @@ class ResultsDir:
 
     def check(self):
         """The folder's generator.results.integrity report (duplicate or misnamed trial files, lost tables)."""
-        from generator.results.integrity import check
+        from generator.results.integrity import PROFILED_TABLES, REQUIRED_TABLES, check
 
-        return check(self.path, self.read_table("trials", with_files=True))
+        present = {t: set(self.where.names(t)) for t in REQUIRED_TABLES + PROFILED_TABLES}
+        return check(self.path, self.read_table("trials", with_files=True), present)
 
     def remove_trial(self, key: str) -> None:
         """Forget a stored trial (for --force): the `trials` row first, so no reader sees a partial trial."""
         for table in ("trials", *TRIAL_TABLES):
-            self._file(table, key).unlink(missing_ok=True)
+            self.where.remove(self._rel(table, key))
 
     def read_spec_json(self, sha256: str) -> dict:
-        path = self.path / "specs" / f"{sha256}.json"
+        rel = f"specs/{sha256}.json"
         try:
-            return json.loads(path.read_text())
+            return json.loads(self.where.read(rel))
         except (OSError, ValueError) as e:
             raise ResultsError(
-                f"The stored spec {path} is missing or unreadable ({e}); the results in {self.path} cannot be "
-                "rendered without it. Re-run the experiment with `perfsite run SPEC --results "
-                f"{self.path.parent}` to store it again."
+                f"The stored spec {self.where.shown(rel)} is missing or unreadable ({e}); the results in "
+                f"{self.path} cannot be rendered without it. Re-run the experiment with `perfsite run SPEC "
+                f"--results {_parent(self.path)}` to store it again."
             ) from e
 
     def read_table(self, table: str, with_files: bool = False) -> pd.DataFrame:
         """A whole table as a DataFrame with the schema's columns (empty with the right columns if none);
         `with_files` adds `_file`, the name of the file each row came from."""
-        folder = self.path / table
-        files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) if folder.is_dir() else []
-        if not files:
+        names = self.where.names(table)
+        if not names:
             empty = arrow_schema(table).empty_table().to_pandas()
             return empty.assign(_file=pd.Series(dtype=str)) if with_files else empty
-        parts = [_read_file(f, table) for f in files]
+        sources = self.where.sources(table, names)
+        specs = self._stored_spec()
+        parts = [_read_file(source, self.where.shown(f"{table}/{name}"), table, specs)
+                 for source, name in zip(sources, names, strict=True)]
         if with_files:
-            parts = [t.append_column("_file", pa.array([f.name] * t.num_rows, pa.string()))
-                     for f, t in zip(files, parts, strict=True)]
+            parts = [t.append_column("_file", pa.array([name] * t.num_rows, pa.string()))
+                     for name, t in zip(names, parts, strict=True)]
         return pa.concat_tables(parts, promote_options="default").to_pandas()
+
+    def _stored_spec(self) -> SpecLookup:
+        """The folder's stored specs by sha256, for migrating its older files (None when missing)."""
+        @functools.cache
+        def lookup(sha256: str) -> dict | None:
+            try:
+                return json.loads(self.where.read(f"specs/{sha256}.json"))
+            except (OSError, ValueError, ResultsError):
+                return None
+        return lookup
+
+
+def _parent(path: Path | str) -> Path | str:
+    return path.parent if isinstance(path, Path) else str(path).rstrip("/").rsplit("/", 1)[0]
 
 
 def _latency_bytes(table: pa.Table) -> bytes:
-    table = _migrated(table, "latencies")  # a column the writer did not give (e.g. run_delay_ms) is null
+    # A column the writer did not give (e.g. run_delay_ms) is null.
+    table = migrate.with_every_column(table, "latencies")
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue().to_pybytes()
 
 
-def _read_file(path: Path, table: str) -> pa.Table:
+def _read_file(source: Any, path: str, table: str, specs: SpecLookup) -> pa.Table:
+    """One file of a table (`source`: a local path or the object's bytes; `path`: as messages name it; `specs`:
+    its folder's stored specs, which migrating an older file may need)."""
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(source)
         check_version(path, pf.schema_arrow.metadata or {})
         data = pf.read()
-        if _older(pf):
-            migrated = _migrated(data, table)
+        if _version(pf) < SCHEMA_VERSION:
+            migrated = migrate.migrated(data, table, _version(pf), specs)
             _check_latencies(path, table, migrated)
             return migrated
         _check_columns(path, table, data)
@@ -222,39 +270,29 @@ def _read_file(path: Path, table: str) -> pa.Table:
     except Exception as e:  # pyarrow raises several types for corrupt files
         raise ResultsError(
             f"The results file {path} is not readable Parquet ({type(e).__name__}: {' '.join(str(e).split())}); "
-            f"allowed in {path.parent}: Parquet files written by perfsite. It was probably damaged outside "
+            f"allowed in {posixpath.dirname(path)}: Parquet files written by perfsite. It was probably damaged outside "
             f"perfsite; {_removal_advice(path, table)}"
         ) from e
 
 
-def _removal_advice(path: Path, table: str) -> str:
+def _removal_advice(path: str, table: str) -> str:
     """What to delete so that the results directory is consistent again, and what the next run does about it."""
     if table == "trials" or table in TRIAL_TABLES:
         # A side table alone would not be measured again: the trial's row in trials/ marks it as stored.
-        files = ", ".join(f"{t}/{path.name}" for t in ("trials", *TRIAL_TABLES))
-        return (f"delete that trial's files under {path.parent.parent} ({files}); the next `perfsite run` "
+        files = ", ".join(f"{t}/{posixpath.basename(path)}" for t in ("trials", *TRIAL_TABLES))
+        return (f"delete that trial's files under {posixpath.dirname(posixpath.dirname(path))} ({files}); the "
+                "next `perfsite run` "
                 "measures it again.")
     if table == "environments":
         return "delete it; the next `perfsite run` on that machine writes it again."
     return "delete it; only that run's description (command, git commit) is lost, its trials stay."
 
 
-def _older(pf: pq.ParquetFile) -> bool:
-    raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0")
-    return int(raw) < SCHEMA_VERSION
+def _version(pf: pq.ParquetFile) -> int:
+    return int((pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0"))
 
 
-def _migrated(data: pa.Table, table: str) -> pa.Table:
-    """A file of an older schema version in today's schema: every column it lacks (added since, see
-    schema.SCHEMA_HISTORY) is null, which the readers take as "not recorded" (v1: no run-delay, so every request
-    counts as clean and preemption_known is null)."""
-    schema = arrow_schema(table)
-    columns = [data.column(f.name).cast(f.type, safe=False) if f.name in data.column_names
-               else pa.nulls(data.num_rows, f.type) for f in schema]
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _check_columns(path: Path, table: str, data: pa.Table) -> None:
+def _check_columns(path: str, table: str, data: pa.Table) -> None:
     """A file of today's schema version holds every column of its table (perfsite writes them all, null where
     unknown); one without is damaged, and the readers would fail on it with a KeyError far from the file."""
     missing = [name for name in arrow_schema(table).names if name not in data.column_names]
@@ -266,7 +304,7 @@ def _check_columns(path: Path, table: str, data: pa.Table) -> None:
             f"outside perfsite; {_removal_advice(path, table)}")
 
 
-def _check_latencies(path: Path, table: str, data: pa.Table) -> None:
+def _check_latencies(path: str, table: str, data: pa.Table) -> None:
     """Every request latency is a finite number ≥ 0: a NaN one made `diff` report "no significant change"."""
     if table != "latencies" or "latency_ms" not in data.column_names or data.num_rows == 0:
         return
@@ -298,8 +336,9 @@ def check_version(path: Path | str, metadata: Mapping[bytes, bytes]) -> None:
         version = -1
     if version > SCHEMA_VERSION:
         raise ResultsError(
-            f"{path} was written with results schema version {version}, newer than this perfsite reads "
-            f"({SCHEMA_VERSION}). Upgrade perfsite (`pip install -U perfsite`) to read it."
+            f"{path} was written by a newer perfsite (results schema version {version}); this perfsite reads "
+            f"versions 1 to {SCHEMA_VERSION} (docs/results.md, \"Schema versions\"). Upgrade perfsite "
+            "(`pip install -U perfsite`) to read it."
         )
     if version < 1:
         raise ResultsError(f"{path} has an invalid schema version {raw!r}; remove the file.")
@@ -307,11 +346,13 @@ def check_version(path: Path | str, metadata: Mapping[bytes, bytes]) -> None:
 
 @dataclass(frozen=True)
 class ExperimentResults:
-    """Everything stored for one experiment, with orphan rows (unfinished trials) dropped."""
+    """Everything stored for one experiment, with orphan rows (unfinished trials) dropped, read once: list and
+    shape cells decoded (generator.results.cells), files of older schema versions migrated
+    (generator.results.migrate), the spec validated."""
 
     name: str
-    path: Path
-    spec_json: dict
+    path: Path | str  # a local folder, or the URL of one on an object store
+    spec: Spec  # the validated spec of the newest trial: readers trust it, they validate nothing again
     trials: pd.DataFrame
     processes: pd.DataFrame
     latencies: pd.DataFrame
@@ -327,30 +368,23 @@ class ExperimentResults:
     problems: tuple[str, ...] = ()
     incomplete: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    @functools.cached_property  # validated once: pages ask for it thousands of times (frozen: set via __dict__)
-    def spec(self):
-        """The validated spec record of the newest run (stored copies are validated again on read)."""
-        from generator.spec import spec_from_json
 
-        stored = self.path / "specs" / f"{self.trials['spec_sha256'].iloc[-1]}.json"
-        return spec_from_json(self.spec_json, source=str(stored))
-
-
-def load_experiment(path: Path) -> ExperimentResults:
+def load_experiment(path: StoreRoot) -> ExperimentResults:
     """Read one experiment's results folder. The spec shown is the one of the most recent trial."""
     rd = ResultsDir(path)
     report = rd.check()
     trials = report.trials
     if trials.empty:
-        raise ResultsError(f"{path} holds no finished trial; run `perfsite run SPEC` first.")
+        raise ResultsError(f"{shown(rd.path)} holds no finished trial; run `perfsite run SPEC` first.")
     trials = trials.sort_values(["finished_at", "trial_key"], kind="stable").reset_index(drop=True)
     keys = set(trials["trial_key"])
-    tables = {t: _only_keys(rd.read_table(t), keys) for t in TRIAL_TABLES}
-    spec_json = rd.read_spec_json(trials["spec_sha256"].iloc[-1])
+    tables = {t: decoded(t, _only_keys(rd.read_table(t), keys)) for t in TRIAL_TABLES}
+    sha256 = trials["spec_sha256"].iloc[-1]
+    spec = spec_from_json(rd.read_spec_json(sha256), source=f"{rd.path}/specs/{sha256}.json")
     return ExperimentResults(
-        name=path.name,
-        path=path,
-        spec_json=spec_json,
+        name=rd.name,
+        path=rd.path,
+        spec=spec,
         trials=trials,
         environments=rd.read_table("environments").drop_duplicates("env_id").reset_index(drop=True),
         runs=rd.read_table("runs").sort_values("started_at", kind="stable").reset_index(drop=True),
@@ -363,9 +397,13 @@ def _only_keys(df: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
     return df[df["trial_key"].isin(keys)].reset_index(drop=True)
 
 
-def find_experiments(results_root: Path) -> list[Path]:
-    """Experiment folders under a results root (or the root itself when it is one), sorted by name."""
-    root = Path(results_root)
+def find_experiments(results_root: StoreRoot) -> list[StoreRoot]:
+    """Experiment folders under a results root (or the root itself when it is one), sorted by name: Paths
+    under a local root, URLs under an object store's."""
+    where = open_location(results_root)
+    if not isinstance(where, LocalFolder):
+        return _find_remote(results_root, where)
+    root = where.path
     if root.is_file():
         raise ResultsError(
             f"The results directory {root} is a file, not a folder. Point --results at the folder that holds your "
@@ -380,3 +418,13 @@ def find_experiments(results_root: Path) -> list[Path]:
     if (root / "trials").is_dir() and any((root / "trials").glob("*.parquet")):
         return [root]
     return sorted(p for p in root.iterdir() if (p / "trials").is_dir())
+
+
+def _find_remote(url: StoreRoot, where: Any) -> list[StoreRoot]:
+    """find_experiments on an object store, where a folder is a prefix that exists while objects are under it."""
+    if not where.is_store():
+        raise ResultsError(f"The results store {shown(url)} does not exist (nothing is stored under it). Run "
+                           f"`perfsite run SPEC --results {shown(url)}` first. {ALLOWED}")
+    if where.names("trials"):
+        return [url]
+    return [join(url, name) for name in where.folders() if where.child(name).names("trials")]

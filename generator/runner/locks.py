@@ -1,7 +1,8 @@
 """Per-trial locks, so that two `perfsite run` processes on one results directory never measure the same trial.
 
-A lock is an `flock` on `<results>/.locks/<trial_key>.lock`: the kernel drops it when its holder dies, even by
-SIGKILL, so a crashed run never leaves a trial locked for ever.
+A lock is an `flock` on `<results>/.locks/<trial_key>.lock` (for a store on object storage, a folder of this
+machine's: `ResultsDir.lock_folder`): the kernel drops it when its holder dies, even by SIGKILL, so a crashed run
+never leaves a trial locked for ever.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from pathlib import Path
 class TrialLock:
     @staticmethod
     @contextlib.contextmanager
-    def many(results_dir: Path, keys: Sequence[str]) -> Iterator[set[str]]:
+    def many(lock_folder: Path, keys: Sequence[str]) -> Iterator[set[str]]:
         """Try to lock each key without waiting; yield the keys this process holds."""
-        folder = Path(results_dir) / ".locks"
+        folder = Path(lock_folder)
         folder.mkdir(parents=True, exist_ok=True)
         fds: list[int] = []
         held: set[str] = set()

@@ -31,6 +31,7 @@ from generator.errors import RunError
 from generator.machine.environment import Environment, capture_environment
 from generator.machine.probe import ensure_limits
 from generator.machine.session import check_providers
+from generator.paths import models_cache_dir
 from generator.plan import (
     Configuration,
     filter_trials,
@@ -103,6 +104,7 @@ def estimate_trial_s(settings: dict, startup_s: float = 0.7) -> float:
 def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress | None = None) -> RunSummary:
     """Plan the sweep, skip stored trials, measure the rest; see the module docstring for the order."""
     progress = progress or SilentProgress()
+    check_local(loaded, options)
     side = _prepare_side(loaded, options, progress)
     summary = side.summary
     if options.dry_run or not summary.to_measure:
@@ -155,14 +157,10 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     results = ResultsDir(options.results_dir)
     check_one_spec_per_name(results, loaded)
     env = capture_environment()
-    axes = list(sweep_axes(spec.sweep))
-    planned_all = plan_trials(spec)
-    trials = filter_trials(planned_all, options.only, axes)
-    if not trials:
-        raise RunError(no_trial_message(planned_all, options.only, axes, str(loaded.path)))
+    trials = sweep_trials(loaded, options.only)
     # Before building versions: a provider this onnxruntime lacks would fail every trial that asks for it.
     check_providers({t.config.provider for t in trials}, f"{loaded.path}: sweep.provider")
-    cache_dir = options.cache_dir or loaded.root / ".perfsite" / "models"
+    cache_dir = options.cache_dir or models_cache_dir(loaded.root)
     versions = prepare_versions(loaded, cache_dir, progress=progress.message)
     inputs = keyed_inputs(loaded)
     keys = {
@@ -171,16 +169,43 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
                      quick=quick, env_fingerprint=env.fingerprint)
         for t in trials
     }
-    preexisting = results.stored_ok_keys()
-    if preexisting or results.stored_trial_keys():
-        for problem in results.check().problems:
-            progress.message(f"Warning: {problem}")
+    preexisting = stored_keys(results, progress)
     stored = set() if options.force else preexisting
     planned = [PlannedTrial(t, keys[t], keys[t] in stored) for t in trials]
     estimate_s = estimate_trial_s(settings) * sum(not p.stored for p in planned)
     summary = RunSummary(spec.name, results.path, planned, estimate_s)
     return Side(loaded, results, env, versions, settings, quick, "", summary, preexisting, label,
                  options.decide_latency_ratio)
+
+
+def sweep_trials(loaded: LoadedSpec, only: str | None) -> list:
+    """The spec's trials, filtered by --only; none left is an error that says what the filter could match."""
+    axes = list(sweep_axes(loaded.spec.sweep))
+    planned_all = plan_trials(loaded.spec)
+    trials = filter_trials(planned_all, only, axes)
+    if not trials:
+        raise RunError(no_trial_message(planned_all, only, axes, str(loaded.path)))
+    return trials
+
+
+def stored_keys(results: ResultsDir, progress: Progress) -> set[str]:
+    """The trials the store holds, ok and whole; what is wrong with the folder is reported as a warning."""
+    preexisting = results.stored_ok_keys()
+    if preexisting or results.stored_trial_keys():
+        for problem in results.check().problems:
+            progress.message(f"Warning: {problem}")
+    return preexisting
+
+
+def check_local(loaded: LoadedSpec, options: RunOptions) -> None:
+    """Targets are kinds of machine of a Ray cluster: a local run measures this machine only, and storing its
+    trials under a target's name would file them with another machine's."""
+    if options.target or loaded.spec.targets:
+        what = (f"--target {options.target}" if options.target
+                else f"`targets: [{', '.join(loaded.spec.targets)}]` in {loaded.path}")
+        raise RunError(f"{what} asks for trials measured on kinds of machine of a Ray cluster, and this run is "
+                       "local (no --ray): it measures this machine only. Run it with `--ray [ADDRESS]` (docs/ray.md), "
+                       "or remove `targets:` (and --target) to measure here.")
 
 
 def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
@@ -192,7 +217,7 @@ def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
     same experiment."""
     from generator.spec import load_spec
 
-    runs = results.read_table("runs") if (results.path / "runs").is_dir() else None
+    runs = results.read_table("runs") if results.has_table("runs") else None
     if runs is None or "spec_path" not in runs:
         return
     for other in sorted(set(runs["spec_path"].dropna()) - {str(loaded.path)}):
@@ -240,7 +265,7 @@ def _start_side(side: Side) -> None:
     # Roofline and timeline pages need the machine's measured limits; probed once per environment, then cached
     # in the per-user cache `perfsite profile` shares (generator.machine.probe.probe_cache_dir).
     side.env = ensure_limits(side.env, side.quick)
-    side.run_id = _start_run(side.results, side.loaded, side.env, side.quick)
+    side.run_id = start_run(side.results, side.loaded, side.env, side.quick)
 
 
 def _recheck_limits(side: Side, progress: Progress) -> None:
@@ -257,7 +282,7 @@ def _groups(planned: Sequence[tuple[Side, PlannedTrial]]) -> list[tuple[Configur
     return list(groups.items())
 
 
-def _start_run(results: ResultsDir, loaded: LoadedSpec, env: Environment, quick: bool) -> str:
+def start_run(results: ResultsDir, loaded: LoadedSpec, env: Environment, quick: bool) -> str:
     from generator.runner.gitinfo import git_state
 
     run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]

@@ -1,6 +1,6 @@
-"""The job a measurement child process receives: one frozen record, built the same way by the sweep
-(generator.runner.sweep) and the one-shot profile (generator.oneshot.measure), written as JOB.json and read
-back by the worker (generator.runner.worker). What the worker answers per mode is described in that module.
+"""The job a measurement child process receives: one frozen record, built by the sweep (generator.runner.sweep,
+which the one-shot `perfsite profile` measures through too), written as JOB.json and read back by the worker
+(generator.runner.worker). What the worker answers per mode is described in that module.
 """
 
 from __future__ import annotations

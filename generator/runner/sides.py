@@ -42,7 +42,7 @@ class SilentProgress:
 
 @dataclass(frozen=True)
 class RunOptions:
-    results_dir: Path
+    results_dir: Path | str  # a folder, or a URL of one on object storage (generator.results.location)
     force: bool = False
     only: str | None = None
     dry_run: bool = False
@@ -50,6 +50,10 @@ class RunOptions:
     cache_dir: Path | None = None
     # Paired runs: the diff's latency threshold, so that a pair stops once its interval settles the verdict.
     decide_latency_ratio: float | None = None
+    # `--ray [ADDRESS]`: fan the sweep out on a Ray cluster (generator.runner.cluster); "auto" finds it.
+    ray: str | None = None
+    # `--target NAME`: measure on the nodes offering that target only (Ray runs).
+    target: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class PlannedTrial:
 @dataclass
 class RunSummary:
     experiment: str
-    results_dir: Path
+    results_dir: Path | str
     planned: list[PlannedTrial]
     estimate_s: float
     measured: list[str] = field(default_factory=list)
@@ -91,6 +95,9 @@ class Side:
     preexisting: set[str]
     label: str | None = None  # baseline or candidate in a paired run
     decide_latency_ratio: float | None = None  # RunOptions.decide_latency_ratio
+    # A run fanned out on Ray (generator.runner.cluster): the target asked for and the node measuring; None locally.
+    target: str | None = None
+    node_id: str | None = None
 
 
 def now() -> str:

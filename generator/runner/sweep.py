@@ -42,7 +42,7 @@ class SweepContext:
             mine = []
             for side in dict.fromkeys(s for s, _ in group):
                 keys = [p.key for s, p in group if s is side]
-                held = stack.enter_context(TrialLock.many(side.results.path, keys))
+                held = stack.enter_context(TrialLock.many(side.results.lock_folder, keys))
                 # A trial another run finished while we waited for it is not measured again (--force included).
                 done_meanwhile = side.results.stored_ok_keys() - side.preexisting
                 mine += [(s, p) for s, p in group if s is side and p.key in held and p.key not in done_meanwhile]
@@ -193,7 +193,7 @@ class SweepContext:
             "version_source": version.source, "version_notes": "; ".join(version.notes) or None,
             **aggregate.config_columns(p.trial), "quick": side.quick,
             "percentile": side.loaded.spec.measure.percentile, "started_at": state.started_at,
-            "finished_at": now(), **state.adaptive_columns(),
+            "finished_at": now(), **state.adaptive_columns(), "target_name": side.target, "node_id": side.node_id,
         }
         nodes: list = []
         layers: list = []
@@ -251,6 +251,8 @@ def _profile_columns(state: _TrialState) -> dict:
         "model_run_us": prof.get("model_run_us"),
         "kernel_sum_us": prof.get("kernel_sum_us"),
         "profiled_latency_us": prof.get("profiled_latency_us"),
+        # The inferences the profile held after its warm-up: what the nodes' statistics are over.
+        "profile_iterations": prof.get("runs"),
     }
 
 

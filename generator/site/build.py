@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,9 @@ import yaml
 
 from generator.errors import SiteError
 from generator.processes import die_with_parent
-from generator.results.store import ResultsDir, find_experiments, load_experiment
+from generator.results.location import StoreRoot, is_url, local_path, shown
+from generator.results.store import ResultsDir, find_experiments
+from generator.results.stores import store_roots
 from generator.site import incremental, publish, vendor
 from generator.site import render_cache as render_cache_hooks
 from generator.site.pages import (
@@ -46,18 +48,23 @@ MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
 
 
 def build_site(
-    results_root: Path, site_dir: Path, project_root: Path, progress: Progress | None = None,
-    baseline: str | None = None, trend: int | None = None,
+    results_root: StoreRoot | Sequence[StoreRoot], site_dir: Path, project_root: Path,
+    progress: Progress | None = None, baseline: str | None = None, trend: int | None = None,
 ) -> Path:
-    """Render every experiment under results_root and the project's docs into a static site in site_dir;
-    with `baseline` (a results folder or git:REF) a changes page, with `trend` N a trend page over the last N
-    commits that changed results_root (generator.site.changes_page)."""
+    """Render every experiment under results_root (one store, or several read as one:
+    generator.results.stores) and the project's docs into a static site in site_dir; with `baseline` (a results
+    folder or git:REF) a changes page, with `trend` N a trend page over the last N commits that changed the
+    (first local) results folder (generator.site.changes_page)."""
     say = progress or (lambda _text: None)
+    roots = store_roots(results_root)
     project_root, site_dir = Path(project_root).resolve(), _site_path(Path(site_dir))
-    _check_site_dir(site_dir, project_root, Path(results_root).resolve())
-    if not find_experiments(Path(results_root)):  # also refuses a results root that is missing or a file
-        say(f"Warning: no experiment under {results_root}: an experiment is a folder holding trials/ (the layout "
-            "`perfsite run --results` writes); the site has the docs only")
+    local = [local_path(r).resolve() for r in roots if local_path(r) is not None]
+    for folder in local:
+        _check_site_dir(site_dir, project_root, folder)
+    for root in roots:
+        if not find_experiments(root):  # also refuses a results root that is missing or a file
+            say(f"Warning: no experiment under {shown(root)}: an experiment is a folder holding trials/ (the "
+                "layout `perfsite run --results` writes); the site has the docs only")
     with publish.build_lock(project_root, say):
         publish.check_target(site_dir)  # again under the lock: another build may have just written it
         _check_writable(site_dir, "the site", "Choose a writable folder with --site DIR")
@@ -67,7 +74,7 @@ def build_site(
                         "project")
         staging = publish.staging_dir(site_dir)
         try:
-            _build_into(staging, Path(results_root), project_root, say, baseline, trend)
+            _build_into(staging, roots, project_root, say, baseline, trend)
             kept = publish.publish(staging, site_dir)
             if kept:
                 say(f"Kept {len(kept)} entr{'y' if len(kept) == 1 else 'ies'} of {site_dir} that perfsite did not "
@@ -83,11 +90,11 @@ def _site_path(site_dir: Path) -> Path:
     return site_dir.absolute().parent.resolve() / site_dir.name
 
 
-def _build_into(staging: Path, results_root: Path, project_root: Path, say: Progress, baseline: str | None,
-                trend: int | None) -> None:
+def _build_into(staging: Path, roots: tuple[StoreRoot, ...], project_root: Path, say: Progress,
+                baseline: str | None, trend: int | None) -> None:
     """Pages into <project>/.perfsite/build (each experiment's from the page cache where it is unchanged,
-    generator.site.incremental), then mkdocs into `staging`."""
-    found = _experiment_folders(results_root, say)
+    generator.site.incremental; an experiment in several stores is one), then mkdocs into `staging`."""
+    found = _experiment_folders(roots, say)
     parent = _parent_config(project_root)
     parent_config = _read_config(parent)
     build_dir = project_root / ".perfsite" / "build"
@@ -95,7 +102,7 @@ def _build_into(staging: Path, results_root: Path, project_root: Path, say: Prog
         shutil.rmtree(build_dir)
     docs_source = _docs_source(project_root, parent, parent_config)
     taken: set[str] = {"index"}
-    slugs = [slugify(path.name, taken) for path in found]
+    slugs = [slugify(ResultsDir(parts[0]).name, taken) for parts in found]
     cached = incremental.experiment_pages(found, slugs, project_root / ".perfsite" / "cache" / "pages", say)
     for entry in cached:
         for warning in entry.warnings:
@@ -104,7 +111,8 @@ def _build_into(staging: Path, results_root: Path, project_root: Path, say: Prog
     if baseline or trend:  # the changes and trend pages read every experiment's results themselves
         from generator.site.changes_page import history_pages
 
-        extra = history_pages(results_root, [load_experiment(path) for path in found], baseline, trend, say)
+        experiments = [incremental.load_merged(parts)[0] for parts in found]
+        extra = history_pages(_history_root(roots, baseline, trend), experiments, baseline, trend, say)
     pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
@@ -177,15 +185,31 @@ def _check_writable(folder: Path, what: str, fix: str) -> None:
         ) from e
 
 
-def _experiment_folders(results_root: Path, say: Progress) -> list[Path]:
-    """The experiments to render: every folder with a finished trial."""
-    found = []
-    for path in find_experiments(results_root):
-        if not ResultsDir(path).stored_trial_keys():
-            say(f"Skipping {path}: no finished trial yet")
-            continue
-        found.append(path)
-    return found
+def _history_root(roots: tuple[StoreRoot, ...], baseline: str | None, trend: int | None) -> Path:
+    """The results folder whose git history --trend and --baseline git:REF follow: the first local one."""
+    local = [local_path(r) for r in roots if local_path(r) is not None]
+    if local:
+        return local[0]
+    if trend or (baseline and baseline.startswith("git:")):
+        raise SiteError(f"--trend and --baseline git:REF follow a results folder through git history, but every "
+                        f"--results is on object storage ({', '.join(shown(r) for r in roots)}). Allowed: add the "
+                        "local results folder that is committed in git as one of the --results.")
+    return Path(str(roots[0])) if not is_url(roots[0]) else Path(".")
+
+
+def _experiment_folders(roots: tuple[StoreRoot, ...], say: Progress) -> list[incremental.Parts]:
+    """The experiments to render, in the order their names first appear in the stores (as
+    generator.results.stores.merge_by_name orders them): each as its folders with a finished trial, one per
+    store holding it, in the order the stores were given."""
+    found: dict[str, list[StoreRoot]] = {}
+    for root in roots:
+        for path in find_experiments(root):
+            folder = ResultsDir(path)
+            if not folder.stored_trial_keys():
+                say(f"Skipping {shown(path)}: no finished trial yet")
+                continue
+            found.setdefault(folder.name, []).append(path)
+    return [tuple(parts) for parts in found.values()]
 
 
 def _copy_docs(source: Path, docs_dir: Path) -> list[str]:

@@ -36,6 +36,8 @@ GLOSSARY: dict[str, str] = {
                    "per byte",
     "Of roofline": "the achieved rate as a share of the roofline's attainable rate at the node's operations "
                    "per byte",
+    "fingerprint": "a hash of a machine's hardware and software (CPU, cores, instruction sets, memory, OS, Python "
+                   "and library versions); results of different fingerprints are never pooled",
     "nchwc": "onnxruntime's blocked memory layout for convolutions; nodes whose names end in _nchwc were "
              "rewritten for it, and the Original nodes column names the model's layers they compute",
 }

@@ -18,7 +18,8 @@ from generator.analysis.limits import LimitOverruns, limit_overruns
 from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
 from generator.results.store import ExperimentResults
-from generator.site import charts, charts_profile, chooser_page, compare_page
+from generator.site import charts, charts_profile, chooser_page, compare_page, machines_page
+from generator.site.charts_timeline import TIMELINE_CALLS, temporal_chart, timeline_chart
 from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' common ground)
     REPORTS_DIR,
     TRACE_GZIP_ABOVE,
@@ -32,8 +33,7 @@ from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' c
     template_env,
     templates_dir,
 )
-from generator.timeline import chrome_trace_json, temporal_chart, timeline_chart
-from generator.timeline.charts import TIMELINE_CALLS
+from generator.timeline import chrome_trace_json
 from generator.timeline.view import TimelineView, timeline_view
 
 
@@ -56,7 +56,7 @@ def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
 def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """One page per version: the full profile of each profiled configuration (the spec's `profile` entries,
     by default batch 1 at the most threads) and of the version's sweet spot."""
-    whatif = dict(view.results.spec_json.get("whatif") or {})  # the stored spec was validated when written
+    whatif = dict(view.results.spec.whatif)
     pages = []
     for version in view.versions:
         name = version.info.version
@@ -89,7 +89,7 @@ class ProfileSection:
     roofline_combined: int = 0  # nodes drawn as one combined point (charts_profile.ROOFLINE_POINTS)
     timeline: TimelineView | None = None  # None: no `timeline` rows (older results, no profiled pass)
     timeline_chart: str = ""
-    timeline_hidden: int = 0  # calls too short to be among the drawn ones (timeline.charts.TIMELINE_CALLS)
+    timeline_hidden: int = 0  # calls too short to be among the drawn ones (site.charts_timeline.TIMELINE_CALLS)
     temporal_chart: str = ""
     trace_file: str = ""  # the Perfetto trace, beside the page
     trace_json: str | bytes = ""  # bytes: gzip-compressed (TRACE_GZIP_ABOVE)
@@ -160,8 +160,8 @@ def _compared_times(view: ExperimentView, trial: S.TrialSummary) -> dict[str, di
     same configuration, when that version has a profiled ok trial there (a pair's `config` restricts the
     comparison page, not this estimate)."""
     others = []
-    for pair in view.results.spec_json.get("compare") or []:
-        a, b = pair.get("a"), pair.get("b")
+    for pair in view.results.spec.compare:
+        a, b = pair.a, pair.b
         other = b if a == trial.version else a if b == trial.version else None
         if other and other not in others:
             others.append(other)
@@ -181,7 +181,8 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
 
 PageKind = Callable[[jinja2.Environment, ExperimentView], list[Page]]
 PAGE_KINDS: dict[str, PageKind] = {"overview": experiment_pages, "profiles": profile_pages,
-                                 "compare": compare_pages, "choose": chooser_pages}
+                                 "compare": compare_pages, "choose": chooser_pages,
+                                 "machines": machines_page.machines_pages}
 
 
 def render_pages(experiments: list[ExperimentResults]) -> tuple[list[Page], list[ExperimentView]]:

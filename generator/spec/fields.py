@@ -117,6 +117,11 @@ def axis(item: Any) -> Any:
     return Annotated[tuple[item, ...], Field(min_length=1), AfterValidator(_unique)]
 
 
+def unique_list(item: Any) -> Any:
+    """A list of unique values, possibly empty (the spec's `targets`)."""
+    return Annotated[tuple[item, ...], AfterValidator(_unique)]
+
+
 class Record(BaseModel):
     """Every spec record: immutable, unknown keys refused (the loader turns them into "did you mean"), no NaN."""
 

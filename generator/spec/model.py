@@ -42,10 +42,12 @@ from generator.spec.fields import (
     VersionName,
     WarmupCount,
     axis,
+    unique_list,
 )
 from generator.spec.sources import InputSpec, ModelSpec
 
 PlaceholderValues = axis(SizeValue)
+Targets = unique_list(Slug)
 
 
 def _no_misspelt_axes(data: Any) -> Any:
@@ -212,6 +214,15 @@ class Spec(Record):
         default_factory=dict, description="Operator type -> speed-up factor for the what-if estimate."
     )
     tolerance: Tolerance | None = Field(None, description="Output agreement required between versions.")
+    # Left out of the stored spec and its sha256 when empty, so that specs written before targets existed keep
+    # their sha256 (and their specs/<sha>.json).
+    targets: Targets = Field(
+        (), exclude_if=lambda value: not value,
+        description="Kinds of machine to measure every trial on, with `perfsite run --ray` (names: " + SLUG_HELP
+        + "): each is a Ray custom resource `target:NAME` its nodes offer (docs/ray.md). A trial's target is "
+        "part of its key.",
+        json_schema_extra={"uniqueItems": True},
+    )
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> Spec:
@@ -299,7 +310,8 @@ def _placeholder_issues(inputs: dict[str, InputSpec], sweep: Sweep) -> list[Issu
             hint = suggest(key, [*BUILTIN_AXES, *(u for u in used if isinstance(u, str))])
             message = f"`{key}` is not a sweep axis and no input shape uses it as a placeholder{hint}"
             issues.append(Issue(("sweep", key), message))
-    if "batch" not in used and sweep.batch != (1,):
+    # A file's rows are repeated or cut to the batch size (generator.inputs.fit_first_dim): it follows the axis.
+    if "batch" not in used and sweep.batch != (1,) and not any(s.file is not None for s in inputs.values()):
         message = ("no input shape uses the `batch` placeholder, so every batch size would feed the same "
                    "tensors; put `batch` in a shape or leave sweep.batch at [1]")
         issues.append(Issue(("sweep", "batch"), message))

@@ -8,8 +8,8 @@ control-flow call's duration already holds its body's calls, so only top-level e
 ``kernel_sum_us``.
 
 Capture (:func:`timeline_rows`, in the profiled worker) writes the inference to the ``timeline`` results table;
-:func:`timeline_from_table` reads it back; :func:`timeline_from_recording` goes straight from a parsed profile
-(the one-shot ``perfsite profile``).
+:func:`timeline_from_table` reads it back (for the site's profile pages and the one-shot ``perfsite profile``
+alike, which measures through the runner).
 """
 
 from __future__ import annotations
@@ -125,12 +125,6 @@ def _row(order: int, n: NodeEvent, run: ProfileRun, index: int) -> dict[str, Any
         "parameter_bytes": n.parameter_bytes, "output_bytes": n.output_bytes, "run_index": index,
         "model_run_us": run.dur_us, "kernel_sum_us": run.kernel_sum_us,
     }
-
-
-def timeline_from_recording(recording: ProfileRecording,
-                            flops_by_node: Mapping[str, float] | None = None) -> Timeline:
-    """The timeline of the recording's median inference (see :func:`median_run`)."""
-    return timeline_from_table(pd.DataFrame(timeline_rows(recording)), flops_by_node)
 
 
 def timeline_from_table(rows: pd.DataFrame, flops_by_node: Mapping[str, float] | None = None) -> Timeline:

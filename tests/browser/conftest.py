@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the shared results fixture
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the shared helpers in support/
 
-from test_site_fixture import write_results  # noqa: E402
+from support.compare import write_compare_results  # noqa: E402
+from support.results import write_results  # noqa: E402
 
 from generator.site import build_site  # noqa: E402
 from generator.site.serve import BackgroundServer  # noqa: E402
@@ -92,4 +93,19 @@ def site_url(built_site: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def payload_url(payload_site: Path) -> Iterator[str]:
     with BackgroundServer(payload_site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def compare_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site of the recorded compare results (tests/support/compare.py), built once per module."""
+    root = tmp_path_factory.mktemp("compare-site")
+    (root / "project").mkdir()
+    write_compare_results(root / "results")
+    return build_site(root / "results", root / "site", root / "project")
+
+
+@pytest.fixture(scope="module")
+def compare_url(compare_site: Path) -> Iterator[str]:
+    with BackgroundServer(compare_site) as url:
         yield url

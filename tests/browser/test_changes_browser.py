@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_diff import PAYLOAD, REGRESSION, Side, git, write_side
-from test_site_browser import _assert_charts_drawn, _open
+from support.browser import assert_charts_drawn, open_page
+from support.diff import PAYLOAD, REGRESSION, Side, git, write_side
 
 from generator.site import build_site
 from generator.site.serve import BackgroundServer
@@ -44,9 +44,9 @@ def history_url(history_site: Path) -> Iterator[str]:
 
 @pytest.mark.parametrize("path", ["reports/_changes/", "reports/_trend/"])
 def test_history_pages_draw_every_chart(chromium, history_url, path):
-    context, page, visit = _open(chromium, history_url + path)
+    context, page, visit = open_page(chromium, history_url + path)
     try:
-        assert _assert_charts_drawn(page, path) >= 2
+        assert assert_charts_drawn(page, path) >= 2
         assert visit.errors == [] and visit.dialogs == []
         assert visit.foreign_requests() == []
     finally:
@@ -54,7 +54,7 @@ def test_history_pages_draw_every_chart(chromium, history_url, path):
 
 
 def test_changes_page_names_the_regression_and_its_layers(chromium, history_url):
-    context, page, visit = _open(chromium, history_url + "reports/_changes/")
+    context, page, visit = open_page(chromium, history_url + "reports/_changes/")
     try:
         text = page.inner_text("article")
         assert "Slower" in text and "cnn · fp32 · b1 t1 c1" in text

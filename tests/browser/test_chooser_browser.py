@@ -1,4 +1,4 @@
-"""The "choose A and B" page in headless Chromium, on the recorded results of tests/compare_fixture.py: the
+"""The "choose A and B" page in headless Chromium, on the recorded results of tests/support/compare.py: the
 default pair says what its compare page says, choosing another version and configuration changes every section
 and the address, the address restores the choice, and the page works opened from disk."""
 
@@ -8,13 +8,11 @@ import re
 from urllib.parse import unquote
 
 import pytest
-from test_compare_browser import compare_site, compare_url  # noqa: F401  (module-scoped fixtures, reused)
-from test_site_browser import _open
+from support.browser import LAYER, READY, open_layer, open_page
 
 pytestmark = pytest.mark.browser
 
 EXPERIMENT = "reports/tiny-compare/"
-READY = ".perfsite-chooser-status[data-ready]"
 SECTIONS = ("verdict", "time", "types", "kernels", "overhead", "agreement", "advice")
 
 
@@ -39,8 +37,8 @@ def _choose(page, side: str, version: str | None = None, config_index: int | Non
     _ready(page, before)
 
 
-def test_default_pair_says_what_its_compare_page_says(chromium, compare_url):  # noqa: F811
-    context, compare, visit = _open(chromium, compare_url + EXPERIMENT + "compare-fp32-vs-int8-static.html")
+def test_default_pair_says_what_its_compare_page_says(chromium, compare_url):
+    context, compare, visit = open_page(chromium, compare_url + EXPERIMENT + "compare-fp32-vs-int8-static.html")
     verdict = re.search(r"B is [\d.]+× (?:faster|slower) \(95 % CI [^)]*\)", compare.inner_text("article"))
     assert verdict, "the compare page states a latency verdict"
     config = re.search(r"at (b\d+ t\d+ c\d+)", compare.inner_text("article"))
@@ -63,8 +61,8 @@ def test_default_pair_says_what_its_compare_page_says(chromium, compare_url):  #
     context.close()
 
 
-def test_choosing_b_and_its_configuration_changes_every_section_and_the_address(chromium, compare_url):  # noqa: F811
-    context, page, visit = _open(chromium, compare_url + EXPERIMENT + "choose.html")
+def test_choosing_b_and_its_configuration_changes_every_section_and_the_address(chromium, compare_url):
+    context, page, visit = open_page(chromium, compare_url + EXPERIMENT + "choose.html")
     _ready(page)
     before = _sections(page)
     versions = page.locator('select[data-side="b"][data-field="version"] option').all_inner_texts()
@@ -102,8 +100,8 @@ def _choose_swap(page) -> None:
     _ready(page, before)
 
 
-def test_the_chooser_works_opened_from_disk(chromium, compare_site):  # noqa: F811
-    context, page, visit = _open(chromium, (compare_site / EXPERIMENT / "choose.html").as_uri())
+def test_the_chooser_works_opened_from_disk(chromium, compare_site):
+    context, page, visit = open_page(chromium, (compare_site / EXPERIMENT / "choose.html").as_uri())
     _ready(page)
     assert "B is" in page.inner_text('[data-section="verdict"]') or "no significant" in page.inner_text(
         '[data-section="verdict"]')
@@ -112,26 +110,13 @@ def test_the_chooser_works_opened_from_disk(chromium, compare_site):  # noqa: F8
     context.close()
 
 
-LAYER = '[data-section="layer"]'
-
-
-def _open_layer(page, index: int = 0) -> str:
-    """Click the kernel table's index-th layer name; return that layer's name once its panel is drawn."""
-    button = page.locator('[data-section="kernels"] button.perfsite-layer-open').nth(index)
-    name = button.inner_text()
-    button.click()
-    page.wait_for_function(f"() => {{ const s = document.querySelector('{LAYER}'); "
-                           f"return s && s.dataset.layer === {name!r} && s.querySelector('table'); }}")
-    return name
-
-
-def test_a_layer_panel_opens_from_the_kernel_table_and_its_address_reopens_it(chromium, compare_url):  # noqa: F811
+def test_a_layer_panel_opens_from_the_kernel_table_and_its_address_reopens_it(chromium, compare_url):
     """The recording predates layer details (schema 2): kernels, shapes and model nodes are shown, attributes
     and weights say "not recorded" rather than an empty cell."""
-    context, page, visit = _open(chromium, compare_url + EXPERIMENT + "choose.html")
+    context, page, visit = open_page(chromium, compare_url + EXPERIMENT + "choose.html")
     _ready(page)
     assert "Click a layer's name" in page.inner_text(LAYER)
-    name = _open_layer(page)
+    name = open_layer(page)
     panel = page.inner_text(LAYER)
     assert panel.startswith(name) and "Executed kernels" in panel and "Nodes of the model files" in panel
     assert "not recorded" in panel and "properties differ between A and B" in panel

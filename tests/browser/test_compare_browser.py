@@ -1,19 +1,13 @@
-"""The compare pages in headless Chromium, built from the recorded results of tests/compare_fixture.py: the
+"""The compare pages in headless Chromium, built from the recorded results of tests/support/compare.py: the
 threshold slider moves the sweet spot, a legend click hides a version, the metric switch, sorting, no errors."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from compare_fixture import write_compare_results
-from test_site_browser import _assert_charts_drawn, _assert_no_mark_outside_its_frame, _column, _open, _pages
-
-from generator.site import build_site
-from generator.site.serve import BackgroundServer
+from support.browser import assert_charts_drawn, assert_no_mark_outside_its_frame, column, html_pages, open_page
 
 pytestmark = pytest.mark.browser
 
@@ -21,23 +15,9 @@ PAGE = "reports/tiny-compare/compare-fp32-vs-int8-static.html"
 RESULTS = "[data-chart='chart-compare-results']"
 
 
-@pytest.fixture(scope="module")
-def compare_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("compare-site")
-    (root / "project").mkdir()
-    write_compare_results(root / "results")
-    return build_site(root / "results", root / "site", root / "project")
-
-
-@pytest.fixture(scope="module")
-def compare_url(compare_site: Path) -> Iterator[str]:
-    with BackgroundServer(compare_site) as url:
-        yield url
-
-
 @pytest.fixture
 def results_page(chromium, compare_url):
-    context, page, visit = _open(chromium, compare_url + PAGE)
+    context, page, visit = open_page(chromium, compare_url + PAGE)
     page.wait_for_function(f"() => document.querySelector(\"{RESULTS}\").__perfsiteView !== undefined")
     yield page, visit
     context.close()
@@ -81,12 +61,12 @@ def _spot(page) -> str | None:
 
 
 def test_every_compare_page_renders_without_errors_or_network(chromium, compare_site, compare_url):
-    pages = [p for p in _pages(compare_site) if "/compare-" in p]
+    pages = [p for p in html_pages(compare_site) if "/compare-" in p]
     assert PAGE in pages and "reports/tiny-compare/compare-fp32-vs-best.html" in pages
     for rel in pages:
-        context, page, visit = _open(chromium, compare_url + rel)
-        assert _assert_charts_drawn(page, rel) == 5
-        _assert_no_mark_outside_its_frame(page, rel)
+        context, page, visit = open_page(chromium, compare_url + rel)
+        assert assert_charts_drawn(page, rel) == 5
+        assert_no_mark_outside_its_frame(page, rel)
         assert not visit.errors, f"{rel}: console errors {visit.errors}"
         assert not visit.foreign_requests(), f"{rel}: {visit.foreign_requests()}"
         context.close()
@@ -176,12 +156,12 @@ def test_layer_types_leave_the_distribution_on_a_legend_click(results_page):
 def test_clicking_a_header_sorts_the_layer_type_table(results_page):
     page, visit = results_page
     table = page.locator("article table", has=page.locator("th", has_text="Nodes by precision, A"))
-    before = _column(page, table, "Time B (µs)")
+    before = column(page, table, "Time B (µs)")
     table.locator("th", has_text="Time B (µs)").click()
-    after = _column(page, table, "Time B (µs)")
+    after = column(page, table, "Time B (µs)")
     figures = [float(v.replace(",", "")) for v in after if v != "—"]
     assert sorted(after) == sorted(before)
     assert figures in (sorted(figures), sorted(figures, reverse=True))
     table.locator("th", has_text="Time B (µs)").click()
-    assert _column(page, table, "Time B (µs)") == list(reversed(after))
+    assert column(page, table, "Time B (µs)") == list(reversed(after))
     assert not visit.errors

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from perfsite_testing import perfsite
-from test_payload_model import INPUT, NODE_NAMES, _assert_inert, _payload_model
-from test_site_browser import _assert_charts_drawn, _open
+from support.browser import assert_charts_drawn, assert_inert, open_page
+from support.cli import perfsite
+from support.models import PAYLOAD_INPUT, PAYLOAD_NODE_NAMES, payload_model
 
 pytestmark = pytest.mark.browser
 
@@ -47,8 +47,8 @@ def test_the_profile_page_renders_offline_and_requests_nothing(chromium, example
     _profile(tmp_path, env, str(example_models["cnn"]), "--threads", "1")
     page_path = tmp_path / "cnn.perf.html"
     url = page_path.as_uri()
-    context, page, visit = _open(chromium, url)
-    assert _assert_charts_drawn(page, "cnn.perf.html") == 2
+    context, page, visit = open_page(chromium, url)
+    assert assert_charts_drawn(page, "cnn.perf.html") == 2
     assert visit.requests == [url], f"requests other than the page itself: {visit.requests}"
     assert not visit.errors, visit.errors
     table = page.locator("#layers-table")
@@ -70,19 +70,19 @@ def test_the_profile_page_renders_offline_and_requests_nothing(chromium, example
 
 
 def test_payloads_in_the_model_show_as_text_and_run_nothing(chromium, tmp_path, env):
-    model = _payload_model(tmp_path / PAYLOAD_FILE)
+    model = payload_model(tmp_path / PAYLOAD_FILE)
     _profile(tmp_path, env, model.name, "--optimization-level", "disable")
     page_path = tmp_path / PAYLOAD_FILE.replace(".onnx", ".perf.html")
     url = page_path.as_uri()
-    context, page, visit = _open(chromium, url)
-    _assert_charts_drawn(page, page_path.name)
+    context, page, visit = open_page(chromium, url)
+    assert_charts_drawn(page, page_path.name)
     text = page.locator("article").inner_text()
-    for piece in (*NODE_NAMES, INPUT, PAYLOAD_FILE):
+    for piece in (*PAYLOAD_NODE_NAMES, PAYLOAD_INPUT, PAYLOAD_FILE):
         assert piece in text, f"{piece!r} is not shown as text"
-    assert page.locator("#layers-table td", has_text=NODE_NAMES[1]).count() >= 1
-    _assert_inert(page, page_path.name, visit)
+    assert page.locator("#layers-table td", has_text=PAYLOAD_NODE_NAMES[1]).count() >= 1
+    assert_inert(page, page_path.name, visit)
     assert _hover_marks(page) > 0
-    _assert_inert(page, f"{page_path.name} (tooltips shown)", visit)
+    assert_inert(page, f"{page_path.name} (tooltips shown)", visit)
     assert page.title() == f"{PAYLOAD_FILE} profile"
     assert visit.requests == [url], f"requests other than the page itself: {visit.requests}"
     assert not visit.errors, visit.errors

@@ -5,9 +5,9 @@ every test: the results carry hostile text (a node name, the description), which
 from __future__ import annotations
 
 import pytest
-from test_profile_page import EXPERIMENT, write_profile_results
-from test_site_browser import _assert_charts_drawn, _column, _open
-from test_site_fixture import PAYLOAD
+from support.browser import assert_charts_drawn, column, open_page
+from support.profile import EXPERIMENT, write_profile_results
+from support.results import PAYLOAD
 
 from generator.site import build_site
 from generator.site.serve import BackgroundServer
@@ -28,8 +28,8 @@ def profile_url(tmp_path_factory):
 
 def test_profile_pages_draw_every_chart_without_errors(chromium, profile_url):
     for rel in PAGES:
-        context, page, visit = _open(chromium, profile_url + rel)
-        charts = _assert_charts_drawn(page, rel)
+        context, page, visit = open_page(chromium, profile_url + rel)
+        charts = assert_charts_drawn(page, rel)
         assert charts == 3 * page.locator("h3", has_text="Model summary").count()
         roofline = page.locator('.perfsite-chart[data-chart^="chart-roofline-"]').first
         assert roofline.locator("svg .mark-line path").count() > 0, f"{rel}: no roofline drawn"
@@ -40,15 +40,15 @@ def test_profile_pages_draw_every_chart_without_errors(chromium, profile_url):
 
 
 def test_the_layer_results_table_sorts(chromium, profile_url):
-    context, page, visit = _open(chromium, profile_url + PAGES[0])
+    context, page, visit = open_page(chromium, profile_url + PAGES[0])
     table = page.locator("article table", has=page.locator("th", has_text="Operations per byte")).first
-    before = _column(page, table, "Exec order")
+    before = column(page, table, "Exec order")
     table.locator("th", has_text="Exec order").click()
-    after = _column(page, table, "Exec order")
+    after = column(page, table, "Exec order")
     assert after != before and sorted(after) == sorted(before)
     assert [int(v) for v in after] in (sorted(int(v) for v in after), sorted((int(v) for v in after), reverse=True))
     table.locator("th", has_text="Of roofline").click()
-    shares = [float(v.rstrip("%")) for v in _column(page, table, "Of roofline") if v != "—"]
+    shares = [float(v.rstrip("%")) for v in column(page, table, "Of roofline") if v != "—"]
     assert shares in (sorted(shares), sorted(shares, reverse=True))
     assert not visit.errors
     context.close()
@@ -56,7 +56,7 @@ def test_the_layer_results_table_sorts(chromium, profile_url):
 
 def test_hostile_node_names_and_descriptions_stay_text(chromium, profile_url):
     for rel in PAGES:
-        context, page, visit = _open(chromium, profile_url + rel)
+        context, page, visit = open_page(chromium, profile_url + rel)
         assert page.locator("img[src='x']").count() == 0, rel
         assert page.locator("a[href^='javascript']").count() == 0, rel
         assert PAYLOAD.split(" | ")[0] in page.locator("article").inner_text(), rel

@@ -4,106 +4,31 @@ text."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from test_site_fixture import PAYLOAD
+from support.browser import (
+    CHARTS_DRAWN,
+    assert_charts_drawn,
+    assert_no_mark_outside_its_frame,
+    column,
+    hover_marks,
+    html_pages,
+    open_page,
+)
+from support.results import PAYLOAD
 
 pytestmark = pytest.mark.browser
 
-MARKS = "svg .mark-symbol path, svg .mark-line path, svg .mark-rect path"
-CHARTS_DRAWN = f"""() => Array.from(document.querySelectorAll('.perfsite-chart'))
-    .every(el => el.querySelector('{MARKS}') !== null || el.textContent.includes('Chart'))"""
-LOCAL_SCHEMES = {"data", "blob", "about", "file"}
-
-
-@dataclass
-class Visit:
-    """What a page did while loaded: console errors, uncaught exceptions, requests, dialogs."""
-
-    errors: list[str] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-    def foreign_requests(self) -> list[str]:
-        def foreign(url: str) -> bool:
-            parsed = urlparse(url)
-            return parsed.scheme not in LOCAL_SCHEMES and parsed.hostname != "127.0.0.1"
-
-        return [u for u in self.requests if foreign(u)]
-
-
-def _open(browser, url: str):
-    context = browser.new_context()
-    page = context.new_page()
-    visit = Visit()
-    page.on("console", lambda m: visit.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: visit.errors.append(str(e)))
-    page.on("request", lambda r: visit.requests.append(r.url))
-    page.on("dialog", lambda d: (visit.dialogs.append(d.message), d.dismiss()))
-    page.goto(url, wait_until="load")
-    page.wait_for_function(CHARTS_DRAWN, timeout=20_000)
-    return context, page, visit
-
-
-def _pages(site: Path) -> list[str]:
-    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
-
-
-# Every drawn mark of every chart (points, lines, bars, rules, text) whose centre lies outside its plot frame, by
-# SVG geometry; marks of a clipped layer are drawn only inside the frame and are skipped. One pixel of slack.
-MARKS_OUTSIDE = """() => {
-  const out = [];
-  document.querySelectorAll('.perfsite-chart svg').forEach((svg, chart) => {
-    svg.querySelectorAll('g.role-mark').forEach(group => {
-      if (group.getAttribute('clip-path')) return;
-      const frame = group.closest('g.role-frame');
-      const background = frame && frame.querySelector(':scope > g > path.background');
-      if (!background) return;
-      const f = background.getBoundingClientRect();
-      if (f.width === 0 || f.height === 0) return;
-      group.querySelectorAll(':scope > path, :scope > line, :scope > text, :scope > rect, :scope > g > path')
-        .forEach(item => {
-          const b = item.getBoundingClientRect();
-          if (b.width === 0 && b.height === 0) return;
-          const x = b.left + b.width / 2, y = b.top + b.height / 2;
-          if (x < f.left - 1 || x > f.right + 1 || y < f.top - 1 || y > f.bottom + 1) {
-            out.push(`chart ${chart} ${group.getAttribute('class')}: centre (${x.toFixed(0)}, ${y.toFixed(0)}) ` +
-                     `outside the frame ${f.left.toFixed(0)}-${f.right.toFixed(0)} x ` +
-                     `${f.top.toFixed(0)}-${f.bottom.toFixed(0)}`);
-          }
-        });
-    });
-  });
-  return out;
-}"""
-
-
-def _assert_no_mark_outside_its_frame(page, where: str) -> None:
-    outside = page.evaluate(MARKS_OUTSIDE)
-    assert not outside, f"{where}: {len(outside)} marks outside their chart's frame: {outside[:5]}"
-
-
-def _assert_charts_drawn(page, where: str) -> int:
-    charts = page.locator(".perfsite-chart")
-    for i in range(charts.count()):
-        chart = charts.nth(i)
-        assert chart.locator(MARKS).count() > 0, f"{where}: chart {i} drew no marks: {chart.inner_text()!r}"
-        assert chart.locator("svg.marks").count() == 1, f"{where}: chart {i} rendered more than once"
-    return charts.count()
-
-
 def test_every_page_renders_its_charts_offline_without_errors(chromium, built_site, site_url):
-    pages = _pages(built_site)
+    pages = html_pages(built_site)
     assert "reports/cnn-int8/index.html" in pages and "reports/cnn-int8/profile-int8.html" in pages
     total = 0
     for rel in pages:
-        context, page, visit = _open(chromium, site_url + rel)
-        charts = _assert_charts_drawn(page, rel)
+        context, page, visit = open_page(chromium, site_url + rel)
+        charts = assert_charts_drawn(page, rel)
         total += charts
-        _assert_no_mark_outside_its_frame(page, rel)
+        assert_no_mark_outside_its_frame(page, rel)
         # The chart library is fetched only where a chart is drawn.
         assert any("vega-embed.min.js" in r for r in visit.requests) == (charts > 0), rel
         assert not visit.errors, f"{rel}: console errors {visit.errors}"
@@ -112,53 +37,50 @@ def test_every_page_renders_its_charts_offline_without_errors(chromium, built_si
     assert total >= 3  # the experiment's chart and one op-time chart per profile page
 
 
-def _column(page, table, header: str) -> list[str]:
-    headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
-    index = next(i for i, h in enumerate(headers) if h.startswith(header))
-    return [c.strip() for c in table.locator(f"tbody tr td:nth-child({index + 1})").all_inner_texts()]
-
-
 def test_clicking_a_header_sorts_the_trials_table(chromium, site_url):
-    context, page, visit = _open(chromium, site_url + "reports/cnn-int8/index.html")
+    context, page, visit = open_page(chromium, site_url + "reports/cnn-int8/index.html")
     table = page.locator("article table", has=page.locator("th", has_text="Throughput (items/s)")).last
-    before = _column(page, table, "Throughput")
+    before = column(page, table, "Throughput")
     table.locator("th", has_text="Throughput (items/s)").click()
-    after = _column(page, table, "Throughput")
+    after = column(page, table, "Throughput")
     assert after != before and sorted(after) == sorted(before)
     figures = [float(v.replace(",", "")) for v in after if v != "—"]
     assert figures in (sorted(figures), sorted(figures, reverse=True))
     table.locator("th", has_text="Throughput (items/s)").click()
-    assert _column(page, table, "Throughput") == list(reversed(after))
+    assert column(page, table, "Throughput") == list(reversed(after))
     assert not visit.errors
     context.close()
 
 
 def test_a_page_opened_from_disk_renders_its_charts(chromium, built_site):
     url = (built_site / "reports" / "cnn-int8" / "index.html").as_uri()
-    context, page, visit = _open(chromium, url)
-    assert _assert_charts_drawn(page, url) == 1
+    context, page, visit = open_page(chromium, url)
+    assert assert_charts_drawn(page, url) == 1
     assert not [u for u in visit.requests if urlparse(u).scheme in ("http", "https")]
     context.close()
 
 
 def test_charts_render_after_instant_navigation(chromium, instant_url):
-    context, page, visit = _open(chromium, instant_url + "reports/index.html")
+    context, page, visit = open_page(chromium, instant_url + "reports/index.html")
     # A global survives only if the next page is swapped in by instant navigation, not loaded afresh.
     page.evaluate("window.perfsiteNoReload = true")
+    # Instant navigation takes over links once mkdocs-material's bundle has set up (it exports location$ then);
+    # on a busy machine a click before that is an ordinary page load.
+    page.wait_for_function("() => typeof window.location$ !== 'undefined'", timeout=20_000)
     page.locator("article a", has_text="cnn-int8").first.click()
     page.wait_for_url("**/reports/cnn-int8/index.html")
     # The swapped-in page loads the chart library first (it is not on every page): wait for its marks, not
     # only for CHARTS_DRAWN, which holds trivially while the old page, without charts, is still shown.
     page.locator(".perfsite-chart svg .mark-symbol path").first.wait_for(timeout=20_000)
     assert page.evaluate("window.perfsiteNoReload") is True, "instant navigation did not happen"
-    assert _assert_charts_drawn(page, "after instant navigation") == 1
+    assert assert_charts_drawn(page, "after instant navigation") == 1
     assert not visit.errors and not visit.foreign_requests()
     context.close()
 
 
 def test_payloads_in_results_show_as_text_and_never_run(chromium, payload_site, payload_url):
-    for rel in _pages(payload_site):
-        context, page, visit = _open(chromium, payload_url + rel)
+    for rel in html_pages(payload_site):
+        context, page, visit = open_page(chromium, payload_url + rel)
         assert page.locator("img[src='x']").count() == 0, rel
         assert page.locator("a[href^='javascript']").count() == 0, rel
         if "profile" in rel or rel.endswith("cnn-int8/index.html"):
@@ -166,14 +88,14 @@ def test_payloads_in_results_show_as_text_and_never_run(chromium, payload_site, 
         if rel.endswith("choose.html"):  # the chooser fills its tables from data files, with textContent
             page.wait_for_selector(".perfsite-chooser-status[data-ready]")
             assert PAYLOAD.split(" | ")[0] in page.locator('[data-section="kernels"]').inner_text(), rel
-        _hover_marks(page)
+        hover_marks(page)
         assert not visit.dialogs, f"{rel}: a dialog fired: {visit.dialogs}"
         assert not visit.foreign_requests(), rel
         context.close()
 
 
 def test_searching_for_a_payload_lists_it_as_text(chromium, payload_url):
-    context, page, visit = _open(chromium, payload_url + "reports/index.html")
+    context, page, visit = open_page(chromium, payload_url + "reports/index.html")
     page.locator("input.md-search__input").click()
     page.keyboard.type("onerror")  # Material searches on key events, not on a programmatic value
     page.locator(".md-search-result__item").first.wait_for(timeout=10_000)
@@ -183,16 +105,8 @@ def test_searching_for_a_payload_lists_it_as_text(chromium, payload_url):
     context.close()
 
 
-def _hover_marks(page) -> None:
-    """Hover every bar and point so Vega shows its tooltips (which carry op types and version names)."""
-    marks = page.locator("svg .mark-rect path, svg .mark-symbol path")
-    for i in range(min(marks.count(), 12)):
-        marks.nth(i).hover(force=True)
-    page.wait_for_timeout(100)
-
-
 def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_results(chromium, site_url):
-    context, page, visit = _open(chromium, site_url + "reports/cnn-int8/index.html")
+    context, page, visit = open_page(chromium, site_url + "reports/cnn-int8/index.html")
     chart = "[data-chart='chart-latency-throughput']"
     page.wait_for_function(f"() => document.querySelector(\"{chart}\").__perfsiteThreshold !== undefined")
     typed = page.locator(f".perfsite-threshold:has(+ {chart}) input[type=number]")
@@ -207,7 +121,7 @@ def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_resu
     page.wait_for_function(f"() => {signal} === {value}")
     table = page.locator("[data-perfsite-threshold='chart-latency-throughput'][data-role='table'] table")
     assert f"≤ {value:.3g} ms" in table.locator("thead").inner_text()
-    row = next(i for i, v in enumerate(_column(page, table, "Version")) if v == "fp32")
+    row = next(i for i, v in enumerate(column(page, table, "Version")) if v == "fp32")
     cells = table.locator("tbody tr").nth(row).locator("td")  # column 7: where the sweet spot was measured
     assert cells.nth(7).inner_text().startswith(fp32[0]["label"])
     rings = page.evaluate(f"() => document.querySelector(\"{chart}\").__perfsiteView.data('sweet_spots_marks')"
@@ -220,7 +134,7 @@ def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_resu
 def test_search_works_on_a_site_opened_from_disk(chromium, built_site):
     """mkdocs-material's offline plugin inlines the index; the vendored iframe-worker shim runs the search
     worker, which a file:// page cannot start (the plugin would have fetched the shim from unpkg.com)."""
-    context, page, visit = _open(chromium, (built_site / "reports" / "index.html").as_uri())
+    context, page, visit = open_page(chromium, (built_site / "reports" / "index.html").as_uri())
     page.locator("input.md-search__input").click()
     page.keyboard.type("sweet spot")
     page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
@@ -264,7 +178,7 @@ LOWEST_CONTRAST = """() => {
 
 @pytest.mark.parametrize("path", ["reports/cnn-int8/index.html", "reports/cnn-int8/profile-int8.html"])
 def test_charts_follow_the_dark_scheme_with_readable_text(chromium, site_url, path):
-    context, page, visit = _open(chromium, site_url + path)
+    context, page, visit = open_page(chromium, site_url + path)
     assert page.evaluate(LOWEST_CONTRAST)[0] >= 4.5
     page.locator("label[for='__palette_1']").click()  # the header's palette toggle: to the dark scheme
     page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'")

@@ -9,9 +9,8 @@ import io
 import json
 
 import pytest
-from test_site_browser import _assert_charts_drawn, _open
-from test_timeline_page import write_timeline_results
-from test_timeline_run import run_cnn_experiment
+from support.browser import assert_charts_drawn, open_page
+from support.timeline import run_cnn_experiment, write_timeline_results
 
 from generator.site import build_site
 from generator.site.serve import BackgroundServer
@@ -41,8 +40,8 @@ def _download(page, link) -> str:
 
 
 def test_timeline_chart_draws_and_zooms(chromium, timeline_url):
-    context, page, visit = _open(chromium, timeline_url + PAGE)
-    _assert_charts_drawn(page, PAGE)
+    context, page, visit = open_page(chromium, timeline_url + PAGE)
+    assert_charts_drawn(page, PAGE)
     timeline = page.locator('.perfsite-chart[data-chart="chart-timeline-1"]')
     bars = timeline.locator("svg .mark-rect path")
     assert bars.count() > 5, "no kernel call drawn"
@@ -63,7 +62,7 @@ def test_timeline_chart_draws_and_zooms(chromium, timeline_url):
 
 
 def test_trace_and_data_downloads(chromium, timeline_url):
-    context, page, visit = _open(chromium, timeline_url + PAGE)
+    context, page, visit = open_page(chromium, timeline_url + PAGE)
     trace_link = page.locator("a", has_text="Download this inference as a trace file")
     response = page.request.get(timeline_url + "reports/timeline/" + trace_link.get_attribute("href"))
     trace = response.json()
@@ -88,8 +87,8 @@ def test_subgraph_calls_draw_in_their_own_row_under_the_thread(chromium, tmp_pat
     (tmp_path / "project").mkdir()
     write_timeline_results(tmp_path / "results")
     with BackgroundServer(build_site(tmp_path / "results", tmp_path / "site", tmp_path / "project")) as url:
-        context, page, visit = _open(chromium, url + "reports/cnn-profile/profile-fp32.html")
-        _assert_charts_drawn(page, "profile-fp32")
+        context, page, visit = open_page(chromium, url + "reports/cnn-profile/profile-fp32.html")
+        assert_charts_drawn(page, "profile-fp32")
         lanes = page.evaluate("document.querySelector('[data-chart=\"chart-timeline-1\"]').__perfsiteView"
                               ".scale('timeline_1_y').domain()")
         assert lanes == ["thread 1", "thread 1 · sub-graph"]

@@ -1,8 +1,8 @@
-"""Helpers shared by test modules (imported by name: conftest modules are not importable across folders)."""
+"""The command line and files around it: the repository root, the real `perfsite` in a child process, spec files,
+snapshot checks."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -11,19 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-# Nodes of the model whose site `large_model_site` (conftest) builds: enough for pages over 3 MB before long
-# tables were paged (issue 13, item 11), few enough to measure and build in about 15 s.
-LARGE_MODEL_NODES = 2400
-
-
-def profile_recorder():
-    """tests/data/record_profiles.py as a module: the small models its golden profiles were recorded from
-    (`tiny_cnn()`, `if_model()`), for tests that profile the same models live."""
-    spec = importlib.util.spec_from_file_location("record_profiles", ROOT / "tests" / "data" / "record_profiles.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 
 
 def write_spec(folder: Path, text: str, name: str = "spec.yaml") -> Path:

@@ -7,7 +7,7 @@ The tests write it back through `ResultsDir`, so it follows the results schema a
 puts hostile text (HTML, Markdown, template syntax) into node names, op types and output names.
 
 Re-record (after a change to what the runner stores) with
-`python tests/compare_fixture.py RESULTS/tiny-compare` (see `data/compare_recording.yaml`).
+`python tests/support/compare.py RESULTS/tiny-compare` (see `data/compare_recording.yaml`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from typing import Any
 
 import pandas as pd
 
+from generator.results.migrate import profile_iterations_before_v4
 from generator.results.store import ResultsDir, TrialFiles
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 RECORDING = DATA / "compare_recording.json.gz"
 EXPERIMENT = "tiny-compare"
 TABLES = ("trials", "processes", "latencies", "nodes", "layers", "agreement", "environments", "runs")
@@ -32,10 +33,10 @@ PAYLOAD = "<script>alert('x')</script><img src=x onerror=alert(1)> | [a](javascr
 TARGET = "/fc/Gemm"  # the executed node (in every version) whose names carry the payload
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A cell as JSON: lists for arrays, None for missing values."""
     if hasattr(value, "tolist"):
-        return [_plain(v) for v in value.tolist()] if hasattr(value, "__len__") else _plain(value.item())
+        return [plain(v) for v in value.tolist()] if hasattr(value, "__len__") else plain(value.item())
     if isinstance(value, float) and math.isnan(value):
         return None
     return None if value is pd.NA else value
@@ -48,7 +49,7 @@ def record(experiment_dir: Path, out: Path = RECORDING) -> None:
     for name in TABLES:
         frame = rd.read_table(name)
         tables[name] = {"columns": list(frame.columns),
-                        "rows": [[_plain(v) for v in row] for row in frame.itertuples(index=False)]}
+                        "rows": [[plain(v) for v in row] for row in frame.itertuples(index=False)]}
     for row in tables["environments"]["rows"]:
         row[tables["environments"]["columns"].index("hostname")] = "bench-1"
     specs = {p.stem: p.read_text(encoding="utf-8") for p in sorted((experiment_dir / "specs").glob("*.json"))}
@@ -92,6 +93,9 @@ def write_compare_results(root: Path, payload: bool = False) -> Path:
             by_trial.setdefault(row["trial_key"], {t: [] for t in PER_TRIAL})[table].append(row)
     for trial in _rows(recording, "trials"):
         files = by_trial.get(trial["trial_key"], {t: [] for t in PER_TRIAL})
+        if "profile_iterations" not in trial:  # recorded with results schema 3: the migration's rule fills it
+            trial["profile_iterations"] = profile_iterations_before_v4(trial, lambda sha: json.loads(
+                recording["specs"][sha]))
         rd.write_trial(TrialFiles(trial=trial, **files))
     return rd.path
 

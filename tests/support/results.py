@@ -8,13 +8,12 @@ text (HTML, Markdown, template syntax) wherever results may carry untrusted stri
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from generator.results.store import ResultsDir, TrialFiles, find_experiments, load_experiment
+from generator.results.store import ResultsDir, TrialFiles
 from generator.spec import canonical_json, spec_from_json, spec_to_json
 
 EXPERIMENT = "cnn-int8"
@@ -57,7 +56,7 @@ def _latency_ms(version: str, batch: int, threads: int) -> float:
     return per_item * batch * amortized * (1.0 if threads == 1 else 0.58)
 
 
-def _trial_row(key: str, version: str, batch: int, threads: int, failed: bool, noisy: bool, n: int) -> dict:
+def trial_row(key: str, version: str, batch: int, threads: int, failed: bool, noisy: bool, n: int) -> dict:
     mean = _latency_ms(version, batch, threads)
     row = {
         "experiment": EXPERIMENT, "trial_key": key, "run_id": "run-0001", "env_id": ENV["env_id"],
@@ -88,7 +87,7 @@ def _trial_row(key: str, version: str, batch: int, threads: int, failed: bool, n
     return row
 
 
-def _processes(key: str, row: dict) -> list[dict]:
+def processes(key: str, row: dict) -> list[dict]:
     out = []
     for p, factor in enumerate((0.99, 1.0, 1.03 if not row.get("noisy") else 1.31)):
         median = row["latency_p50_ms"] * factor
@@ -100,14 +99,14 @@ def _processes(key: str, row: dict) -> list[dict]:
     return out
 
 
-def _latencies(key: str, row: dict, seed: int) -> pa.Table:
+def latencies(key: str, row: dict, seed: int) -> pa.Table:
     rng = np.random.default_rng(seed)
     values = row["latency_p50_ms"] * rng.lognormal(0.0, 0.05, size=60)
     return pa.table({"trial_key": [key] * 60, "process": np.repeat([0, 1, 2], 20), "stream": [0] * 60,
                      "iteration": np.tile(np.arange(20), 3), "latency_ms": values})
 
 
-def _nodes(key: str, row: dict, version: str, payload: bool) -> list[dict]:
+def nodes(key: str, row: dict, version: str, payload: bool) -> list[dict]:
     kernels = row["kernel_sum_us"]
     out = []
     for i, (name, op, share) in enumerate(NODES):
@@ -144,7 +143,7 @@ def write_results(root: Path, payload: bool = False, quick: bool = False, only_f
         key = hashlib.sha256(f"{version}-{batch}-{threads}".encode()).hexdigest()[:20]
         failed = only_failed or (version, batch, threads) == ("int8", 8, 2)
         noisy = (version, batch, threads) == ("fp32", 8, 2)
-        row = {**_trial_row(key, version, batch, threads, failed, noisy, n), "spec_sha256": sha}
+        row = {**trial_row(key, version, batch, threads, failed, noisy, n), "spec_sha256": sha}
         row["quick"] = quick
         if payload:
             row["version_notes"] = PAYLOAD
@@ -153,24 +152,7 @@ def write_results(root: Path, payload: bool = False, quick: bool = False, only_f
         if failed:
             rd.write_trial(TrialFiles(trial=row, processes=[], latencies=[], nodes=[]))
             continue
-        files = TrialFiles(trial=row, processes=_processes(key, row), latencies=_latencies(key, row, n),
-                           nodes=_nodes(key, row, version, payload))
+        files = TrialFiles(trial=row, processes=processes(key, row), latencies=latencies(key, row, n),
+                           nodes=nodes(key, row, version, payload))
         rd.write_trial(files)
     return rd.path
-
-
-def test_fixture_is_readable_through_the_store(tmp_path):
-    folder = write_results(tmp_path)
-    assert find_experiments(tmp_path) == [folder]
-    results = load_experiment(folder)
-    assert len(results.trials) == 8
-    assert set(results.trials["status"]) == {"ok", "failed"}
-    assert results.spec.latency_threshold_ms == 12.0
-    assert len(results.nodes) == 7 * (len(NODES) + 1)
-    assert json.loads((folder / "specs").glob("*.json").__next__().read_text())["name"] == EXPERIMENT
-
-
-def test_payload_fixture_carries_hostile_text(tmp_path):
-    results = load_experiment(write_results(tmp_path, payload=True))
-    assert PAYLOAD in set(results.trials["version"])
-    assert results.nodes["node_name"].str.contains("<script>", regex=False).any()

@@ -1,0 +1,135 @@
+"""Driving the built site in headless Chromium (playwright): open a page and record what it did, wait for its
+charts, check their marks, read table columns, hover marks for tooltips, open the chooser's layer panel, and check
+that hostile text stayed inert. The browser and the sites themselves are fixtures in tests/browser/conftest.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+MARKS = "svg .mark-symbol path, svg .mark-line path, svg .mark-rect path"
+CHARTS_DRAWN = f"""() => Array.from(document.querySelectorAll('.perfsite-chart'))
+    .every(el => el.querySelector('{MARKS}') !== null || el.textContent.includes('Chart'))"""
+LOCAL_SCHEMES = {"data", "blob", "about", "file"}
+
+
+@dataclass
+class Visit:
+    """What a page did while loaded: console errors, uncaught exceptions, requests, dialogs."""
+
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def foreign_requests(self) -> list[str]:
+        def foreign(url: str) -> bool:
+            parsed = urlparse(url)
+            return parsed.scheme not in LOCAL_SCHEMES and parsed.hostname != "127.0.0.1"
+
+        return [u for u in self.requests if foreign(u)]
+
+
+def open_page(browser, url: str):
+    """A new context and page at `url`, once its charts are drawn: (context, page, Visit)."""
+    context = browser.new_context()
+    page = context.new_page()
+    visit = Visit()
+    page.on("console", lambda m: visit.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: visit.errors.append(str(e)))
+    page.on("request", lambda r: visit.requests.append(r.url))
+    page.on("dialog", lambda d: (visit.dialogs.append(d.message), d.dismiss()))
+    page.goto(url, wait_until="load")
+    page.wait_for_function(CHARTS_DRAWN, timeout=20_000)
+    return context, page, visit
+
+
+def html_pages(site: Path) -> list[str]:
+    """Every HTML page of a built site, relative to it."""
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+
+
+# Every drawn mark of every chart (points, lines, bars, rules, text) whose centre lies outside its plot frame, by
+# SVG geometry; marks of a clipped layer are drawn only inside the frame and are skipped. One pixel of slack.
+MARKS_OUTSIDE = """() => {
+  const out = [];
+  document.querySelectorAll('.perfsite-chart svg').forEach((svg, chart) => {
+    svg.querySelectorAll('g.role-mark').forEach(group => {
+      if (group.getAttribute('clip-path')) return;
+      const frame = group.closest('g.role-frame');
+      const background = frame && frame.querySelector(':scope > g > path.background');
+      if (!background) return;
+      const f = background.getBoundingClientRect();
+      if (f.width === 0 || f.height === 0) return;
+      group.querySelectorAll(':scope > path, :scope > line, :scope > text, :scope > rect, :scope > g > path')
+        .forEach(item => {
+          const b = item.getBoundingClientRect();
+          if (b.width === 0 && b.height === 0) return;
+          const x = b.left + b.width / 2, y = b.top + b.height / 2;
+          if (x < f.left - 1 || x > f.right + 1 || y < f.top - 1 || y > f.bottom + 1) {
+            out.push(`chart ${chart} ${group.getAttribute('class')}: centre (${x.toFixed(0)}, ${y.toFixed(0)}) ` +
+                     `outside the frame ${f.left.toFixed(0)}-${f.right.toFixed(0)} x ` +
+                     `${f.top.toFixed(0)}-${f.bottom.toFixed(0)}`);
+          }
+        });
+    });
+  });
+  return out;
+}"""
+
+
+def assert_no_mark_outside_its_frame(page, where: str) -> None:
+    outside = page.evaluate(MARKS_OUTSIDE)
+    assert not outside, f"{where}: {len(outside)} marks outside their chart's frame: {outside[:5]}"
+
+
+def assert_charts_drawn(page, where: str) -> int:
+    charts = page.locator(".perfsite-chart")
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        assert chart.locator(MARKS).count() > 0, f"{where}: chart {i} drew no marks: {chart.inner_text()!r}"
+        assert chart.locator("svg.marks").count() == 1, f"{where}: chart {i} rendered more than once"
+    return charts.count()
+
+
+def column(page, table, header: str) -> list[str]:
+    headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+    index = next(i for i, h in enumerate(headers) if h.startswith(header))
+    return [c.strip() for c in table.locator(f"tbody tr td:nth-child({index + 1})").all_inner_texts()]
+
+
+def hover_marks(page) -> None:
+    """Hover every bar and point so Vega shows its tooltips (which carry op types and version names)."""
+    marks = page.locator("svg .mark-rect path, svg .mark-symbol path")
+    for i in range(min(marks.count(), 12)):
+        marks.nth(i).hover(force=True)
+    page.wait_for_timeout(100)
+
+
+# The chooser page (tests/browser/test_chooser_browser.py).
+READY = ".perfsite-chooser-status[data-ready]"
+LAYER = '[data-section="layer"]'
+
+
+def open_layer(page, index: int = 0) -> str:
+    """Click the kernel table's index-th layer name; return that layer's name once its panel is drawn."""
+    button = page.locator('[data-section="kernels"] button.perfsite-layer-open').nth(index)
+    name = button.inner_text()
+    button.click()
+    page.wait_for_function(f"() => {{ const s = document.querySelector('{LAYER}'); "
+                           f"return s && s.dataset.layer === {name!r} && s.querySelector('table'); }}")
+    return name
+
+
+# Hostile text (tests/browser/test_payload_model.py): shown as text, never run.
+EXECUTABLE_PAYLOAD_SCRIPTS = """() => Array.from(document.scripts)
+    .filter(s => s.type !== 'application/json')
+    .filter(s => /alert\\(|perfsitePwned/.test(s.textContent)).length"""
+
+
+def assert_inert(page, rel: str, visit) -> None:
+    assert not visit.dialogs, f"{rel}: a dialog opened: {visit.dialogs}"
+    assert page.evaluate("() => window.perfsitePwned") is None, f"{rel}: a payload script ran"
+    assert page.locator("img[src='x'], svg[onload], a[href^='javascript']").count() == 0, rel
+    assert page.evaluate(EXECUTABLE_PAYLOAD_SCRIPTS) == 0, f"{rel}: a payload became a script element"
+    assert page.locator("#vg-tooltip-element img, #vg-tooltip-element script").count() == 0, rel

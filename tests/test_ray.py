@@ -1,0 +1,276 @@
+"""`perfsite run --ray`: a real Ray cluster on loopback, started with `ray start` as docs/ray.md tells users.
+
+One head (no measuring resource: the driver's machine) and two measuring nodes, one per target, started once for
+this module; only their processes are stopped at the end (each `ray start` runs in a process group of its own,
+never `ray stop`, which would stop every Ray on the machine). The nodes share this machine's cores: the tests
+check routing, keys, schema and what survives a killed worker, never timing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from support.cli import perfsite, write_spec
+
+from generator.models.builder import model_bytes, write_if_changed
+from generator.models.chain import build_chain
+from generator.results.schema import TABLES
+from generator.results.store import ResultsDir
+
+ray = pytest.importorskip("ray")  # the ray extra is in `test`; a bare install runs everything but this module
+
+RAY_CLI = Path(sys.executable).with_name("ray")
+TARGETS = ("a", "b")
+SPEC = """\
+    name: tiny
+    models:
+      m: {{path: chain.onnx}}
+    inputs:
+      input: {{shape: [batch, 8], dtype: float32}}
+    sweep: {{batch: {batches}}}
+    measure: {{warmup: 1, min_iterations: 2, min_seconds: 0.0, repeats: 1, profile_iterations: 1, target: 0.5,
+              budget_s: 0.01}}
+    {extra}
+    """
+
+
+@dataclass
+class Cluster:
+    address: str
+    groups: list[int]  # the process group of each `ray start` (its daemons stay in it)
+    env: dict[str, str]
+    lookup: subprocess.Popen  # asks Ray for its nodes' resources, in the background (a driver takes seconds)
+
+    @functools.cached_property
+    def nodes(self) -> dict[str, str]:
+        """target -> node id, from Ray's own view of the nodes (not from perfsite)."""
+        out, err = self.lookup.communicate(timeout=60)
+        nodes = json.loads(out.strip().splitlines()[-1]) if out.strip() else pytest.fail(err)
+        return {k.split(":", 1)[1]: node for node, keys in nodes.items() for k in keys if k.startswith("target:")}
+
+
+def _free_ports(n: int) -> list[int]:
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+
+
+PORT_OPTIONS = ("--node-manager-port", "--object-manager-port", "--metrics-export-port", "--runtime-env-agent-port",
+                "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port")
+WORKER_PORTS = 12  # worker processes of a node (each listens on one)
+
+
+def _ray_start(args: list[str], ports: list[int], env: dict, log: Path) -> subprocess.Popen:
+    """`ray start` in a process group of its own. Every port is named and distinct (`ports` come from one
+    `_free_ports` call): nodes starting at once on one machine otherwise race for the same free port."""
+    named = [f"{name}={port}" for name, port in zip(PORT_OPTIONS, ports, strict=False)]
+    workers = ",".join(map(str, ports[len(PORT_OPTIONS):]))
+    cmd = [str(RAY_CLI), "start", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
+           "--object-store-memory", "100000000", "--disable-usage-stats", *named, f"--worker-port-list={workers}",
+           *args]
+    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _node_lookup(address: str, env: dict) -> subprocess.Popen:
+    code = (f"import json, ray; ray.init(address={address!r}, logging_level='ERROR'); print(json.dumps("
+            "{n['NodeID']: sorted(n['Resources']) for n in ray.nodes() if n['Alive']}))")
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _stop(groups: list[int]) -> None:
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)  # our nodes only; Ray's daemons ignore SIGTERM for a while
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, _probe_cache) -> Cluster:
+    root = tmp_path_factory.mktemp("ray")
+    temp_dir = Path("/tmp") / f"perfsite-ray-{os.getpid()}"  # Ray's socket paths must stay short
+    env = {**os.environ, "PERFSITE_CACHE_DIR": str(_probe_cache), "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    per_node = len(PORT_OPTIONS) + WORKER_PORTS
+    gcs, dashboard, *ports = _free_ports(2 + 3 * per_node)
+    node_ports = [ports[i * per_node:(i + 1) * per_node] for i in range(3)]
+    address = f"127.0.0.1:{gcs}"
+    started = []
+    try:
+        head = _ray_start(["--head", f"--port={gcs}", f"--temp-dir={temp_dir / 'head'}", "--include-dashboard=false",
+                           f"--dashboard-port={dashboard}"], node_ports[0], env, root / "head.log")
+        started.append(head.pid)
+        assert head.wait(timeout=60) == 0, (root / "head.log").read_text()[-2000:]
+        # A temporary folder per node: nodes starting at once in one folder race for the same socket names.
+        workers = [_ray_start([f"--address={address}", f"--temp-dir={temp_dir / t}", "--resources",
+                               json.dumps({"perfsite_node": 1, f"target:{t}": 1})], node_ports[i + 1], env,
+                              root / f"{t}.log")
+                   for i, t in enumerate(TARGETS)]
+        started += [w.pid for w in workers]
+        for t, w in zip(TARGETS, workers, strict=True):
+            assert w.wait(timeout=60) == 0, (root / f"{t}.log").read_text()[-2000:]
+        yield Cluster(address, started, env, _node_lookup(address, env))
+    finally:
+        _stop(started)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ray-project")
+    write_if_changed(root / "chain.onnx", model_bytes(build_chain(4)))
+    write_spec(root, SPEC.format(batches="[1, 2]", extra=""))
+    write_spec(root, SPEC.format(batches="[1]", extra="targets: [a, b]"), "targets.yaml")
+    return root
+
+
+def _run(project: Path, cluster: Cluster, *args: str) -> subprocess.CompletedProcess:
+    return perfsite("run", *args, "--quick", cwd=project, env={**cluster.env, "PERFSITE_QUICK": "1"}, timeout=180)
+
+
+def _start(project: Path, cluster: Cluster, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "generator.cli", "run", *args, "--quick"], cwd=project,
+                            env={**cluster.env, "PERFSITE_QUICK": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=180)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.fixture(scope="module")
+def fanned(project, cluster) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """The two-configuration spec measured on the cluster into `fanned/` (the killed-worker test starts from it)
+    and, at the same time (the checks are not about timing), locally into `local/`."""
+    local = _start(project, cluster, "spec.yaml", "--results", "local")
+    fanned = _run(project, cluster, "spec.yaml", "--results", "fanned", "--ray", cluster.address)
+    return _finish(local), fanned
+
+
+def _trials(folder: Path):
+    return ResultsDir(folder).read_table("trials").set_index("trial_key")
+
+
+def test_ray_run_stores_what_a_local_run_stores(project, cluster, fanned):
+    """One configuration per node; the files, their Parquet schemas and the trial keys equal a local run's."""
+    local, fanned = fanned
+    assert local.returncode == 0, local.stderr
+    assert fanned.returncode == 0, fanned.stderr
+    assert "Traceback" not in fanned.stderr and "tiny: 2 measured, 0 already stored" in fanned.stdout
+    assert "b1 t1 c1 on any node: measured on node" in fanned.stderr
+    a, b = project / "local" / "tiny", project / "fanned" / "tiny"
+    for table in TABLES:
+        mine = sorted(p.name for p in (a / table).glob("*.parquet"))
+        theirs = sorted(p.name for p in (b / table).glob("*.parquet"))
+        if table in ("runs", "environments"):  # one run each; the same machine, so the same environment
+            assert len(mine) == len(theirs) == 1, table
+        else:
+            assert mine == theirs, table
+        for x, y in zip(sorted((a / table).glob("*.parquet")), sorted((b / table).glob("*.parquet")), strict=True):
+            assert pq.read_schema(x) == pq.read_schema(y), (table, x.name)
+    local_trials, fanned_trials = _trials(a), _trials(b)
+    assert set(fanned_trials["status"]) == {"ok"} and fanned_trials["profiled"].all()
+    assert fanned_trials["node_id"].isin(cluster.nodes.values()).all()
+    assert local_trials["node_id"].isna().all() and fanned_trials["target_name"].isna().all()
+
+
+def test_targets_route_to_their_nodes(project, cluster):
+    """`targets: [a, b]`: each trial on a node offering its target, with its own key; a target no node offers
+    is refused before anything is sent."""
+    wrong = _start(project, cluster, "spec.yaml", "--results", "wrong", "--ray", cluster.address, "--target", "gpu")
+    run = _run(project, cluster, "targets.yaml", "--results", "targets", "--ray", cluster.address)
+    assert run.returncode == 0, run.stderr
+    trials = _trials(project / "targets" / "tiny")
+    assert sorted(trials["target_name"]) == ["a", "b"] and len(set(trials.index)) == 2
+    for _, row in trials.iterrows():
+        assert row["node_id"] == cluster.nodes[row["target_name"]]
+    wrong = _finish(wrong)
+    first = wrong.stderr.strip().splitlines()[0]
+    assert wrong.returncode == 1 and "Traceback" not in wrong.stderr
+    assert first.startswith(f"error: No node of the Ray cluster at {cluster.address} offers target gpu"), first
+    assert "Targets offered: a, b" in wrong.stderr
+
+
+def _measuring_worker(groups: list[int]) -> int | None:
+    """The Ray worker process running a perfsite group on one of our nodes (its raylet, its parent, is in one
+    of our process groups), if there is one now."""
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            if proc.name.isdigit() and (proc / "cmdline").read_bytes().startswith(b"ray::measure_group_on_node"):
+                parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if os.getpgid(int(proc.name)) in groups or os.getpgid(parent) in groups:
+                    return int(proc.name)
+    return None
+
+
+def test_killed_worker_loses_nothing_stored(project, cluster, fanned):
+    """The worker measuring a new configuration is killed mid-group: the run still ends with it measured (Ray
+    ran the task again), and the trials stored before are untouched."""
+    assert fanned[1].returncode == 0
+    shutil.copytree(project / "fanned", project / "kill", dirs_exist_ok=False)
+    # Every stored file but the environment's row, which each run rewrites (its capture time, its limits).
+    before = {p: p.read_bytes() for p in (project / "kill").rglob("*.parquet") if p.parent.name != "environments"}
+    write_spec(project, SPEC.format(batches="[1, 2, 3]", extra=""), "three.yaml")
+    run = _start(project, cluster, "three.yaml", "--results", "kill", "--ray", cluster.address)
+    deadline, victim = time.monotonic() + 60, None
+    while victim is None and time.monotonic() < deadline and run.poll() is None:
+        victim = _measuring_worker(cluster.groups)
+        time.sleep(0.02)
+    assert victim is not None, "no Ray worker was seen measuring"
+    killed_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+    os.kill(victim, signal.SIGKILL)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
+    assert "1 measured, 2 already stored" in out, out + err
+    assert all(p.read_bytes() == data for p, data in before.items())
+    trials = _trials(project / "kill" / "tiny")
+    new = trials[trials["batch"] == 3].iloc[0]
+    assert new["status"] == "ok" and new["started_at"] >= killed_at
+
+
+def test_spec_targets_need_ray(project, tmp_path):
+    run = perfsite("run", "targets.yaml", "--results", str(tmp_path), "--quick", cwd=project)
+    first = run.stderr.strip().splitlines()[0]
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert first.startswith("error: `targets: [a, b]` in ") and "Run it with `--ray [ADDRESS]`" in run.stderr
+
+
+def test_without_ray_installed(project, tmp_path):
+    """Ray hidden from the interpreter: `--ray` says what to install; every other command is unaffected."""
+    hide = "import sys; sys.modules['ray'] = None; from generator.cli.app import main; sys.argv[0] = 'perfsite'; main()"
+    run = subprocess.run([sys.executable, "-c", hide, "run", "spec.yaml", "--ray", "--results", str(tmp_path)],
+                         cwd=project, capture_output=True, text=True)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.strip().startswith("error: Ray is not installed") and "perfsite[ray,cpu]" in run.stderr
+    ok = subprocess.run([sys.executable, "-c", hide, "validate", "spec.yaml"], cwd=project, capture_output=True,
+                        text=True)
+    assert ok.returncode == 0 and ok.stdout.startswith("ok  "), ok.stderr
+
+
+def test_cannot_connect(project, tmp_path):
+    """Nothing listens at the address: refused at once (Ray's own connection would retry for minutes)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening
+        run = perfsite("run", "spec.yaml", "--results", str(tmp_path), "--ray", f"127.0.0.1:{port}", cwd=project,
+                       timeout=60)
+    first = run.stderr.strip().splitlines()[0]
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert first.startswith(f"error: Cannot connect to the Ray cluster at 127.0.0.1:{port}: "), first
+    assert "Connection refused" in run.stderr and "docs/ray.md" in run.stderr
