@@ -113,7 +113,7 @@ SLOW_MODULES = frozenset({
     "test_run.py", "test_bad_input.py", "test_faults.py", "test_diff_git.py", "test_ci_recipe.py",
     "test_count.py", "test_build_safety.py", "test_oneshot_cli.py", "test_site.py", "test_diff.py",
     "test_timeline_page.py", "test_agreement.py", "test_cli.py", "test_large_model.py", "test_ray.py",
-    "test_s3_store.py",
+    "test_s3_store.py", "test_incremental_build.py",
 })
 
 

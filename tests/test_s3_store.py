@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from support.cli import perfsite, write_spec
 from support.models import tiny_cnn
+from support.site import site_files
 
 from generator.cli.app import main
 from generator.results.location import shown
@@ -225,6 +226,48 @@ def test_a_site_from_a_local_store_and_an_s3_store(s3, tiny, copied, tmp_path, m
     assert "2 ok trials · 1 version" in overview
     chooser = (tmp_path / "site" / "reports" / "tiny" / "choose" / "index.js").read_text()
     assert first in chooser and second in chooser
+
+
+def test_a_site_from_a_local_and_an_s3_store_built_twice_reuses_its_page_cache(s3, tiny, copied, tmp_path,
+                                                                               monkeypatch, capsys):
+    """The experiment merged from a local store and an S3 store is one page-cache entry, keyed by both stores'
+    files (S3's sizes and ETags as fsspec lists them): a second build reads no results and gives the same site;
+    a changed object on S3 makes a new entry (generator.site.incremental)."""
+    fs, _ = s3
+    _, local = tiny
+    first, second = keys_of(local)
+    only_first = tmp_path / "only-first"
+    shutil.copytree(local.parent, only_first)
+    for table in ("trials", *TRIAL_TABLES):
+        (only_first / "tiny" / table / f"{second}.parquet").unlink(missing_ok=True)
+    fs.copy(f"{BUCKET}/copy", f"{BUCKET}/cached", recursive=True)  # this test changes its store
+    project, site = tmp_path / "project", tmp_path / "site"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    args = ("build", "--results", str(only_first), "--results", f"s3://{BUCKET}/cached", "--site", str(site))
+    pages = project / ".perfsite" / "cache" / "pages"
+    twice = f"Note: 1 trial ({first}) is stored both in"
+
+    code, _, err = run_main(monkeypatch, capsys, *args)
+    said = " ".join(err.split())
+    assert code == 0 and f"Reading results of s3://{BUCKET}/cached/tiny" in said and twice in said, err
+    [entry] = pages.iterdir()
+    stamp, built = (entry / "entry.pickle").stat().st_mtime_ns, site_files(site)
+
+    code, _, err = run_main(monkeypatch, capsys, *args)
+    said = " ".join(err.split())
+    assert code == 0 and "Reusing the pages of 1 unchanged experiment(s)" in said, err
+    assert "Reading results of" not in said and twice in said  # the merge's note is said again from the entry
+    assert [p.name for p in pages.iterdir()] == [entry.name] and (entry / "entry.pickle").stat().st_mtime_ns == stamp
+    again = site_files(site)
+    assert sorted(again) == sorted(built) and [f for f in built if again[f] != built[f]] == []
+    assert "2 ok trials · 1 version" in (site / "reports" / "tiny" / "index.html").read_text()
+
+    fs.rm(f"{BUCKET}/cached/tiny/trials/{first}.parquet")  # the S3 copy of the shared trial: now only local
+    code, _, err = run_main(monkeypatch, capsys, *args)
+    said = " ".join(err.split())
+    assert code == 0 and f"Reading results of s3://{BUCKET}/cached/tiny" in said and twice not in said, err
+    assert [p.name for p in pages.iterdir()] != [entry.name] and len(list(pages.iterdir())) == 1
 
 
 def test_query_answers_on_an_s3_store_as_on_the_local_one(s3, tiny, copied, monkeypatch, capsys):

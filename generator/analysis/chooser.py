@@ -27,9 +27,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.analysis.accounting import TimeAccounting
-from generator.analysis.compare import budget_note, compare_versions, iterations_of, layer_type_rows
+from generator.analysis.compare import (
+    OpSide,
+    budget_note,
+    compare_versions,
+    iterations_of,
+    layer_type_rows,
+    layer_type_rows_of,
+    op_side,
+)
 from generator.analysis.compare_choice import CompareContext, compare_context, config_dict
-from generator.analysis.layer_match import Executed, executed_nodes, group_ratio
+from generator.analysis.layer_match import Executed, executed_nodes, member_time, side_ratio
 from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     Advice,
@@ -139,17 +147,23 @@ def chooser_data(exp) -> tuple[ChooserData, CompareContext] | None:
 
 
 def pair_figures(ctx: CompareContext, data: ChooserData) -> Iterator[tuple[str, list[PairFigures]]]:
-    """For each trial as A, in the data's order: its figures against every other trial as B."""
+    """For each trial as A, in the data's order: its figures against every other trial as B.
+
+    What depends on one trial only (its statistics, its layer-type groups, each kernel row's summed time) is
+    computed once per trial, not once per pair: the pairs grow as the square of the trials."""
     summaries = {t.trial_key: t for v in ctx.trials.values() for t in v.values()}
-    sides = {c.trial_key: (trial_stats(ctx.cache, ctx.exp, summaries[c.trial_key]), _executed(ctx, c.trial_key),
-                           iterations_of(summaries[c.trial_key])) for c in data.trials}
+    sides = {c.trial_key: _side(ctx, summaries[c.trial_key]) for c in data.trials}
+    row_times: dict[tuple[str, str, str], tuple[tuple[float, float] | None, ...]] = {}
     for a in data.trials:
         out = []
         for b in data.trials:
             if b.trial_key == a.trial_key:
                 continue
             pair = data.pair(a.version, b.version)
-            out.append(_figures(ctx, sides[a.trial_key], sides[b.trial_key], pair.rows if pair else ()))
+            rows = pair.rows if pair else ()
+            times = tuple(_row_times(row_times, sides[t.trial_key], t.trial_key, a.version, b.version, rows, side)
+                          for t, side in ((a, "a"), (b, "b")))
+            out.append(_figures(ctx, sides[a.trial_key], sides[b.trial_key], rows, times))
         yield a.trial_key, out
 
 
@@ -214,31 +228,51 @@ def _default(ctx: CompareContext, versions: tuple[str, ...]) -> tuple[str, str] 
     return (c.a_trial_key, c.b_trial_key) if c.a_trial_key and c.b_trial_key else None
 
 
-Side = tuple[TrialStats, tuple[Executed, ...], int]  # statistics, executed nodes, profiled iterations
+@dataclass(frozen=True)
+class Side:
+    """One trial as a side of its pairs: statistics, top-level executed nodes (by name), layer-type groups."""
+
+    stats: TrialStats
+    executed: tuple[Executed, ...]
+    iterations: int  # profiled iterations
+    by_name: dict[str, Executed]
+    op_side: OpSide
 
 
-def _figures(ctx: CompareContext, a: Side, b: Side, rows: tuple[RowShape, ...]) -> PairFigures:
-    (sa, ea, ia), (sb, eb, ib) = a, b
+def _side(ctx: CompareContext, t: TrialSummary) -> Side:
+    executed, iterations = _executed(ctx, t.trial_key), iterations_of(t)
+    return Side(trial_stats(ctx.cache, ctx.exp, t), executed, iterations, {e.name: e for e in executed},
+                op_side(executed, iterations))
+
+
+def _row_times(cache: dict, side: Side, key: str, version_a: str, version_b: str, rows: tuple[RowShape, ...],
+               which: str) -> tuple[tuple[float, float] | None, ...]:
+    """Each kernel row's summed time (layer_match.member_time) on one side, None where the row has no ratio;
+    cached per trial, version pair and side."""
+    cache_key = (key, f"{version_a}\0{version_b}", which)
+    if cache_key not in cache:
+        cache[cache_key] = tuple(_row_time(row, side, which) for row in rows)
+    return cache[cache_key]
+
+
+def _row_time(row: RowShape, side: Side, which: str) -> tuple[float, float] | None:
+    if row.kind != "layer" or row.only_in is not None:
+        return None
+    names = row.executed_a if which == "a" else row.executed_b
+    members = [side.by_name[n] for n in names if n in side.by_name]
+    return member_time(members, side.iterations) if members else None
+
+
+def _figures(ctx: CompareContext, a: Side, b: Side, rows: tuple[RowShape, ...],
+             times: tuple[tuple[tuple[float, float] | None, ...], ...]) -> PairFigures:
+    sa, sb = a.stats, b.stats
     keys = (sa.summary.trial_key, sb.summary.trial_key)
     if not sa.samples.processes or not sb.samples.processes:
         return PairFigures(*keys, None, None, (None,) * len(rows), (), False,
                            ("No request latencies are stored for these trials: no ratio can be given.",))
     q_name, notes = quantile_name(ctx.percentile, sa, sb)
     r = pair_ratios(sa, sb, q_name)
-    by_a, by_b = _by_name(ea), _by_name(eb)
-    ratios = tuple(_row_ratio(row, by_a, by_b, r.reference, ia, ib) for row in rows)
-    types = layer_type_rows(ea, eb, r.reference, ia, ib) if ea and eb else ()
+    ratios = tuple(side_ratio(ta, tb, r.reference) if ta is not None and tb is not None else None
+                   for ta, tb in zip(*times, strict=True))
+    types = layer_type_rows_of(a.op_side, b.op_side, r.reference) if a.executed and b.executed else ()
     return PairFigures(*keys, r.latency, r.throughput, ratios, types, r.paired, notes)
-
-
-def _by_name(executed: tuple[Executed, ...]) -> dict[str, Executed]:
-    return {e.name: e for e in executed}
-
-
-def _row_ratio(row: RowShape, ea: dict[str, Executed], eb: dict[str, Executed], reference: RatioCI,
-               ia: int, ib: int) -> RatioCI | None:
-    if row.kind != "layer" or row.only_in is not None:
-        return None
-    ma = [ea[n] for n in row.executed_a if n in ea]
-    mb = [eb[n] for n in row.executed_b if n in eb]
-    return group_ratio(ma, mb, reference, ia, ib) if ma and mb else None

@@ -27,7 +27,15 @@ from generator.analysis.compare_choice import (
     overall_sweet_spot,
     version_sweet_spot,
 )
-from generator.analysis.layer_match import Executed, LayerMatch, executed_ops, group_ratio, kernel_op, match_layers
+from generator.analysis.layer_match import (
+    Executed,
+    LayerMatch,
+    executed_ops,
+    kernel_op,
+    match_layers,
+    member_time,
+    side_ratio,
+)
 from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     AgreementRow,
@@ -186,20 +194,43 @@ def layer_type_rows(executed_a: Sequence[Executed], executed_b: Sequence[Execute
                     iterations_a: int, iterations_b: int) -> tuple[LayerTypeRow, ...]:
     """Time per standard op (`QLinearConv` and `FusedConv` count as Conv) in A and B, largest first: every
     top-level executed node of each version counts (shares are of its whole kernel time)."""
-    by_op: dict[str, tuple[list, list]] = {}
-    for side, executed in ((0, executed_a), (1, executed_b)):
-        for e in executed:
-            by_op.setdefault(kernel_op(e.op_type), ([], []))[side].append(e)
-    total_a, total_b = sum(e.dur_us for e in executed_a), sum(e.dur_us for e in executed_b)
+    return layer_type_rows_of(op_side(executed_a, iterations_a), op_side(executed_b, iterations_b), reference)
+
+
+@dataclass(frozen=True)
+class OpSide:
+    """One trial's top-level executed nodes by standard op: a side of a layer-type table, computed once per
+    trial (the chooser pairs each trial with every other)."""
+
+    total_us: float
+    times: dict[str, tuple[float, float]]  # op -> (time, relative standard error): layer_match.member_time
+    counts: dict[str, dict[str, int]]  # op -> nodes per precision
+    nodes: dict[str, int]
+    ops: dict[str, tuple[str, ...]]  # op -> the kernels' own op types
+
+
+def op_side(executed: Sequence[Executed], iterations: int) -> OpSide:
+    by_op: dict[str, list[Executed]] = {}
+    for e in executed:
+        by_op.setdefault(kernel_op(e.op_type), []).append(e)
+    return OpSide(sum(e.dur_us for e in executed), {op: member_time(m, iterations) for op, m in by_op.items()},
+                  {op: _counts(m) for op, m in by_op.items()}, {op: len(m) for op, m in by_op.items()},
+                  {op: executed_ops(m) for op, m in by_op.items()})
+
+
+def layer_type_rows_of(a: OpSide, b: OpSide, reference: RatioCI | None) -> tuple[LayerTypeRow, ...]:
+    """layer_type_rows from the two sides' OpSide."""
+    total_a, total_b = a.total_us, b.total_us
     rows = []
-    for op, (ma, mb) in by_op.items():
-        time_a, time_b = sum(e.dur_us for e in ma), sum(e.dur_us for e in mb)
+    for op in dict.fromkeys([*a.times, *b.times]):
+        time_a = a.times[op][0] if op in a.times else 0  # an int 0, as sum() of no node gives
+        time_b = b.times[op][0] if op in b.times else 0
         rows.append(LayerTypeRow(
             op_type=op, time_a_us=time_a, time_b_us=time_b, delta_us=time_b - time_a,
-            ratio=group_ratio(ma, mb, reference, iterations_a, iterations_b) if ma and mb else None,
+            ratio=side_ratio(a.times[op], b.times[op], reference) if op in a.times and op in b.times else None,
             share_a=time_a / total_a if total_a > 0 else 0.0, share_b=time_b / total_b if total_b > 0 else 0.0,
-            precision_counts_a=_counts(ma), precision_counts_b=_counts(mb), nodes_a=len(ma), nodes_b=len(mb),
-            ops_a=executed_ops(ma), ops_b=executed_ops(mb),
+            precision_counts_a=a.counts.get(op, {}), precision_counts_b=b.counts.get(op, {}),
+            nodes_a=a.nodes.get(op, 0), nodes_b=b.nodes.get(op, 0), ops_a=a.ops.get(op, ()), ops_b=b.ops.get(op, ()),
         ))
     return tuple(sorted(rows, key=lambda r: (-max(r.time_a_us, r.time_b_us), r.op_type)))
 

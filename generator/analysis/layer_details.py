@@ -61,14 +61,45 @@ class TrialDetails:
     layers: dict[str, LayerDetail]
 
 
-def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame) -> TrialDetails:
-    """The trial's executed kernels and the model-file nodes they cover (rows of other trials are ignored)."""
-    kernels = tuple(_kernel(r) for r in executed_rows(nodes[nodes["trial_key"] == trial_key]))
-    mine = layers[layers["trial_key"] == trial_key]
+def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame,
+                  memo: dict[tuple, Any] | None = None) -> TrialDetails:
+    """The trial's executed kernels and the model-file nodes they cover (rows of other trials are ignored).
+
+    `memo` (a dict the caller keeps for one experiment) parses each distinct row once: the trials of a version
+    at the same shapes (other threads, concurrency) have the same rows but their trial key, and a sweep of a
+    thousand-node model has tens of thousands of them."""
+    memo = {} if memo is None else memo
+    kernels = tuple(_memo(memo, tuple((k, r.get(k)) for k in KERNEL_FIELDS), _kernel)
+                    for r in executed_rows(nodes[nodes["trial_key"] == trial_key]))
+    mine = layers[layers["trial_key"] == trial_key].drop(columns="trial_key")
     rows = mine.to_dict("records")
-    details = {str(r["node"]): _layer(r) for r in rows}
+    details = {str(r["node"]): _memo(memo, tuple(r.items()), _layer) for r in rows}
     recorded = bool(rows) and all(d.attributes is not None for d in details.values())
     return TrialDetails(trial_key, recorded, kernels, details)
+
+
+KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input_shapes", "input_types",
+                 "output_shapes", "output_types", "original_nodes", "mapping_method")
+
+
+def _memo(memo: dict[tuple, Any], items: tuple[tuple[str, Any], ...], parse: Any) -> Any:
+    key = (parse.__name__, items)
+    try:
+        hash(key)
+    except TypeError:  # decoded cells holding dicts or lists (a layer's attributes and weight details)
+        key = (parse.__name__, _frozen(items))
+    if key not in memo:
+        memo[key] = parse(dict(items))
+    return memo[key]
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in of a decoded cell for a memo key (type-tagged: a dict never equals a list of pairs)."""
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    return value
 
 
 def _kernel(row: dict[str, Any]) -> KernelDetail:

@@ -25,6 +25,7 @@ ratios B* / A*. Everything is deterministic (numpy default_rng with a fixed seed
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -322,6 +323,7 @@ def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel
                    processes_b=reference.processes_b if reference else 0)
 
 
+@functools.lru_cache(maxsize=8)  # asked for once per layer ratio: hundreds of thousands of times per site
 def _z(level: float) -> float:
     from statistics import NormalDist
 

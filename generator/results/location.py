@@ -34,6 +34,9 @@ _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 _ALMOST_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/(?!/)")
 # Modules whose exceptions are the transport's (a refused connection, a bad bucket name), not perfsite bugs.
 _TRANSPORT_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec", "gcsfs", "adlfs", "google")
+# What tells a rewritten object apart in fsspec's info(), by backend: S3's ETag, GCS's and Azure's etag, else a
+# modification time (local: mtime; S3: LastModified; Azure: last_modified; GCS: updated).
+CHANGE_MARKERS = ("ETag", "etag", "mtime", "LastModified", "last_modified", "updated")
 ALLOWED = ("Allowed for --results: a local folder, or an fsspec URL such as s3://bucket/results (s3:// needs "
            "`pip install 'perfsite[s3]'`), with credentials and endpoint from the usual places (AWS_ACCESS_KEY_ID, "
            "AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, ~/.aws, fsspec's configuration; docs/stores.md).")
@@ -211,6 +214,24 @@ class ObjectStore:
             self.fs.pipe_file(probe, b"")
             self.fs.rm_file(probe)
 
+    def stamps(self) -> list[tuple[str, int, str]] | None:
+        """Every object of the store (path relative to it, size, change marker) as fsspec's `info()` gives
+        them, for generator.site.incremental's page keys: the ETag where the backend gives one, else its
+        modification time; None when an object has neither (nothing then tells a rewritten object apart)."""
+        with _remote(self.url, "list"):
+            self.fs.invalidate_cache(self.root)
+            found = self.fs.find(self.root, detail=True)
+        out = []
+        for name, info in sorted(found.items()):
+            rel = name.rstrip("/")[len(self.root) + 1:]
+            if info.get("type") == "directory" or not rel or any(p.startswith(".") for p in rel.split("/")):
+                continue  # a write probe is not a result
+            marker = next((info[k] for k in CHANGE_MARKERS if info.get(k) not in (None, "")), None)
+            if marker is None:
+                return None
+            out.append((rel, int(info.get("size") or 0), str(marker)))
+        return out
+
     @property
     def lock_folder(self) -> Path:
         """Where this machine's `perfsite run` processes lock the trials of this store (generator.runner.locks):
@@ -266,6 +287,18 @@ class LocalFolder:
 
     def sources(self, rel: str, names: list[str]) -> list[Any]:
         return [self.path / rel / n for n in names]
+
+    def stamps(self) -> list[tuple[str, int, str]]:
+        """ObjectStore.stamps of a local folder: os.stat's size and modification time (writers replace files
+        by rename, so a rewritten file always has a new one); dot-prefixed temporary files left out."""
+        out = []
+        for path in sorted(self.path.rglob("*")):
+            rel = path.relative_to(self.path)
+            if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+                continue
+            stat = path.stat()
+            out.append((rel.as_posix(), stat.st_size, str(stat.st_mtime_ns)))
+        return out
 
     @property
     def lock_folder(self) -> Path:

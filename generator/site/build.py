@@ -20,10 +20,19 @@ import yaml
 from generator.errors import SiteError
 from generator.processes import die_with_parent
 from generator.results.location import StoreRoot, is_url, local_path, shown
-from generator.results.store import ResultsDir, find_experiments, load_experiment
-from generator.results.stores import merge_by_name, store_roots
-from generator.site import publish, vendor
-from generator.site.pages import REPORTS_DIR, Page, home_page, render_pages, templates_dir
+from generator.results.store import ResultsDir, find_experiments
+from generator.results.stores import store_roots
+from generator.site import incremental, publish, vendor
+from generator.site import render_cache as render_cache_hooks
+from generator.site.pages import (
+    REPORTS_DIR,
+    Page,
+    home_page,
+    reports_index,
+    slugify,
+    template_env,
+    templates_dir,
+)
 
 Progress = Callable[[str], None]
 GETTING_STARTED = ("getting-started.md", "getting_started.md", "quickstart.md", "tutorial.md")
@@ -83,23 +92,31 @@ def _site_path(site_dir: Path) -> Path:
 
 def _build_into(staging: Path, roots: tuple[StoreRoot, ...], project_root: Path, say: Progress,
                 baseline: str | None, trend: int | None) -> None:
-    """Pages into <project>/.perfsite/build, then mkdocs into `staging`."""
-    experiments, notes = merge_by_name([e for root in roots for e in _load_experiments(root, say)])
-    for note in notes:
-        say(f"Note: {note}")
+    """Pages into <project>/.perfsite/build (each experiment's from the page cache where it is unchanged,
+    generator.site.incremental; an experiment in several stores is one), then mkdocs into `staging`."""
+    found = _experiment_folders(roots, say)
     parent = _parent_config(project_root)
     parent_config = _read_config(parent)
     build_dir = project_root / ".perfsite" / "build"
     if build_dir.exists():
         shutil.rmtree(build_dir)
     docs_source = _docs_source(project_root, parent, parent_config)
-    from generator.site.changes_page import history_pages
+    taken: set[str] = {"index"}
+    slugs = [slugify(ResultsDir(parts[0]).name, taken) for parts in found]
+    cached = incremental.experiment_pages(found, slugs, project_root / ".perfsite" / "cache" / "pages", say)
+    for entry in cached:
+        for warning in entry.warnings:
+            say(warning)
+    extra = []
+    if baseline or trend:  # the changes and trend pages read every experiment's results themselves
+        from generator.site.changes_page import history_pages
 
-    extra = history_pages(_history_root(roots, baseline, trend), experiments, baseline, trend, say)
-    pages, docs = _write_pages(experiments, docs_source, build_dir / "docs", extra)
-    say(f"Rendered {len(pages)} pages for {len(experiments)} experiment(s); running mkdocs build")
+        experiments = [incremental.load_merged(parts)[0] for parts in found]
+        extra = history_pages(_history_root(roots, baseline, trend), experiments, baseline, trend, say)
+    pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
+    say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
-    _run_mkdocs(config)
+    _run_mkdocs(config, project_root / ".perfsite" / "cache" / "render")
 
 
 def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]) -> Path:
@@ -109,25 +126,22 @@ def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]
     return project_root / "docs"
 
 
-def _write_pages(experiments: list[Any], docs_source: Path, docs_dir: Path,
+def _write_pages(cached: list[incremental.CachedExperiment], docs_source: Path, docs_dir: Path,
                  extra: list[Page] | None = None) -> tuple[list[Page], list[str]]:
-    """The project's docs, the generated pages (and a home page unless the docs have one), `extra` pages
-    (changes, trend) and the assets."""
+    """The project's docs, the reports index, each experiment's generated files (linked from the page cache),
+    `extra` pages (changes, trend), a home page unless the docs have one, and the assets."""
     docs = _copy_docs(docs_source, docs_dir)
-    pages, views = render_pages(experiments)
+    env = template_env()
+    views = [entry.view for entry in cached]
+    pages = [reports_index(env, views)]
+    for entry in cached:
+        incremental.link_tree(entry.folder / "docs", docs_dir)
+        pages += entry.pages
     pages += extra or []
     if "index.md" not in docs:
         pages.append(home_page(views))
-    for page in pages:
-        target = docs_dir / page.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(page.markdown, encoding="utf-8")
-        for rel, content in page.files:  # e.g. a profile page's Perfetto traces, linked from the page
-            (docs_dir / rel).parent.mkdir(parents=True, exist_ok=True)  # the chooser's data folder
-            if isinstance(content, bytes):
-                (docs_dir / rel).write_bytes(content)
-            else:
-                (docs_dir / rel).write_text(content, encoding="utf-8")
+    for page in [pages[0], *pages[1 + sum(len(e.pages) for e in cached):]]:
+        incremental.write_page(docs_dir, page)
     vendor.copy_assets(templates_dir(), docs_dir)
     return pages, docs
 
@@ -183,31 +197,19 @@ def _history_root(roots: tuple[StoreRoot, ...], baseline: str | None, trend: int
     return Path(str(roots[0])) if not is_url(roots[0]) else Path(".")
 
 
-def _load_experiments(results_root: StoreRoot, say: Progress) -> list[Any]:
-    experiments = []
-    for path in find_experiments(results_root):
-        if not ResultsDir(path).stored_trial_keys():
-            say(f"Skipping {shown(path)}: no finished trial yet")
-            continue
-        say(f"Reading results of {shown(path)}")
-        experiment = load_experiment(path)
-        for problem in experiment.problems:
-            say(f"Warning: {problem}")
-        _note_older_spec(experiment, say)
-        experiments.append(experiment)
-    return experiments
-
-
-def _note_older_spec(experiment: Any, say: Progress) -> None:
-    """The pages follow the newest stored spec; say which trials were measured for versions it no longer has
-    (renamed or removed since): they are still rendered, since nothing measured is thrown away."""
-    current = set(experiment.spec.models)
-    trials = experiment.trials
-    gone = trials[~trials["version"].isin(current)]
-    if not gone.empty:
-        names = ", ".join(sorted(set(gone["version"])))
-        say(f"Note: {experiment.name}: {len(gone)} stored trial(s) are of versions no longer in its newest spec "
-            f"({names}); they were measured with an older spec and are still shown.")
+def _experiment_folders(roots: tuple[StoreRoot, ...], say: Progress) -> list[incremental.Parts]:
+    """The experiments to render, in the order their names first appear in the stores (as
+    generator.results.stores.merge_by_name orders them): each as its folders with a finished trial, one per
+    store holding it, in the order the stores were given."""
+    found: dict[str, list[StoreRoot]] = {}
+    for root in roots:
+        for path in find_experiments(root):
+            folder = ResultsDir(path)
+            if not folder.stored_trial_keys():
+                say(f"Skipping {shown(path)}: no finished trial yet")
+                continue
+            found.setdefault(folder.name, []).append(path)
+    return [tuple(parts) for parts in found.values()]
 
 
 def _copy_docs(source: Path, docs_dir: Path) -> list[str]:
@@ -322,6 +324,9 @@ def _write_config(
     if isinstance(theme, dict) and theme.get("name") == "material":
         features = list(theme.get("features") or [])
         config["theme"] = {"features": features + [f for f in REQUIRED_FEATURES if f not in features]}
+    # The render cache's hooks after the project's own (a child config replaces the list: paths made absolute).
+    own_hooks = [str((parent.parent / str(h)).resolve()) for h in parent_config.get("hooks") or []]
+    config["hooks"] = own_hooks + [render_cache_hooks.__file__]
     polyfills = list((parent_config.get("extra") or {}).get("polyfills") or [])
     config["extra"] = {"polyfills": polyfills + [p for p in vendor.polyfills() if p not in polyfills]}
     path = build_dir / "mkdocs.yml"
@@ -362,11 +367,14 @@ def _merged_list(items: list[Any], required: list[Any], parent: Path, key: str) 
     return list(items) + missing
 
 
-def _run_mkdocs(config: Path) -> None:
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+def _run_mkdocs(config: Path, render_cache: Path) -> None:
+    """mkdocs build --strict, with perfsite's render cache (generator.site.render_cache) for unchanged pages."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", render_cache_hooks.CACHE_ENV: str(render_cache)}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)]
+    render_cache.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True,
                           preexec_fn=die_with_parent)
+    render_cache_hooks.commit(render_cache, done.returncode == 0)
     if done.returncode != 0:
         output = (done.stdout + done.stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
         raise SiteError(

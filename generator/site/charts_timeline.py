@@ -115,7 +115,7 @@ def timeline_chart(tl: Timeline, name: str = "timeline") -> dict[str, Any]:
     # warn in the console ("Dropping fit-y").
     chart = alt.layer(*layers, data=alt.Data(values=records)).properties(
         name=name, width="container", height=LANE_STEP_PX * max(1, len(lanes)))
-    return chart.to_dict()
+    return chart.to_dict(validate=False)  # validated by the tests (generator.site.charts.chart_block says why)
 
 
 def temporal_records(stats: TemporalStats) -> list[dict[str, Any]]:
@@ -176,4 +176,5 @@ def temporal_chart(stats: TemporalStats, peak_gflops: float | None, bandwidth_gb
     if stats.has_flops:
         panels.append(_panel(stats, records, COMPUTE, peak_gflops, "measured peak", COMPUTE_COLOR,
                              f"{name}_compute"))
-    return alt.vconcat(*panels, data=alt.Data(values=records)).properties(name=name).to_dict()
+    chart = alt.vconcat(*panels, data=alt.Data(values=records)).properties(name=name)
+    return chart.to_dict(validate=False)  # validated by the tests (generator.site.charts.chart_block says why)

@@ -83,10 +83,10 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
 def _trial_files(folder: str, view: ExperimentView, data: ChooserData) -> list[tuple[str, str]]:
     """`t-<n>.js` for every trial and the `d-<id>.js` detail chunks they point at, each chunk written once
     (trials of one version at the same shapes have the same chunks)."""
-    files, details = [], {}
+    files, details, memo = [], {}, {}
     for n, card in enumerate(data.trials):
         chunk_of: dict[str, str] = {}
-        for chunk in _detail_chunks(trial_details(card.trial_key, view.results.nodes, view.results.layers)):
+        for chunk in _detail_chunks(trial_details(card.trial_key, view.results.nodes, view.results.layers, memo)):
             chunk_id = hashlib.sha256(_json(chunk).encode()).hexdigest()[:16]
             if chunk_id not in details:
                 details[chunk_id] = _call("details", chunk_id, chunk)

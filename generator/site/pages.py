@@ -190,15 +190,33 @@ def render_pages(experiments: list[ExperimentResults]) -> tuple[list[Page], list
     experiment's pages of every kind."""
     env = template_env()
     taken: set[str] = {"index"}
-    views = [experiment_view(results, slugify(results.name, taken)) for results in experiments]
-    if "choose" not in PAGE_KINDS:  # bench/chooser_cost.py builds sites without the kind: no links to it
-        views = [replace(v, chooser=False) for v in views]
-    pages = [render(env, "reports_index.md.j2", f"{REPORTS_DIR}/index.md", "Reports", True, experiments=views,
-                    environments=_all_environments(views))]
+    views = [site_view(results, slugify(results.name, taken)) for results in experiments]
+    pages = [reports_index(env, views)]
     for view in views:
-        for kind in PAGE_KINDS.values():
-            pages += kind(env, view)
+        pages += view_pages(env, view)
     return pages, views
+
+
+def site_view(results: ExperimentResults, slug: str) -> ExperimentView:
+    """The experiment's view as the site shows it (its pages, the reports index and the home page)."""
+    view = experiment_view(results, slug)
+    if "choose" not in PAGE_KINDS:  # bench/chooser_cost.py builds sites without the kind: no links to it
+        view = replace(view, chooser=False)
+    return view
+
+
+def view_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
+    """One experiment's pages, of every kind, in the registry's order."""
+    pages = []
+    for kind in PAGE_KINDS.values():
+        pages += kind(env, view)
+    return pages
+
+
+def reports_index(env: jinja2.Environment, views: list[ExperimentView]) -> Page:
+    """The "All reports" page: every experiment's summary and the environments they were measured on."""
+    return render(env, "reports_index.md.j2", f"{REPORTS_DIR}/index.md", "Reports", True, experiments=views,
+                  environments=_all_environments(views))
 
 
 def home_page(views: list[ExperimentView]) -> Page:

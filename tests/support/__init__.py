@@ -10,6 +10,7 @@ no test module imports another.
 - `compare`: the real recorded compare results (data/compare_recording.json.gz) and a hand-made Comparison;
 - `machines`: the recorded results copied onto two more machines;
 - `diff`: synthetic `perfsite diff` sides, and git in a test repository;
+- `site`: built sites file by file (a rebuild equals a full build);
 - `browser`: driving built pages in headless Chromium (open, charts drawn, marks, columns, tooltips, payloads).
 
 tests/ is on `sys.path` when pytest runs (rootdir-relative imports), so test modules import `support.cli` etc.

@@ -1,0 +1,234 @@
+"""Incremental builds: an experiment's pages are generated again only when what they are made of changed.
+
+Reading an experiment's results and analysing them is most of a build, and an experiment's pages depend on
+nothing but its own results, its place in the site (its slug) and perfsite itself. An experiment is its name:
+its folders in every store the build reads (`--results A --results s3://bucket/x`, generator.results.stores)
+are one experiment, merged into one and kept as one cache entry. So each experiment's generated files are kept
+in a cache entry named by a hash of those inputs (`page_key`):
+
+- every file of each of its folders, in the order the stores were given (the first store's copy of a trial
+  stored twice is the one shown): the store, the file's path relative to the folder, its size and its change
+  marker as the store gives it (generator.results.location `stamps`): a local file's modification time (the
+  writer replaces files by rename, so a re-measured trial always changes it), an object's ETag (else its
+  modification time) from fsspec's `info()`, never a local stat call on a URL; the stored specs are files of
+  the folder too;
+- its slug (the slug follows the order of the names of all experiments);
+- perfsite itself: its version, the content of every module of the `generator` package and of every template
+  and asset in site_templates/, and the names of the page kinds (a new kind, a changed template or any code
+  change invalidates every entry).
+
+A store whose listing gives an object neither an ETag nor a modification time cannot key it: that experiment's
+pages are generated without the cache on every build (correct, only slower), in an entry no later build reuses.
+
+An entry is `<project>/.perfsite/cache/pages/<key>/`: `docs/` holds the experiment's generated files as they
+go into the build's docs folder, and `entry.pickle` the page paths and titles (for the navigation), the
+experiment's view without its results (for the reports index and the home page) and the warnings and notes
+reading it gave (said again when the entry is reused). The cache is not part of any site; the build lock
+(generator.site.publish.build_lock) keeps two builds from writing it at once. Entries are written under a
+temporary name and renamed, so a killed build leaves no half entry; entries no build of the current results
+used are removed at the end of each build.
+
+Missing entries of experiments stored on this machine only are generated in a pool of worker processes (one
+experiment each, at most MAX_WORKERS and the machine's CPU count), or in the build's own process when only one
+is missing. Each worker holds one experiment's tables at a time, so the memory of a build grows with the
+workers, not with the store. An experiment with a folder on an object store is generated in the build's own
+process: fsspec's backends take their endpoint and credentials from the process's environment, and the
+workers are forks of a server started with the environment of its first use, perhaps older than the build's.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import multiprocessing
+import os
+import pickle
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import generator
+from generator.results.location import StoreRoot, local_path, open_location, shown
+from generator.results.store import ExperimentResults, load_experiment
+from generator.results.stores import merge
+from generator.site import pages as P
+from generator.site.page_base import ExperimentView, Page
+
+CACHE_FORMAT = 2  # bump when an entry's layout changes
+MAX_WORKERS = 4  # each holds one experiment's tables (hundreds of MB for a thousand-node model's sweep)
+ENTRY = "entry.pickle"
+UNCACHED = "uncached-"  # an entry of one build (page_key gave None); keys are hex digits
+Parts = tuple[StoreRoot, ...]  # one experiment's folders, one per store holding it, in the order given
+
+
+@dataclass(frozen=True)
+class CachedExperiment:
+    """One experiment's cache entry, as the build uses it."""
+
+    folder: Path  # the entry; its docs/ holds the generated files
+    pages: tuple[Page, ...]  # paths and titles only (markdown empty): the navigation's entries
+    view: ExperimentView  # without its results (None): what the reports index and home page show
+    warnings: tuple[str, ...]
+
+
+def code_fingerprint() -> str:
+    """A hash of perfsite itself: version, every module of the package, every template and asset."""
+    digest = hashlib.sha256(f"{CACHE_FORMAT}\0{generator.__version__}\0{sorted(P.PAGE_KINDS)}\0".encode())
+    package = Path(generator.__file__).parent
+    for root in (package, P.templates_dir()):
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and (root != package or path.suffix == ".py"):
+                digest.update(f"{path.relative_to(root).as_posix()}\0".encode())
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def page_key(parts: Sequence[StoreRoot], slug: str, code: str) -> str | None:
+    """The hash of everything an experiment's pages are made of (module docstring), or None when a store
+    gives a file no change marker (the experiment is then generated without the cache)."""
+    digest = hashlib.sha256(json.dumps([code, slug]).encode())
+    for part in parts:
+        stamps = open_location(part).stamps()
+        if stamps is None:
+            return None
+        digest.update(f"{_store_name(part)}\n".encode())
+        for rel, size, marker in stamps:
+            digest.update(f"{rel}\0{size}\0{marker}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+def _store_name(part: StoreRoot) -> str:
+    """A folder as the key names it: a local one's absolute path, a URL without credentials (they change who
+    reads, not what is read)."""
+    local = local_path(part)
+    return str(local.resolve()) if local is not None else shown(str(part)).rstrip("/")
+
+
+def experiment_pages(experiments: Sequence[Parts], slugs: list[str], cache: Path,
+                     say: Callable[[str], None]) -> list[CachedExperiment]:
+    """Every experiment's cache entry, in order: reused where its key is stored, generated otherwise."""
+    cache.mkdir(parents=True, exist_ok=True)
+    code = code_fingerprint()
+    folders = [_entry_folder(cache, parts, slug, code) for parts, slug in zip(experiments, slugs, strict=True)]
+    missing = [(parts, slug, folder) for parts, slug, folder in zip(experiments, slugs, folders, strict=True)
+               if folder.name.startswith(UNCACHED) or not (folder / ENTRY).is_file()]
+    if len(experiments) > len(missing):
+        say(f"Reusing the pages of {len(experiments) - len(missing)} unchanged experiment(s)")
+    for parts, _, folder in missing:
+        for part in parts:
+            say(f"Reading results of {shown(part)}")
+        if folder.name.startswith(UNCACHED):
+            say(f"Note: {shown(parts[0])}: its store gives no ETag or modification time for its files, so its "
+                "pages are generated again on every build (not cached)")
+    _generate(missing)
+    _prune(cache, set(folders))
+    return [_read_entry(folder) for folder in folders]
+
+
+def _entry_folder(cache: Path, parts: Parts, slug: str, code: str) -> Path:
+    """The entry's folder: its key, or for an experiment that cannot be keyed a folder of this build only
+    (regenerated by every build, removed by the next one's _prune when its slug is gone)."""
+    key = page_key(parts, slug, code)
+    return cache / (key if key is not None else f"{UNCACHED}{slug}")
+
+
+def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
+    # Experiments with a folder on an object store in this process (module docstring), the others in a pool.
+    remote = [m for m in missing if any(local_path(p) is None for p in m[0])]
+    local = [m for m in missing if m not in remote]
+    for parts, slug, folder in remote:
+        generate_entry(parts, slug, str(folder))
+    workers = min(len(local), MAX_WORKERS, os.cpu_count() or 1)
+    if workers <= 1:
+        for parts, slug, folder in local:
+            generate_entry(parts, slug, str(folder))
+        return
+    # forkserver: workers start from a clean process, not a fork of one whose libraries hold threads. The
+    # server imports this module (pandas, altair, the analyses) once, and each worker is a fork of it. As with
+    # every start method but fork, a script that calls build_site must guard it with `if __name__ ==
+    # "__main__":` (Python's multiprocessing rule): workers import the main module.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = [pool.submit(generate_entry, parts, slug, str(folder)) for parts, slug, folder in local]
+        for future in futures:
+            future.result()  # a worker's PerfsiteError (a damaged results file) reaches the CLI as raised
+
+
+def load_merged(parts: Sequence[StoreRoot]) -> tuple[ExperimentResults, list[str]]:
+    """One experiment read from its folders in every store holding it, merged (generator.results.stores), and
+    the notes on trials stored in more than one."""
+    return merge([load_experiment(part) for part in parts])
+
+
+def generate_entry(parts: Parts, slug: str, folder: str) -> None:
+    """Read one experiment, render its pages into a new cache entry at `folder` (in a worker process)."""
+    results, notes = load_merged(parts)
+    view = P.site_view(results, slug)
+    made = P.view_pages(P.template_env(), view)
+    target = Path(folder)
+    staging = target.with_name(f".{target.name}.{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    for page in made:
+        write_page(staging / "docs", page)
+    warnings = (*(f"Warning: {p}" for p in results.problems), *filter(None, [older_spec_note(results)]),
+                *(f"Note: {n}" for n in notes))
+    entry = CachedExperiment(target, tuple(Page(p.path, p.title, "") for p in made), replace(view, results=None),
+                             warnings)
+    (staging / ENTRY).write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+
+
+def _read_entry(folder: Path) -> CachedExperiment:
+    entry = pickle.loads((folder / ENTRY).read_bytes())
+    return replace(entry, folder=folder)
+
+
+def _prune(cache: Path, used: set[Path]) -> None:
+    """Remove entries this build does not use, and temporary ones of killed builds (the lock is held)."""
+    for entry in cache.iterdir():
+        if entry not in used:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def write_page(docs_dir: Path, page: Page) -> None:
+    """A page's Markdown and the files beside it (a profile page's traces, a chooser's data) into docs_dir."""
+    target = docs_dir / page.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(page.markdown, encoding="utf-8")
+    for rel, content in page.files:
+        (docs_dir / rel).parent.mkdir(parents=True, exist_ok=True)  # the chooser's data folder
+        if isinstance(content, bytes):
+            (docs_dir / rel).write_bytes(content)
+        else:
+            (docs_dir / rel).write_text(content, encoding="utf-8")
+
+
+def link_tree(source: Path, target: Path) -> None:
+    """Hard-link (copy where links fail) every file under `source` into `target`: an entry's files into the
+    build's docs folder, which each build empties (the cache keeps its own links)."""
+    if source.is_dir():
+        shutil.copytree(source, target, dirs_exist_ok=True, copy_function=_link_or_copy)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def older_spec_note(experiment: ExperimentResults) -> str | None:
+    """The pages follow the newest stored spec; a note naming the trials measured for versions it no longer
+    has (renamed or removed since): they are still rendered, since nothing measured is thrown away."""
+    current = set(experiment.spec.models)
+    trials = experiment.trials
+    gone = trials[~trials["version"].isin(current)]
+    if gone.empty:
+        return None
+    names = ", ".join(sorted(set(gone["version"])))
+    return (f"Note: {experiment.name}: {len(gone)} stored trial(s) are of versions no longer in its newest spec "
+            f"({names}); they were measured with an older spec and are still shown.")

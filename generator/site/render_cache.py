@@ -1,0 +1,170 @@
+"""mkdocs hooks of `perfsite build` (its generated mkdocs.yml lists this file under `hooks:`): a page whose
+Markdown, place, file set and configuration are unchanged is not converted to HTML and indexed for search again.
+
+Converting the Markdown of the report pages (long tables) and indexing their HTML for search are most of the
+time of `mkdocs build`. Both depend only on the page's Markdown source and path, on the names of the site's
+files (links are resolved and checked against them), and on the configuration (Markdown extensions and their
+settings, URL style, the search plugin's settings, mkdocs, Material and this file). A hash of those names an
+entry of the render cache (the folder in PERFSITE_RENDER_CACHE, set by generator.site.build): the HTML, table
+of contents, title, anchors and links to other pages' anchors of the page, and its search index entries. On
+a hit the page's Markdown is replaced by nothing before conversion and the stored results are put back, so
+mkdocs renders the page's template, validates anchors and writes the search index as it would have. The
+navigation, every page's template and everything else are rendered on every build.
+
+An entry is written to `pending/` and moved into `entries/` by the build only when mkdocs succeeded: a page that
+warned in a failed strict build is converted again (and warns again) next time. The names of the chooser's
+data files (generator.site.chooser_page.DATA_FOLDER) are left out of the file set: pages load them from
+scripts, never link them from Markdown, and their names change with the figures. The reports' data files are
+hard-linked into the site rather than copied (`_link_or_copy_file`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import markdown as markdown_package
+import mkdocs
+from material.plugins.search.plugin import SearchIndex
+from mkdocs import utils as mkdocs_utils
+
+CACHE_ENV = "PERFSITE_RENDER_CACHE"
+# generator.site.chooser_page.DATA_FOLDER and page_base.REPORTS_DIR (mkdocs loads this file, it imports neither)
+DATA_FOLDER, REPORTS_DIR = "choose", "reports"
+USED = "used.json"
+_state: dict[str, Any] = {"config": "", "files": "", "used": set()}
+_original_add_entry = SearchIndex.add_entry_from_context
+
+
+def _folder() -> Path | None:
+    folder = os.environ.get(CACHE_ENV)
+    return Path(folder) if folder else None
+
+
+def on_config(config: Any) -> Any:
+    _state["generated"] = os.path.join(config["docs_dir"], REPORTS_DIR, "")
+    search = next((p for name, p in config.plugins.items() if name.endswith("search")), None)
+    signature = {
+        "extensions": [str(e) for e in config["markdown_extensions"]],
+        "mdx_configs": json.dumps(config["mdx_configs"], sort_keys=True, default=str),
+        "directory_urls": config["use_directory_urls"],
+        "search": json.dumps(dict(search.config) if search else {}, sort_keys=True, default=str),
+        "versions": [mkdocs.__version__, markdown_package.__version__, _material_version()],
+        "hooks": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+    }
+    _state.update(config=json.dumps(signature, sort_keys=True), used=set())
+    return config
+
+
+def _material_version() -> str:
+    from material import __version__
+
+    return __version__
+
+
+def on_files(files: Any, config: Any) -> Any:
+    names = sorted(f.src_uri for f in files if DATA_FOLDER not in f.src_uri.split("/")[:-1])
+    _state["files"] = hashlib.sha256("\n".join(names).encode()).hexdigest()
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    folder = _folder()
+    if folder is None:
+        return markdown
+    text = "\0".join((_state["config"], _state["files"], page.file.src_uri, markdown))
+    key = hashlib.sha256(text.encode()).hexdigest()
+    page.perfsite_render_key = key
+    _state["used"].add(key)
+    entry = folder / "entries" / key
+    if entry.is_file():
+        page.perfsite_render_hit = pickle.loads(entry.read_bytes())
+        return ""  # nothing to convert: on_page_content puts the stored HTML back
+    return markdown
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    hit = getattr(page, "perfsite_render_hit", None)
+    if hit is not None:
+        page.toc, page._title_from_render = hit["toc"], hit["title"]
+        page.present_anchor_ids = set(hit["anchors"])
+        links = hit["links"]
+        page.links_to_anchors = None if links is None else {files.get_file_from_path(k): v for k, v in links.items()}
+        return hit["content"]
+    key, folder = getattr(page, "perfsite_render_key", None), _folder()
+    if key is not None and folder is not None:
+        links = page.links_to_anchors
+        _pending(folder, key, {
+            "content": html, "toc": page.toc, "title": page._title_from_render,
+            "anchors": sorted(page.present_anchor_ids or ()), "search": None,
+            "links": None if links is None else {f.src_uri: v for f, v in links.items()}})
+    return html
+
+
+def _add_entry_from_context(self: SearchIndex, page: Any) -> None:
+    """Material's search indexing of a page, replayed from the render cache on a hit."""
+    hit = getattr(page, "perfsite_render_hit", None)
+    if hit is not None and hit["search"] is not None:
+        self.entries.extend(hit["search"])
+        return
+    before = len(self.entries)
+    _original_add_entry(self, page)
+    key, folder = getattr(page, "perfsite_render_key", None), _folder()
+    if hit is None and key is not None and folder is not None and (folder / "pending" / key).is_file():
+        entry = pickle.loads((folder / "pending" / key).read_bytes())
+        _pending(folder, key, {**entry, "search": self.entries[before:]})
+
+
+SearchIndex.add_entry_from_context = _add_entry_from_context
+
+
+def _link_or_copy_file(source_path: str, output_path: str) -> None:
+    """mkdocs' copy of a file into the site, as a hard link for the generated reports' data files (hundreds of
+    MB of chooser figures in a big site): nothing writes them in place, the build folder and the page cache
+    (generator.site.incremental) hold the same bytes."""
+    if not source_path.startswith(_state.get("generated") or "\0") or os.path.isdir(output_path):
+        _original_copy_file(source_path, output_path)
+        return
+    os.makedirs(os.path.dirname(output_path), exist_ok=True)
+    try:
+        if os.path.lexists(output_path):
+            os.unlink(output_path)
+        os.link(source_path, output_path)
+    except OSError:  # another file system, or one without hard links
+        _original_copy_file(source_path, output_path)
+
+
+_original_copy_file = mkdocs_utils.copy_file
+mkdocs_utils.copy_file = _link_or_copy_file
+
+
+def _pending(folder: Path, key: str, entry: dict[str, Any]) -> None:
+    (folder / "pending").mkdir(parents=True, exist_ok=True)
+    (folder / "pending" / key).write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def on_post_build(config: Any) -> None:
+    folder = _folder()
+    if folder is not None:
+        (folder / USED).write_text(json.dumps(sorted(_state["used"])))
+
+
+def commit(folder: Path, succeeded: bool) -> None:
+    """After mkdocs: on success, move the pending entries into the cache and drop entries this build did not
+    use; on failure, drop the pending ones."""
+    pending, entries = folder / "pending", folder / "entries"
+    entries.mkdir(parents=True, exist_ok=True)
+    if succeeded:
+        for entry in pending.iterdir() if pending.is_dir() else ():
+            entry.replace(entries / entry.name)
+        used = set(json.loads((folder / USED).read_text())) if (folder / USED).is_file() else set()
+        for entry in entries.iterdir():
+            if entry.name not in used:
+                entry.unlink()
+    for entry in pending.iterdir() if pending.is_dir() else ():
+        entry.unlink()
+    (folder / USED).unlink(missing_ok=True)

@@ -1,0 +1,110 @@
+"""Incremental builds (generator.site.incremental): unchanged experiments' pages are reused, and a rebuild gives
+the same site as a full build from scratch."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from support.results import EXPERIMENT, write_results
+from support.site import site_files
+
+import generator
+from generator.site import build_site, incremental
+from generator.site import pages as P
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _two_experiments(root: Path) -> tuple[Path, Path]:
+    first = write_results(root)
+    second = root / "other-cnn"
+    shutil.copytree(first, second)
+    return first, second
+
+
+def _build(results: Path, project: Path) -> list[str]:
+    said: list[str] = []
+    build_site(results, project / "site", project, progress=said.append)
+    return said
+
+
+def _slower(experiment: Path) -> None:
+    """Re-measure one trial of the experiment: a results file with new figures (its trial key kept)."""
+    path = sorted((experiment / "trials").glob("*.parquet"))[0]
+    table = pq.read_table(path)
+    i = table.schema.get_field_index("latency_headline_ms")
+    table = table.set_column(i, table.schema.field(i), pc.multiply(table.column(i), 1.5))
+    pq.write_table(table, path)
+
+
+def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_path):
+    results = tmp_path / "results"
+    first, second = _two_experiments(results)
+    project = tmp_path / "project"
+    said = _build(results, project)
+    assert [s for s in said if s.startswith("Reading results of")] == [
+        f"Reading results of {first}", f"Reading results of {second}"]
+    entries = sorted(p.name for p in (project / ".perfsite" / "cache" / "pages").iterdir())
+    assert len(entries) == 2
+    renders = {p.name for p in (project / ".perfsite" / "cache" / "render" / "entries").iterdir()}
+    assert len(renders) >= 10  # one per page (generator.site.render_cache)
+
+    _slower(second)
+    said = _build(results, project)
+    assert "Reusing the pages of 1 unchanged experiment(s)" in said
+    assert [s for s in said if s.startswith("Reading results of")] == [f"Reading results of {second}"]
+    now = sorted(p.name for p in (project / ".perfsite" / "cache" / "pages").iterdir())
+    assert len(now) == 2 and len(set(now) & set(entries)) == 1  # the changed one replaced, the old one pruned
+    rendered = {p.name for p in (project / ".perfsite" / "cache" / "render" / "entries").iterdir()}
+    assert len(rendered) == len(renders) and 0 < len(rendered - renders) < len(renders) / 2  # the others reused
+
+    scratch = tmp_path / "scratch"
+    _build(results, scratch)
+    rebuilt, full = site_files(project / "site"), site_files(scratch / "site")
+    assert sorted(rebuilt) == sorted(full)
+    assert [f for f in full if rebuilt[f] != full[f]] == []
+    assert b"other-cnn" in full["reports/other-cnn/index.html"]
+    data = project / "site" / "reports" / "other-cnn" / "choose" / "index.js"
+    assert data.stat().st_nlink >= 2  # hard-linked from the page cache, not copied (render_cache)
+
+    shutil.rmtree(first)  # a removed experiment: its pages, its navigation entry and its cache entry go
+    said = _build(results, project)
+    assert [s for s in said if s.startswith("Reading results of")] == []
+    assert not (project / "site" / "reports" / EXPERIMENT).exists()
+    assert EXPERIMENT not in (project / "site" / "reports" / "other-cnn" / "index.html").read_text()
+    assert len(list((project / ".perfsite" / "cache" / "pages").iterdir())) == 1
+
+
+def test_a_new_version_or_template_invalidates_every_entry(tmp_path, monkeypatch):
+    experiment = write_results(tmp_path / "results")
+    code = incremental.code_fingerprint()
+    key = incremental.page_key((experiment,), "cnn-int8", code)
+    assert incremental.page_key((experiment,), "cnn-int8", incremental.code_fingerprint()) == key
+    assert incremental.page_key((experiment,), "cnn-int8-2", code) != key  # another slug: other links
+
+    monkeypatch.setattr(generator, "__version__", "99.0")
+    assert incremental.code_fingerprint() != code
+    monkeypatch.undo()
+
+    templates = tmp_path / "templates"
+    shutil.copytree(P.templates_dir(), templates)
+    monkeypatch.setattr(P, "templates_dir", lambda: templates)
+    assert incremental.code_fingerprint() == code
+    with open(templates / "experiment.md.j2", "a", encoding="utf-8") as f:
+        f.write("\n")
+    assert incremental.code_fingerprint() != code
+
+
+def test_the_scale_benchmark_runs_small(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "site_scale.py"), "--trials", "20", "--nodes", "600",
+                           "--work", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stderr  # 1: a figure over its target (a loaded machine)
+    assert "store: 1 experiment, 20 trials, 600 node rows, 3 environments" in done.stdout
+    for figure in ("full build", "peak memory (process tree)", "rebuild after one change", "largest page"):
+        assert figure in done.stdout
+    assert (tmp_path / "site" / "reports" / "resnet-detector-00" / "choose.html").is_file()
