@@ -84,3 +84,33 @@ def clean_stale_tempdirs(prefix: str, parent: str | None = None) -> list[Path]:
                 shutil.rmtree(entry, ignore_errors=True)
                 removed.append(entry)
     return removed
+
+
+# A Ctrl-C that arrives while os.fork runs Python's at-fork callbacks (logging registers one) raises in that
+# callback, and Python ignores exceptions there ("Exception ignored in: _releaseLock"): the signal was lost and
+# an interrupted `perfsite run` went on to the end and exited 0. The CLI's handler counts the signals it turned
+# into KeyboardInterrupt, so that code starting a child can tell that one went missing and raise it again.
+_interrupts = 0
+
+
+def count_interrupts() -> None:
+    """Turn SIGINT into KeyboardInterrupt as Python does, counting them (CLI start, main thread only). A SIGINT
+    ignored by the parent shell (a background job) stays ignored."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    global _interrupts
+    _interrupts += 1
+    raise KeyboardInterrupt
+
+
+def interrupts() -> int:
+    return _interrupts
+
+
+def raise_if_interrupted_since(seen: int) -> None:
+    """KeyboardInterrupt if a SIGINT arrived since `interrupts()` returned `seen` and was swallowed on the way."""
+    if _interrupts != seen:
+        raise KeyboardInterrupt
