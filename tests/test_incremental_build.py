@@ -108,3 +108,18 @@ def test_the_scale_benchmark_runs_small(tmp_path):
     for figure in ("full build", "peak memory (process tree)", "rebuild after one change", "largest page"):
         assert figure in done.stdout
     assert (tmp_path / "site" / "reports" / "resnet-detector-00" / "choose.html").is_file()
+
+
+def test_a_damaged_or_half_deleted_cache_entry_is_generated_again(tmp_path):
+    write_results(tmp_path / "results")
+    project = tmp_path / "project"
+    project.mkdir()
+    _build(tmp_path / "results", project)
+    whole = site_files(project / "site")
+    (entry,) = (project / ".perfsite" / "cache" / "pages").iterdir()
+    for damage in (lambda: (entry / "entry.pickle").write_bytes(b""),       # EOFError, once read as Ctrl-C
+                   lambda: (entry / "entry.pickle").write_bytes(b"junk"),   # UnpicklingError
+                   lambda: shutil.rmtree(entry / "docs")):                  # pages gone, record kept
+        damage()
+        said = _build(tmp_path / "results", project)
+        assert not any("Reusing" in line for line in said) and site_files(project / "site") == whole

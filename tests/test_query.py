@@ -198,6 +198,7 @@ def test_a_store_on_another_filesystem_is_read_through_fsspec(store, monkeypatch
                                    'trails does not exist! Did you mean "trials"?'),
     ("SELECT nosuch FROM history", None, "The query failed on the results store {store}: Binder Error:"),
     ("SELECT 1", "missing", "The results store {store} does not exist."),
+    ("  -- nothing but a comment", None, "The query for the store {store} holds no SQL statement."),
 ])
 def test_a_bad_query_or_store_is_one_paragraph(store, monkeypatch, capsys, sql, results, first_words):
     where = str(store if results is None else store.parent / results)

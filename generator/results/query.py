@@ -64,6 +64,10 @@ def run_query(results: str | Path, sql: str) -> QueryResult:
     con = open_store(results)
     try:
         cursor = con.execute(sql)
+        if cursor is None:  # DuckDB's answer to a text with no statement at all (empty, blanks, comments)
+            raise ResultsError(f"The query for the store {results} holds no SQL statement. Allowed: SQL over the "
+                               f"views {', '.join(VIEWS)} (their columns: docs/query.md), e.g. "
+                               "`SELECT version, count(*) FROM trials GROUP BY version`.")
         if cursor.description is None:  # a statement that returns no rows
             return QueryResult((), [])
         return QueryResult(tuple(d[0] for d in cursor.description), cursor.fetchall())

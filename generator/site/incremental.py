@@ -113,7 +113,9 @@ def experiment_pages(experiments: Sequence[Parts], slugs: list[str], cache: Path
     code = code_fingerprint()
     folders = [_entry_folder(cache, parts, slug, code) for parts, slug in zip(experiments, slugs, strict=True)]
     missing = [(parts, slug, folder) for parts, slug, folder in zip(experiments, slugs, folders, strict=True)
-               if folder.name.startswith(UNCACHED) or not (folder / ENTRY).is_file()]
+               if folder.name.startswith(UNCACHED) or not _whole(folder)]
+    for _, _, folder in missing:
+        shutil.rmtree(folder, ignore_errors=True)  # a damaged entry is generated again from scratch
     if len(experiments) > len(missing):
         say(f"Reusing the pages of {len(experiments) - len(missing)} unchanged experiment(s)")
     for parts, _, folder in missing:
@@ -180,6 +182,18 @@ def generate_entry(parts: Parts, slug: str, folder: str) -> None:
     (staging / ENTRY).write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
+
+
+def _whole(folder: Path) -> bool:
+    """Whether a build can use the entry: its record reads and every page it lists is there. The cache is
+    documented as safe to delete, in part too; a damaged or half-deleted entry is generated again, never used."""
+    if not (folder / ENTRY).is_file():
+        return False
+    try:
+        entry = _read_entry(folder)
+    except Exception:  # damaged bytes make pickle raise almost anything: EOFError, UnpicklingError, ValueError
+        return False
+    return all((folder / "docs" / page.path).is_file() for page in entry.pages)
 
 
 def _read_entry(folder: Path) -> CachedExperiment:
