@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -234,3 +235,14 @@ def test_one_file_holding_a_trial_twice_is_named_once(tmp_path):
     report = ResultsDir(folder).check()
     assert report.trials["trial_key"].is_unique
     assert report.problems == (f"Trial {path.stem} is stored twice in {path} (two rows); counted once.",)
+
+
+@pytest.mark.parametrize("url", ["file://u:s3cr3t@localhost/tmp/x", "file://otherhost/tmp/x"])
+def test_a_file_url_with_a_host_or_credentials_is_refused_without_showing_the_secret(url):
+    from generator.results.location import local_path
+
+    # It once wrote /u:s3cr3t@localhost/tmp/x (and printed the password) or /otherhost/tmp/x.
+    with pytest.raises(ResultsError, match="file:// URL with a host or credentials part") as refused:
+        local_path(url)
+    assert "s3cr3t" not in str(refused.value) and "Allowed for --results" in str(refused.value)
+    assert local_path("file:///tmp/x") == local_path("file://localhost/tmp/x") == Path("/tmp/x")

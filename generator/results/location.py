@@ -77,7 +77,23 @@ def local_path(root: StoreRoot) -> Path | None:
                                f"scheme://bucket/path (two slashes). {ALLOWED}")
         return Path(root)
     match = _URL.match(str(root))
-    return Path("/" + match["rest"].lstrip("/")) if match["scheme"].lower() in ("file", "local") else None
+    if match["scheme"].lower() not in ("file", "local"):
+        return None
+    return _file_url_path(str(root), match["rest"])
+
+
+def _file_url_path(root: str, rest: str) -> Path:
+    """file:///p and file://localhost/p name the folder /p. Any other host part (a machine, `user:password@`) is
+    refused: perfsite reads and writes this machine's folders only, and such a part was once taken for the first
+    folder under / (`file://u:pw@localhost/tmp/x` wrote /u:pw@localhost/tmp/x and printed the password)."""
+    if rest.startswith("/"):
+        return Path("/" + rest.lstrip("/"))
+    host, _, path = rest.partition("/")
+    if host.lower() != "localhost":
+        raise ResultsError(f"The results store {shown(root)} is a file:// URL with a host or credentials part: perfsite reads "
+                           "and writes folders of this machine only, written file:///path or "
+                           f"file://localhost/path. {ALLOWED}")
+    return Path("/" + path.lstrip("/"))
 
 
 def open_filesystem(url: str) -> tuple[Any, str]:
