@@ -90,8 +90,8 @@ def _file_url_path(root: str, rest: str) -> Path:
         return Path("/" + rest.lstrip("/"))
     host, _, path = rest.partition("/")
     if host.lower() != "localhost":
-        raise ResultsError(f"The results store {shown(root)} is a file:// URL with a host or credentials part: perfsite reads "
-                           "and writes folders of this machine only, written file:///path or "
+        raise ResultsError(f"The results store {shown(root)} is a file:// URL with a host or credentials part: "
+                           "perfsite reads and writes folders of this machine only, written file:///path or "
                            f"file://localhost/path. {ALLOWED}")
     return Path("/" + path.lstrip("/"))
 
