@@ -246,3 +246,18 @@ def test_a_file_url_with_a_host_or_credentials_is_refused_without_showing_the_se
         local_path(url)
     assert "s3cr3t" not in str(refused.value) and "Allowed for --results" in str(refused.value)
     assert local_path("file:///tmp/x") == local_path("file://localhost/tmp/x") == Path("/tmp/x")
+
+
+def test_an_s3_store_waits_seconds_not_minutes_for_an_endpoint_that_never_answers(monkeypatch):
+    """botocore's defaults (60 s per answer, five attempts) inside s3fs's own five retries held build, run and
+    query silent for minutes before an endpoint that accepted connections and never answered (the hostile
+    tour's hang server: now a paragraph after about 45 s, measured by hand)."""
+    pytest.importorskip("s3fs")
+    from generator.results.location import S3_TIMEOUTS, open_filesystem
+
+    monkeypatch.delenv("AWS_MAX_ATTEMPTS", raising=False)
+    fs, root = open_filesystem("s3://perf-bucket/results")
+    assert root == "perf-bucket/results" and fs.retries == 1
+    assert fs.config_kwargs == {**S3_TIMEOUTS, "retries": {"max_attempts": 2, "mode": "standard"}}
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "4")  # the user's own choice stays theirs
+    assert "retries" not in open_filesystem("s3://perf-bucket/results")[0].config_kwargs

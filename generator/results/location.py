@@ -106,7 +106,9 @@ def open_filesystem(url: str) -> tuple[Any, str]:
         raise ResultsError(f"Cannot open the results store {shown(url)}: fsspec is not installed. Install "
                            "perfsite with the s3 extra: `pip install 'perfsite[s3]'`.") from e
     try:
-        fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True)
+        fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True, **_transport_options(url))
+        if _transport_options(url):
+            fs.retries = 1  # s3fs's attempts around each call (a class attribute, not an option)
     except ImportError as e:  # fsspec names the package a protocol needs ("Install s3fs to access S3")
         raise ResultsError(f"Cannot open the results store {shown(url)}: {_scrubbed(str(e), url)}. Install that "
                            "package into perfsite's environment (for s3://: `pip install 'perfsite[s3]'`) and run "
@@ -117,6 +119,24 @@ def open_filesystem(url: str) -> tuple[Any, str]:
     if not root:
         raise ResultsError(f"The results store {shown(url)} names no bucket or folder. {ALLOWED}")
     return fs, root
+
+
+# botocore waits 60 s for a connection and 60 s for each answer, five times over: an endpoint that accepts the
+# connection and never answers held `build`, `run` and `query` silent for minutes. Small objects answer in well
+# under a second; a few seconds of headroom for slow links, two attempts unless AWS_MAX_ATTEMPTS says otherwise,
+# and no second layer of retries in s3fs (its own five, around botocore's).
+S3_TIMEOUTS = {"connect_timeout": 10, "read_timeout": 15}
+S3_ATTEMPTS = 2
+
+
+def _transport_options(url: str) -> dict[str, Any]:
+    """fsspec options perfsite sets for a protocol: S3's timeouts and retries (see S3_TIMEOUTS)."""
+    if _URL.match(url)["scheme"].lower() not in ("s3", "s3a"):
+        return {}
+    config: dict[str, Any] = dict(S3_TIMEOUTS)
+    if not os.environ.get("AWS_MAX_ATTEMPTS"):
+        config["retries"] = {"max_attempts": S3_ATTEMPTS, "mode": "standard"}
+    return {"config_kwargs": config}
 
 
 def is_transport_error(error: BaseException) -> bool:
