@@ -261,3 +261,12 @@ def test_an_s3_store_waits_seconds_not_minutes_for_an_endpoint_that_never_answer
     assert fs.config_kwargs == {**S3_TIMEOUTS, "retries": {"max_attempts": 2, "mode": "standard"}}
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "4")  # the user's own choice stays theirs
     assert "retries" not in open_filesystem("s3://perf-bucket/results")[0].config_kwargs
+
+
+def test_a_store_whose_backend_connects_when_opened_is_one_paragraph_without_the_password():
+    from generator.results.location import open_filesystem
+
+    with pytest.raises(ResultsError, match=r"Cannot open the results store ftp://127\.0\.0\.1:1/x: the storage "
+                                           "endpoint cannot be reached") as refused:
+        open_filesystem("ftp://u:s3cr3tPW@127.0.0.1:1/x")  # port 1: the connection is refused at once
+    assert "s3cr3tPW" not in str(refused.value)

@@ -115,6 +115,10 @@ def open_filesystem(url: str) -> tuple[Any, str]:
                            "the command again.") from e
     except ValueError as e:  # "Protocol not known: xyz"
         raise ResultsError(f"Cannot open the results store {shown(url)}: {_scrubbed(str(e), url)}. {ALLOWED}") from e
+    except Exception as e:  # backends that connect when opened (ftp://, sftp://): a refused connection
+        if not is_transport_error(e):
+            raise
+        raise remote_failure(url, "open", e) from e
     root = root.rstrip("/")
     if not root:
         raise ResultsError(f"The results store {shown(url)} names no bucket or folder. {ALLOWED}")
