@@ -5,8 +5,8 @@ or folder), the field or path at fault, and what is allowed. The last tests fuzz
 (the spec loader's fuzz tests are in tests/test_spec.py) and keep the docs table and these tests in step.
 
 Each row's files are made by a `setup_<row>` function; the module fixture `rows` runs every row's commands in
-its own project folder, a few rows at a time (each command is a fresh Python process, mostly spent importing),
-and each `test_<row>` checks what its commands printed.
+its own project folder (each command in a child process of its own), and each `test_<row>` checks what its
+commands printed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +53,6 @@ sweep: {{batch: [1]}}
 {MEASURE}
 """
 PROFILE = ROOT / "tests" / "data" / "profile_tiny.json"
-PARALLEL_ROWS = 3
 
 
 # An IR version far beyond any released one: onnx.helper's own default (IR 14) was "too new" for onnxruntime 1.31
@@ -128,8 +126,9 @@ def rows(tmp_path_factory, models) -> dict[str, Row]:
         row.results = [perfsite(*args, **{"cwd": row.project, **kw}) for args, kw in commands]
         return name, row
 
-    with ThreadPoolExecutor(max_workers=PARALLEL_ROWS) as pool:
-        return dict(pool.map(one, SETUPS))
+    # One row after another: each command is a fork of this process (support.cli.perfsite), which has imported
+    # perfsite already, so a command costs what it does, not an interpreter's start.
+    return dict(one(name) for name in SETUPS)
 
 
 def _row(rows: dict[str, Row], name: str) -> Row:

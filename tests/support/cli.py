@@ -3,10 +3,17 @@ snapshot checks."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib
+import io
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -20,12 +27,120 @@ def write_spec(folder: Path, text: str, name: str = "spec.yaml") -> Path:
     return path
 
 
-def perfsite(*args: str, cwd: Path | None = None, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
-    """Run the real `perfsite` command line in a child process."""
-    return subprocess.run(
-        [sys.executable, "-m", "generator.cli", *args], cwd=cwd, capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, **kw,
-    )
+def perfsite(*args: str, cwd: Path | None = None, env: dict | None = None, fresh: bool = False,
+             **kw) -> subprocess.CompletedProcess:
+    """Run the real `perfsite` command line in a child process.
+
+    By default the child is a fork of this (test) process, which has imported perfsite already: most of a fresh
+    interpreter's second or two goes to importing onnxruntime, pandas and altair, and the suite runs hundreds of
+    commands. The child is still a process of its own (its own folder, environment, standard streams and exit
+    status) and runs the same `main()` as the console script. `fresh=True` starts a new interpreter instead, for
+    the tests that need one (a Ray driver, signals sent from outside, anything that must not inherit this
+    process's state)."""
+    full_env = {**os.environ, **(env or {})}
+    if fresh or not hasattr(os, "fork") or set(kw) - _FORK_KEYWORDS:
+        return subprocess.run([sys.executable, "-m", "generator.cli", *args], cwd=cwd, capture_output=True,
+                              text=True, env=full_env, **kw)
+    return _forked(list(args), cwd, full_env, **kw)
+
+
+# Anything else (a preexec_fn, say: dropping a capability takes effect at exec) gets a fresh interpreter.
+_FORK_KEYWORDS = frozenset({"timeout", "input"})
+
+
+def _forked(args: list[str], cwd: Path | None, env: dict, timeout: float | None = None,
+            input: str | None = None) -> subprocess.CompletedProcess:
+    main = _warm()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as stdin:
+        stdin.write((input or "").encode())
+        stdin.seek(0)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            _child(main, args, cwd, env, (stdin.fileno(), out.fileno(), err.fileno()))
+        returncode = _wait(pid, timeout, args)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(["perfsite", *args], returncode, out.read().decode(),
+                                           err.read().decode(errors="backslashreplace"))
+
+
+# What the commands import on use (each a second or so in a fresh interpreter): imported once per test process,
+# before the first fork, so that every forked command starts with them loaded.
+_WARM_MODULES = ("generator.runner.orchestrate", "generator.runner.paired", "generator.site",
+                 "generator.diff.report", "generator.oneshot", "generator.cli.profile", "generator.cli.diff",
+                 "generator.cli.compare", "generator.cli.count", "generator.cli.query", "generator.machine.session")
+
+
+@functools.cache
+def _warm():
+    for name in _WARM_MODULES:
+        importlib.import_module(name)
+    from generator.cli.app import main
+
+    return main
+
+
+def _forget_inherited_servers() -> None:
+    """A build's worker pool starts from a forkserver (generator.site.incremental); the parent's, if it started
+    one, is not this process's child, and multiprocessing would ask it for workers. Start a new one on use."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    server._forkserver_pid = server._forkserver_address = server._forkserver_alive_fd = None
+    server._inherited_fds = None
+
+
+def _child(main, args: list[str], cwd: Path | None, env: dict, fds: tuple[int, int, int]) -> None:
+    code = 1
+    try:
+        for fd, target in zip(fds, (0, 1, 2), strict=True):
+            os.dup2(fd, target)
+        # Fresh stream objects: the inherited ones may hold a lock another thread of the parent had at the fork.
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                      errors="backslashreplace", line_buffering=True)
+        _forget_inherited_servers()
+        if cwd is not None:
+            os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        tempfile.tempdir = None  # the parent's, cached at its first use, would hide this environment's TMPDIR
+        sys.argv = ["perfsite", *args]
+        try:
+            main()
+            code = 0
+        except SystemExit as e:
+            code = _exit_status(e.code)
+        except BaseException:
+            sys.excepthook(*sys.exc_info())  # what the interpreter prints for an uncaught exception
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _exit_status(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # sys.exit("message") prints it and exits 1, as the interpreter does
+    return 1
+
+
+def _wait(pid: int, timeout: float | None, args: list[str]) -> int:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, 0 if deadline is None else os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise subprocess.TimeoutExpired(["perfsite", *args], timeout)
+        time.sleep(0.01)
 
 
 def json_keys(value, found: set | None = None) -> set:
