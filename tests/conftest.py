@@ -121,6 +121,16 @@ SLOW_MODULES = frozenset({
 # and "slower" for a slower copy): `make test` runs them alone after the parallel part, so that the suite's other
 # worker is never their neighbour.
 QUIET_MODULES = frozenset({"test_diff_git.py", "test_ci_recipe.py"})
+# Modules that mark some of their tests quiet one by one (tests/test_imports.py checks that no other module does).
+QUIET_TESTS_IN = frozenset({"test_measure.py"})
+
+
+def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
+    # `pytest -m quiet` (make test's second part) reads only the modules that hold quiet tests: collecting the
+    # whole suite to deselect all but a few costs seconds of imports.
+    if config.getoption("markexpr") != "quiet" or collection_path.suffix != ".py":
+        return None
+    return collection_path.name not in QUIET_MODULES | QUIET_TESTS_IN | {"conftest.py"} or None
 
 
 def pytest_collection_modifyitems(config, items):

@@ -101,10 +101,10 @@ def test_a_new_version_or_template_invalidates_every_entry(tmp_path, monkeypatch
 
 
 def test_the_scale_benchmark_runs_small(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "site_scale.py"), "--trials", "20", "--nodes", "600",
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "site_scale.py"), "--trials", "12", "--nodes", "240",
                            "--work", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert done.returncode in (0, 1), done.stderr  # 1: a figure over its target (a loaded machine)
-    assert "store: 1 experiment, 20 trials, 600 node rows, 3 environments" in done.stdout
+    assert "store: 1 experiment, 12 trials, 240 node rows, 3 environments" in done.stdout
     for figure in ("full build", "peak memory (process tree)", "rebuild after one change", "largest page"):
         assert figure in done.stdout
     assert (tmp_path / "site" / "reports" / "resnet-detector-00" / "choose.html").is_file()

@@ -4,6 +4,7 @@ through the results store, and their payload variant carries hostile text where 
 from __future__ import annotations
 
 import json
+import re
 
 from support.results import EXPERIMENT, NODES, PAYLOAD, write_results
 
@@ -25,3 +26,15 @@ def test_payload_fixture_carries_hostile_text(tmp_path):
     results = load_experiment(write_results(tmp_path, payload=True))
     assert PAYLOAD in set(results.trials["version"])
     assert results.nodes["node_name"].str.contains("<script>", regex=False).any()
+
+
+def test_make_tests_quiet_part_collects_every_quiet_test():
+    """`pytest -m quiet` reads only QUIET_MODULES and QUIET_TESTS_IN (tests/conftest.py): a test marked quiet in
+    any other module would silently never run."""
+    from conftest import QUIET_MODULES, QUIET_TESTS_IN
+    from support.cli import ROOT
+
+    marker = re.compile(r"^\s*@pytest\.mark\.quiet\b", re.MULTILINE)
+    marking = {p.name for p in (ROOT / "tests").rglob("test_*.py") if marker.search(p.read_text())}
+    assert marking <= QUIET_TESTS_IN, marking - QUIET_TESTS_IN
+    assert not marking & QUIET_MODULES, "a module in QUIET_MODULES is quiet as a whole"
