@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from support.cli import write_spec
 from support.models import LARGE_MODEL_NODES
+from support.tiers import QUIET_MODULES, QUIET_TESTS_IN, SLOW_MODULES
 
 from generator.models import build_example_models
 
@@ -104,25 +105,6 @@ def large_model_site(tmp_path_factory, _probe_cache) -> Path:
     # the autouse fixtures that set these for each test have not run yet
     assert run.returncode == 0, run.stderr
     return build_site(root / "results", root / "site", root)
-
-
-# Modules that run real sweeps, mkdocs builds or many CLI processes (10 s or more each in
-# `pytest --durations=0` on 2 cores, 2026-11-25): `make check`, the inner loop's tier, leaves them out with
-# the browser tests; `make test` and CI run everything.
-SLOW_MODULES = frozenset({
-    "test_run.py", "test_bad_input.py", "test_faults.py", "test_diff_git.py", "test_ci_recipe.py",
-    "test_count.py", "test_build_safety.py", "test_oneshot_cli.py", "test_site.py", "test_diff.py",
-    "test_timeline_page.py", "test_agreement.py", "test_cli.py", "test_large_model.py", "test_ray.py",
-    "test_s3_store.py", "test_incremental_build.py",
-})
-
-
-# Modules whose verdicts depend on measured time (a diff of two measured runs must say "no change" for one model
-# and "slower" for a slower copy): `make test` runs them alone after the parallel part, so that the suite's other
-# worker is never their neighbour.
-QUIET_MODULES = frozenset({"test_diff_git.py", "test_ci_recipe.py"})
-# Modules that mark some of their tests quiet one by one (tests/test_imports.py checks that no other module does).
-QUIET_TESTS_IN = frozenset({"test_measure.py"})
 
 
 def pytest_ignore_collect(collection_path: Path, config) -> bool | None:

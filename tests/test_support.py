@@ -31,8 +31,8 @@ def test_payload_fixture_carries_hostile_text(tmp_path):
 def test_make_tests_quiet_part_collects_every_quiet_test():
     """`pytest -m quiet` reads only QUIET_MODULES and QUIET_TESTS_IN (tests/conftest.py): a test marked quiet in
     any other module would silently never run."""
-    from conftest import QUIET_MODULES, QUIET_TESTS_IN
     from support.cli import ROOT
+    from support.tiers import QUIET_MODULES, QUIET_TESTS_IN
 
     marker = re.compile(r"^\s*@pytest\.mark\.quiet\b", re.MULTILINE)
     marking = {p.name for p in (ROOT / "tests").rglob("test_*.py") if marker.search(p.read_text())}

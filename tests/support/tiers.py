@@ -1,0 +1,20 @@
+"""The suite's tiers: which modules `make check` leaves out and which `make test` runs alone (tests/conftest.py
+marks them)."""
+
+# Modules that run real sweeps, mkdocs builds or many CLI processes (10 s or more each in
+# `pytest --durations=0` on 2 cores, 2026-11-25): `make check`, the inner loop's tier, leaves them out with
+# the browser tests; `make test` and CI run everything.
+SLOW_MODULES = frozenset({
+    "test_run.py", "test_bad_input.py", "test_faults.py", "test_diff_git.py", "test_ci_recipe.py",
+    "test_count.py", "test_build_safety.py", "test_oneshot_cli.py", "test_site.py", "test_diff.py",
+    "test_timeline_page.py", "test_agreement.py", "test_cli.py", "test_large_model.py", "test_ray.py",
+    "test_s3_store.py", "test_incremental_build.py",
+})
+
+
+# Modules whose verdicts depend on measured time (a diff of two measured runs must say "no change" for one model
+# and "slower" for a slower copy): `make test` runs them alone after the parallel part, so that the suite's other
+# worker is never their neighbour.
+QUIET_MODULES = frozenset({"test_diff_git.py", "test_ci_recipe.py"})
+# Modules that mark some of their tests quiet one by one (tests/test_support.py checks that no other module does).
+QUIET_TESTS_IN = frozenset({"test_measure.py"})
