@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.cli import write_spec
 from support.models import LARGE_MODEL_NODES
-from support.tiers import QUIET_MODULES, QUIET_TESTS_IN, SLOW_MODULES
+from support.tiers import LONGEST_FIRST, QUIET_MODULES, QUIET_TESTS_IN, SAME_WORKER_AS, SLOW_MODULES
 
 from generator.models import build_example_models
 
@@ -115,8 +115,12 @@ def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     return collection_path.name not in QUIET_MODULES | QUIET_TESTS_IN | {"conftest.py"} or None
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(SAME_WORKER_AS.get(item.path.name, item.path.name), len(rank)))
     for item in items:
+        item.add_marker(pytest.mark.xdist_group(SAME_WORKER_AS.get(item.path.name, item.path.name)))
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
         if item.path.name in QUIET_MODULES:

@@ -10,19 +10,20 @@ import random
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from onnx import TensorProto, helper
-from support.cli import ROOT, perfsite, write_spec
+from support.cli import perfsite, write_spec
 from support.models import matmul_model, onnx_model, save
-from support.results import write_results
+from support.results import nodes, processes, trial_row, write_results
 
-from generator.results.store import TRIAL_TABLES, load_experiment
+from generator.results.store import TRIAL_TABLES, ResultsDir, TrialFiles, load_experiment
 
 # budget_s: one process a trial, as the rows expect (adaptive measurement would add more).
 MEASURE = ("measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, max_seconds: 1, repeats: 1, "
@@ -127,21 +128,11 @@ def test_kill_9_at_random_moments_never_leaves_a_partial_result(two_versions):
 
 # The writer appends trials with large latency tables (so that a kill often lands inside a write), through the
 # real store, to an experiment folder made by tests/support/results.py.
-WRITER = textwrap.dedent("""\
-    import sys
-    from pathlib import Path
-
-    import numpy as np
-    import pandas as pd
-    import pyarrow as pa
-
-    from generator.results.store import ResultsDir, TrialFiles
-    from support.results import nodes, processes, trial_row
-
-    experiment, tag = Path(sys.argv[1]), sys.argv[2]
+def _writer(experiment: Path, tag: str, ready: int) -> None:
+    """In a forked child (it has pandas and pyarrow imported already): write trials until killed."""
     spec_sha256 = pd.read_parquet(experiment / "trials")["spec_sha256"].iloc[0]
     rd, rows = ResultsDir(experiment), 400_000
-    print("ready", flush=True)
+    os.write(ready, b"ready\n")
     for i in range(10_000):
         key = f"{tag}{i:016d}"
         row = {**trial_row(key, "fp32", 1, 1, False, False, 0), "spec_sha256": spec_sha256}
@@ -150,26 +141,40 @@ WRITER = textwrap.dedent("""\
                               "latency_ms": np.random.default_rng(i).random(rows)})
         rd.write_trial(TrialFiles(trial=row, processes=processes(key, row), latencies=latencies,
                                   nodes=nodes(key, row, "fp32", False)))
-""")
+
+
+def _start_writer(experiment: Path, tag: str) -> int:
+    """A writer process, forked: a fresh interpreter spent most of each cycle importing pandas and pyarrow."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            _writer(experiment, tag, write_end)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as ready:
+        assert ready.readline().strip() == "ready", "the writer did not start"
+    return pid
 
 
 def test_writer_killed_at_random_moments_leaves_only_whole_trials(tmp_path):
     experiment = write_results(tmp_path / "results")
     before = len(_assert_whole(experiment))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
     rng = random.Random(9)
     for cycle in range(4):
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(experiment), f"k{cycle:02d}"], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
+        writer = _start_writer(experiment, f"k{cycle:02d}")
         if cycle == 0:  # on a busy machine a trial can take longer than any fixed sleep: let one finish first
             deadline = time.monotonic() + 60
             while not any((experiment / "trials").glob("k00*.parquet")) and time.monotonic() < deadline:
                 time.sleep(0.01)
         time.sleep(rng.uniform(0.05, 0.6))
-        writer.send_signal(signal.SIGKILL)
-        writer.wait(timeout=30)
-        assert writer.returncode == -signal.SIGKILL, writer.stderr.read()
+        os.kill(writer, signal.SIGKILL)
+        _, status = os.waitpid(writer, 0)
+        assert os.waitstatus_to_exitcode(status) == -signal.SIGKILL, "the writer ended before it was killed"
         _assert_whole(experiment)
     assert len(_assert_whole(experiment)) > before  # the writers did finish trials between the kills
 
