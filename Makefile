@@ -17,13 +17,13 @@ demo: $(MODELS)
 # run alone afterwards. Both parts always run; the target fails if either failed.
 test: $(MODELS)
 	@rc=0; \
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not quiet" || rc=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \
 	$(BIN)/python -m pytest -m quiet || rc=$$?; \
 	exit $$rc
 
 # The fast tier for the inner loop: no browser, no real sweeps or site builds (tests/conftest.py SLOW_MODULES).
 check: $(MODELS)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow and not browser"
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow and not browser"
 
 install: $(STAMP)
 
@@ -46,7 +46,7 @@ test-latest: $(MODELS)
 	.latest-venv/bin/python -m pip install --quiet --upgrade pip
 	.latest-venv/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[cpu,test]'
 	@rc=0; \
-	.latest-venv/bin/python -m pytest -n 2 --dist loadgroup -m "not quiet" || rc=$$?; \
+	.latest-venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \
 	.latest-venv/bin/python -m pytest -m quiet || rc=$$?; \
 	exit $$rc
 

@@ -115,13 +115,29 @@ def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     return collection_path.name not in QUIET_MODULES | QUIET_TESTS_IN | {"conftest.py"} or None
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(SAME_WORKER_AS.get(item.path.name, item.path.name), len(rank)))
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(SAME_WORKER_AS.get(item.path.name, item.path.name)))
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
         if item.path.name in QUIET_MODULES:
             item.add_marker(pytest.mark.quiet)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` as make test uses it: a worker takes a whole module (its module fixtures are made once),
+    and the modules of SAME_WORKER_AS go together, in the order collected (LONGEST_FIRST; make test passes
+    --no-loadscope-reorder, which otherwise hands out the modules with the most tests first). pytest-xdist's
+    own `loadgroup` would do the grouping, but 3.8 writes its group into a node attribute pytest 9 no longer
+    reads."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+            return SAME_WORKER_AS.get(module, module)
+
+    return ModuleGroups(config, log)
