@@ -20,11 +20,14 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from generator.machine.profiling import NodeEvent, ProfileRecording, ProfileRun
+
+# pandas only names the type of a stored table here: the profiled pass builds timeline rows without it, and
+# importing pandas was half of that child process's time.
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,8 @@ def _event(r: Mapping[str, Any], flops_by_node: Mapping[str, float], calls: Coun
 
 
 def _missing(v: Any) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+    # pandas.NA by its type's name: the value only comes from a DataFrame, and pandas is not imported here.
+    return v is None or type(v).__name__ == "NAType" or (isinstance(v, float) and math.isnan(v))
 
 
 def _float(v: Any) -> float | None:
