@@ -54,12 +54,12 @@ def test_the_copies_are_valid_trials_of_three_environments(results):
 
 
 def test_machines_are_named_by_cpu_and_fingerprint_and_by_software_on_the_same_hardware(comparison):
-    by_cpu = {m.cpu_model: m for m in comparison.machines if m.cpu_model != "AMD EPYC"}
+    by_cpu = {m.env.cpu_model: m for m in comparison.machines if m.env.cpu_model != "AMD EPYC"}
     arm = by_cpu[ARM["cpu_model"]]
     assert arm.label == f"ARM Neoverse-N1 · {arm.env_id[:6]}"
     assert arm.hostname == ARM["hostname"]  # kept as stored: the page escapes it, the label never holds it
     assert (arm.peak_gflops_fp32, arm.bandwidth_gbs, arm.limits_quality) == (151.0, 24.5, "clean (1 probe)")
-    epyc = [m for m in comparison.machines if m.cpu_model == "AMD EPYC"]
+    epyc = [m for m in comparison.machines if m.env.cpu_model == "AMD EPYC"]
     assert sorted(m.label.rsplit(" · ", 1)[1] for m in epyc) == ["onnxruntime 1.31.1",
                                                                 f"onnxruntime {UPGRADE['onnxruntime']}"]
     assert all(m.software_differs == ("onnxruntime",) and len(m.same_hardware) == 1 for m in epyc)

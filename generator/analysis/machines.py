@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from generator.analysis.summaries import clean
+from generator.analysis.summaries import EnvironmentSummary, clean, environment_summary
 
 # Where a trial's target name is stored: `trials.target_name` (written by `perfsite run --ray --target NAME`), or a
 # string column of `environments` of these names; `trials.target` is the float `measure.target`, which the string
@@ -43,34 +43,32 @@ _CPU_NOISE = re.compile(r"\((?:R|TM)\)|\b(?:CPU|Processor|\d+-Core)\b|@.*$", re.
 
 @dataclass(frozen=True)
 class Machine:
-    """One environment trials of the experiment ran on, with its measured limits."""
+    """One environment trials of the experiment ran on (its hardware, software stack and trial count), named, with
+    what only this page shows: target names, hostname, providers and measured limits."""
 
-    env_id: str
+    env: EnvironmentSummary
     label: str  # untrusted text (a target name): escape when rendering
     targets: tuple[str, ...]  # target names its trials carry (untrusted)
     hostname: str | None  # untrusted, possibly private: escaped, never in a label
-    cpu_model: str | None
-    physical_cores: int | None
-    logical_cores: int | None
-    isa: tuple[str, ...]
-    memory_gb: float | None
-    os: str | None
-    python: str | None
-    onnxruntime: str | None
-    onnx: str | None
-    numpy: str | None
     providers: tuple[str, ...]
     peak_gflops_fp32: float | None
     peak_gops_int8: float | None
     bandwidth_gbs: float | None
     limits_quality: str | None
     limits_probed_at: str | None
-    trials: int
     same_hardware: tuple[str, ...] = ()  # env_ids of the other machines with this hardware
     software_differs: tuple[str, ...] = ()  # the software fields it differs from them in
 
+    @property
+    def env_id(self) -> str:
+        return self.env.env_id
+
+    def field(self, name: str) -> Any:
+        """A hardware or software field (HARDWARE_FIELDS, SOFTWARE_FIELDS): the environment's, or providers."""
+        return self.providers if name == "providers" else getattr(self.env, name)
+
     def hardware(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, f) for f in HARDWARE_FIELDS)
+        return tuple(self.field(f) for f in HARDWARE_FIELDS)
 
 
 def machines(environments: pd.DataFrame, trials: pd.DataFrame) -> list[Machine]:
@@ -86,22 +84,17 @@ def machines(environments: pd.DataFrame, trials: pd.DataFrame) -> list[Machine]:
 def _machine(row: pd.Series, trials: pd.DataFrame, count: int) -> Machine:
     env_id = str(row["env_id"])
 
-    def value(name: str) -> Any:
-        return clean(row.get(name))
-
-    def number(name: str, kind: type) -> Any:
-        v = value(name)
-        return None if v is None else kind(v)
+    def number(name: str) -> float | None:
+        v = clean(row.get(name))
+        return None if v is None else float(v)
 
     return Machine(
-        env_id=env_id, label="", targets=target_names(row, trials[trials["env_id"].astype(str) == env_id]),
-        hostname=value("hostname"), cpu_model=value("cpu_model"),
-        physical_cores=number("physical_cores", int), logical_cores=number("logical_cores", int),
-        isa=_strings(value("isa")), memory_gb=number("memory_gb", float), os=value("os"),
-        python=value("python"), onnxruntime=value("onnxruntime"), onnx=value("onnx"), numpy=value("numpy"),
-        providers=_strings(value("providers")), peak_gflops_fp32=number("peak_gflops_fp32", float),
-        peak_gops_int8=number("peak_gops_int8", float), bandwidth_gbs=number("bandwidth_gbs", float),
-        limits_quality=value("limits_quality"), limits_probed_at=value("limits_probed_at"), trials=count,
+        env=environment_summary(row, count), label="",
+        targets=target_names(row, trials[trials["env_id"].astype(str) == env_id]),
+        hostname=clean(row.get("hostname")), providers=_strings(clean(row.get("providers"))),
+        peak_gflops_fp32=number("peak_gflops_fp32"), peak_gops_int8=number("peak_gops_int8"),
+        bandwidth_gbs=number("bandwidth_gbs"), limits_quality=clean(row.get("limits_quality")),
+        limits_probed_at=clean(row.get("limits_probed_at")),
     )
 
 
@@ -132,7 +125,7 @@ def _with_siblings(found: list[Machine]) -> list[Machine]:
     out = []
     for m in found:
         siblings = [o for o in found if o.env_id != m.env_id and o.hardware() == m.hardware()]
-        differs = tuple(f for f in SOFTWARE_FIELDS if any(getattr(o, f) != getattr(m, f) for o in siblings))
+        differs = tuple(f for f in SOFTWARE_FIELDS if any(o.field(f) != m.field(f) for o in siblings))
         out.append(replace(m, same_hardware=tuple(sorted(o.env_id for o in siblings)), software_differs=differs))
     return out
 
@@ -150,13 +143,14 @@ def _named(found: list[Machine]) -> list[Machine]:
 
 
 def _base_label(m: Machine) -> str:
-    base = _cut(" / ".join(m.targets), MAX_TARGET) if m.targets else f"{short_cpu(m.cpu_model)} · {m.env_id[:PREFIX]}"
+    cpu = f"{short_cpu(m.env.cpu_model)} · {m.env_id[:PREFIX]}"
+    base = _cut(" / ".join(m.targets), MAX_TARGET) if m.targets else cpu
     software = [f"{f} {software_text(m, f)}" for f in m.software_differs[:2]]
     return " · ".join([base, *software])
 
 
 def software_text(m: Machine, field: str) -> str:
-    value = getattr(m, field)
+    value = m.field(field)
     if isinstance(value, tuple):
         return "+".join(value) or "none"
     return "unknown" if value is None else str(value)

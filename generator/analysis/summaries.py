@@ -264,21 +264,21 @@ def environment_summaries(environments: pd.DataFrame, trials: pd.DataFrame) -> l
     """The environments that trials reference, by env_id, with the number of trials measured on each."""
     counts = trials["env_id"].astype(str).value_counts().to_dict() if len(trials) else {}
     rows = environments.drop_duplicates("env_id").sort_values("env_id")
-    out = []
-    for _, row in rows.iterrows():
-        env_id = str(row["env_id"])
-        if env_id not in counts:
-            continue
-        isa = clean(row.get("isa"))
-        out.append(EnvironmentSummary(
-            env_id=env_id, cpu_model=clean(row.get("cpu_model")),
-            physical_cores=_int(row.get("physical_cores")), logical_cores=_int(row.get("logical_cores")),
-            isa=tuple(str(x) for x in isa) if isa is not None else (), memory_gb=_float(row.get("memory_gb")),
-            os=clean(row.get("os")), python=clean(row.get("python")),
-            onnxruntime=clean(row.get("onnxruntime")), onnx=clean(row.get("onnx")),
-            numpy=clean(row.get("numpy")), trials=int(counts[env_id]),
-        ))
-    return out
+    return [environment_summary(row, int(counts[str(row["env_id"])])) for _, row in rows.iterrows()
+            if str(row["env_id"]) in counts]
+
+
+def environment_summary(row: pd.Series, trials: int) -> EnvironmentSummary:
+    """One `environments` row as a record, with the number of trials measured on it."""
+    isa = clean(row.get("isa"))
+    return EnvironmentSummary(
+        env_id=str(row["env_id"]), cpu_model=clean(row.get("cpu_model")),
+        physical_cores=_int(row.get("physical_cores")), logical_cores=_int(row.get("logical_cores")),
+        isa=tuple(str(x) for x in isa) if isa is not None else (), memory_gb=_float(row.get("memory_gb")),
+        os=clean(row.get("os")), python=clean(row.get("python")),
+        onnxruntime=clean(row.get("onnxruntime")), onnx=clean(row.get("onnx")),
+        numpy=clean(row.get("numpy")), trials=trials,
+    )
 
 
 def last_run(runs: pd.DataFrame) -> dict[str, Any] | None:
