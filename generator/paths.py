@@ -40,8 +40,13 @@ def cache_problem(folder: Path) -> str | None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as e:
-        return e.strerror or str(e)
+        return unusable_reason(folder, e)
     return None
+
+
+def unusable_reason(folder: Path, error: OSError) -> str:
+    """Why a folder could not be written, in words: mkdir's "File exists" for a file in its place says little."""
+    return "it is a file, not a folder" if os.path.isfile(folder) else error.strerror or str(error)
 
 
 def cache_warning(folder: Path, reason: str, what: str) -> str:

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from generator.machine.environment import Environment
-from generator.paths import CACHE_ENV, cache_warning
+from generator.paths import CACHE_ENV, cache_warning, unusable_reason
 
 # (matrix size n, minimum runs, time budget in s per measurement), (floats in the bandwidth arrays, runs).
 # The quick sizes keep a probe under a second; the bandwidth arrays stay larger than any last-level cache.
@@ -323,7 +323,8 @@ def cached_limits(cache_dir: Path, fingerprint: str, quick: bool) -> MachineLimi
     return limits if quick or not limits.quick else None
 
 
-def _store(cache_dir: Path, fingerprint: str, limits: MachineLimits, warn: Callable[[str], None] | None) -> None:
+def _store(cache_dir: Path, fingerprint: str, limits: MachineLimits,
+           warn: Callable[[str], None] | None = None) -> None:
     """Cache the probe; an unwritable folder only costs a probe next time, so it is a warning, not an error."""
     from generator.results.store import atomic_write_bytes
 
@@ -333,4 +334,4 @@ def _store(cache_dir: Path, fingerprint: str, limits: MachineLimits, warn: Calla
                            (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode())
     except OSError as e:
         if warn is not None:
-            warn(cache_warning(cache_dir, e.strerror or str(e), "the machine's limits are measured"))
+            warn(cache_warning(cache_dir, unusable_reason(cache_dir, e), "the machine's limits are measured"))
