@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from pathlib import Path
 
 from generator.errors import SpecError
@@ -29,6 +30,30 @@ def models_cache_dir(project: Path) -> Path:
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV]) / "models"
     return Path(project) / ".perfsite" / "models"
+
+
+def cache_problem(folder: Path) -> str | None:
+    """Why `folder` cannot hold a cache, or None: it is created if missing and a file is written in it (the mode
+    bits do not tell: root, ACLs, read-only mounts)."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        return unusable_reason(folder, e)
+    return None
+
+
+def unusable_reason(folder: Path, error: OSError) -> str:
+    """Why a folder could not be written, in words: mkdir's "File exists" for a file in its place says little."""
+    return "it is a file, not a folder" if os.path.isfile(folder) else error.strerror or str(error)
+
+
+def cache_warning(folder: Path, reason: str, what: str) -> str:
+    """The one line that says a cache folder is unusable and perfsite goes on without it (docs/errors.md): a
+    cache only saves time, so an unwritable one must not stop a measurement."""
+    return (f"Warning: cannot use the cache folder {folder} ({reason}); {what} without caching. Set {CACHE_ENV} "
+            "to a writable folder to keep the cache.")
 
 
 def inside_built_site(path: Path) -> Path | None:

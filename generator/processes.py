@@ -9,6 +9,7 @@ folders carry their creator's pid in their name, so the next perfsite removes th
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
@@ -70,6 +71,15 @@ def owned_tempdir(prefix: str) -> Iterator[str]:
     clean_stale_tempdirs(prefix)
     with tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-") as folder:
         yield folder
+
+
+def process_tempdir(prefix: str) -> Path:
+    """A temporary folder `<prefix><pid>-XXXX` that lasts as long as this process (removed at exit, or by the
+    next perfsite after a crash), for files a whole command needs; first, those of dead processes are removed."""
+    clean_stale_tempdirs(prefix)
+    folder = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-")
+    atexit.register(shutil.rmtree, folder, True)
+    return Path(folder)
 
 
 def clean_stale_tempdirs(prefix: str, parent: str | None = None) -> list[Path]:

@@ -679,6 +679,39 @@ def test_results_folder_is_read_only(rows):
 
 
 @row_setup
+def setup_cache_folder_is_read_only(p: Path) -> list[Command]:
+    """PERFSITE_CACHE_DIR read-only, a spec with a derived (fp16) version: both caches are unusable."""
+    _spec(p, ("  fp32: {path: models/tiny.onnx}", "  fp32: {path: models/tiny.onnx}\n  half: {from: fp32, fp16: true}"))
+    cache = _read_only(p)
+    return _run("--quick", env={"PERFSITE_CACHE_DIR": str(cache)}, preexec_fn=_without_root_override)
+
+
+def test_cache_folder_is_read_only(rows):
+    """A cache only saves time: the run goes on without it, and says so once per cache."""
+    row = _row(rows, "cache_folder_is_read_only")
+    assert row.result.returncode == 0 and "Traceback" not in row.result.stderr, row.result.stderr
+    text = " ".join(row.result.stderr.split())
+    cache = row.project / "read-only"
+    for folder, what in ((cache / "models", "derived models are built"),
+                         (cache / "probe", "the machine's limits are measured")):
+        assert text.count(f"Warning: cannot use the cache folder {folder} (Permission denied); {what} without "
+                          "caching. Set PERFSITE_CACHE_DIR to a writable folder to keep the cache.") == 1, text
+    assert "tiny: 2 measured, 0 already stored" in row.result.stdout and not list(cache.iterdir())
+
+
+@row_setup
+def setup_profile_out_folder_is_read_only(p: Path) -> list[Command]:
+    return [(["profile", "models/tiny.onnx", "--out", str(_read_only(p))], {"preexec_fn": _without_root_override})]
+
+
+def test_profile_out_folder_is_read_only(rows):
+    row = _row(rows, "profile_out_folder_is_read_only")
+    _refused(row.result, f"--out {row.project / 'read-only'}: cannot write the report there (Permission denied). "
+             "Allowed: --out with a folder you can write to (created if missing)")
+    assert "Measuring" not in row.result.stderr
+
+
+@row_setup
 def setup_site_folder_is_a_file(p: Path) -> list[Command]:
     _results(p)
     (p / "site").write_text("a file where the site should go\n")

@@ -276,3 +276,84 @@ def test_a_model_onnxruntime_cannot_load_is_refused_before_measuring(tmp_path, m
     text = " ".join(err.split())
     assert exit_.value.code == 1 and "Traceback" not in err and not list(tmp_path.glob("*.perf.*"))
     assert f"error: {path}: models.model.path: onnxruntime" in text and "Unsupported model IR version: 99" in text
+
+
+def _refused_before_measuring(monkeypatch, capsys, cwd: Path, *args: str) -> str:
+    """`perfsite profile ARGS` in-process through main(): exit 1, one paragraph, nothing measured or written."""
+    import sys
+
+    from generator.cli import main
+
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "argv", ["perfsite", "profile", *args])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and err.startswith("error: ") and "Traceback" not in err, err
+    assert "Measuring" not in err and not [p for p in cwd.rglob("*.perf.*") if p.is_file()], err
+    return " ".join(err.split())
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    ("constant", "{model}: the model has no graph inputs (every value it computes is a constant). `perfsite "
+                 "profile` and `perfsite count` measure a model with at least one input"),
+    ("empty", "{model}: not a readable ONNX model (the file is empty: 0 bytes). `perfsite profile` and "
+              "`perfsite count` take an ONNX model file (.onnx)"),
+])
+def test_a_model_without_inputs_or_an_empty_file_is_refused_before_measuring(tmp_path, monkeypatch, capsys, build,
+                                                                             message):
+    from support.models import constant_model
+
+    model = tmp_path / f"{build}.onnx"
+    constant_model(model) if build == "constant" else model.write_bytes(b"")
+    assert message.format(model=model) in _refused_before_measuring(monkeypatch, capsys, tmp_path, str(model))
+
+
+@pytest.mark.parametrize(("out", "message"), [
+    ("afile/sub", "--out afile/sub: cannot write the report there (Not a directory). Allowed: --out with a folder "
+                  "you can write to (created if missing)"),
+    ("afile", "--out afile: it is a file, not a folder. Allowed:"),
+    ("taken", "--out taken: taken/conv.perf.html is a folder, and the report is written to that path."),
+])
+def test_an_unusable_out_folder_is_refused_before_measuring(tmp_path, monkeypatch, capsys, out, message):
+    dynamic_conv_model(tmp_path / "conv.onnx")
+    (tmp_path / "afile").write_text("a file")
+    (tmp_path / "taken" / "conv.perf.html").mkdir(parents=True)
+    text = _refused_before_measuring(monkeypatch, capsys, tmp_path, "conv.onnx", "--dim", "H=8", "--dim", "W=8",
+                                     "--out", out)
+    assert message in text, text
+
+
+def test_a_scalar_model_is_profiled_and_a_page_that_fails_keeps_the_json(tmp_path, env):
+    """Rank-0 input and output: the compute chart's bins are all 0 (its limit was divided by the highest bin, a
+    ZeroDivisionError after the measurement). Then a page that fails to render (the test hook) keeps the JSON,
+    written first, and names it."""
+    from support.models import scalar_model
+
+    scalar_model(tmp_path / "scalar.onnx")
+    _profile(env, tmp_path, "scalar.onnx", "--threads", "1")
+    data = json.loads((tmp_path / "scalar.perf.json").read_text())
+    assert profile_schema_errors(data) == [] and data["inputs"][0]["shape"] == []
+    assert "every bin is 0, above this chart" in (tmp_path / "scalar.perf.html").read_text()
+    run = perfsite("profile", "scalar.onnx", "--iterations", "5", "--warmup", "1", "--profile-iterations", "1",
+                   "--out", "kept", cwd=tmp_path, env={**env, "PERFSITE_TEST_FAULT": "render"}, timeout=300)
+    text = " ".join(run.stderr.split())
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert ("error: The measurement is kept in kept/scalar.perf.json, but rendering the report page "
+            "kept/scalar.perf.html failed (RuntimeError: a rendering failure the tests asked for, at ") in text
+    assert "This is a bug in perfsite: please report it with that JSON file" in text
+    assert profile_schema_errors(json.loads((tmp_path / "kept" / "scalar.perf.json").read_text())) == []
+    assert not (tmp_path / "kept" / "scalar.perf.html").exists()
+
+
+def test_an_unwritable_cache_folder_is_one_warning_and_the_profile_goes_on(tmp_path, env):
+    """PERFSITE_CACHE_DIR naming a file (as a read-only folder): the probe is used uncached, with one warning."""
+    dynamic_conv_model(tmp_path / "conv.onnx")
+    (tmp_path / "afile").write_text("a file")
+    run = _profile({**env, "PERFSITE_CACHE_DIR": str(tmp_path / "afile")}, tmp_path, "conv.onnx", "--dim", "H=8",
+                   "--dim", "W=8", "--threads", "1")
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("Warning: cannot use the cache")]
+    assert warnings == [f"Warning: cannot use the cache folder {tmp_path / 'afile' / 'probe'} (Not a directory); "
+                        "the machine's limits are measured without caching. Set PERFSITE_CACHE_DIR to a writable "
+                        "folder to keep the cache."], run.stderr
+    assert profile_schema_errors(json.loads((tmp_path / "conv.perf.json").read_text())) == []

@@ -37,9 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from generator.errors import RunError
 from generator.machine.environment import Environment
-from generator.paths import CACHE_ENV
+from generator.paths import CACHE_ENV, cache_warning, unusable_reason
 
 # (matrix size n, minimum runs, time budget in s per measurement), (floats in the bandwidth arrays, runs).
 # The quick sizes keep a probe under a second; the bandwidth arrays stay larger than any last-level cache.
@@ -274,26 +273,29 @@ def probe_cache_dir() -> Path:
     return Path(base) / "perfsite" / "probe"
 
 
-def ensure_limits(env: Environment, quick: bool, cache_dir: Path | None = None) -> Environment:
+def ensure_limits(env: Environment, quick: bool, cache_dir: Path | None = None,
+                  warn: Callable[[str], None] | None = None) -> Environment:
     """`env` with its limits filled (see with_limits): from the cache file ``probe-<fingerprint>.json`` in
     `cache_dir` (default probe_cache_dir()) when it holds a probe good enough (a full probe always is; a quick
-    one only for a quick run), otherwise probed now and cached. A damaged cache file is probed again."""
+    one only for a quick run), otherwise probed now and cached. A damaged cache file is probed again; an
+    unwritable cache folder is named to `warn` and the probe is used uncached."""
     folder = Path(cache_dir) if cache_dir is not None else probe_cache_dir()
     limits = cached_limits(folder, env.fingerprint, quick)
     if limits is None:
         limits = probe_machine(quick, threads=env.logical_cores, isa=tuple(env.isa or ()))
-        _store(folder, env.fingerprint, limits)
+        _store(folder, env.fingerprint, limits, warn)
     return with_limits(env, limits)
 
 
-def reprobe(env: Environment, quick: bool, cache_dir: Path | None = None) -> Environment:
+def reprobe(env: Environment, quick: bool, cache_dir: Path | None = None,
+            warn: Callable[[str], None] | None = None) -> Environment:
     """Probe again now, keep the better figure of the cached and the new probe for each limit (a disturbed
-    probe only ever measures too low), mark the result `reprobed` and cache it."""
+    probe only ever measures too low), mark the result `reprobed` and cache it (see ensure_limits: `warn`)."""
     folder = Path(cache_dir) if cache_dir is not None else probe_cache_dir()
     fresh = probe_machine(quick, threads=env.logical_cores, isa=tuple(env.isa or ()))
     old = cached_limits(folder, env.fingerprint, quick=True)
     limits = dataclasses.replace(best_of(old, fresh) if old else fresh, reprobed=True)
-    _store(folder, env.fingerprint, limits)
+    _store(folder, env.fingerprint, limits, warn)
     return with_limits(env, limits)
 
 
@@ -321,15 +323,15 @@ def cached_limits(cache_dir: Path, fingerprint: str, quick: bool) -> MachineLimi
     return limits if quick or not limits.quick else None
 
 
-def _store(cache_dir: Path, fingerprint: str, limits: MachineLimits) -> None:
+def _store(cache_dir: Path, fingerprint: str, limits: MachineLimits,
+           warn: Callable[[str], None] | None = None) -> None:
+    """Cache the probe; an unwritable folder only costs a probe next time, so it is a warning, not an error."""
     from generator.results.store import atomic_write_bytes
 
     data = {"version": CACHE_VERSION, "fingerprint": fingerprint, "limits": dataclasses.asdict(limits)}
-    path = cache_path(cache_dir, fingerprint)
     try:
-        atomic_write_bytes(path, (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode())
+        atomic_write_bytes(cache_path(cache_dir, fingerprint),
+                           (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode())
     except OSError as e:
-        raise RunError(
-            f"Cannot write the machine-limits cache {path}: {e.strerror or e}. Make the folder writable, or "
-            f"point perfsite at another one with the environment variable {CACHE_ENV}=DIR."
-        ) from e
+        if warn is not None:
+            warn(cache_warning(cache_dir, unusable_reason(cache_dir, e), "the machine's limits are measured"))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import tempfile
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,8 @@ from generator.oneshot.shapes import (
 from generator.oneshot.text import summary_text
 from generator.oneshot.trial import ProfileOptions
 from generator.processes import owned_tempdir
+
+TEST_FAULT_ENV = "PERFSITE_TEST_FAULT"  # "render": the page fails after the JSON is written (tests)
 
 __all__ = ["ProfileOptions", "ProfileOutcome", "ShapeError", "output_paths", "profile_model", "summary_text"]
 
@@ -59,7 +63,6 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     """
     from generator.machine.environment import capture_environment
     from generator.oneshot.analysis import analyse_trial
-    from generator.oneshot.html import render_html
     from generator.oneshot.record import build_record
     from generator.oneshot.trial import measure_trial, one_configuration_spec
     from generator.runner.orchestrate import measure_settings
@@ -67,6 +70,8 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     say = progress or (lambda _text: None)
     model_path = Path(model_path).absolute()
     resolved, files = _inputs(model_path, dims, shapes, inputs)
+    json_path, html_path = output_paths(model_path, Path(out_dir) if out_dir is not None else Path.cwd())
+    check_output_folder(json_path, html_path, given=out_dir is not None)
     if options.threads <= 0:
         env = capture_environment()
         options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
@@ -79,11 +84,32 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     settings = {**dataclasses.asdict(options), "iterations": measured["min_iterations"],
                 **{k: measured[k] for k in ("warmup", "profile_iterations", "max_seconds")}}
     record = build_record(model_path, resolved, settings, analysis)
-    json_path, html_path = output_paths(model_path, Path(out_dir) if out_dir is not None else Path.cwd())
     record["files"] = {"json": str(json_path), "html": str(html_path)}
     record["input_files"] = describe(files)  # inputs fed from --input files; the others are random
-    _write(record, render_html(record, analysis.view), json_path, html_path)
+    # The measured figures first: a page that fails to render must not take the measurement with it.
+    _write(json_path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    _write(html_path, _rendered(record, analysis.view, json_path, html_path), kept=json_path)
     return ProfileOutcome(record, json_path, html_path)
+
+
+def check_output_folder(json_path: Path, html_path: Path, given: bool) -> None:
+    """Refuse, before anything is measured, a report folder that cannot be created or written and a report
+    path that is a folder: otherwise the measurement would be lost at the end (ResultsError)."""
+    folder = json_path.parent
+    where = f"--out {folder}" if given else f"the current folder {folder} (no --out given)"
+    allowed = "Allowed: --out with a folder you can write to (created if missing) or, by default, the current folder."
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ResultsError(f"{where}: it is a file, not a folder. {allowed}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):  # mode bits do not tell: root, ACLs, read-only mounts
+            pass
+    except OSError as e:
+        raise ResultsError(f"{where}: cannot write the report there ({e.strerror or e}). {allowed}") from e
+    for path in (json_path, html_path):
+        if os.path.isdir(path):
+            raise ResultsError(f"{where}: {path} is a folder, and the report is written to that path. Move or "
+                               f"rename it, or choose another folder. {allowed}")
 
 
 def _inputs(model_path: Path, dims: Sequence[str], shapes: Sequence[str],
@@ -110,14 +136,29 @@ def _umask() -> int:
     return mask
 
 
-def _write(record: dict[str, Any], page: str, json_path: Path, html_path: Path) -> None:
+def _rendered(record: dict[str, Any], view: Any, json_path: Path, html_path: Path) -> str:
+    from generator.oneshot.html import render_html
+
+    try:
+        if os.environ.get(TEST_FAULT_ENV) == "render":
+            raise RuntimeError("a rendering failure the tests asked for")
+        return render_html(record, view)
+    except Exception as e:  # a bug in the page; the message keeps where it happened, the JSON keeps the figures
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        raise ResultsError(
+            f"The measurement is kept in {json_path}, but rendering the report page {html_path} failed "
+            f"({type(e).__name__}: {e}, at {Path(frame.filename).name}:{frame.lineno}). This is a bug in perfsite: "
+            "please report it with that JSON file, which holds every measured figure."
+        ) from e
+
+
+def _write(path: Path, text: str, kept: Path | None = None) -> None:
     from generator.results.store import atomic_write_bytes
 
-    text = json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
-    for path, data in ((json_path, text), (html_path, page)):
-        try:
-            atomic_write_bytes(path, data.encode("utf-8"))
-            # The temporary file was created 0600; the outputs are ordinary files for the user to share.
-            path.chmod(0o666 & ~_umask())
-        except OSError as e:
-            raise ResultsError(f"Cannot write {path}: {e.strerror or e}. Choose another folder with --out.") from e
+    try:
+        atomic_write_bytes(path, text.encode("utf-8"))
+        # The temporary file was created 0600; the outputs are ordinary files for the user to share.
+        path.chmod(0o666 & ~_umask())
+    except OSError as e:
+        also = f" The measurement is kept in {kept}." if kept is not None else ""
+        raise ResultsError(f"Cannot write {path}: {e.strerror or e}. Choose another folder with --out.{also}") from e

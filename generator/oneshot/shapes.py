@@ -91,15 +91,29 @@ def model_inputs(model_path: Path) -> list[ModelInput]:
     """The inputs the model needs; ModelError when the file is missing or not an ONNX model."""
     if not os.path.isfile(model_path):
         raise ModelError(f"{model_path}: no such model file. Give the path of an ONNX model (.onnx).")
+    # An empty file parses as an empty protobuf message: onnx.load accepts it as a model without a graph.
+    if os.path.getsize(model_path) == 0:
+        raise _not_a_model(model_path, "the file is empty: 0 bytes")
     try:
         onnx.load(str(model_path), load_external_data=False)
-        return describe_model_inputs(model_path)
+        declared = describe_model_inputs(model_path)
     except Exception as e:  # protobuf's DecodeError, onnx's own errors, OSError: the file is not a model
-        reason = " ".join(str(e).split()) or type(e).__name__
+        raise _not_a_model(model_path, " ".join(str(e).split()) or type(e).__name__) from e
+    if not declared:
+        # The measurement loop feeds inputs and reads the batch off the first one; a constant graph has neither.
         raise ModelError(
-            f"{model_path}: not a readable ONNX model ({reason}). `perfsite profile` and `perfsite count` take an "
-            "ONNX model file (.onnx) as written by torch.onnx.export, onnx.save or a model zoo."
-        ) from e
+            f"{model_path}: the model has no graph inputs (every value it computes is a constant). `perfsite "
+            "profile` and `perfsite count` measure a model with at least one input (a graph input that is not "
+            "an initializer): export it with its inputs, for example torch.onnx.export(model, (x,), ...)."
+        )
+    return declared
+
+
+def _not_a_model(model_path: Path, reason: str) -> ModelError:
+    return ModelError(
+        f"{model_path}: not a readable ONNX model ({reason}). `perfsite profile` and `perfsite count` take an ONNX "
+        "model file (.onnx) as written by torch.onnx.export, onnx.save or a model zoo."
+    )
 
 
 def resolve_inputs(model_path: Path, declared: Sequence[ModelInput], dims: Mapping[str, int],

@@ -37,6 +37,7 @@ from generator.runner.orchestrate import (
     is_quick,
     keyed_inputs,
     measure_settings,
+    models_cache,
     start_run,
     stored_keys,
     sweep_trials,
@@ -117,8 +118,7 @@ def plan_fan_out(loaded: LoadedSpec, options: RunOptions, progress: Progress) ->
     results = ResultsDir(options.results_dir)
     check_one_spec_per_name(results, loaded)
     trials = sweep_trials(loaded, options.only)
-    versions = prepare_versions(loaded, options.cache_dir or loaded.root / ".perfsite" / "models",
-                                progress=progress.message)
+    versions = prepare_versions(loaded, models_cache(loaded, options, progress), progress=progress.message)
     files = _shipped_files(loaded, versions)
     stored = frozenset() if options.force else frozenset(stored_keys(results, progress))
     jobs = [GroupJob(loaded, config, group, target, versions, tuple(files), keyed_inputs(loaded), settings, quick,

@@ -95,7 +95,7 @@ def measure_group_on_node(job: GroupJob, *blobs: bytes) -> GroupResult:
     notes = _Notes()
     with owned_tempdir("perfsite-ray-") as folder:
         tmp = Path(folder).resolve()  # the spec's root and folder compare as real paths
-        env = ensure_limits(capture_environment(), job.quick)
+        env = ensure_limits(capture_environment(), job.quick, warn=notes.message)
         keys = {t: _key(job, t, env.fingerprint) for t in job.trials}
         todo = [PlannedTrial(t, keys[t], False) for t in job.trials if keys[t] not in job.stored]
         store = ResultsDir(tmp / "store")

@@ -89,6 +89,6 @@ def recheck_limits(results: ResultsDir, measured: Collection[str], env: Environm
         return env
     say(f"{excesses[0].text}{f' (and {len(excesses) - 1} more)' if len(excesses) > 1 else ''}: the cached "
         "machine limits are too low, probing the machine again.")
-    env = probe.reprobe(env, quick)
+    env = probe.reprobe(env, quick, warn=say)
     results.write_row("environments", env.env_id, env.row())
     return env

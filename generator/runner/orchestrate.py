@@ -31,7 +31,7 @@ from generator.errors import RunError
 from generator.machine.environment import Environment, capture_environment
 from generator.machine.probe import ensure_limits
 from generator.machine.session import check_providers
-from generator.paths import models_cache_dir
+from generator.paths import cache_problem, cache_warning, models_cache_dir
 from generator.plan import (
     Configuration,
     filter_trials,
@@ -40,6 +40,7 @@ from generator.plan import (
     sweep_axes,
     trial_key,
 )
+from generator.processes import process_tempdir
 from generator.results.store import ResultsDir
 from generator.runner.limits_check import recheck_limits
 from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, SilentProgress: the runner's API)
@@ -109,7 +110,7 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
     summary = side.summary
     if options.dry_run or not summary.to_measure:
         return summary
-    _start_side(side)
+    _start_side(side, progress)
     progress.start(len(summary.to_measure), summary.estimate_s)
     context = SweepContext(progress)
     try:
@@ -133,7 +134,7 @@ def run_paired(baseline: LoadedSpec, candidate: LoadedSpec, options: tuple[RunOp
     if options[1].dry_run:
         return sides[0].summary, sides[1].summary
     for side in sides:
-        _start_side(side)
+        _start_side(side, progress)
     total = sum(len(s.summary.to_measure) for s in sides)
     progress.start(total, sum(s.summary.estimate_s for s in sides))
     context = SweepContext(progress)
@@ -160,8 +161,7 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     trials = sweep_trials(loaded, options.only)
     # Before building versions: a provider this onnxruntime lacks would fail every trial that asks for it.
     check_providers({t.config.provider for t in trials}, f"{loaded.path}: sweep.provider")
-    cache_dir = options.cache_dir or models_cache_dir(loaded.root)
-    versions = prepare_versions(loaded, cache_dir, progress=progress.message)
+    versions = prepare_versions(loaded, models_cache(loaded, options, progress), progress=progress.message)
     inputs = keyed_inputs(loaded)
     keys = {
         t: trial_key(t, model_sha256=versions[t.version].sha256, inputs=inputs,
@@ -176,6 +176,18 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     summary = RunSummary(spec.name, results.path, planned, estimate_s)
     return Side(loaded, results, env, versions, settings, quick, "", summary, preexisting, label,
                  options.decide_latency_ratio)
+
+
+def models_cache(loaded: LoadedSpec, options: RunOptions, progress: Progress) -> Path:
+    """The folder derived models are built into: --cache-dir, $PERFSITE_CACHE_DIR/models or the project's
+    .perfsite/models; when it cannot be written, a warning and a folder of this process's own (models are then
+    built again by the next run)."""
+    folder = options.cache_dir or models_cache_dir(loaded.root)
+    problem = cache_problem(folder)
+    if problem is None:
+        return folder
+    progress.message(cache_warning(folder, problem, "derived models are built"))
+    return process_tempdir("perfsite-models-")
 
 
 def sweep_trials(loaded: LoadedSpec, only: str | None) -> list:
@@ -260,11 +272,11 @@ def keyed_inputs(loaded: LoadedSpec) -> dict[str, Any]:
     return keyed
 
 
-def _start_side(side: Side) -> None:
+def _start_side(side: Side, progress: Progress) -> None:
     side.results.ensure_writable()
     # Roofline and timeline pages need the machine's measured limits; probed once per environment, then cached
     # in the per-user cache `perfsite profile` shares (generator.machine.probe.probe_cache_dir).
-    side.env = ensure_limits(side.env, side.quick)
+    side.env = ensure_limits(side.env, side.quick, warn=progress.message)
     side.run_id = start_run(side.results, side.loaded, side.env, side.quick)
 
 

@@ -152,7 +152,9 @@ def _panel(stats: TemporalStats, records: list[dict[str, Any]], label: str, limi
         x=x, y=y, text="text:N")
     layers = [bars.properties(name=f"{name}_bars"), label_mark.properties(name=f"{name}_peak")]
     if limit and not shown:
-        off = {"text": f"{limit_text} {limit:,.4g}: {limit / top:,.0f}× the highest bin, above this chart"}
+        # Every bin is 0 when no call moved data or did any counted work (a scalar Identity, Shape, Size).
+        above = f"{limit / top:,.0f}× the highest bin" if top > 0 else "every bin is 0"
+        off = {"text": f"{limit_text} {limit:,.4g}: {above}, above this chart"}
         layers.append(alt.Chart(alt.Data(values=[off])).mark_text(
             color=LIMIT_COLOR, align="right", baseline="top", x="width", y=2, dx=-4, fontSize=11,
         ).encode(text="text:N").properties(name=f"{name}_limit_label"))

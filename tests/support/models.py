@@ -4,6 +4,8 @@
 - `stacked_cnn(blocks)`: a stem conv and `blocks` 3x3 conv blocks (~0.2 ms each), for measured regressions;
 - `dynamic_conv_model(path)`: a Conv-Relu whose height and width are left to the user (`perfsite profile`);
 - `matmul_model(path)`: x [batch, 4] -> MatMul, the cheapest real model (bad input, faults);
+- `scalar_model(path)` (rank-0 input and output) and `constant_model(path)` (no inputs): `perfsite profile`'s
+  edge cases;
 - `payload_model(path)`: a MatMul chain whose node names, input name and metadata carry HTML/JavaScript payloads.
 
 Every model is saved with opset 17 and IR version 10: onnxruntime up to 1.31 refuses onnx's default IR 14 /
@@ -137,6 +139,20 @@ def matmul_model(path: Path, *, before: str | None = None, ir_version: int = IR_
     nodes = [helper.make_node(before, ["x"], ["t"], name=before.lower())] if before else []
     nodes.append(helper.make_node("MatMul", ["t" if before else "x", "w"], ["y"], name="matmul"))
     return save(onnx_model(helper.make_graph(nodes, "g", [x], [y], [w]), ir_version=ir_version), path)
+
+
+def scalar_model(path: Path, op: str = "Identity") -> Path:
+    """x float32 [] -> `op` -> y []: rank-0 input and output (an Identity does no counted work, so every bin of
+    the report's compute chart is 0)."""
+    value = [helper.make_tensor_value_info(name, TensorProto.FLOAT, []) for name in ("x", "y")]
+    return save(graph_model([helper.make_node(op, ["x"], ["y"], name=op.lower())], value[:1], value[1:]), path)
+
+
+def constant_model(path: Path) -> Path:
+    """No graph inputs: y [2] = Relu(an initializer)."""
+    c = numpy_helper.from_array(np.ones(2, dtype=np.float32), "c")
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    return save(graph_model([helper.make_node("Relu", ["c"], ["y"], name="relu")], [], [y], [c]), path)
 
 
 # One payload per node (node names must be unique); the last one also checks that a quote, a backslash and a
