@@ -46,7 +46,9 @@ class ProgressBar:
 
     def message(self, text: str) -> None:
         # Warnings name files and trials, whose names a user or a sync tool chose: no control character raw.
-        self.bar.console.print(safe(text, lines=True), markup=False)
+        # soft_wrap: rich would fold a long path at the console's width (80 columns in a CI log), with a line
+        # break inside the name; the terminal wraps instead, and a copied path stays whole.
+        self.bar.console.print(safe(text, lines=True), markup=False, soft_wrap=True)
 
     def start(self, total: int, estimate_s: float) -> None:
         self.message(f"{self.experiment}: {total} trials to measure, about {_duration(estimate_s)}")
