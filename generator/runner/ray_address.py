@@ -34,7 +34,8 @@ TLS_ENV = "RAY_USE_TLS"
 HOST_PATTERN = r"[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.%A-Za-z]+\]"  # a name, an IPv4 address or a bracketed IPv6 one
 ALLOWED = ("Allowed: `--ray` alone or `--ray auto` (the cluster this machine is a node of, or $RAY_ADDRESS), "
            "`--ray HOST:PORT`, the address of a running Ray head as `ray start --head` prints it (port 6379 by "
-           "default), or `--ray ray://HOST:10001` (Ray Client). Start the cluster first: docs/ray.md.")
+           "default) from a machine that is a node of the cluster, or `--ray ray://HOST:10001` (Ray Client). "
+           "Start the cluster first: docs/ray.md.")
 
 
 @dataclass(frozen=True)
