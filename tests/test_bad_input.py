@@ -393,6 +393,44 @@ def test_only_with_an_unknown_key(rows):
              "Allowed keys: version, batch, threads")
 
 
+@row_setup
+def setup_ray_address_malformed(p: Path) -> list[Command]:
+    return [cmd for address in ("127.0.0.1:99999", "head:abc", ":6379", "--ray=http://head:6379")
+            for cmd in _run(*([address] if address.startswith("--") else ["--ray", address]))]
+
+
+def test_ray_address_malformed(rows):
+    """Refused on the command line, before a spec is read or Ray imported (this passes without Ray installed)."""
+    row = _row(rows, "ray_address_malformed")
+    port, word, host, scheme = row.results
+    allowed = "Allowed: `--ray` alone or `--ray auto`"
+    _refused(port, "error: --ray '127.0.0.1:99999' is not a Ray cluster's address: the port `99999` is not a "
+             "number from 1 to 65535.", allowed, "`--ray HOST:PORT`, the address of a running Ray head as "
+             "`ray start --head` prints it")
+    _refused(word, "error: --ray 'head:abc' is not a Ray cluster's address: the port `abc` is not a number", allowed)
+    _refused(host, "error: --ray ':6379' is not a Ray cluster's address: the host is empty.", allowed)
+    _refused(scheme, "error: --ray 'http://head:6379' is not a Ray cluster's address: `http://` is not an address "
+             "Ray joins.", allowed)
+
+
+@row_setup
+def setup_target_name_ray_cannot_use(p: Path) -> list[Command]:
+    _spec(p, extra="targets: [x86, \"gpu:0\"]\n", name="targets.yaml")
+    return [*_run("--ray", "--target", "a b"), *_run("--ray", "--target", ""), (["validate", "targets.yaml"], {})]
+
+
+def test_target_name_ray_cannot_use(rows):
+    """`--target` follows the rule of the spec's `targets:`, whose entries the spec's validation checks."""
+    row = _row(rows, "target_name_ray_cannot_use")
+    spaced, empty, spec = row.results
+    allowed = ("Allowed: lowercase letters, digits, `.`, `_` or `-`, starting with a letter or digit, at most 64 "
+               "characters, as in a spec's `targets:` (each is the Ray resource `target:NAME`")
+    _refused(spaced, "error: --target 'a b' is not a target name.", allowed)
+    _refused(empty, "error: --target '' is not a target name.", allowed)
+    _refused(spec, "error: Spec `targets.yaml` is invalid: line 8, `targets[1]`: got `\"gpu:0\"`; expected "
+             "lowercase letters, digits, `.`, `_` or `-`, starting with a letter or digit.")
+
+
 # ---- model files ----------------------------------------------------------------------------------------------
 
 

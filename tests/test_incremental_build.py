@@ -3,9 +3,11 @@ the same site as a full build from scratch."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -123,3 +125,21 @@ def test_a_damaged_or_half_deleted_cache_entry_is_generated_again(tmp_path):
         damage()
         said = _build(tmp_path / "results", project)
         assert not any("Reusing" in line for line in said) and site_files(project / "site") == whole
+
+
+def test_a_results_file_rewritten_with_its_size_and_time_is_read_again(tmp_path):
+    """A rewrite that keeps the size and sets the modification time back (`touch -d`, a sync tool preserving
+    times) still changes the key: the inode change time, which no user sets back, is part of it."""
+    experiment = write_results(tmp_path / "results")
+    project = tmp_path / "project"
+    _build(tmp_path / "results", project)
+    path = sorted((experiment / "trials").glob("*.parquet"))[0]
+    before = path.stat()
+    time.sleep(0.02)  # the kernel's file clock ticks every few milliseconds
+    with open(path, "r+b") as f:  # the same inode and size (a sync tool's copy of a file over it)
+        f.write(path.read_bytes())
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    said = _build(tmp_path / "results", project)
+    assert f"Reading results of {experiment}" in said and not any("Reusing" in line for line in said), said

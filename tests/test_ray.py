@@ -274,3 +274,23 @@ def test_cannot_connect(project, tmp_path):
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert first.startswith(f"error: Cannot connect to the Ray cluster at 127.0.0.1:{port}: "), first
     assert "Connection refused" in run.stderr and "docs/ray.md" in run.stderr
+
+
+def test_address_that_is_not_a_ray_head(project, tmp_path):
+    """A port that accepts connections and never answers: refused within seconds (Ray's own connection retried
+    for minutes), before any model version is built, without Ray's log lines, and with nothing written."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()  # the kernel completes connections in the backlog: no accept() needed
+        port = server.getsockname()[1]
+        started = time.monotonic()
+        run = perfsite("run", "spec.yaml", "--results", str(tmp_path / "r"), "--ray", f"127.0.0.1:{port}",
+                       cwd=project, timeout=60)
+        took = time.monotonic() - started
+    message = " ".join(run.stderr.split())
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert message.startswith(f"error: Cannot connect to the Ray cluster at 127.0.0.1:{port}: it accepts "
+                              "connections but did not answer within 5 s"), message
+    assert "the address of a running Ray head as `ray start --head` prints it" in message
+    assert [line for line in run.stderr.splitlines() if line.startswith("[")] == []  # "[date W pid] rpc_client.h"
+    assert took < 30 and not (tmp_path / "r").exists()

@@ -94,8 +94,11 @@ def run(
     from generator.cli.terminal import ProgressBar, print_dry_run, print_run_summary
     from generator.results.location import join
     from generator.runner.orchestrate import RunOptions, run_experiment
+    from generator.runner.ray_address import check_ray_address, check_target_name
     from generator.spec import load_spec
 
+    check_ray_address(ray)  # the words first: before a spec is read or a model built
+    check_target_name(target)
     if ray is not None:
         from generator.runner.cluster import run_on_ray
 
@@ -472,7 +475,8 @@ def main() -> None:
 def optional_ray_address(argv: list[str]) -> list[str]:
     """`--ray` takes an optional ADDRESS, which typer's parser cannot express: a `--ray` whose next word is not an
     address (nothing, an option, a spec file) becomes `--ray=auto`. An address is `auto`, a URL (`ray://...`) or
-    HOST:PORT that is not an existing file."""
+    a word with a colon that is neither an existing file nor a YAML file name (HOST:PORT; a malformed one such as
+    `HOST:99999`, `HOST:abc` or `:6379` is then refused by name, not read as a missing spec)."""
     out = []
     for i, word in enumerate(argv):
         following = argv[i + 1] if i + 1 < len(argv) else None
@@ -483,7 +487,8 @@ def optional_ray_address(argv: list[str]) -> list[str]:
 def _is_ray_address(word: str | None) -> bool:
     if word is None or word.startswith("-"):
         return False
-    host_port = re.fullmatch(r"[^/\s]+:\d+", word) is not None and not Path(word).exists()
+    host_port = (re.fullmatch(r"[^/\s]*:[^/\s]*", word) is not None and not Path(word).exists()
+                 and not word.lower().endswith((".yaml", ".yml")))
     return word == "auto" or "://" in word or host_port
 
 

@@ -329,15 +329,18 @@ class LocalFolder:
         return [self.path / rel / n for n in names]
 
     def stamps(self) -> list[tuple[str, int, str]]:
-        """ObjectStore.stamps of a local folder: os.stat's size and modification time (writers replace files
-        by rename, so a rewritten file always has a new one); dot-prefixed temporary files left out."""
+        """ObjectStore.stamps of a local folder: os.stat's size, and as the change marker the modification
+        time, the inode change time and the inode number; dot-prefixed temporary files left out. The
+        modification time alone misses a rewrite that sets it back (`touch -d`, a sync tool preserving times)
+        with the same size; the change time cannot be set back by a user, and perfsite's writers replace files
+        by rename, which gives a new inode. No content hash: stat only, so a big store is keyed cheaply."""
         out = []
         for path in sorted(self.path.rglob("*")):
             rel = path.relative_to(self.path)
             if any(part.startswith(".") for part in rel.parts) or not path.is_file():
                 continue
             stat = path.stat()
-            out.append((rel.as_posix(), stat.st_size, str(stat.st_mtime_ns)))
+            out.append((rel.as_posix(), stat.st_size, f"{stat.st_mtime_ns}:{stat.st_ctime_ns}:{stat.st_ino}"))
         return out
 
     @property

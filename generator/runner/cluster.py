@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from generator.runner.orchestrate import (
     stored_keys,
     sweep_trials,
 )
+from generator.runner.ray_address import ALLOWED, AUTO, check_ray_address, check_ray_head
 from generator.runner.sides import PlannedTrial, Progress, RunOptions, RunSummary, SilentProgress
 from generator.spec import LoadedSpec
 from generator.versions import ModelVersion, prepare_versions
@@ -55,7 +55,6 @@ TARGET_SHARE = 0.001
 # crashes, is preempted or runs out of memory is measured again, up to this many times.
 MAX_RETRIES = 3
 ADDRESS_ENV = "RAY_ADDRESS"
-CONNECT_TIMEOUT_S = 5.0
 NO_TARGET = None  # any node offering NODE_RESOURCE
 
 
@@ -75,10 +74,12 @@ def run_on_ray(loaded: LoadedSpec, options: RunOptions, progress: Progress | Non
     """Plan the sweep here, measure its configuration groups on the cluster's nodes, store what they send."""
     progress = progress or SilentProgress()
     ray = None if options.dry_run else import_ray()  # before building versions: a dry run needs no Ray
+    # Before building versions too: an address that is no Ray head fails in seconds, not after quantizing.
+    address = None if ray is None else reachable_address(options.ray)
     fan = plan_fan_out(loaded, options, progress)
-    if ray is None or not fan.jobs:
+    if ray is None or address is None or not fan.jobs:
         return fan.summary
-    address = connect(ray, options.ray)
+    connect(ray, address)
     try:
         nodes = check_nodes(ray, {job.target for job in fan.jobs}, address)
         fan.results.ensure_writable()
@@ -156,39 +157,40 @@ def _shipped_files(loaded: LoadedSpec, versions: dict[str, ModelVersion]) -> dic
     return files
 
 
-def connect(ray: Any, address: str | None) -> str:
-    """Join the cluster at `address` ("auto": $RAY_ADDRESS, else the cluster this machine belongs to) as its
-    driver; never start one (a sweep on a throwaway one-machine cluster is a local run with extra steps)."""
-    wanted = (os.environ.get(ADDRESS_ENV) or "auto") if address in (None, "", "auto") else address
-    _check_reachable(wanted)
-    try:
-        # Driver logs off: the nodes' messages come back in each answer and go through the progress output.
-        ray.init(address=wanted, logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
-    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
-        raise RunError(_cannot_connect(wanted, e)) from e
+def reachable_address(address: str | None) -> str:
+    """The cluster's address (`auto`: $RAY_ADDRESS, else the cluster this machine belongs to), checked to be a
+    Ray head when it names one: Ray's own connection to a port nothing listens on, or where something else
+    listens, retries for minutes and prints Ray's log lines meanwhile; this fails within seconds."""
+    if address in (None, "", AUTO):
+        wanted, given = os.environ.get(ADDRESS_ENV) or AUTO, f"${ADDRESS_ENV}"
+    else:
+        wanted, given = address, "--ray"
+    head = check_ray_address(wanted, given)
+    why = check_ray_head(head) if head is not None else None
+    if why is not None:
+        raise RunError(_cannot_connect(wanted, why))
     return wanted
 
 
-def _check_reachable(address: str) -> None:
-    """A HOST:PORT nothing listens on fails here, at once: Ray's own connection retries for minutes."""
-    host, sep, port = address.rpartition(":")
-    if "://" in address or not sep or not port.isdigit():
-        return
+def connect(ray: Any, address: str) -> None:
+    """Join the cluster at `address` as its driver; never start one (a sweep on a throwaway one-machine cluster
+    is a local run with extra steps)."""
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except (OSError, ValueError) as e:
-        raise RunError(_cannot_connect(address, e)) from e
+        # Driver logs off: the nodes' messages come back in each answer and go through the progress output.
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
+        raise RunError(_cannot_connect(address, _first_line(e))) from e
 
 
-def _cannot_connect(address: str, error: Exception) -> str:
-    first = str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else type(error).__name__
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else type(error).__name__
+
+
+def _cannot_connect(address: str, why: str) -> str:
     client = (" A ray:// address goes through Ray Client, which needs `pip install 'ray[client]'`."
               if address.startswith("ray://") else "")
-    where = "this machine's cluster ($RAY_ADDRESS is not set)" if address == "auto" else address
-    return (f"Cannot connect to the Ray cluster at {where}: {first}. Allowed: `--ray` alone (the cluster this "
-            "machine is a node of, or $RAY_ADDRESS), `--ray HOST:PORT` (the head's GCS address, from a machine "
-            f"that is a node of the cluster) or `--ray ray://HOST:10001`.{client} Start the cluster first: "
-            "docs/ray.md.")
+    where = f"this machine's cluster (${ADDRESS_ENV} is not set)" if address == AUTO else address
+    return f"Cannot connect to the Ray cluster at {where}: {why}.{client} {ALLOWED}"
 
 
 def check_nodes(ray: Any, targets: set[str | None], address: str) -> dict[str | None, int]:

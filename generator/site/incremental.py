@@ -8,8 +8,9 @@ in a cache entry named by a hash of those inputs (`page_key`):
 
 - every file of each of its folders, in the order the stores were given (the first store's copy of a trial
   stored twice is the one shown): the store, the file's path relative to the folder, its size and its change
-  marker as the store gives it (generator.results.location `stamps`): a local file's modification time (the
-  writer replaces files by rename, so a re-measured trial always changes it), an object's ETag (else its
+  marker as the store gives it (generator.results.location `stamps`): a local file's modification time, inode
+  change time and inode number (a file rewritten with the same size and its modification time set back still
+  gets a new change time, which no user can set; no content is hashed), an object's ETag (else its
   modification time) from fsspec's `info()`, never a local stat call on a URL; the stored specs are files of
   the folder too;
 - its slug (the slug follows the order of the names of all experiments);
