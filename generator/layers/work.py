@@ -52,9 +52,10 @@ def strings(value: Any) -> tuple[str, ...]:
     return () if value is None or (isinstance(value, float) and math.isnan(value)) else tuple(map(str, value))
 
 
-def _owners(top: pd.DataFrame, static: pd.DataFrame) -> tuple[list[list[str]], dict[str, list[int]]]:
+def _owners(top: pd.DataFrame, static_ops: dict[str, str]) -> tuple[list[list[str]], dict[str, list[int]]]:
     """The original nodes each executed node covers, and for each original node the executed nodes that own
-    its counts: those of its op family when there are some, otherwise every one covering it."""
+    its counts: those of its op family when there are some, otherwise every one covering it. `static_ops`:
+    the analysed original nodes' op types."""
     covers = [sorted(set(strings(v))) for v in top["original_nodes"]]
     families = [op_family(str(op)) for op in top["op_type"]]
     owners: dict[str, list[int]] = {}
@@ -62,7 +63,7 @@ def _owners(top: pd.DataFrame, static: pd.DataFrame) -> tuple[list[list[str]], d
         for o in nodes:
             owners.setdefault(o, []).append(i)
     for o, idx in owners.items():
-        same = [i for i in idx if o in static.index and families[i] == op_family(str(static.at[o, "op_type"]))]
+        same = [i for i in idx if o in static_ops and families[i] == op_family(static_ops[o])]
         owners[o] = same or idx
     return covers, owners
 
@@ -70,12 +71,15 @@ def _owners(top: pd.DataFrame, static: pd.DataFrame) -> tuple[list[list[str]], d
 def split_sums(top: pd.DataFrame, static: pd.DataFrame) -> list[dict[str, float] | None]:
     """Per executed node, the static sums of the original nodes it owns, each shared evenly among its owners
     (see _owners); None for a node none of whose original nodes was analysed."""
-    covers, owners = _owners(top, static)
+    # Plain dicts, read once: a DataFrame lookup per node and column was most of a large model's profile page.
+    static_ops = {str(k): str(v) for k, v in static["op_type"].items()}
+    columns = {c: {str(k): float(cell(v) or 0.0) for k, v in static[c].items()} for c in STATIC_SUMS}
+    covers, owners = _owners(top, static_ops)
     out: list[dict[str, float] | None] = []
     for i, nodes in enumerate(covers):
-        known = [o for o in nodes if o in static.index]
+        known = [o for o in nodes if o in static_ops]
         mine = [o for o in known if i in owners[o]]
-        sums = {c: sum(float(cell(static.at[o, c]) or 0.0) / len(owners[o]) for o in mine) for c in STATIC_SUMS}
+        sums = {c: sum(columns[c][o] / len(owners[o]) for o in mine) for c in STATIC_SUMS}
         out.append(sums if known else None)
     return out
 
