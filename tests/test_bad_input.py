@@ -12,6 +12,7 @@ commands printed.
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import re
@@ -29,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
-from support.cli import ROOT, perfsite, write_spec
+from support.cli import ROOT, in_forks, perfsite, write_spec
 from support.models import matmul_model, onnx_model, save
 from support.results import write_results
 
@@ -53,6 +54,7 @@ sweep: {{batch: [1]}}
 {MEASURE}
 """
 PROFILE = ROOT / "tests" / "data" / "profile_tiny.json"
+ROWS_AT_ONCE = 3
 
 
 # An IR version far beyond any released one: onnx.helper's own default (IR 14) was "too new" for onnxruntime 1.31
@@ -114,21 +116,24 @@ def _project(folder: Path, models: Path) -> Path:
     return folder
 
 
+def _one_row(name: str, row: Row) -> Row:
+    try:
+        commands = SETUPS[name](row.project)
+    except _Skip as e:
+        row.skip = str(e)
+        return row
+    row.results = [perfsite(*args, **{"cwd": row.project, **kw}) for args, kw in commands]
+    return row
+
+
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory, models) -> dict[str, Row]:
-    def one(name: str) -> tuple[str, Row]:
-        row = Row(_project(tmp_path_factory.mktemp(name), models))
-        try:
-            commands = SETUPS[name](row.project)
-        except _Skip as e:
-            row.skip = str(e)
-            return name, row
-        row.results = [perfsite(*args, **{"cwd": row.project, **kw}) for args, kw in commands]
-        return name, row
-
-    # One row after another: each command is a fork of this process (support.cli.perfsite), which has imported
-    # perfsite already, so a command costs what it does, not an interpreter's start.
-    return dict(one(name) for name in SETUPS)
+    # Each row in a forked child, a few at a time, its commands one after another (each command a fork of its
+    # own, support.cli.perfsite): the process has imported perfsite already, so a command costs what it does,
+    # not an interpreter's start, and the rows overlap their waits.
+    made = {name: Row(_project(tmp_path_factory.mktemp(name), models)) for name in SETUPS}
+    done = in_forks([functools.partial(_one_row, name, row) for name, row in made.items()], at_once=ROWS_AT_ONCE)
+    return dict(zip(made, done, strict=True))
 
 
 def _row(rows: dict[str, Row], name: str) -> Row:

@@ -8,6 +8,7 @@ import functools
 import importlib
 import io
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -119,6 +120,61 @@ def _child(main, args: list[str], cwd: Path | None, env: dict, fds: tuple[int, i
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+
+
+def in_forks(calls: list, at_once: int) -> list:
+    """Each call's value (or its exception, raised here), each call made in a forked child of this process,
+    `at_once` children at a time: independent groups of commands (the bad-input table's rows) overlap their
+    waits for measuring children and files. The values travel back pickled."""
+    _warm()  # once, here: every child starts with perfsite imported
+    results: list = [None] * len(calls)
+    running: dict[int, tuple[int, Path]] = {}
+    with tempfile.TemporaryDirectory(prefix="perfsite-forks-") as folder:
+        for index, call in enumerate(calls):
+            while len(running) >= at_once:
+                _collect(running, results)
+            out = Path(folder) / f"{index}.pickle"
+            pid = os.fork()
+            if pid == 0:
+                _call_and_exit(call, out)
+            running[pid] = (index, out)
+        while running:
+            _collect(running, results)
+    for value in results:
+        if isinstance(value, BaseException):
+            raise value
+    return results
+
+
+def _call_and_exit(call, out: Path) -> None:
+    code = 1
+    try:
+        try:
+            value = call()
+        except Exception as e:  # noqa: BLE001 - handed to the parent, which raises it
+            value = e
+        out.write_bytes(pickle.dumps(value))
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _collect(running: dict[int, tuple[int, Path]], results: list) -> None:
+    """Wait for one of our children (never os.wait: it would reap a server a fixture started)."""
+    while True:
+        for pid in running:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+        else:
+            time.sleep(0.01)
+            continue
+        break
+    index, out = running.pop(pid)
+    if os.waitstatus_to_exitcode(status) != 0 or not out.exists():
+        results[index] = RuntimeError(f"forked call {index} ended with status {os.waitstatus_to_exitcode(status)}")
+    else:
+        results[index] = pickle.loads(out.read_bytes())
 
 
 def _exit_status(code) -> int:
