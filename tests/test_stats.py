@@ -116,3 +116,13 @@ def test_scaled_ratio_borrows_process_variation():
     assert tight.point == loose.point == 0.5 and tight.significant
     assert loose.high - loose.low > tight.high - tight.low and loose.note == wide.note
     assert scaled_ratio_ci(100.0, 101.0, wide).significant is False
+
+
+@pytest.mark.parametrize(("df", "quantile"), [(1, 12.706204736), (2, 4.302652730), (3.5, 2.940089), (10, 2.228138852),
+                                              (30, 2.042272456), (1e6, 1.959966)])
+def test_student_t_quantiles_are_the_tables(df, quantile):
+    """The 97.5 % quantile of Student's t (from scipy.special.stdtrit, not scipy.stats: a second's import in every
+    page-building process), against published tables; fractional degrees of freedom come from Welch's formula."""
+    from generator.results.intervals import _t
+
+    assert _t(df) == pytest.approx(quantile, rel=1e-6)
