@@ -67,15 +67,16 @@ def alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def owned_tempdir(prefix: str) -> Iterator[str]:
-    """A temporary folder `<prefix><pid>-XXXX`, removed on exit; first, those of dead processes."""
+    """A temporary folder `<prefix><pid>-<random suffix>`, removed on exit; first, those of dead processes."""
     clean_stale_tempdirs(prefix)
     with tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-") as folder:
         yield folder
 
 
 def process_tempdir(prefix: str) -> Path:
-    """A temporary folder `<prefix><pid>-XXXX` that lasts as long as this process (removed at exit, or by the
-    next perfsite after a crash), for files a whole command needs; first, those of dead processes are removed."""
+    """A temporary folder `<prefix><pid>-<random suffix>` that lasts as long as this process (removed at exit, or
+    by the next perfsite after a crash), for files a whole command needs; first, those of dead processes are
+    removed."""
     clean_stale_tempdirs(prefix)
     folder = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-")
     atexit.register(shutil.rmtree, folder, True)
