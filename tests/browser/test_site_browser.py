@@ -64,9 +64,15 @@ def test_charts_render_after_instant_navigation(chromium, instant_url):
     context, page, visit = open_page(chromium, instant_url + "reports/index.html")
     # A global survives only if the next page is swapped in by instant navigation, not loaded afresh.
     page.evaluate("window.perfsiteNoReload = true")
-    # Instant navigation takes over links once mkdocs-material's bundle has set up (it exports location$ then);
-    # on a busy machine a click before that is an ordinary page load.
-    page.wait_for_function("() => typeof window.location$ !== 'undefined'", timeout=20_000)
+    # Instant navigation takes over a link only once mkdocs-material's bundle has set up (it exports location$
+    # then) and has read the site's sitemap.xml: the click handler takes the sitemap with RxJS's
+    # withLatestFrom, which drops a click made before the sitemap arrived, and the browser then loads the page
+    # afresh. On a busy machine the sitemap can arrive seconds after the bundle ran. Its response ending is the
+    # last event the page shows; parsing it follows in the same task chain, which the short pause covers.
+    page.wait_for_function("() => typeof window.location$ !== 'undefined' && performance.getEntriesByType"
+                           "('resource').some(e => e.name.endsWith('/sitemap.xml') && e.responseEnd > 0)",
+                           timeout=20_000)
+    page.wait_for_timeout(200)
     page.locator("article a", has_text="cnn-int8").first.click()
     page.wait_for_url("**/reports/cnn-int8/index.html")
     # The swapped-in page loads the chart library first (it is not on every page): wait for its marks, not
