@@ -22,7 +22,7 @@ from generator.processes import die_with_parent
 from generator.results.location import StoreRoot, is_url, local_path, shown
 from generator.results.store import ResultsDir, find_experiments
 from generator.results.stores import store_roots
-from generator.site import incremental, publish, vendor
+from generator.site import charts, incremental, publish, vendor
 from generator.site import render_cache as render_cache_hooks
 from generator.site.pages import (
     REPORTS_DIR,
@@ -112,7 +112,8 @@ def _build_into(staging: Path, roots: tuple[StoreRoot, ...], project_root: Path,
         from generator.site.changes_page import history_pages
 
         experiments = [incremental.load_merged(parts)[0] for parts in found]
-        extra = history_pages(_history_root(roots, baseline, trend), experiments, baseline, trend, say)
+        with charts.unvalidated():
+            extra = history_pages(_history_root(roots, baseline, trend), experiments, baseline, trend, say)
     pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))

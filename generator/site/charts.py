@@ -7,10 +7,13 @@ chart JSON must be byte-identical for the same results.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import altair as alt
+from altair.utils import schemapi
 
 from generator.analysis.profile import OpTypeTime
 from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary
@@ -24,6 +27,15 @@ LOG_SCALE_RATIO = 20.0
 THRESHOLD_COLOR = "#c62828"
 NOISE_SHAPES = alt.Scale(domain=["ok", "noisy"], range=["circle", "triangle"])
 _CHART_ID = re.compile(r"[a-z][a-z0-9-]*")
+
+
+@contextlib.contextmanager
+def unvalidated() -> Iterator[None]:
+    """Charts made without altair's debug mode, which checks every chart object against the Vega-Lite schema as
+    it is made: a twelfth of a big site's build, for charts whose construction does not depend on the data's
+    values. tests/test_charts_valid.py validates every chart kind; altair's setting is restored on exit."""
+    with schemapi.debug_mode(False):
+        yield
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
