@@ -1,17 +1,23 @@
 """The chooser's precomputed figures (generator.analysis.chooser, generator.site.chooser_page) on the recorded
 results of tests/support/compare.py: the same numbers as the compare analysis for the same two trials, every
-pair of trials covered, and data files that are one loader call each."""
+pair of trials covered, data files that are one loader call each and that do not grow with pairs × layers.
+The kernel rows' intervals the page script computes are checked in tests/browser/test_chooser_browser.py."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
+from dataclasses import replace
 
+import pandas as pd
 import pytest
 from support.compare import write_compare_results
 
 from generator.analysis.chooser import chooser_data, pair_figures
 from generator.analysis.compare import compare_versions
+from generator.analysis.layer_details import details_fingerprints, trial_details
+from generator.analysis.stats import z_value
 from generator.results.store import load_experiment
 from generator.site.chooser_page import chooser_pages
 from generator.site.pages import experiment_view, template_env
@@ -30,11 +36,25 @@ def test_a_pair_at_one_configuration_has_the_compare_analysis_figures(recorded):
     assert mine.latency == c.latency_ratio and mine.throughput == c.throughput_ratio
     pair = data.pair("fp32", "int8-static")
     assert [r.layer for r in pair.rows] == [k.layer for k in c.kernels] and pair.advice == c.advice
-    by_layer = {k.layer: k.ratio for k in c.kernels}
-    assert [by_layer[r.layer] for r in pair.rows] == list(mine.rows)
     assert {t.op_type: t.ratio for t in mine.layer_types} == {t.op_type: t.ratio for t in c.layer_types}
-    card = next(t for t in data.trials if t.trial_key == c.a_trial_key)
-    assert card.timing == c.timings[0]
+    cards = [next(t for t in data.trials if t.trial_key == key) for key in (c.a_trial_key, c.b_trial_key)]
+    assert cards[0].timing == c.timings[0]
+    # What the page script needs for a layer's interval is in the cards and the pair's spread: the same
+    # closed form on them gives the compare analysis's intervals (the browser test checks the page itself).
+    matched = [(r, k) for r, k in zip(pair.rows, c.kernels, strict=True) if k.ratio is not None]
+    assert matched and mine.spread > 0
+    for row, k in matched:
+        (ta, se_a), (tb, se_b) = _side(cards[0], row.executed_a), _side(cards[1], row.executed_b)
+        half = z_value() * math.sqrt(mine.spread ** 2 + se_a ** 2 + se_b ** 2)
+        assert (tb / ta, tb / ta * math.exp(-half), tb / ta * math.exp(half)) == pytest.approx(
+            (k.ratio.point, k.ratio.low, k.ratio.high), rel=1e-12)
+
+
+def _side(card, names) -> tuple[float, float]:
+    """A kernel row's summed time and relative standard error in one trial, as the page script sums them."""
+    present = [card.nodes[n] for n in names if n in card.nodes]
+    total = sum(us for us, _, _ in present)
+    return total, math.sqrt(sum(std ** 2 for _, _, std in present) / card.iterations) / total
 
 
 def test_every_trial_is_paired_with_every_other_at_any_configuration(recorded):
@@ -59,16 +79,32 @@ def test_data_files_are_single_loader_calls_in_ascii(recorded):
     assert index["default"] is not None and len(index["trials"]) == len(chooser_data(recorded)[0].trials)
 
 
-def test_figures_of_a_model_with_many_layers_are_split_across_files(recorded):
-    from dataclasses import replace
+def test_figures_files_do_not_grow_with_the_layers(recorded):
+    """Every node of the recording doubled under new names doubles the kernel rows and the trial files; the
+    figures of each pair of trials stay the same size (a layer's interval is computed by the page script)."""
+    one, two = (_sizes(experiment) for experiment in (recorded, _doubled(recorded)))
+    assert two["v"] > 1.8 * one["v"] and two["t"] > 1.8 * one["t"]
+    assert abs(two["f"] - one["f"]) < 0.02 * one["f"], (one, two)
 
-    from generator.site.chooser_page import FIGURES_FILE_BYTES, ROW_BYTES, figures_per_file
 
-    data, _ = chooser_data(recorded)
-    assert figures_per_file(data) >= len(data.trials)  # a small model: one file per trial as A
-    many = replace(data, pairs=(replace(data.pairs[0], rows=data.pairs[0].rows * 10_000),))
-    per_file = figures_per_file(many)
-    assert per_file * ROW_BYTES * len(many.pairs[0].rows) <= FIGURES_FILE_BYTES or per_file == 1
+def _sizes(experiment) -> dict[str, int]:
+    """Bytes of the chooser's data files by kind (v, t, f, d)."""
+    (page,) = chooser_pages(template_env(), experiment_view(experiment, "tiny-compare"))
+    sizes = dict.fromkeys("vtfdi", 0)
+    for path, text in page.files:
+        sizes[path.rsplit("/", 1)[1][0]] += len(text)
+    return sizes
+
+
+def _doubled(experiment):
+    """The experiment with a renamed twin of every executed node, model node and weight (twice the layers)."""
+    twin = experiment.nodes.copy()
+    for column in ("node_name", "parent"):
+        twin[column] = twin[column] + "/twin"  # a missing parent stays missing
+    for column in ("original_nodes", "weights"):
+        twin[column] = twin[column].map(lambda names: tuple(f"{n}/twin" for n in names))
+    twin["exec_order"] += int(experiment.nodes["exec_order"].max()) + 1
+    return replace(experiment, nodes=pd.concat([experiment.nodes, twin], ignore_index=True))
 
 
 def test_one_version_offers_its_configurations(recorded):
@@ -80,7 +116,7 @@ def test_one_version_offers_its_configurations(recorded):
     figures = dict(pair_figures(ctx, data))
     assert len(figures) == len(data.trials) >= 2
     first = figures[data.trials[0].trial_key][0]
-    assert first.latency is not None and first.rows == () and first.layer_types
+    assert first.latency is not None and first.spread is not None and first.layer_types
 
 
 def test_layer_details_are_loaded_per_chunk_and_shared_by_trials_of_the_same_shapes(recorded):
@@ -100,3 +136,15 @@ def test_layer_details_are_loaded_per_chunk_and_shared_by_trials_of_the_same_sha
         # quickstart browser test opens panels of a real run that has them).
         assert set(chunk["layers"]) <= {node for kernel in chunk["kernels"].values() for node in kernel[7]}
         assert all(len(kernel) == 9 for kernel in chunk["kernels"].values())
+
+
+def test_trials_with_one_details_fingerprint_have_the_same_details(recorded):
+    """The chooser cuts details into chunks once per fingerprint: equal fingerprints must mean equal details,
+    and the recording's trials of one version and batch size (two thread counts) share one."""
+    fingerprints = details_fingerprints(recorded.nodes, recorded.layers)
+    contents: dict[tuple, set[str]] = {}
+    for key, fingerprint in fingerprints.items():
+        d = trial_details(key, recorded.nodes, recorded.layers)
+        contents.setdefault(fingerprint, set()).add(repr((d.recorded, d.kernels, sorted(d.layers.items()))))
+    assert all(len(c) == 1 for c in contents.values()) and len(contents) < len(fingerprints)
+    assert len(set().union(*contents.values())) == len(contents)  # and different fingerprints, different details

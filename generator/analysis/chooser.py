@@ -14,10 +14,15 @@ the same functions as the compare pages:
   depend on batch size, threads or concurrency), so one matching serves every configuration; a node that a
   chosen trial lacks is counted as missing, and the page says so;
 - **per ordered pair of trials** (`PairFigures`): the latency and throughput ratios with their 95 % intervals,
-  each matched layer's ratio interval, and the layer-type rows.
+  the layer-type rows, and the process-to-process spread a layer's interval borrows from the two trials'
+  median latency ratio (stats.borrowed_spread).
 
-Every ratio, interval and significance mark is computed here; the browser only sums the stored node times of
-a row and picks which precomputed figures to show. Deterministic: same results, same records.
+A kernel row's ratio interval is the one figure the page script computes: a pair of thousand-layer trials has
+a thousand of them and the pairs grow as the square of the trials, so precomputing them made the chooser's
+data quadratic (1.5 M intervals for 40 trials). The script applies stats.scaled_ratio_ci's closed form to the
+row's summed node times and standard errors (layer_match.member_time, from each trial's file) and the pair's
+spread; tests/browser/test_chooser_browser.py checks every row against the compare page's figures. Every other
+ratio, interval and significance mark is computed here. Deterministic: same results, same records.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from generator.analysis.compare import (
     op_side,
 )
 from generator.analysis.compare_choice import CompareContext, compare_context, config_dict
-from generator.analysis.layer_match import Executed, executed_nodes, member_time, side_ratio
+from generator.analysis.layer_match import Executed, executed_nodes
 from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     Advice,
@@ -47,6 +52,7 @@ from generator.analysis.records_compare import (
     RatioCI,
     VersionTiming,
 )
+from generator.analysis.stats import borrowed_spread
 from generator.analysis.summaries import TrialSummary
 from generator.analysis.trial_stats import (
     TrialStats,
@@ -68,11 +74,13 @@ class TrialCard:
     config_label: str
     config: dict[str, Any]
     timing: VersionTiming | None  # None without stored request latencies
-    nodes: dict[str, tuple[float, str | None]]  # executed top-level node -> (µs per inference, precision)
+    # executed top-level node -> (µs per inference, precision, µs of standard deviation over the iterations)
+    nodes: dict[str, tuple[float, str | None, float]]
     total_us: float  # every top-level executed node's time
     op_types: tuple[LayerTypeRow, ...]  # time per standard op, as the A side of a layer-type table
     budget_note: str | None  # set when the trial ran out of its measuring budget
     accounting: TimeAccounting | None = None  # the profiled time against the measured median (None: unknown)
+    iterations: int = 1  # profiled iterations (compare.iterations_of): a layer's standard error divides by them
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,7 @@ class PairFigures:
     b_key: str
     latency: RatioCI | None
     throughput: RatioCI | None
-    rows: tuple[RatioCI | None, ...]  # per row of the version pair's RowShapes, None where no ratio exists
+    spread: float | None  # stats.borrowed_spread of the reference ratio; None: no layer ratio can be given
     layer_types: tuple[LayerTypeRow, ...]
     paired: bool  # measured in the same rounds of one run
     notes: tuple[str, ...] = ()
@@ -149,22 +157,13 @@ def chooser_data(exp) -> tuple[ChooserData, CompareContext] | None:
 def pair_figures(ctx: CompareContext, data: ChooserData) -> Iterator[tuple[str, list[PairFigures]]]:
     """For each trial as A, in the data's order: its figures against every other trial as B.
 
-    What depends on one trial only (its statistics, its layer-type groups, each kernel row's summed time) is
-    computed once per trial, not once per pair: the pairs grow as the square of the trials."""
+    What depends on one trial only (its statistics, its layer-type groups) is computed once per trial, not once
+    per pair: the pairs grow as the square of the trials."""
     summaries = {t.trial_key: t for v in ctx.trials.values() for t in v.values()}
     sides = {c.trial_key: _side(ctx, summaries[c.trial_key]) for c in data.trials}
-    row_times: dict[tuple[str, str, str], tuple[tuple[float, float] | None, ...]] = {}
     for a in data.trials:
-        out = []
-        for b in data.trials:
-            if b.trial_key == a.trial_key:
-                continue
-            pair = data.pair(a.version, b.version)
-            rows = pair.rows if pair else ()
-            times = tuple(_row_times(row_times, sides[t.trial_key], t.trial_key, a.version, b.version, rows, side)
-                          for t, side in ((a, "a"), (b, "b")))
-            out.append(_figures(ctx, sides[a.trial_key], sides[b.trial_key], rows, times))
-        yield a.trial_key, out
+        yield a.trial_key, [_figures(ctx, sides[a.trial_key], sides[b.trial_key])
+                            for b in data.trials if b.trial_key != a.trial_key]
 
 
 def choosable(ctx: CompareContext) -> list[TrialSummary]:
@@ -191,9 +190,9 @@ def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
     executed = _executed(ctx, t.trial_key)
     return TrialCard(t.trial_key, t.version, t.config_label, config_dict(t),
                      timing(s, q_name) if s.samples.processes else None,
-                     {e.name: (e.dur_us, e.precision) for e in executed}, sum(e.dur_us for e in executed),
-                     layer_type_rows(executed, (), None, 1, 1), budget_note(t) if t.budget_exhausted else None,
-                     time_accounting(t))
+                     {e.name: (e.dur_us, e.precision, e.dur_std_us) for e in executed},
+                     sum(e.dur_us for e in executed), layer_type_rows(executed, (), None, 1, 1),
+                     budget_note(t) if t.budget_exhausted else None, time_accounting(t), iterations_of(t))
 
 
 def _version_pair(ctx: CompareContext, a: str, b: str) -> VersionPair:
@@ -230,49 +229,25 @@ def _default(ctx: CompareContext, versions: tuple[str, ...]) -> tuple[str, str] 
 
 @dataclass(frozen=True)
 class Side:
-    """One trial as a side of its pairs: statistics, top-level executed nodes (by name), layer-type groups."""
+    """One trial as a side of its pairs: statistics, top-level executed nodes, layer-type groups."""
 
     stats: TrialStats
     executed: tuple[Executed, ...]
-    iterations: int  # profiled iterations
-    by_name: dict[str, Executed]
     op_side: OpSide
 
 
 def _side(ctx: CompareContext, t: TrialSummary) -> Side:
-    executed, iterations = _executed(ctx, t.trial_key), iterations_of(t)
-    return Side(trial_stats(ctx.cache, ctx.exp, t), executed, iterations, {e.name: e for e in executed},
-                op_side(executed, iterations))
+    executed = _executed(ctx, t.trial_key)
+    return Side(trial_stats(ctx.cache, ctx.exp, t), executed, op_side(executed, iterations_of(t)))
 
 
-def _row_times(cache: dict, side: Side, key: str, version_a: str, version_b: str, rows: tuple[RowShape, ...],
-               which: str) -> tuple[tuple[float, float] | None, ...]:
-    """Each kernel row's summed time (layer_match.member_time) on one side, None where the row has no ratio;
-    cached per trial, version pair and side."""
-    cache_key = (key, f"{version_a}\0{version_b}", which)
-    if cache_key not in cache:
-        cache[cache_key] = tuple(_row_time(row, side, which) for row in rows)
-    return cache[cache_key]
-
-
-def _row_time(row: RowShape, side: Side, which: str) -> tuple[float, float] | None:
-    if row.kind != "layer" or row.only_in is not None:
-        return None
-    names = row.executed_a if which == "a" else row.executed_b
-    members = [side.by_name[n] for n in names if n in side.by_name]
-    return member_time(members, side.iterations) if members else None
-
-
-def _figures(ctx: CompareContext, a: Side, b: Side, rows: tuple[RowShape, ...],
-             times: tuple[tuple[tuple[float, float] | None, ...], ...]) -> PairFigures:
+def _figures(ctx: CompareContext, a: Side, b: Side) -> PairFigures:
     sa, sb = a.stats, b.stats
     keys = (sa.summary.trial_key, sb.summary.trial_key)
     if not sa.samples.processes or not sb.samples.processes:
-        return PairFigures(*keys, None, None, (None,) * len(rows), (), False,
+        return PairFigures(*keys, None, None, None, (), False,
                            ("No request latencies are stored for these trials: no ratio can be given.",))
     q_name, notes = quantile_name(ctx.percentile, sa, sb)
     r = pair_ratios(sa, sb, q_name)
-    ratios = tuple(side_ratio(ta, tb, r.reference) if ta is not None and tb is not None else None
-                   for ta, tb in zip(*times, strict=True))
     types = layer_type_rows_of(a.op_side, b.op_side, r.reference) if a.executed and b.executed else ()
-    return PairFigures(*keys, r.latency, r.throughput, ratios, types, r.paired, notes)
+    return PairFigures(*keys, r.latency, r.throughput, borrowed_spread(r.reference), types, r.paired, notes)

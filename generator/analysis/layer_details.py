@@ -9,6 +9,7 @@ parts instead of showing empty cells.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,31 @@ def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame,
     details = {str(r["node"]): _memo(memo, tuple(r.items()), _layer) for r in rows}
     recorded = bool(rows) and all(d.attributes is not None for d in details.values())
     return TrialDetails(trial_key, recorded, kernels, details)
+
+
+def details_fingerprints(nodes: pd.DataFrame, layers: pd.DataFrame) -> dict[str, tuple[bytes | None, ...]]:
+    """Trial key -> a fingerprint of everything trial_details reads for the trial: trials with equal fingerprints
+    have equal details, so a caller computes them once per fingerprint.
+
+    Details hold no time, so the trials of a version at the same shapes (other threads, concurrency) share
+    them; whether they do is read from the rows themselves, not guessed from the configuration (an optimization
+    level or a provider changes the kernels too). Each row is hashed column by column in one vectorized pass
+    (decoded cells by their repr, which tells None from "None" and a tuple from a list), and a trial's rows are
+    combined in execution order (kernels) or stored order (model-file nodes)."""
+    top = nodes[nodes["parent"].isna()].sort_values("exec_order", kind="stable")
+    kernels = _fingerprints(top, [c for c in KERNEL_FIELDS if c in top.columns])
+    model = _fingerprints(layers, [c for c in layers.columns if c != "trial_key"])
+    return {key: (kernels.get(key), model.get(key)) for key in kernels.keys() | model.keys()}
+
+
+def _fingerprints(rows: pd.DataFrame, columns: list[str]) -> dict[str, bytes]:
+    """Trial key -> SHA-256 of its rows' `columns`, in the rows' order."""
+    if rows.empty:
+        return {}
+    cells = pd.DataFrame({c: rows[c].map(repr) if rows[c].dtype == object else rows[c] for c in columns})
+    hashes = pd.util.hash_pandas_object(cells, index=False).to_numpy()
+    positions = rows.reset_index(drop=True).groupby("trial_key", sort=False).indices
+    return {str(key): hashlib.sha256(hashes[at].tobytes()).digest() for key, at in positions.items()}
 
 
 KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input_shapes", "input_types",

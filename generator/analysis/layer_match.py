@@ -279,8 +279,10 @@ def group_ratio(members_a: Sequence[Executed], members_b: Sequence[Executed], re
 
 
 def member_time(members: Sequence[Executed], iterations: int) -> tuple[float, float]:
-    """One side of a group_ratio: the members' summed time and its relative standard error. The chooser
-    computes it once per trial and row, not once per pair of trials (tens of thousands of pairs × rows)."""
+    """One side of a group_ratio: the members' summed time and its relative standard error. Layer types compute
+    it once per trial (compare.op_side), not once per pair of trials. The chooser's page script
+    (site_templates/assets/perfsite-choose.js, `rowSide`) computes the same for its kernel rows: change both
+    together."""
     return sum(e.dur_us for e in members), _rel_se(members, iterations)
 
 

@@ -310,11 +310,8 @@ def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel
     """
     if time_a <= 0 or time_b <= 0:
         return None
-    z = _z(level)
-    spread = 0.0
-    if reference is not None and reference.low > 0 and reference.high > 0:
-        spread = (math.log(reference.high) - math.log(reference.low)) / (2 * z)
-    sigma = math.sqrt(spread ** 2 + rel_se_a ** 2 + rel_se_b ** 2)
+    z = z_value(level)
+    sigma = math.sqrt(borrowed_spread(reference, level) ** 2 + rel_se_a ** 2 + rel_se_b ** 2)
     point = time_b / time_a
     low, high = point * math.exp(-z * sigma), point * math.exp(z * sigma)
     note = reference.note if reference is not None else "no timed measurement to borrow process variation from"
@@ -323,8 +320,18 @@ def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel
                    processes_b=reference.processes_b if reference else 0)
 
 
+def borrowed_spread(reference: RatioCI | None, level: float = LEVEL) -> float:
+    """The process-to-process spread scaled_ratio_ci borrows from `reference`: its interval's half-width on the
+    log scale, in standard deviations; 0 without a usable reference. The chooser's page script combines it
+    with its own rows' standard errors, so it gets the number from here rather than computing it again."""
+    if reference is not None and reference.low > 0 and reference.high > 0:  # NaN bounds: no spread either
+        return (math.log(reference.high) - math.log(reference.low)) / (2 * z_value(level))
+    return 0.0
+
+
 @functools.lru_cache(maxsize=8)  # asked for once per layer ratio: hundreds of thousands of times per site
-def _z(level: float) -> float:
+def z_value(level: float = LEVEL) -> float:
+    """The standard normal quantile of a two-sided interval at `level` (1.96 at 95 %)."""
     from statistics import NormalDist
 
     return NormalDist().inv_cdf(0.5 + level / 2.0)

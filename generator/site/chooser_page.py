@@ -3,27 +3,33 @@
 The page holds the controls and empty sections; site_templates/assets/perfsite-choose.js fills them from data
 files beside the page (folder `choose/`), loaded with script tags so that the page also works opened from disk:
 
-- `index.js`: versions, every ok trial with its timing and intervals, the default choice;
-- `t-<n>.js`: trial n's executed nodes, each with its time (µs per inference) and precision;
+- `index.js`: versions, every ok trial with its timing and intervals, the default choice, the normal quantile
+  of the layers' 95 % intervals;
+- `t-<n>.js`: trial n's executed nodes, each with its time and standard deviation over the profiled
+  iterations (µs per inference, full precision) and precision, and its number of profiled iterations;
 - `v-<i>-<j>.js`: version i against version j: the kernel table's rows (which nodes each row sums), the
   advice and the output agreement (generator.analysis.chooser.VersionPair);
-- `f-<n>.js`: trial n as A against every other trial as B: the ratios with their 95 % intervals and the
-  verdict words of the compare pages, each kernel row's ratio and the layer-type rows;
+- `f-<n>-<k>.js`: trial n as A against the trials k × FIGURES_PER_FILE … as B: the ratios with their 95 %
+  intervals and the verdict words of the compare pages, the layer-type rows and the spread a layer's interval
+  borrows from the latency ratio; a few kB per pair, whatever the model's size;
 - `d-<id>.js`: layer details, for the panel a click on a kernel row opens (executed kernels with shapes and
   element types, the model-file nodes they compute with attributes and weights), in chunks of about
   DETAIL_FILE_BYTES in execution order; the trial file gives each executed node its chunk, so a panel loads
   only what it shows. Details hold no time, so the trials of one version at the same shapes (other threads,
   concurrency) have the same chunks: a chunk's id is a hash of its content and it is written once.
 
-Every figure with an interval, and every sentence about a ratio, is written here by the analysis; the script
-only sums a row's stored node times and chooses what to show. Strings from models reach the page through the
-script's textContent, never as markup.
+Every sentence about a ratio, and every interval but one kind, is written here by the analysis. The exception is
+a kernel row's ratio interval: the script computes it from the row's summed node times and standard errors and
+the pair's spread with stats.scaled_ratio_ci's closed form (see generator.analysis.chooser for why), which
+tests/browser/test_chooser_browser.py checks row by row against the compare page's. Strings from models reach
+the page through the script's textContent, never as markup.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,8 +44,15 @@ from generator.analysis.chooser import (
     chooser_data,
     pair_figures,
 )
-from generator.analysis.layer_details import KernelDetail, LayerDetail, TrialDetails, trial_details
+from generator.analysis.layer_details import (
+    KernelDetail,
+    LayerDetail,
+    TrialDetails,
+    details_fingerprints,
+    trial_details,
+)
 from generator.analysis.records_compare import RatioCI, VersionTiming
+from generator.analysis.stats import z_value
 from generator.numbers import rounded
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
 from generator.site.formatting import op_name
@@ -48,9 +61,10 @@ from generator.site.page_base import REPORTS_DIR, ExperimentView, Page, render
 CHOOSER_PAGE = "choose.md"
 DATA_FOLDER = "choose"  # beside the page; site_templates/choose.md.j2 links its index.js
 DIGITS = 6  # significant digits of figures in the data files: far below any interval's width
-ROW_DIGITS = 4  # a layer's ratio and interval: two decimals are shown
-FIGURES_FILE_BYTES = 1_000_000
-PAIR_BYTES, ROW_BYTES = 1_500, 32  # a pair of trials' figures without its layer rows; one layer row
+ROW_DIGITS = 4  # a layer type's ratio and interval: two decimals are shown
+# Trials as B per figures file: a pair's figures take a few kB (two ratios with their words, notes, some tens
+# of layer-type rows), so a file stays under 1 MB however many trials an experiment has.
+FIGURES_PER_FILE = 1_000_000 // 2_500
 DETAIL_FILE_BYTES = 500_000  # a chunk of layer details: a panel of a 20,000-node model loads one or two
 
 
@@ -67,13 +81,13 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     files += [(f"{folder}/v-{index[p.a]}-{index[p.b]}.js", _call("pair", index[p.a], index[p.b], _pair(p)))
               for p in data.pairs]
     position = {c.trial_key: n for n, c in enumerate(data.trials)}
-    per_file = figures_per_file(data)
     for key, figures in pair_figures(ctx, data):
         n = position[key]
         by_b = {position[f.b_key]: _figures(f) for f in figures}
-        for k in range(0, len(data.trials), per_file):
-            chunk = {b: v for b, v in by_b.items() if k <= b < k + per_file}
-            files.append((f"{folder}/f-{n}-{k // per_file}.js", _call("figures", n, k // per_file, chunk)))
+        for k in range(0, len(data.trials), FIGURES_PER_FILE):
+            chunk = {b: v for b, v in by_b.items() if k <= b < k + FIGURES_PER_FILE}
+            files.append((f"{folder}/f-{n}-{k // FIGURES_PER_FILE}.js",
+                          _call("figures", n, k // FIGURES_PER_FILE, chunk)))
     page = render(env, "choose.md.j2", f"{REPORTS_DIR}/{view.slug}/{CHOOSER_PAGE}", "Choose A and B",
                   True, e=view, trials=len(data.trials),
                   versions=data.versions)
@@ -81,25 +95,31 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
 
 
 def _trial_files(folder: str, view: ExperimentView, data: ChooserData) -> list[tuple[str, str]]:
-    """`t-<n>.js` for every trial and the `d-<id>.js` detail chunks they point at, each chunk written once
-    (trials of one version at the same shapes have the same chunks)."""
+    """`t-<n>.js` for every trial and the `d-<id>.js` detail chunks they point at. Details are cut into chunks
+    once per group of trials with the same details (layer_details.details_fingerprints), each chunk written
+    once."""
+    nodes, layers = view.results.nodes, view.results.layers
+    fingerprints = details_fingerprints(nodes, layers)
     files, details, memo = [], {}, {}
+    chunks_of: dict[tuple, dict[str, str]] = {}  # fingerprint -> executed node -> its chunk's id
     for n, card in enumerate(data.trials):
-        chunk_of: dict[str, str] = {}
-        for chunk in _detail_chunks(trial_details(card.trial_key, view.results.nodes, view.results.layers, memo)):
-            chunk_id = hashlib.sha256(_json(chunk).encode()).hexdigest()[:16]
-            if chunk_id not in details:
-                details[chunk_id] = _call("details", chunk_id, chunk)
-            chunk_of.update(dict.fromkeys(chunk["kernels"], chunk_id))
-        files.append((f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card, chunk_of))))
+        fingerprint = fingerprints.get(card.trial_key, (None, None))
+        if fingerprint not in chunks_of:
+            chunks_of[fingerprint] = _write_chunks(trial_details(card.trial_key, nodes, layers, memo), details)
+        files.append((f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card, chunks_of[fingerprint]))))
     return files + [(f"{folder}/d-{chunk_id}.js", text) for chunk_id, text in sorted(details.items())]
 
 
-def figures_per_file(data: ChooserData) -> int:
-    """Trials as B per figures file: a model of 20,000 layers has 20,000 layer ratios per pair of trials, so
-    one file per A with every B would outgrow FIGURES_FILE_BYTES (and the 3 MB any file of a site may have)."""
-    rows = max((len(p.rows) for p in data.pairs), default=0)
-    return max(1, FIGURES_FILE_BYTES // (PAIR_BYTES + ROW_BYTES * rows))
+def _write_chunks(trial: TrialDetails, details: dict[str, str]) -> dict[str, str]:
+    """Add the trial's detail chunks to `details` (id -> file text; the id a hash of the content, so trials of
+    different groups that share a chunk write it once); executed node -> its chunk's id."""
+    chunk_of: dict[str, str] = {}
+    for chunk in _detail_chunks(trial):
+        chunk_id = hashlib.sha256(_json(chunk).encode()).hexdigest()[:16]
+        if chunk_id not in details:
+            details[chunk_id] = _call("details", chunk_id, chunk)
+        chunk_of.update(dict.fromkeys(chunk["kernels"], chunk_id))
+    return chunk_of
 
 
 def _call(function: str, *args: Any) -> str:
@@ -115,6 +135,11 @@ def _num(value: float | None) -> float | None:
     return rounded(value, DIGITS)
 
 
+def _exact(value: float) -> float | None:
+    """A figure at full precision (JSON's shortest form of the float), None when not finite."""
+    return value if math.isfinite(value) else None
+
+
 def _index(view: ExperimentView, data: ChooserData) -> dict[str, Any]:
     position = {c.trial_key: n for n, c in enumerate(data.trials)}
     return {
@@ -125,7 +150,8 @@ def _index(view: ExperimentView, data: ChooserData) -> dict[str, Any]:
         "trials": [{"version": c.version, "config": c.config_label, "key": c.trial_key,
                     "timing": _timing(c.timing), "budget": c.budget_note} for c in data.trials],
         "pairs": [[data.versions.index(p.a), data.versions.index(p.b)] for p in data.pairs],
-        "figuresPerFile": figures_per_file(data),
+        "figuresPerFile": FIGURES_PER_FILE,
+        "z": z_value(),  # full precision: the script's layer intervals are stats.scaled_ratio_ci's
     }
 
 
@@ -139,9 +165,12 @@ def _timing(t: VersionTiming | None) -> dict[str, Any] | None:
 
 
 def _trial_nodes(card: TrialCard, chunk_of: dict[str, str]) -> dict[str, Any]:
-    """The trial's executed nodes as [µs, precision, chunk of its details] and its time per standard op:
-    [µs, share, nodes per precision, nodes]."""
-    return {"nodes": {name: [_num(us), precision, chunk_of.get(name)] for name, (us, precision) in card.nodes.items()},
+    """The trial's executed nodes as [µs, precision, chunk of its details, µs of standard deviation] and its
+    time per standard op: [µs, share, nodes per precision, nodes]. Node times keep full precision: the script
+    computes the layers' intervals from them, and so gives Python's figures to the last digit."""
+    return {"nodes": {name: [_exact(us), precision, chunk_of.get(name), _exact(std)]
+                      for name, (us, precision, std) in card.nodes.items()},
+            "iterations": card.iterations,
             "total": _num(card.total_us),
             "accounting": _accounting(card.accounting),
             "ops": {t.op_type: [_num(t.time_a_us), _num(t.share_a), _counts(t.precision_counts_a.items()), t.nodes_a]
@@ -167,8 +196,7 @@ def _ratio(r: RatioCI | None) -> list[Any] | None:
 
 
 def _row(r: RatioCI | None) -> list[float] | int:
-    """A layer row's ratio as [point, low, high] (significant when the interval excludes 1), 0 for none: the
-    most numerous figures of the site, kept short."""
+    """A layer type's ratio as [point, low, high] (significant when the interval excludes 1), 0 for none."""
     if r is None:
         return 0
     return [float(f"{x:.{ROW_DIGITS}g}") for x in (r.point, r.low, r.high)]
@@ -178,7 +206,7 @@ def _figures(f: PairFigures) -> dict[str, Any]:
     return {
         "latency": _ratio(f.latency), "throughput": _ratio(f.throughput),
         "latencyText": latency_words(f.latency), "throughputText": throughput_words(f.throughput),
-        "paired": f.paired, "notes": list(f.notes), "rows": [_row(r) for r in f.rows],
+        "paired": f.paired, "notes": list(f.notes), "spread": f.spread,
         "types": [[t.op_type, _row(t.ratio)] for t in f.layer_types],  # times and shares: in each trial's file
     }
 

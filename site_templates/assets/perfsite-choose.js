@@ -1,10 +1,13 @@
 /* perfsite: the "choose A and B" page (generator/site/chooser_page.py).
  *
  * Data files beside the page are scripts that call window.perfsiteChooser.{index,trial,pair,figures}; they are
- * loaded with <script> tags (fetch() is refused for pages opened from disk). Every ratio, interval and verdict
- * sentence comes from those files, computed by the analysis when the site was built: this script sums the
- * stored node times of a kernel row and picks which figures to show. Text from the data (node names, op
- * types, advice) is set with textContent only.
+ * loaded with <script> tags (fetch() is refused for pages opened from disk). Every verdict sentence, and every
+ * ratio and interval but a kernel row's, comes from those files, computed by the analysis when the site was
+ * built. A kernel row's ratio interval is computed here (layerRatio): precomputed, it made the data grow as
+ * pairs of trials × layers. It is generator.analysis.stats.scaled_ratio_ci's closed form on the same inputs
+ * (full-precision node times and spreads, the pair's borrowed spread, Python's z), checked row by row against
+ * the compare page by tests/browser/test_chooser_browser.py. Text from the data (node names, op types,
+ * advice) is set with textContent only.
  *
  * The choice lives in the address: #a=<version>&ac=<configuration>&b=<version>&bc=<configuration>, and the
  * layer whose detail panel is open in &layer=<name>.
@@ -334,11 +337,39 @@
     return { time: total, missing: missing, precision: precision };
   }
 
+  // One side of a layer's ratio, as generator.analysis.layer_match.member_time: the summed time of the row's
+  // nodes that ran in the trial and its relative standard error (the nodes' spreads over the profiled
+  // iterations taken as independent), in the same order of summation; null when none of them ran.
+  function rowSide(names, nodes) {
+    var total = 0, variance = 0, present = 0;
+    names.forEach(function (name) {
+      var n = nodes.nodes[name];
+      if (!n) return;
+      total += n[0];
+      variance += n[3] * n[3];
+      present += 1;
+    });
+    if (!present) return null;
+    return { time: total, se: total <= 0 ? 0 : Math.sqrt(variance / Math.max(nodes.iterations, 1)) / total };
+  }
+
+  // A matched layer's [point, low, high], as generator.analysis.stats.scaled_ratio_ci: the pair's spread
+  // borrowed from the latency ratio and both sides' standard errors, combined in quadrature on the log scale.
+  function layerRatio(r, figures, nodesA, nodesB) {
+    if (figures.spread === null || r[2] !== "layer" || r[3]) return null;
+    var a = rowSide(r[5], nodesA), b = rowSide(r[6], nodesB);
+    if (!a || !b || a.time <= 0 || b.time <= 0) return null;
+    var z = store.index.z;
+    var sigma = Math.sqrt(figures.spread * figures.spread + a.se * a.se + b.se * b.se);
+    var point = b.time / a.time;
+    return [point, point * Math.exp(-z * sigma), point * Math.exp(z * sigma)];
+  }
+
   function kernelRows(pair, figures, nodesA, nodesB) {
-    return pair.rows.map(function (r, i) {
+    return pair.rows.map(function (r) {
       var a = sum(r[5], nodesA), b = sum(r[6], nodesB);
-      return { layer: r[0], op: r[1], kind: r[2], only: r[3], note: r[4], a: a, b: b, ratio: figures.rows[i],
-               execA: r[5], execB: r[6] };
+      return { layer: r[0], op: r[1], kind: r[2], only: r[3], note: r[4], a: a, b: b,
+               ratio: layerRatio(r, figures, nodesA, nodesB), execA: r[5], execB: r[6] };
     }).sort(function (x, y) {
       return Math.max(y.a.time, y.b.time) - Math.max(x.a.time, x.b.time) || (x.layer < y.layer ? -1 : x.layer > y.layer ? 1 : 0);
     });

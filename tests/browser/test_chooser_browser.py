@@ -1,6 +1,7 @@
 """The "choose A and B" page in headless Chromium, on the recorded results of tests/support/compare.py: the
-default pair says what its compare page says, choosing another version and configuration changes every section
-and the address, the address restores the choice, and the page works opened from disk."""
+default pair says what its compare page says (every kernel row's interval, which the page script computes,
+included), choosing another version and configuration changes every section and the address, the address
+restores the choice, and the page works opened from disk."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from urllib.parse import unquote
 
 import pytest
 from support.browser import LAYER, READY, open_layer, open_page
+
+from generator.analysis.compare import compare_versions
+from generator.results.store import load_experiment
+from generator.site.compare_page import ratio_cell
 
 pytestmark = pytest.mark.browser
 
@@ -58,6 +63,26 @@ def test_default_pair_says_what_its_compare_page_says(chromium, compare_url):
     kernels = page.locator('[data-section="kernels"] tbody tr')
     assert kernels.count() >= 5, shown["kernels"]
     assert visit.errors == [] and not any(r.startswith("http") and "127.0.0.1" not in r for r in visit.requests)
+    context.close()
+
+
+def test_every_kernel_rows_interval_is_the_compare_analysis_one(chromium, compare_url, compare_site):
+    """The page script computes a kernel row's ratio interval (generator.analysis.chooser says why): for the
+    default pair, every row shows the compare analysis's ratio and interval, formatted as the compare page
+    formats them."""
+    results = load_experiment(compare_site.parent / "results" / "tiny-compare")
+    c = compare_versions(results, "fp32", "int8-static")
+    expected = sorted((k.layer, *ratio_cell(k.ratio)) for k in c.kernels)
+    context, page, visit = open_page(chromium, compare_url + EXPERIMENT + "choose.html")
+    _ready(page)
+    show_all = page.locator('[data-section="kernels"] button.md-button')
+    if show_all.count():
+        show_all.click()
+    shown = page.evaluate("""() => Array.from(document.querySelectorAll('[data-section="kernels"] tbody tr'))
+        .map(tr => [0, 5, 6].map(i => tr.cells[i].textContent))""")
+    assert sum(1 for _, ratio, _ in expected if ratio != "—") >= 5  # rows with an interval to check
+    assert sorted(tuple(row) for row in shown) == expected
+    assert visit.errors == []
     context.close()
 
 
