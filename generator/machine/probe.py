@@ -1,4 +1,4 @@
-"""The machine's limits, measured: peak FP32 and INT8 GEMM rates through onnxruntime, and memory bandwidth.
+"""The machine's limits, measured: peak FP32 and INT8 rates through onnxruntime, and memory bandwidth.
 
 The profile pages place every layer on a roofline (attainable = min(peak, intensity × bandwidth)); its two
 ceilings come from here. They are measured, never computed from nominal clocks: `/proc/cpuinfo` understates
@@ -6,7 +6,11 @@ the clock of these VMs, and what matters is what onnxruntime's own kernels reach
 
 - Compute: one large MatMul (FP32) and one MatMulInteger (uint8 × int8 → int32) run through onnxruntime with
   the intra-op pool at every logical core; the best of repeated runs (a shared machine only ever slows a run
-  down). 2·n³ operations per run (a multiply-add counts 2).
+  down). 2·n³ operations per run (a multiply-add counts 2). The FP32 peak is the higher of that MatMul and a
+  3×3 convolution of 256 channels at 14×14 (2·C²·9·H·W operations), which onnxruntime runs in its blocked NCHWc
+  layout: those convolution kernels reach more than its MatMul does (on the 2-core development VM 118 against
+  98 GFLOP/s on one thread), and a ceiling below what the model's own convolutions reach put every one of
+  them above the roofline.
 - Bandwidth: an onnxruntime Add of a scalar over a large float array, bound to preallocated buffers (IO
   binding, so no run allocates or page-faults): bytes read + bytes written per run, best of repeated runs. A
   numpy copy of the same size is recorded in the notes for reference; the roofline uses onnxruntime's figure,
@@ -44,8 +48,11 @@ from generator.paths import CACHE_ENV, cache_warning, unusable_reason
 # The quick sizes keep a probe under a second; the bandwidth arrays stay larger than any last-level cache.
 FULL = {"gemm_n": 1024, "min_runs": 8, "budget_s": 1.0, "stream_floats": 64 << 20, "stream_runs": 8}
 QUICK = {"gemm_n": 512, "min_runs": 3, "budget_s": 0.06, "stream_floats": 16 << 20, "stream_runs": 4}
-# 2: quality, attempts and reprobed added to the cached limits.
-CACHE_VERSION = 2
+# The convolution of the FP32 peak: channels in and out, height and width (about 0.23 GFLOP a run). Of the
+# shapes tried on the development VM (64 to 256 channels, 14 to 56 pixels), the fastest per operation.
+CONV_CHANNELS, CONV_PIXELS = 256, 14
+# 2: quality, attempts and reprobed added to the cached limits. 3: the FP32 peak includes the convolution.
+CACHE_VERSION = 3
 # Runs of one measurement whose median is this much slower than their best were disturbed: on a quiet machine
 # they repeat within a few per cent.
 DISAGREEMENT = 0.25
@@ -155,6 +162,7 @@ def _probe_once(quick: bool, threads: int, isa: tuple[str, ...]) -> MachineLimit
     watch, delay0, wall0 = _Watch(), _run_delay_s(), time.perf_counter()
     fp32_s = watch.runs("FP32", _run_times(_gemm_runner(n, integer=False, threads=threads), size["min_runs"],
                                            size["budget_s"]))
+    conv_s = watch.runs("FP32 convolution", _run_times(_conv_runner(threads), size["min_runs"], size["budget_s"]))
     try:
         int8_s: float | None = watch.runs("INT8", _run_times(_gemm_runner(n, integer=True, threads=threads),
                                                              size["min_runs"], size["budget_s"]))
@@ -168,10 +176,13 @@ def _probe_once(quick: bool, threads: int, isa: tuple[str, ...]) -> MachineLimit
     delay = delay1 - delay0 if delay0 is not None and delay1 is not None else None
     why = disturbances(watch.worst_spread, watch.worst_what, delay, wall_s, threads)
     ops = 2.0 * n**3
+    gemm_gflops, conv_gflops = ops / fp32_s / 1e9, CONV_OPS / conv_s / 1e9
     dot = [name for name in INT8_DOT_ISA if name in isa]
     notes = (
-        f"FP32: onnxruntime {ort.__version__} MatMul {n}×{n}×{n}, {threads} intra-op threads, best run of "
-        f"at least {size['min_runs']}; 2·n³ FLOP per run.",
+        f"FP32: the higher of onnxruntime {ort.__version__} MatMul {n}×{n}×{n} ({gemm_gflops:.1f} GFLOP/s, "
+        f"2·n³ FLOP per run) and a 3×3 Conv of {CONV_CHANNELS} channels at {CONV_PIXELS}×{CONV_PIXELS} "
+        f"({conv_gflops:.1f} GFLOP/s, 2·C²·9·H·W FLOP per run), {threads} intra-op "
+        f"thread{'s' if threads != 1 else ''}, best run of at least {size['min_runs']} each.",
         f"INT8: MatMulInteger uint8 × int8 → int32 at the same size and threads; int8 dot-product "
         f"instructions: {', '.join(dot) if dot else 'none (16-bit multiply-add path)'}."
         + ("" if int8_s is not None else " onnxruntime could not run it here."),
@@ -180,7 +191,7 @@ def _probe_once(quick: bool, threads: int, isa: tuple[str, ...]) -> MachineLimit
         f"{numpy_bw:.1f} GB/s.",
     )
     return MachineLimits(
-        peak_gflops_fp32=ops / fp32_s / 1e9, peak_gops_int8=ops / int8_s / 1e9 if int8_s else None,
+        peak_gflops_fp32=max(gemm_gflops, conv_gflops), peak_gops_int8=ops / int8_s / 1e9 if int8_s else None,
         bandwidth_gbs=ort_bw, threads=threads, quick=quick, notes=notes,
         measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         quality="disturbed" if why else "clean", disturbances=why,
@@ -235,6 +246,21 @@ def _gemm_runner(n: int, integer: bool, threads: int) -> Callable[[], None]:
     return _bound_runner(model, threads, feed, np.empty((n, n), np.float32))
 
 
+CONV_OPS = 2.0 * CONV_CHANNELS**2 * 9 * CONV_PIXELS**2
+
+
+def _conv_runner(threads: int) -> Callable[[], None]:
+    """The FP32 convolution (same padding: the output has the input's shape)."""
+    from onnx import TensorProto
+
+    rng = np.random.default_rng(0)
+    c, p = CONV_CHANNELS, CONV_PIXELS
+    weight = rng.standard_normal((c, c, 3, 3), dtype=np.float32) * 0.01
+    model = _one_node_model("Conv", TensorProto.FLOAT, TensorProto.FLOAT, (1, c, p, p), weight, pads=[1, 1, 1, 1])
+    feed = rng.standard_normal((1, c, p, p), dtype=np.float32)
+    return _bound_runner(model, threads, feed, np.empty((1, c, p, p), np.float32))
+
+
 def _stream_runner(floats: int, threads: int) -> Callable[[], None]:
     from onnx import TensorProto
 
@@ -243,12 +269,13 @@ def _stream_runner(floats: int, threads: int) -> Callable[[], None]:
     return _bound_runner(model, threads, np.ones(floats, np.float32), np.zeros(floats, np.float32))
 
 
-def _one_node_model(op: str, in_type: int, out_type: int, shape: tuple[int, ...], weight: np.ndarray) -> bytes:
+def _one_node_model(op: str, in_type: int, out_type: int, shape: tuple[int, ...], weight: np.ndarray,
+                    **attributes: object) -> bytes:
     """Y = op(X, W) with W an initializer; opset 17 / IR 10, which every onnxruntime we allow loads (NOTES.md)."""
     from onnx import helper, numpy_helper
 
     graph = helper.make_graph(
-        [helper.make_node(op, ["X", "W"], ["Y"])], "probe",
+        [helper.make_node(op, ["X", "W"], ["Y"], **attributes)], "probe",
         [helper.make_tensor_value_info("X", in_type, list(shape))],
         [helper.make_tensor_value_info("Y", out_type, list(shape))],
         [numpy_helper.from_array(weight, "W")],
