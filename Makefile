@@ -13,8 +13,8 @@ demo: $(MODELS)
 	@echo
 	@echo "Site built: open site/index.html in a browser, or run  $(BIN)/perfsite serve  and visit http://127.0.0.1:8000/"
 
-# Two workers for everything but the few tests that need a quiet machine (marked quiet; tests/support/tiers.py);
-# those run alone afterwards. Both parts always run; the target fails if either failed.
+# Two workers for everything but the modules that judge measured time (marked quiet in tests/conftest.py); those
+# run alone afterwards. Both parts always run; the target fails if either failed.
 test: $(MODELS)
 	@rc=0; \
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \

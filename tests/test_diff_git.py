@@ -4,10 +4,9 @@ A tiny CNN's results are committed; the model then gets three more conv blocks a
 working tree: `perfsite diff git:BASE results --fail-on regression` must say "slower", exit 2 and name the
 added layers. With the model unchanged, ten diffs between five independent measurements must never say
 "slower" or "faster" at the default thresholds. Measurement uses the spec's own small settings (a small
-measuring budget), not quick mode. Each side is measured once: no retry hides a disturbed measurement. The
-unchanged model's diffs hold beside a busy neighbour (each process is judged by its clean requests, and the
-drift between two separately measured runs is in the interval): `make test` runs them beside the suite's other
-worker. The slower model's diff runs alone (marked quiet): beside a neighbour it may say "not comparable".
+measuring budget), not quick mode. Each side is measured once: no retry hides a disturbed measurement, so these
+tests also hold beside a busy neighbour (each process is judged by its clean requests, and the drift between
+two separately measured runs is in the interval).
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import os
 import re
 from pathlib import Path
 
-import pytest
 from support.cli import perfsite, write_spec
 from support.diff import git
 from support.models import stacked_cnn
@@ -78,7 +76,6 @@ def normalize(text: str) -> str:
     return re.sub(r"(?<![\w/.])[+-]?\d[\d,]*(\.\d+)?", "N", text)
 
 
-@pytest.mark.quiet  # make test runs it alone: beside a neighbour the verdict may be "not comparable" (exit 3)
 def test_slower_model_is_caught_with_its_added_layers(tmp_path):
     repo = make_repo(tmp_path / "repo")
     run(repo)

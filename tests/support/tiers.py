@@ -12,22 +12,19 @@ SLOW_MODULES = frozenset({
 })
 
 
-# Modules whose verdicts depend on measured time as a whole: `make test` runs them alone after the parallel
-# part, so that the suite's other worker is never their neighbour. None today: the diff and CI-recipe tests judge
-# unchanged models beside the other worker (issue 12: no wrong verdict beside a busy neighbour), and only the
-# tests below need a quiet machine.
-QUIET_MODULES: frozenset[str] = frozenset()
-# Modules that mark some of their tests quiet one by one (tests/test_support.py checks that no other module does):
-# a neighbour test that needs a quiet figure to compare with, and the diff that must find a slower model "slower"
-# (beside a busy neighbour it may only say "not comparable", which that test does not accept).
-QUIET_TESTS_IN = frozenset({"test_measure.py", "test_diff_git.py"})
+# Modules whose verdicts depend on measured time (a diff of two measured runs must say "no change" for one model
+# and "slower" for a slower copy): `make test` runs them alone after the parallel part, so that the suite's other
+# worker is never their neighbour.
+QUIET_MODULES = frozenset({"test_diff_git.py", "test_ci_recipe.py"})
+# Modules that mark some of their tests quiet one by one (tests/test_support.py checks that no other module does).
+QUIET_TESTS_IN = frozenset({"test_measure.py"})
 
 
 # make test's two workers take a module at a time (pytest-xdist's loadgroup: a module is a group), longest
 # first: a long module handed out last would leave the other worker idle at the end. The order of
 # `pytest --durations=0` on 2 cores (2026-11-25); modules not listed follow in collection order.
 LONGEST_FIRST = (
-    "test_run.py", "test_faults.py", "test_diff_git.py", "test_ci_recipe.py", "test_incremental_build.py", "test_site_browser.py", "test_quickstart_site.py",
+    "test_run.py", "test_faults.py", "test_incremental_build.py", "test_site_browser.py", "test_quickstart_site.py",
     "test_s3_store.py", "test_ray.py", "test_bad_input.py", "test_count.py", "test_large_model.py",
     "test_compare_browser.py", "test_timeline_browser.py", "test_site.py", "test_build_safety.py",
     "test_agreement.py", "test_oneshot_cli.py", "test_timeline_page.py", "test_chooser_browser.py",
