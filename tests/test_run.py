@@ -9,7 +9,6 @@ import sys
 import time
 
 import pandas as pd
-import pytest
 from support.cli import perfsite, write_spec
 
 from generator.results.store import load_experiment
@@ -22,7 +21,7 @@ def _run(project, **options):
     return run_experiment(loaded, RunOptions(results_dir=project / "results" / "tiny", **options))
 
 
-def test_run_writes_every_table_and_skips_stored_trials(cnn_project):
+def test_run_writes_every_table_skips_stored_trials_and_measures_only_an_added_batch_size(cnn_project):
     summary = _run(cnn_project)
     assert len(summary.measured) == 4 and not summary.failed
     exp = load_experiment(cnn_project / "results" / "tiny")
@@ -52,10 +51,7 @@ def test_run_writes_every_table_and_skips_stored_trials(cnn_project):
     assert list(exp.spec.models) == ["fp32", "int8"]
     again = _run(cnn_project)
     assert again.measured == [] and len(again.planned) == 4 and all(p.stored for p in again.planned)
-
-
-def test_adding_a_batch_size_measures_only_the_new_trials(cnn_project):
-    _run(cnn_project)
+    # A batch size added to the spec: only its trials are measured (one sweep serves both checks).
     spec = cnn_project / "spec.yaml"
     spec.write_text(spec.read_text().replace("batch: [1, 2]", "batch: [1, 2, 3]"))
     summary = _run(cnn_project)
@@ -117,26 +113,34 @@ def _wait_for_trials(folder, count, proc, limit_s=120):
     raise AssertionError(f"no {count} finished trials in {folder} (exit {proc.poll()})")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
-def test_killed_run_keeps_finished_trials_and_rerun_completes_the_rest(cnn_project, sig):
+def test_interrupted_and_killed_runs_keep_finished_trials_and_a_rerun_completes_the_rest(cnn_project):
+    # One sweep of six trials, stopped twice: Ctrl-C (SIGINT) once two trials are stored, then `kill -9` of the
+    # rerun once it stored one more; the last run measures only what is missing.
+    spec = cnn_project / "spec.yaml"
+    spec.write_text(spec.read_text().replace("batch: [1, 2]", "batch: [1, 2, 3]"))
     results = cnn_project / "results"
+    trials = results / "tiny" / "trials"
     cmd = [sys.executable, "-m", "generator.cli", "run", "spec.yaml", "--results", str(results)]
-    proc = subprocess.Popen(cmd, cwd=cnn_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for_trials(results / "tiny" / "trials", 2, proc)
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
-    if sig == signal.SIGINT:
-        assert proc.returncode == 130, err
-        assert "finished trials are kept" in out + err
-    kept = set(pd.read_parquet(results / "tiny" / "trials")["trial_key"])
-    assert 2 <= len(kept) <= 4
+    kept = []
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        proc = subprocess.Popen(cmd, cwd=cnn_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _wait_for_trials(trials, len(kept[-1]) + 1 if kept else 2, proc)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        if sig == signal.SIGINT:
+            assert proc.returncode == 130, err
+            assert "finished trials are kept" in out + err
+        else:
+            assert proc.returncode == -signal.SIGKILL, err
+        kept.append(set(pd.read_parquet(trials)["trial_key"]))
+    assert 2 <= len(kept[0]) < len(kept[1]) < 6 and kept[0] < kept[1]
     rerun = perfsite("run", "spec.yaml", "--results", str(results), cwd=cnn_project)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"{4 - len(kept)} measured, {len(kept)} already stored" in rerun.stdout
-    trials = pd.read_parquet(results / "tiny" / "trials")
-    assert len(trials) == 4 and trials["trial_key"].is_unique and set(trials["status"]) == {"ok"}
+    assert f"{6 - len(kept[1])} measured, {len(kept[1])} already stored" in rerun.stdout
+    stored = pd.read_parquet(trials)
+    assert len(stored) == 6 and stored["trial_key"].is_unique and set(stored["status"]) == {"ok"}
     # Every side table is readable whole and holds each trial once.
-    assert set(pd.read_parquet(results / "tiny" / "processes")["trial_key"]) == set(trials["trial_key"])
+    assert set(pd.read_parquet(results / "tiny" / "processes")["trial_key"]) == set(stored["trial_key"])
 
 
 def test_two_runs_on_one_results_directory_measure_each_trial_once(cnn_project):
