@@ -113,18 +113,21 @@ def _memo(memo: dict[tuple, Any], items: tuple[tuple[str, Any], ...], parse: Any
     try:
         hash(key)
     except TypeError:  # decoded cells holding dicts or lists (a layer's attributes and weight details)
-        key = (parse.__name__, _frozen(items))
+        key = (parse.__name__, tuple((k, _identity(v)) for k, v in items))
     if key not in memo:
         memo[key] = parse(dict(items))
     return memo[key]
 
 
-def _frozen(value: Any) -> Any:
-    """A hashable stand-in of a decoded cell for a memo key (type-tagged: a dict never equals a list of pairs)."""
-    if isinstance(value, dict):
-        return ("dict", tuple((k, _frozen(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, tuple(_frozen(v) for v in value))
+def _identity(value: Any) -> Any:
+    """A memo key's stand-in for an unhashable decoded cell: the object itself, by identity. Cells of the same
+    stored text are one object (generator.results.cells decodes each text once), and the tables that hold them
+    outlive the caller's memo, so an identity is never reused for another value meanwhile. Equal cells from
+    different texts only miss the memo."""
+    try:
+        hash(value)
+    except TypeError:
+        return ("object at", id(value))
     return value
 
 
