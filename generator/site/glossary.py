@@ -42,6 +42,7 @@ GLOSSARY: dict[str, str] = {
              "rewritten for it, and the Original nodes column names the model's layers they compute",
 }
 
+_TERMS = {term: re.compile(rf"(?<![\w-]){re.escape(term)}(?![\w-])") for term in GLOSSARY}
 _CONFIG_LABEL = re.compile(r"\bb(\d+) t(\d+) c(\d+)\b")
 
 
@@ -53,8 +54,10 @@ def config_label_text(batch: str, threads: str, concurrency: str) -> str:
 def abbreviations(markdown: str) -> str:
     """The abbreviation definitions for the terms and configuration labels this page's Markdown uses, as
     lines to append to it (empty when it uses none)."""
+    # The plain substring test first: a report page is up to megabytes of Markdown, and the word-bounded
+    # search scans all of it for a term the page never uses.
     lines = [f"*[{term}]: {text}" for term, text in GLOSSARY.items()
-             if re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", markdown)]
+             if term in markdown and _TERMS[term].search(markdown)]
     labels = dict.fromkeys(m.group(0) for m in _CONFIG_LABEL.finditer(markdown))
     lines += [f"*[{label}]: {config_label_text(*_CONFIG_LABEL.fullmatch(label).groups())}" for label in labels]
     return "\n".join(lines)
