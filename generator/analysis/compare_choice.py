@@ -132,8 +132,11 @@ def _matches(t: TrialSummary, wanted: dict[str, Any]) -> bool:
 
 
 def _profiled_keys(ctx: CompareContext) -> set[str]:
-    nodes = ctx.exp.nodes
-    return set(nodes["trial_key"].astype(str)) if len(nodes) else set()
+    """The trials with per-node rows, once per context (a thousand-node sweep has hundreds of thousands)."""
+    if ("profiled keys",) not in ctx.cache:
+        nodes = ctx.exp.nodes
+        ctx.cache[("profiled keys",)] = set(map(str, nodes["trial_key"].unique())) if len(nodes) else set()
+    return ctx.cache[("profiled keys",)]
 
 
 def choose_config(ctx: CompareContext, a: str, b: str,
