@@ -9,8 +9,8 @@ the clock of these VMs, and what matters is what onnxruntime's own kernels reach
   down). 2·n³ operations per run (a multiply-add counts 2). The FP32 peak is the higher of that MatMul and a
   3×3 convolution of 256 channels at 14×14 (2·C²·9·H·W operations), which onnxruntime runs in its blocked NCHWc
   layout: those convolution kernels reach more than its MatMul does (on the 2-core development VM 118 against
-  98 GFLOP/s on one thread), and a ceiling below what the model's own convolutions reach put every one of
-  them above the roofline.
+  98 GFLOP/s on one thread), and with the MatMul alone, most of a CNN's convolutions measured above their
+  ceiling (docs/methodology-profile.md gives the counts).
 - Bandwidth: an onnxruntime Add of a scalar over a large float array, bound to preallocated buffers (IO
   binding, so no run allocates or page-faults): bytes read + bytes written per run, best of repeated runs. A
   numpy copy of the same size is recorded in the notes for reference; the roofline uses onnxruntime's figure,
