@@ -230,7 +230,8 @@ def test_cnn_fp32_vs_static_qdq_matches_nearly_all_time(cnn_profiles, level):
     assert match.coverage.share_b >= COVERAGE_MIN, _unmatched(match)
     # Every Conv of the FP32 model is matched to an INT8-side kernel, one group per Conv.
     convs = [r for r in match.kernels if r.kind == "layer" and r.op_type == "Conv"]
-    # (Once, under load, 14 rows: the message names them, so that the next occurrence says which was missing.)
+    # (Once, under load, 14 rows: at level disable a group is [Conv, BatchNormalization, Relu], and its op type
+    # was its longest member's; it is now the member that does the work, layer_match._work_first.)
     assert len(convs) == 15 and all(r.only_in is None for r in convs), ([r.layer for r in convs], _unmatched(match))
     assert all(r.layer.split(", ")[0].endswith("/Conv") for r in convs)
 

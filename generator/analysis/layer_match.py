@@ -45,6 +45,7 @@ from generator.analysis.layer_names import (
     CONVERSION_OPS,
     INSERTED_CAST,
     QPARAM,
+    REMOVABLE_OPS,
     closure,
     common_name,
     is_added_name,
@@ -310,7 +311,7 @@ def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -
     reference = g.members_a or g.members_b
     labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
     weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not QPARAM.search(w)))
-    main = max(reference, key=lambda e: (e.dur_us, -e.exec_order))
+    main = max(reference, key=_work_first)
     only_in = None if g.matched else ("a" if g.members_a else "b")
     return KernelRow(
         layer=_label(labels) or main.name, op_type=kernel_op(main.op_type),
@@ -323,6 +324,12 @@ def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -
         share_a=_share(g.time_a_us, total_a), share_b=_share(g.time_b_us, total_b), kind="layer",
         ops_a=executed_ops(g.members_a), ops_b=executed_ops(g.members_b),
     )
+
+
+def _work_first(e: Executed) -> tuple:
+    """Which member names a row's op type: one that does the layer's work (a Conv, not the Relu or BatchNorm
+    fused into its group), then the longest: by time alone, a label could follow the profiler's noise."""
+    return (kernel_op(e.op_type) not in REMOVABLE_OPS, e.dur_us, -e.exec_order)
 
 
 def executed_ops(members: Sequence[Executed]) -> tuple[str, ...]:
