@@ -392,3 +392,16 @@ def test_notes_that_say_the_same_thing_are_one_line():
         "e · fp32 · b4 (42), e · fp32 · b8 (82)",
         "e · int8 · b1: a single remark",
     ]
+
+
+def test_a_measure_glob_that_leaves_the_checkout_is_refused(tmp_path):
+    """`--measure '../proj/experiments/*.yaml'` named the same files from both checkouts: both sides measured one
+    spec and one model, and the diff passed whatever the candidate changed."""
+    for side in ("base", "proj"):
+        (tmp_path / side / "experiments").mkdir(parents=True)
+    (tmp_path / "proj" / "experiments" / "tiny.yaml").write_text("name: tiny\n")
+    result = perfsite("diff", "base", "proj", "--measure", "../proj/experiments/*.yaml", cwd=tmp_path)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert message.startswith("error: --measure '../proj/experiments/*.yaml' leaves the checkout (`..`): "
+                              "BASELINE and CANDIDATE would measure the same spec files"), message
