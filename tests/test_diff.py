@@ -405,3 +405,18 @@ def test_a_measure_glob_that_leaves_the_checkout_is_refused(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert message.startswith("error: --measure '../proj/experiments/*.yaml' leaves the checkout (`..`): "
                               "BASELINE and CANDIDATE would measure the same spec files"), message
+
+
+def test_an_undecided_paired_diff_is_not_told_to_measure_paired(tmp_path):
+    """A paired run whose interval could not decide was told to `measure paired (perfsite diff --measure)`, what
+    it had just done."""
+    noisy = (0.6, 1.0, 1.5, 0.8, 1.3)
+    base, cand = sides(tmp_path, Side(pair_id="p1", process_factors=noisy),
+                       Side(latency={1: 1.04, 4: 1.04}, seed=1, pair_id="p1", process_factors=noisy[::-1]))
+    result = perfsite("diff", str(base), str(cand), "--latency-ratio", "1.03")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stdout.startswith("**perfsite diff: not comparable**: 2 of 2 configurations could not be judged")
+    assert "interval cannot decide; they were measured paired already: measure again with a larger " \
+           "measure.budget_s or more measure.repeats, or on a quieter machine: 2 configurations" in result.stdout
+    assert "None got slower. They were measured paired already" in result.stdout
+    assert "--measure" not in result.stdout

@@ -16,6 +16,7 @@ from typing import Any
 
 from generator.analysis.records_compare import RatioCI
 from generator.diff.layers import LayerChange
+from generator.diff.noise import PAIRED_ADVICE
 from generator.diff.verdict import FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff
 from generator.numbers import json_safe, num
 
@@ -59,8 +60,13 @@ def _why_not_comparable(result: DiffResult) -> str:
     k = sum(t.verdict == NOT_COMPARABLE for t in result.trials)
     return (f"{k} of {len(result.trials)} configurations could not be judged: their 95 % interval cannot "
             "decide (the estimate lies beyond a threshold while the interval still holds no change), or too few "
-            "measurement processes kept clean requests; see the notes. None got slower. Measure paired "
-            "(`perfsite diff --measure`) or with a larger measure.budget_s.")
+            f"measurement processes kept clean requests; see the notes. None got slower. {_advice(result)}.")
+
+
+def _advice(result: DiffResult) -> str:
+    if all(t.paired for t in result.trials):
+        return PAIRED_ADVICE[0].upper() + PAIRED_ADVICE[1:]
+    return "Measure paired (`perfsite diff --measure`) or with a larger measure.budget_s"
 
 
 def _limits(result: DiffResult) -> str:
