@@ -420,3 +420,17 @@ def test_an_undecided_paired_diff_is_not_told_to_measure_paired(tmp_path):
            "measure.budget_s or more measure.repeats, or on a quieter machine: 2 configurations" in result.stdout
     assert "None got slower. They were measured paired already" in result.stdout
     assert "--measure" not in result.stdout
+
+
+def test_site_url_is_a_web_address_and_cannot_break_out_of_its_links(tmp_path):
+    """`--site-url` went into the summary's Markdown links as given: a `javascript:` URL was linked, and one put
+    together from a branch name could close the link and open a tag in the pull-request comment."""
+    base, cand = sides(tmp_path, Side(), Side(seed=1))
+    result = perfsite("diff", str(base), str(cand), "--site-url", "javascript:alert(1)")
+    assert result.returncode == 1 and "Traceback" not in result.stderr and not result.stdout
+    assert " ".join(result.stderr.split()).startswith(
+        "error: --site-url 'javascript:alert(1)' is not a web address. Allowed: an http:// or https:// URL")
+    result = perfsite("diff", str(base), str(cand), "--site-url", 'https://o.github.io/pr/a)b"<img>[x]')
+    assert result.returncode == 0
+    assert "[changes](https://o.github.io/pr/a%29b%22%3Cimg%3E%5Bx%5D/reports/_changes/)" in result.stdout
+    assert "<img>" not in result.stdout

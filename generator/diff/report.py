@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -207,10 +208,15 @@ def _notes(result: DiffResult) -> str:
     return "\n".join(["Notes:", "", *lines])
 
 
+URL_SAFE = ":/?#@!$&*+,;=%~-._"
+
+
 def _links(result: DiffResult, site_url: str | None) -> str:
     if not site_url:
         return ""
-    base = site_url.rstrip("/")
+    # The URL is often put together in CI from a branch name, which anyone opening a pull request chooses:
+    # `(`, `)`, `<`, `"`, spaces and brackets are percent-encoded so that it cannot end the link or open a tag.
+    base = urllib.parse.quote(site_url.rstrip("/"), safe=URL_SAFE)
     experiments = sorted({t.experiment for t in result.trials})
     reports = " · ".join(f"[{e}]({base}/reports/{e}/)" for e in experiments)
     return f"Preview site: [changes]({base}/{CHANGES_PAGE})" + (f" · reports: {reports}" if reports else "")
