@@ -155,3 +155,15 @@ def test_a_build_killed_between_the_two_renames_gets_its_old_site_back(tmp_path)
     stray = _staged(tmp_path, f".site.perfsite-new-{dead.pid}", {"index.html": "half"})
     publish.clean_stale(tmp_path)
     assert (tmp_path / "site" / ".git" / "HEAD").read_text() == "ref" and not old.exists() and not stray.exists()
+
+
+def test_site_dot_is_the_current_folder_not_its_parent(tmp_path):
+    """`Path(".").name` is empty: `--site .` was taken for the parent of the current folder, and a refusal named
+    that folder instead of the one the user gave."""
+    (tmp_path / ".git").mkdir()
+    write_results(tmp_path / "results")
+    result = perfsite("build", "--site", ".", cwd=tmp_path)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert message.startswith(f"error: The site folder {tmp_path} would contain the project, its docs or its "
+                              "results"), message

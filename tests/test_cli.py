@@ -193,3 +193,18 @@ def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_p
     spec.write_text((ROOT / "experiments" / "quickstart.yaml").read_text(), encoding="utf-8")
     out = perfsite("validate", str(spec))
     assert out.returncode == 0 and "\x1b" not in out.stdout and "sneaky\\x1b[2J\\u202e.yaml" in out.stdout
+
+
+def test_a_file_where_a_folder_is_expected_is_named_as_a_file(tmp_path):
+    """A file given as a results folder was reported as missing (`does not exist`), and a folder given as a model
+    file as `no such model file`: the user looked, saw it there, and was misled."""
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "models").mkdir()
+    diff = perfsite("diff", "afile", "afile", cwd=tmp_path)
+    query = perfsite("query", "select 1", "--results", "afile", cwd=tmp_path)
+    count = perfsite("count", "models", "afile", cwd=tmp_path)
+    for result, start in ((diff, "error: The results directory afile is a file, not a folder. Give a folder"),
+                          (query, "error: The results store afile is a file, not a folder. Allowed for --results"),
+                          (count, f"error: {tmp_path / 'models'}: a folder, not a model file. Give the path of")):
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert " ".join(result.stderr.split()).startswith(start), result.stderr

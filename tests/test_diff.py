@@ -392,3 +392,45 @@ def test_notes_that_say_the_same_thing_are_one_line():
         "e · fp32 · b4 (42), e · fp32 · b8 (82)",
         "e · int8 · b1: a single remark",
     ]
+
+
+def test_a_measure_glob_that_leaves_the_checkout_is_refused(tmp_path):
+    """`--measure '../proj/experiments/*.yaml'` named the same files from both checkouts: both sides measured one
+    spec and one model, and the diff passed whatever the candidate changed."""
+    for side in ("base", "proj"):
+        (tmp_path / side / "experiments").mkdir(parents=True)
+    (tmp_path / "proj" / "experiments" / "tiny.yaml").write_text("name: tiny\n")
+    result = perfsite("diff", "base", "proj", "--measure", "../proj/experiments/*.yaml", cwd=tmp_path)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert message.startswith("error: --measure '../proj/experiments/*.yaml' leaves the checkout (`..`): "
+                              "BASELINE and CANDIDATE would measure the same spec files"), message
+
+
+def test_an_undecided_paired_diff_is_not_told_to_measure_paired(tmp_path):
+    """A paired run whose interval could not decide was told to `measure paired (perfsite diff --measure)`, what
+    it had just done."""
+    noisy = (0.6, 1.0, 1.5, 0.8, 1.3)
+    base, cand = sides(tmp_path, Side(pair_id="p1", process_factors=noisy),
+                       Side(latency={1: 1.04, 4: 1.04}, seed=1, pair_id="p1", process_factors=noisy[::-1]))
+    result = perfsite("diff", str(base), str(cand), "--latency-ratio", "1.03")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stdout.startswith("**perfsite diff: not comparable**: 2 of 2 configurations could not be judged")
+    assert "interval cannot decide; they were measured paired already: measure again with a larger " \
+           "measure.budget_s or more measure.repeats, or on a quieter machine: 2 configurations" in result.stdout
+    assert "None got slower. They were measured paired already" in result.stdout
+    assert "--measure" not in result.stdout
+
+
+def test_site_url_is_a_web_address_and_cannot_break_out_of_its_links(tmp_path):
+    """`--site-url` went into the summary's Markdown links as given: a `javascript:` URL was linked, and one put
+    together from a branch name could close the link and open a tag in the pull-request comment."""
+    base, cand = sides(tmp_path, Side(), Side(seed=1))
+    result = perfsite("diff", str(base), str(cand), "--site-url", "javascript:alert(1)")
+    assert result.returncode == 1 and "Traceback" not in result.stderr and not result.stdout
+    assert " ".join(result.stderr.split()).startswith(
+        "error: --site-url 'javascript:alert(1)' is not a web address. Allowed: an http:// or https:// URL")
+    result = perfsite("diff", str(base), str(cand), "--site-url", 'https://o.github.io/pr/a)b"<img>[x]')
+    assert result.returncode == 0
+    assert "[changes](https://o.github.io/pr/a%29b%22%3Cimg%3E%5Bx%5D/reports/_changes/)" in result.stdout
+    assert "<img>" not in result.stdout

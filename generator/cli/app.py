@@ -319,7 +319,8 @@ def diff(
     from generator.cli.diff import diff_command, measure_sides
 
     if measure:
-        baseline, candidate = measure_sides(baseline, candidate, measure, store, quick, latency_ratio)
+        baseline, candidate = measure_sides(baseline, candidate, measure, store, quick, latency_ratio,
+                                            site_url)
     exports = {"github-action-benchmark-latency": benchmark_latency_json, "bencher": bencher_json,
                "github-action-benchmark-throughput": benchmark_throughput_json}
     text, code = diff_command(baseline, candidate, results, fail_on, latency_ratio, throughput_ratio,

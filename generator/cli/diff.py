@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 from generator.cli.terminal import write_output
@@ -40,6 +41,7 @@ def diff_command(
     the exit code. `results` is the results folder that `git:REF` reads (default <project root>/results).
     `exports` maps a dashboard format of generator.diff.export.EXPORT_FORMATS to the file it is written to."""
     _check_options(fail_on, latency_ratio, throughput_ratio)
+    _check_site_url(site_url)
     root = results if results is not None else _default_results()
     with open_source(baseline, root) as base_src, open_source(candidate, root) as cand_src:
         base, cand = load_side(base_src), load_side(cand_src)
@@ -73,13 +75,15 @@ def _nothing_shared(result: DiffResult) -> str:
 
 
 def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Path | None,
-                  quick: bool = False, latency_ratio: float | None = None) -> tuple[str, str]:
+                  quick: bool = False, latency_ratio: float | None = None,
+                  site_url: str | None = None) -> tuple[str, str]:
     """`--measure`: measure the two checkouts paired (generator.runner.paired) and return the two results
     folders to diff. STORE defaults to <CANDIDATE>/.perfsite/paired."""
     from generator.cli.terminal import ProgressBar, print_run_summary
     from generator.runner.paired import measure_paired
 
     _check_options(None, latency_ratio, None)  # before measuring, not after
+    _check_site_url(site_url)
     for side in (baseline, candidate):
         if side.startswith("git:"):
             raise PerfsiteError(f"With --measure, BASELINE and CANDIDATE are checkouts (folders), not {side}: "
@@ -122,6 +126,14 @@ def _check_options(fail_on: str | None, latency: float | None, throughput: float
     if throughput is not None and not 0.0 < throughput <= 1.0:
         raise PerfsiteError(f"--throughput-ratio {throughput} must be above 0 and at most 1: the candidate's "
                             "throughput over the baseline's below which a change is a regression (e.g. 0.95).")
+
+
+def _check_site_url(site_url: str | None) -> None:
+    """The summary links the preview site from a pull-request comment: only a web address may be linked."""
+    if site_url is not None and not re.fullmatch(r"https?://[^/\s]+(/\S*)?", site_url, re.IGNORECASE):
+        raise PerfsiteError(f"--site-url {site_url!r} is not a web address. Allowed: an http:// or https:// URL "
+                            "of the published preview site, e.g. --site-url https://org.github.io/repo/, whose "
+                            "changes page and reports the summary links.")
 
 
 def _default_results() -> Path:

@@ -103,6 +103,13 @@ def noise_notes(base: SideSamples, cand: SideSamples) -> tuple[str, ...]:
     return tuple(out)
 
 
-def undecided_note(figure: str) -> str:
+def undecided_note(figure: str, paired: bool = False) -> str:
+    """Why a figure is not judged, and what to do: measuring paired is the advice only to trials that were not."""
+    advice = (PAIRED_ADVICE if paired else
+              "measure paired (`perfsite diff --measure`) or with a larger measure.budget_s")
     return (f"the {figure} estimate lies beyond the threshold but its 95 % interval still holds no change: the "
-            "interval cannot decide; measure paired (`perfsite diff --measure`) or with a larger measure.budget_s")
+            f"interval cannot decide; {advice}")
+
+
+PAIRED_ADVICE = ("they were measured paired already: measure again with a larger measure.budget_s or more "
+                 "measure.repeats, or on a quieter machine")

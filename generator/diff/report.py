@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import re
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from generator.analysis.records_compare import RatioCI
 from generator.diff.layers import LayerChange
+from generator.diff.noise import PAIRED_ADVICE
 from generator.diff.verdict import FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff
 from generator.numbers import json_safe, num
 
@@ -59,8 +61,13 @@ def _why_not_comparable(result: DiffResult) -> str:
     k = sum(t.verdict == NOT_COMPARABLE for t in result.trials)
     return (f"{k} of {len(result.trials)} configurations could not be judged: their 95 % interval cannot "
             "decide (the estimate lies beyond a threshold while the interval still holds no change), or too few "
-            "measurement processes kept clean requests; see the notes. None got slower. Measure paired "
-            "(`perfsite diff --measure`) or with a larger measure.budget_s.")
+            f"measurement processes kept clean requests; see the notes. None got slower. {_advice(result)}.")
+
+
+def _advice(result: DiffResult) -> str:
+    if all(t.paired for t in result.trials):
+        return PAIRED_ADVICE[0].upper() + PAIRED_ADVICE[1:]
+    return "Measure paired (`perfsite diff --measure`) or with a larger measure.budget_s"
 
 
 def _limits(result: DiffResult) -> str:
@@ -201,10 +208,15 @@ def _notes(result: DiffResult) -> str:
     return "\n".join(["Notes:", "", *lines])
 
 
+URL_SAFE = ":/?#@!$&*+,;=%~-._"
+
+
 def _links(result: DiffResult, site_url: str | None) -> str:
     if not site_url:
         return ""
-    base = site_url.rstrip("/")
+    # The URL is often put together in CI from a branch name, which anyone opening a pull request chooses:
+    # `(`, `)`, `<`, `"`, spaces and brackets are percent-encoded so that it cannot end the link or open a tag.
+    base = urllib.parse.quote(site_url.rstrip("/"), safe=URL_SAFE)
     experiments = sorted({t.experiment for t in result.trials})
     reports = " · ".join(f"[{e}]({base}/reports/{e}/)" for e in experiments)
     return f"Preview site: [changes]({base}/{CHANGES_PAGE})" + (f" · reports: {reports}" if reports else "")

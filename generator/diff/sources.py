@@ -57,7 +57,7 @@ def open_source(text: str, results: Path) -> Iterator[ResultsSource]:
         path = Path(text)
         if not os.path.isdir(path):
             raise SourceError(
-                f"The results directory {path} does not exist. Give a folder written by `perfsite run "
+                f"The results directory {path} {_missing(path)}. Give a folder written by `perfsite run "
                 "--results DIR`, or `git:REF` for the results committed at a git revision (e.g. git:main)."
             )
         yield ResultsSource(label=text, path=path)
@@ -175,3 +175,8 @@ def load_side(source: ResultsSource) -> list:
             "the commit's history, so it stays as it is: compare with another revision, or commit repaired "
             "results and compare with that commit."
         ) from e
+
+
+def _missing(path: Path) -> str:
+    """What is wrong with a path that is not a folder: a file is named as one, not as missing."""
+    return "is a file, not a folder" if os.path.lexists(path) else "does not exist"

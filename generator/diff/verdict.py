@@ -162,8 +162,9 @@ def trial_verdict(lat: RatioCI, thr: RatioCI | None, limits: Thresholds) -> str:
 
 
 def judge(lat: RatioCI, thr: RatioCI | None, limits: Thresholds, sides: tuple[SideSamples, SideSamples],
-          q: float) -> tuple[str, tuple[str, ...]]:
-    """The configuration's verdict after the noise guards (generator.diff.noise), and why it was withheld."""
+          q: float, paired: bool = False) -> tuple[str, tuple[str, ...]]:
+    """The configuration's verdict after the noise guards (generator.diff.noise), and why it was withheld
+    (`paired`: the two trials come from one paired run, so the advice is not to measure paired)."""
     base, cand = sides
     if not (base.judgeable and cand.judgeable):
         return NOT_COMPARABLE, ()
@@ -174,7 +175,7 @@ def judge(lat: RatioCI, thr: RatioCI | None, limits: Thresholds, sides: tuple[Si
                                        ("throughput", thr, limits.throughput_ratio))
                  if r is not None and _beyond(r.point, limit) and r.low <= 1.0 <= r.high]
     if undecided:
-        return NOT_COMPARABLE, tuple(undecided_note(f) for f in undecided)
+        return NOT_COMPARABLE, tuple(undecided_note(f, paired) for f in undecided)
     return verdict, ()
 
 
@@ -242,7 +243,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     between = 0.0 if pair else BETWEEN_RUN_SD
     lat, boot_a, boot_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between)
     thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b, paired=pair, between_run_sd=between)
-    verdict, why = judge(lat, thr, limits, (side_a, side_b), q)
+    verdict, why = judge(lat, thr, limits, (side_a, side_b), q, pair)
     config = {axis: clean(b[axis]) for axis in AXIS_COLUMNS} | {"dims": str(b["dims"])}
     return TrialDiff(
         experiment=cand_exp.name, version=str(b["version"]), config_label=str(b["config_label"]), config=config,

@@ -132,7 +132,8 @@ def _find(fs: AbstractFileSystem, root: str, name: str) -> list[str]:
     """Every file down to <experiment>/<table>/<file>, the store's deepest level."""
     try:
         if not fs.isdir(root):
-            raise ResultsError(f"The results store {shown(name)} does not exist. {_ALLOWED}")
+            what = "is a file, not a folder" if fs.exists(root) else "does not exist"
+            raise ResultsError(f"The results store {shown(name)} {what}. {_ALLOWED}")
         return fs.find(root, maxdepth=3)
     except ResultsError:
         raise

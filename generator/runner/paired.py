@@ -13,6 +13,7 @@ interval excludes 1.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,13 @@ def spec_files(folder: Path, patterns: Sequence[str]) -> list[Path]:
         if not pattern.strip() or Path(pattern).is_absolute():
             raise PerfsiteError(f"--measure {pattern!r} is not a glob relative to the checkout: give one such as "
                                 "--measure 'experiments/*.yaml', which is looked up in BASELINE and CANDIDATE.")
+        if Path(os.path.normpath(pattern)).parts[:1] == ("..",):
+            # `../x/*.yaml` from both checkouts names the same files: both sides would measure one spec and one
+            # model, and the diff would pass whatever the candidate changed.
+            raise PerfsiteError(f"--measure {pattern!r} leaves the checkout (`..`): BASELINE and CANDIDATE would "
+                                "measure the same spec files, and the diff could never find a change. Allowed: a "
+                                "glob inside the checkout, such as --measure 'experiments/*.yaml', which is looked "
+                                "up in BASELINE and CANDIDATE.")
     found = sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file()})
     if not found:
         raise PerfsiteError(f"--measure {' '.join(patterns)} names no spec file in {folder}; give globs "

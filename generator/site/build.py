@@ -86,8 +86,10 @@ def build_site(
 
 def _site_path(site_dir: Path) -> Path:
     """The site folder, resolved through its parents' links but not through its own name: a link named as the
-    site is refused (publish.check_target) rather than followed to whatever it points at."""
-    return site_dir.absolute().parent.resolve() / site_dir.name
+    site is refused (publish.check_target) rather than followed to whatever it points at. `.` and `..` are
+    folded first: `Path(".").name` is empty, and `--site .` was the parent of the current folder."""
+    folded = Path(os.path.abspath(site_dir))
+    return folded.parent.resolve() / folded.name
 
 
 def _build_into(staging: Path, roots: tuple[StoreRoot, ...], project_root: Path, say: Progress,

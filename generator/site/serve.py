@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Callable
+from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -13,10 +15,49 @@ from generator.errors import SiteError
 HOST = "127.0.0.1"
 
 
+# Names a browser on this machine uses for the server. Any other Host is a page elsewhere whose domain was made
+# to resolve to 127.0.0.1 (DNS rebinding): refused, so that no web page can read the preview.
+LOCAL_HOSTS = frozenset({HOST, "localhost", "[::1]"})
+
+
 class _QuietHandler(SimpleHTTPRequestHandler):
+    """Serves the site's own files and nothing else: no file a symlink leads to outside the site folder, no
+    directory listing, no other Host than this machine's names; a NUL byte in a URL is a 404, not a traceback."""
+
+    def send_head(self):  # noqa: ANN201 (the base class's signature)
+        if not _local_host(self.headers.get("Host")):
+            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "perfsite serve answers only http://127.0.0.1/")
+            return None
+        if not _inside_site(self.directory, self.translate_path(self.path)):
+            self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+            return None
+        return super().send_head()
+
+    def list_directory(self, path: str) -> None:  # noqa: ARG002 (the base class's signature)
+        # A built site has an index.html wherever a page is; a listing would only show what is not published.
+        self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
         # Library code does not print; a request log on stderr would also garble the CLI's output.
         pass
+
+
+def _local_host(host: str | None) -> bool:
+    """A request without Host (HTTP/1.0) or naming this machine, with or without the port."""
+    if host is None:
+        return True
+    name = host.strip().lower()
+    name = name.rpartition(":")[0] if name.rpartition(":")[2].isdigit() else name
+    return name in LOCAL_HOSTS
+
+
+def _inside_site(site: str, path: str) -> bool:
+    """The file a URL names, symlinks followed, is the site folder or inside it."""
+    if "\0" in path:
+        return False
+    root = os.path.realpath(site)
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 MAX_PORT = 65535
