@@ -5,7 +5,12 @@ timeline adds up to the profiled kernel time."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -357,3 +362,25 @@ def test_an_unwritable_cache_folder_is_one_warning_and_the_profile_goes_on(tmp_p
                         "the machine's limits are measured without caching. Set PERFSITE_CACHE_DIR to a writable "
                         "folder to keep the cache."], run.stderr
     assert profile_schema_errors(json.loads((tmp_path / "conv.perf.json").read_text())) == []
+
+
+def test_ctrl_c_exits_130_and_leaves_only_whole_report_files(tmp_path, example_models, env):
+    shutil.copy(example_models["cnn"], tmp_path / "cnn.onnx")
+    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "profile", "cnn.onnx", "--threads", "1"],
+                            cwd=tmp_path, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    said = []
+    for line in proc.stderr:  # the progress lines: interrupt once the measurement is under way
+        said.append(line)
+        if line.startswith("Measuring "):
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    err = " ".join("".join(said + [err]).split())
+    assert proc.returncode == 130, err
+    assert "Interrupted. A report file is written only whole: MODEL.perf.json once the measurement ends" in err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    # Whatever the moment, no half file: the JSON first, each written whole (temporary name, then renamed).
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left <= {"cnn.onnx", "cnn.perf.json", "cnn.perf.html"}, left
+    assert "cnn.perf.html" not in left or "cnn.perf.json" in left

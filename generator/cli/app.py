@@ -401,7 +401,10 @@ INTERRUPTED = {
             "to finish.",
     "build": "Interrupted. The site folder is as it was: a build is assembled in a temporary folder and swapped "
              "in only when complete.",
-    "profile": "Interrupted. No report was written.",
+    # The JSON is written as soon as the measurement ends, then the HTML, each whole or not at all: an
+    # interrupt while the page is rendered leaves the JSON.
+    "profile": "Interrupted. A report file is written only whole: MODEL.perf.json once the measurement ends, "
+               "then MODEL.perf.html; an interrupt before the end of the measurement writes neither.",
     "count": "Interrupted. No verdict was written.",
     "serve": "Stopped serving the site.",
 }
