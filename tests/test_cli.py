@@ -208,3 +208,17 @@ def test_a_file_where_a_folder_is_expected_is_named_as_a_file(tmp_path):
                           (count, f"error: {tmp_path / 'models'}: a folder, not a model file. Give the path of")):
         assert result.returncode == 1 and "Traceback" not in result.stderr
         assert " ".join(result.stderr.split()).startswith(start), result.stderr
+
+
+def test_a_warning_is_printed_once_however_often_it_is_said(capsys):
+    """The two sides of a paired run meet the same unusable cache folder: the terminal says it once. Other
+    messages (progress lines) are never merged."""
+    from generator.cli.terminal import ProgressBar
+
+    bar = ProgressBar("tiny")
+    warning = "Warning: cannot use the cache folder /x (it is a file, not a folder); derived models are built ..."
+    for text in (warning, "tiny (paired): 2 trials to measure", warning, "tiny (paired): 2 trials to measure"):
+        bar.message(text)
+    said = capsys.readouterr().err
+    assert said.count("Warning: cannot use the cache folder /x") == 1, said
+    assert said.count("tiny (paired): 2 trials to measure") == 2, said

@@ -36,6 +36,7 @@ class ProgressBar:
             TextColumn("{task.fields[last]}"), console=err, transient=not sys.stderr.isatty(),
         )
         self.task = None
+        self.warned: set[str] = set()
 
     def __enter__(self) -> ProgressBar:
         self.bar.__enter__()
@@ -45,6 +46,11 @@ class ProgressBar:
         self.bar.__exit__(*exc)
 
     def message(self, text: str) -> None:
+        # A warning once: the two sides of a paired run meet the same unusable cache folder, for instance.
+        if text.startswith("Warning:"):
+            if text in self.warned:
+                return
+            self.warned.add(text)
         # Warnings name files and trials, whose names a user or a sync tool chose: no control character raw.
         # soft_wrap: rich would fold a long path at the console's width (80 columns in a CI log), with a line
         # break inside the name; the terminal wraps instead, and a copied path stays whole.
