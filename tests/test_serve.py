@@ -21,6 +21,8 @@ def site(tmp_path: Path) -> Path:
     (site / "secret.txt").symlink_to(tmp_path / "secret.txt")
     (site / "outside").symlink_to(tmp_path)
     (site / "home.html").symlink_to(site / "index.html")  # a symlink inside the site is fine
+    (site / "leaky").mkdir()
+    (site / "leaky" / "index.html").symlink_to(tmp_path / "secret.txt")  # a folder's index leading out
     return site
 
 
@@ -45,7 +47,8 @@ def test_serve_shows_the_site_and_nothing_outside_it(site):
         port = url.rstrip("/").rpartition(":")[2]
         assert _get(url, "/", host=f"localhost:{port}")[0] == 200
         for path in ("/secret.txt", "/outside/secret.txt", "/outside/", "/assets/", "/../secret.txt",
-                     "/%2e%2e/secret.txt", "/..%2fsecret.txt", "/index.html%00.png", "/%00"):
+                     "/%2e%2e/secret.txt", "/..%2fsecret.txt", "/index.html%00.png", "/%00", "/leaky/",
+                     "/leaky/?q=1", "/leaky/index.html"):
             status, body = _get(url, path)
             assert status == 404 and b"the secret" not in body and b"app.js" not in body, path
         status, body = _get(url, "/", host=f"rebound.example:{port}")

@@ -28,7 +28,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         if not _local_host(self.headers.get("Host")):
             self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "perfsite serve answers only http://127.0.0.1/")
             return None
-        if not _inside_site(self.directory, self.translate_path(self.path)):
+        if not all(_inside_site(self.directory, p) for p in _served(self.translate_path(self.path))):
             self.send_error(HTTPStatus.NOT_FOUND, "File not found")
             return None
         return super().send_head()
@@ -49,6 +49,15 @@ def _local_host(host: str | None) -> bool:
     name = host.strip().lower()
     name = name.rpartition(":")[0] if name.rpartition(":")[2].isdigit() else name
     return name in LOCAL_HOSTS
+
+
+def _served(path: str) -> list[str]:
+    """The files a request for `path` can open: the path, and for a folder the index files the base class
+    serves from it (a symlinked index.html leads out of the site as surely as a symlinked page)."""
+    if "\0" in path or not os.path.isdir(path):
+        return [path]
+    return [path, *(p for p in (os.path.join(path, "index.html"), os.path.join(path, "index.htm"))
+                    if os.path.lexists(p))]
 
 
 def _inside_site(site: str, path: str) -> bool:
