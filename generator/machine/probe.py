@@ -9,7 +9,7 @@ the clock of these VMs, and what matters is what onnxruntime's own kernels reach
   down). 2·n³ operations per run (a multiply-add counts 2). The FP32 peak is the higher of that MatMul and a
   3×3 convolution of 256 channels at 14×14 (2·C²·9·H·W operations), which onnxruntime runs in its blocked NCHWc
   layout: those convolution kernels reach more than its MatMul does (on the 2-core development VM 118 against
-  98 GFLOP/s on one thread), and with the MatMul alone, most of a CNN's convolutions measured above their
+  96 GFLOP/s on one thread), and with the MatMul alone, most of a CNN's convolutions measured above their
   ceiling (docs/methodology-profile.md gives the counts).
 - Bandwidth: an onnxruntime Add of a scalar over a large float array, bound to preallocated buffers (IO
   binding, so no run allocates or page-faults): bytes read + bytes written per run, best of repeated runs. A
@@ -90,7 +90,7 @@ class MachineLimits:
 
 
 def probe_machine(quick: bool, threads: int | None = None, isa: tuple[str, ...] = ()) -> MachineLimits:
-    """Measure the FP32 and INT8 GEMM peaks and the memory bandwidth (see the module docstring), probing again
+    """Measure the FP32 and INT8 peaks and the memory bandwidth (see the module docstring), probing again
     while disturbed, up to ATTEMPTS probes; each figure is the best over the probes.
 
     `threads` is the intra-op pool size (default: every logical core); `isa` (the environment's instruction
