@@ -167,7 +167,9 @@ def _timing(t: VersionTiming | None) -> dict[str, Any] | None:
 def _trial_nodes(card: TrialCard, chunk_of: dict[str, str]) -> dict[str, Any]:
     """The trial's executed nodes as [µs, precision, chunk of its details, µs of standard deviation] and its
     time per standard op: [µs, share, nodes per precision, nodes]. Node times keep full precision: the script
-    computes the layers' intervals from them, and so gives Python's figures to the last digit."""
+    computes the layers' intervals from them, and so agrees with Python's figures to within a rounding of the
+    last bits (Python 3.12's sum() compensates, and no browser promises a correctly rounded exp()), far below
+    the two decimals shown."""
     return {"nodes": {name: [_exact(us), precision, chunk_of.get(name), _exact(std)]
                       for name, (us, precision, std) in card.nodes.items()},
             "iterations": card.iterations,
@@ -206,7 +208,7 @@ def _figures(f: PairFigures) -> dict[str, Any]:
     return {
         "latency": _ratio(f.latency), "throughput": _ratio(f.throughput),
         "latencyText": latency_words(f.latency), "throughputText": throughput_words(f.throughput),
-        "paired": f.paired, "notes": list(f.notes), "spread": f.spread,
+        "paired": f.paired, "notes": list(f.notes), "spread": None if f.spread is None else _exact(f.spread),
         "types": [[t.op_type, _row(t.ratio)] for t in f.layer_types],  # times and shares: in each trial's file
     }
 
