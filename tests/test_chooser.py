@@ -19,6 +19,7 @@ from generator.analysis.compare import compare_versions
 from generator.analysis.layer_details import details_fingerprints, trial_details
 from generator.analysis.stats import z_value
 from generator.results.store import load_experiment
+from generator.site import chooser_page
 from generator.site.chooser_page import chooser_pages
 from generator.site.pages import experiment_view, template_env
 
@@ -85,6 +86,20 @@ def test_figures_files_do_not_grow_with_the_layers(recorded):
     one, two = (_sizes(experiment) for experiment in (recorded, _doubled(recorded)))
     assert two["v"] > 1.8 * one["v"] and two["t"] > 1.8 * one["t"]
     assert abs(two["f"] - one["f"]) < 0.02 * one["f"], (one, two)
+
+
+def test_a_figures_file_is_sized_by_the_layer_types_so_it_stays_under_its_limit(recorded):
+    """figures_per_file's estimate of a pair's bytes bounds every pair's actual figures, so no file outgrows
+    FIGURES_FILE_BYTES."""
+    data, _ = chooser_data(recorded)
+    (page,) = chooser_pages(template_env(), experiment_view(recorded, "tiny-compare"))
+    types = max(len(c.op_types) for c in data.trials)
+    for path, text in page.files:
+        if path.rsplit("/", 1)[1].startswith("f-"):
+            pairs = len(json.loads(text[text.index("{"):text.rindex("}") + 1]))
+            assert len(text) / pairs <= chooser_page.PAIR_BYTES + chooser_page.TYPE_BYTES * types, path
+    assert chooser_page.figures_per_file(data) * (chooser_page.PAIR_BYTES + chooser_page.TYPE_BYTES * types) \
+        <= chooser_page.FIGURES_FILE_BYTES
 
 
 def _sizes(experiment) -> dict[str, int]:

@@ -9,7 +9,7 @@ files beside the page (folder `choose/`), loaded with script tags so that the pa
   iterations (µs per inference, full precision) and precision, and its number of profiled iterations;
 - `v-<i>-<j>.js`: version i against version j: the kernel table's rows (which nodes each row sums), the
   advice and the output agreement (generator.analysis.chooser.VersionPair);
-- `f-<n>-<k>.js`: trial n as A against the trials k × FIGURES_PER_FILE … as B: the ratios with their 95 %
+- `f-<n>-<k>.js`: trial n as A against the trials k × figures_per_file … as B: the ratios with their 95 %
   intervals and the verdict words of the compare pages, the layer-type rows and the spread a layer's interval
   borrows from the latency ratio; a few kB per pair, whatever the model's size;
 - `d-<id>.js`: layer details, for the panel a click on a kernel row opens (executed kernels with shapes and
@@ -62,9 +62,10 @@ CHOOSER_PAGE = "choose.md"
 DATA_FOLDER = "choose"  # beside the page; site_templates/choose.md.j2 links its index.js
 DIGITS = 6  # significant digits of figures in the data files: far below any interval's width
 ROW_DIGITS = 4  # a layer type's ratio and interval: two decimals are shown
-# Trials as B per figures file: a pair's figures take a few kB (two ratios with their words, notes, some tens
-# of layer-type rows), so a file stays under 1 MB however many trials an experiment has.
-FIGURES_PER_FILE = 1_000_000 // 2_500
+FIGURES_FILE_BYTES = 1_000_000
+# A pair's figures without its layer-type rows (two ratios with their words, notes, the spread), and one
+# layer-type row, at most: measured 0.8-1.1 kB a pair with about 20 layer types.
+PAIR_BYTES, TYPE_BYTES = 1_000, 80
 DETAIL_FILE_BYTES = 500_000  # a chunk of layer details: a panel of a 20,000-node model loads one or two
 
 
@@ -81,13 +82,13 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     files += [(f"{folder}/v-{index[p.a]}-{index[p.b]}.js", _call("pair", index[p.a], index[p.b], _pair(p)))
               for p in data.pairs]
     position = {c.trial_key: n for n, c in enumerate(data.trials)}
+    per_file = figures_per_file(data)
     for key, figures in pair_figures(ctx, data):
         n = position[key]
         by_b = {position[f.b_key]: _figures(f) for f in figures}
-        for k in range(0, len(data.trials), FIGURES_PER_FILE):
-            chunk = {b: v for b, v in by_b.items() if k <= b < k + FIGURES_PER_FILE}
-            files.append((f"{folder}/f-{n}-{k // FIGURES_PER_FILE}.js",
-                          _call("figures", n, k // FIGURES_PER_FILE, chunk)))
+        for k in range(0, len(data.trials), per_file):
+            chunk = {b: v for b, v in by_b.items() if k <= b < k + per_file}
+            files.append((f"{folder}/f-{n}-{k // per_file}.js", _call("figures", n, k // per_file, chunk)))
     page = render(env, "choose.md.j2", f"{REPORTS_DIR}/{view.slug}/{CHOOSER_PAGE}", "Choose A and B",
                   True, e=view, trials=len(data.trials),
                   versions=data.versions)
@@ -108,6 +109,13 @@ def _trial_files(folder: str, view: ExperimentView, data: ChooserData) -> list[t
             chunks_of[fingerprint] = _write_chunks(trial_details(card.trial_key, nodes, layers, memo), details)
         files.append((f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card, chunks_of[fingerprint]))))
     return files + [(f"{folder}/d-{chunk_id}.js", text) for chunk_id, text in sorted(details.items())]
+
+
+def figures_per_file(data: ChooserData) -> int:
+    """Trials as B per figures file, so that a file stays under FIGURES_FILE_BYTES however many trials an
+    experiment has: a pair's figures grow with the layer types a trial ran (tens), not with its layers."""
+    types = max((len(c.op_types) for c in data.trials), default=0)
+    return max(1, FIGURES_FILE_BYTES // (PAIR_BYTES + TYPE_BYTES * types))
 
 
 def _write_chunks(trial: TrialDetails, details: dict[str, str]) -> dict[str, str]:
@@ -150,7 +158,7 @@ def _index(view: ExperimentView, data: ChooserData) -> dict[str, Any]:
         "trials": [{"version": c.version, "config": c.config_label, "key": c.trial_key,
                     "timing": _timing(c.timing), "budget": c.budget_note} for c in data.trials],
         "pairs": [[data.versions.index(p.a), data.versions.index(p.b)] for p in data.pairs],
-        "figuresPerFile": FIGURES_PER_FILE,
+        "figuresPerFile": figures_per_file(data),
         "z": z_value(),  # full precision: the script's layer intervals are stats.scaled_ratio_ci's
     }
 
