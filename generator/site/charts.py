@@ -18,7 +18,7 @@ from altair.utils import schemapi
 from generator.analysis.profile import OpTypeTime
 from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary
 from generator.numbers import rounded
-from generator.site.escape import inline_json
+from generator.site.escape import inline_json, shown_json
 from generator.site.formatting import config_text
 
 # An axis switches to a log scale when its values span more than this ratio: batch sweeps easily cover two
@@ -214,7 +214,8 @@ def chart_block(chart_id: str, chart: alt.TopLevelMixin | dict[str, Any]) -> str
     # Not validated against the Vega-Lite schema here: that took a tenth of a big site's build, for charts
     # whose construction does not depend on the data's values; tests/test_charts_valid.py validates every
     # chart of the snapshot pages.
-    spec = inline_json([chart if isinstance(chart, dict) else chart.to_dict(validate=False)])
+    # Shown strings: Vega draws names from the data in tooltips, axes and legends, as the tables print them.
+    spec = shown_json([chart if isinstance(chart, dict) else chart.to_dict(validate=False)], inline_json)
     return (
         f'<div class="perfsite-chart" data-chart="{chart_id}"></div>\n'
         f'<script type="application/json" id="{chart_id}">{spec}</script>'

@@ -55,6 +55,7 @@ from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.analysis.stats import z_value
 from generator.numbers import rounded
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
+from generator.site.escape import shown_json
 from generator.site.formatting import op_name
 from generator.site.page_base import REPORTS_DIR, ExperimentView, Page, render
 
@@ -136,6 +137,11 @@ def _call(function: str, *args: Any) -> str:
 
 
 def _json(value: Any) -> str:
+    # Names as the page's tables show them (escape.shown): the script puts them on screen with textContent.
+    return shown_json(value, _dump)
+
+
+def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from generator.numbers import json_safe
@@ -51,6 +52,35 @@ def md_paragraphs(value: Any) -> list[str]:
     paragraphs = re.split(r"\n\s*\n", str(value).strip())
     # A paragraph starts a line, where "-" or "1." would open a list and "-" alone underline a heading.
     return [_LEADING_LIST.sub(_escape_leading, md_text(p.strip())) for p in paragraphs if p.strip()]
+
+
+# A JSON text (either `ensure_ascii` form) holding a character `shown` would change: a control character
+# (written as an escape), a C1 control, a line or paragraph separator, a bidirectional override or isolate.
+_UNSHOWN_JSON = re.compile(r"[\x7f-\x9f\u2028-\u202e\u2066-\u2069]"
+                           r"|\\(?:[bfnr]|u00[01][0-9a-f]|u00[89][0-9a-f]|u007f|u202[89a-e]|u206[6-9])")
+
+
+def shown(value: Any) -> Any:
+    """A JSON-like value whose strings (values and keys) read as `md_text` shows them on a page: newlines as
+    a space, control characters and bidirectional overrides as visible escapes.
+
+    For data a page's script or chart library puts on screen (Vega-Lite tooltips, axis labels and legends,
+    the chooser's tables): JSON.parse turns an escaped U+202E back into the raw character, which would reorder
+    the rest of a label's display and disagree with the same name in the page's Markdown tables."""
+    if isinstance(value, str):
+        return safe(_NEWLINES.sub(" ", value))
+    if isinstance(value, dict):
+        return {shown(k): shown(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shown(v) for v in value]
+    return value
+
+
+def shown_json(value: Any, dump: Callable[[Any], str]) -> str:
+    """`dump(value)`, re-dumped through `shown` only when the text holds a character it would change (rare:
+    walking every chart spec of a large site would cost more than this one scan of its text)."""
+    text = dump(value)
+    return dump(shown(value)) if _UNSHOWN_JSON.search(text) else text
 
 
 def inline_json(value: Any) -> str:

@@ -106,12 +106,12 @@ def latencies(key: str, row: dict, seed: int) -> pa.Table:
                      "iteration": np.tile(np.arange(20), 3), "latency_ms": values})
 
 
-def nodes(key: str, row: dict, version: str, payload: bool) -> list[dict]:
-    kernels = row["kernel_sum_us"]
+def nodes(key: str, row: dict, version: str, payload: bool | str) -> list[dict]:
+    kernels, text = row["kernel_sum_us"], payload if isinstance(payload, str) else PAYLOAD
     out = []
     for i, (name, op, share) in enumerate(NODES):
         if payload and i < 2:
-            name, op = f"{name}{PAYLOAD}", f"{op}{PAYLOAD}" if i == 0 else op
+            name, op = f"{name}{text}", f"{op}{text}" if i == 0 else op
         precision = "INT8" if version == "int8" and op.startswith(("Conv", "Gemm")) else "FP32"
         out.append({"trial_key": key, "exec_order": i, "node_name": name, "op_type": op, "provider": "CPU",
                     "parent": None, "calls": 1, "dur_mean_us": kernels * share, "dur_p50_us": kernels * share,
@@ -124,21 +124,23 @@ def nodes(key: str, row: dict, version: str, payload: bool) -> list[dict]:
     return out
 
 
-def write_results(root: Path, payload: bool = False, quick: bool = False, only_failed: bool = False) -> Path:
+def write_results(root: Path, payload: bool | str = False, quick: bool = False, only_failed: bool = False) -> Path:
     """Write the fixed experiment under root/<experiment>/ and return the experiment folder. `quick` marks
-    every trial as measured in quick mode; `only_failed` makes every trial a failure."""
-    spec = spec_from_json(spec_dict(PAYLOAD if payload else DESCRIPTION))
+    every trial as measured in quick mode; `only_failed` makes every trial a failure; `payload` a string: that
+    text instead of PAYLOAD."""
+    text = payload if isinstance(payload, str) else PAYLOAD
+    spec = spec_from_json(spec_dict(text if payload else DESCRIPTION))
     sha = hashlib.sha256(canonical_json(spec).encode()).hexdigest()
     rd = ResultsDir(root / EXPERIMENT)
     rd.write_spec(sha, spec_to_json(spec))
-    env = {**ENV, "cpu_model": PAYLOAD} if payload else ENV
+    env = {**ENV, "cpu_model": text} if payload else ENV
     rd.write_row("environments", ENV["env_id"], env)
     rd.write_row("runs", "run-0001", {"run_id": "run-0001", "experiment": EXPERIMENT, "spec_sha256": sha,
                                       "env_id": ENV["env_id"], "started_at": "2026-01-05T10:00:00Z",
                                       "git_commit": "0123456789abcdef", "git_dirty": False, "quick": False})
     plan = [(v, b, t) for b in (1, 8) for t in (1, 2) for v in ("fp32", "int8")]
     if payload:
-        plan.append((PAYLOAD, 1, 1))
+        plan.append((text, 1, 1))
     for n, (version, batch, threads) in enumerate(plan):
         key = hashlib.sha256(f"{version}-{batch}-{threads}".encode()).hexdigest()[:20]
         failed = only_failed or (version, batch, threads) == ("int8", 8, 2)
@@ -146,9 +148,9 @@ def write_results(root: Path, payload: bool = False, quick: bool = False, only_f
         row = {**trial_row(key, version, batch, threads, failed, noisy, n), "spec_sha256": sha}
         row["quick"] = quick
         if payload:
-            row["version_notes"] = PAYLOAD
+            row["version_notes"] = text
         if payload and failed:
-            row["error"] = PAYLOAD
+            row["error"] = text
         if failed:
             rd.write_trial(TrialFiles(trial=row, processes=[], latencies=[], nodes=[]))
             continue
