@@ -101,3 +101,18 @@ def test_a_file_that_is_not_an_onnx_model_is_a_model_error(tmp_path):
 def test_outputs_are_named_after_the_model(tmp_path):
     assert output_paths(Path("m/resnet.onnx"), tmp_path) == (tmp_path / "resnet.perf.json",
                                                               tmp_path / "resnet.perf.html")
+
+
+def test_the_report_prints_control_and_override_characters_as_visible_escapes():
+    """Autoescape makes a node name harmless, not readable: U+202E would reverse the rest of its cell, ESC would
+    reach a copied text. Template text and chart data show them as the site's pages do; the record and the
+    trace (data for other tools) keep the names as they are."""
+    from generator.oneshot.html import _environment
+
+    env = _environment()
+    name = "conv\u202eevil\x1b[31m"
+    page = env.from_string("<td>{{ name }}</td>{{ chart | chart_island }}{{ record | json_island }}").render(
+        name=name, chart={"data": [{"node": name}]}, record={"node": name})
+    assert "<td>conv\\u202eevil\\x1b[31m</td>" in page
+    assert '{"data":[{"node":"conv\\\\u202eevil\\\\x1b[31m"}]}' in page  # JSON of the visible escapes
+    assert "\u202e" in page.split("</td>", 1)[1].split("}]}", 1)[1]  # the record: the name as it is
