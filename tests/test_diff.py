@@ -434,3 +434,18 @@ def test_site_url_is_a_web_address_and_cannot_break_out_of_its_links(tmp_path):
     assert result.returncode == 0
     assert "[changes](https://o.github.io/pr/a%29b%22%3Cimg%3E%5Bx%5D/reports/_changes/)" in result.stdout
     assert "<img>" not in result.stdout
+
+
+def test_a_run_whose_processes_disagreed_is_not_called_faster_than_a_steadier_one():
+    """A real A/A recording from make test's quiet part (tests/data/drift-aa, the same tiny CNN measured twice a
+    few seconds apart while the host slowed): the first run's process medians spread 19 % and its p90 came out
+    14 % above the second's. With the 3 % drift floor alone that pair read "faster"; each run's drift is now at
+    least half its own spread, so the interval holds no change and cannot decide."""
+    from generator.results.intervals import BETWEEN_RUN_SD, run_drift
+
+    data = Path(__file__).parent / "data" / "drift-aa"
+    text, code = diff_command(str(data / "run-0"), str(data / "run-2"), fail_on="regression")
+    assert code == 3 and text.startswith("**perfsite diff: not comparable**"), text
+    assert "None got slower" in text and "faster" not in text.splitlines()[0]
+    assert run_drift(BETWEEN_RUN_SD, 0.19) == pytest.approx(0.095) and run_drift(BETWEEN_RUN_SD, 0.04) == 0.03
+    assert run_drift(BETWEEN_RUN_SD, None) == run_drift(BETWEEN_RUN_SD, float("nan")) == 0.03

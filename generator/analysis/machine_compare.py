@@ -240,11 +240,12 @@ def best_machine(points: list[MachinePoint], found: list[Machine], threshold_ms:
 
 
 def _throughput_ratio(best: MachinePoint, other: MachinePoint) -> RatioCI:
-    """best / other throughput with the interval of generator.analysis.stats.figures_ratio, unpaired with the
-    between-run drift floor; the stored figures' ratio without an interval when a side has one process."""
+    """best / other throughput with the interval of generator.analysis.stats.figures_ratio, unpaired with each
+    run's drift (intervals.run_drift); the stored figures' ratio without an interval when a side has one process."""
     processes = (other.throughput_ips.processes, best.throughput_ips.processes)
     figures = (list(other.throughput_figures), list(best.throughput_figures))
-    ci = stats.figures_ratio(figures, ((), ()), False, intervals.BETWEEN_RUN_SD, processes)
+    drift = tuple(intervals.run_drift(intervals.BETWEEN_RUN_SD, p.trial.process_median_spread) for p in (other, best))
+    ci = stats.figures_ratio(figures, ((), ()), False, drift, processes)
     if ci is not None:
         return ci
     point = best.trial.throughput_ips / other.trial.throughput_ips

@@ -240,7 +240,7 @@ def small_sample_note(processes_a: int, processes_b: int) -> str | None:
 
 def latency_ratio(a: ProcessSamples, b: ProcessSamples, q: float, seed: int = SEED,
                   resamples: int = RESAMPLES, paired: bool = False,
-                  between_run_sd: float = 0.0) -> tuple[RatioCI, Bootstrap, Bootstrap]:
+                  between_run_sd: intervals.Drift = 0.0) -> tuple[RatioCI, Bootstrap, Bootstrap]:
     """Latency ratio B / A at quantile `q` with its calibrated interval (module docstring), and both sides'
     bootstraps (A drawn first, then B, from one generator)."""
     rng = np.random.default_rng(seed)
@@ -251,7 +251,7 @@ def latency_ratio(a: ProcessSamples, b: ProcessSamples, q: float, seed: int = SE
 
 
 def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED, resamples: int = RESAMPLES,
-                     paired: bool = False, between_run_sd: float = 0.0,
+                     paired: bool = False, between_run_sd: intervals.Drift = 0.0,
                      ) -> tuple[RatioCI | None, Bootstrap | None, Bootstrap | None]:
     """Throughput ratio B / A; None parts when a side has no recorded throughput."""
     rng = np.random.default_rng(seed + 1)
@@ -265,7 +265,7 @@ def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED, res
 
 def calibrated_ratio(boot_a: Bootstrap, boot_b: Bootstrap, figures: tuple[list[float], list[float]],
                      rounds: tuple[tuple[int, ...], tuple[int, ...]], paired: bool,
-                     between_run_sd: float) -> RatioCI:
+                     between_run_sd: intervals.Drift) -> RatioCI:
     """B / A as the geometric mean of the per-process figures' ratio (per round when `paired` and two or more
     rounds have both, else of each side's geometric mean), with its t interval (Welch's with
     `between_run_sd` when unpaired). The ratio of per-process figures, not of the pooled ones: pooling mixes
@@ -276,7 +276,7 @@ def calibrated_ratio(boot_a: Bootstrap, boot_b: Bootstrap, figures: tuple[list[f
 
 
 def figures_ratio(figures: tuple[list[float], list[float]], rounds: tuple[tuple[int, ...], tuple[int, ...]],
-                  paired: bool, between_run_sd: float, processes: tuple[int, int]) -> RatioCI | None:
+                  paired: bool, between_run_sd: intervals.Drift, processes: tuple[int, int]) -> RatioCI | None:
     """calibrated_ratio without its bootstrap fallback: None where no t interval exists (a side with fewer
     than two figures), so that callers can skip bootstrapping whenever it is not needed."""
     ci = _paired_interval(figures, rounds) if paired else None

@@ -112,7 +112,8 @@ def pair_ratios(a: TrialStats, b: TrialStats, q_name: str) -> PairRatios:
     # Versions of one configuration measured in one run share its rounds (A B A B …): paired by round.
     same_run = a.run_id == b.run_id
     paired = a.summary.config_label == b.summary.config_label and same_run
-    between = 0.0 if same_run else intervals.BETWEEN_RUN_SD
+    between = 0.0 if same_run else tuple(intervals.run_drift(intervals.BETWEEN_RUN_SD, t.summary.process_median_spread)
+                                         for t in (a, b))
     latency = _latency(a, b, q_name, paired, between)
     reference = latency if q_name == "p50" else _latency(a, b, "p50", paired, between)
     return PairRatios(latency, _throughput(a, b, paired, between), reference, paired)
@@ -122,13 +123,13 @@ def _rounds(a: TrialStats, b: TrialStats) -> tuple[tuple[int, ...], tuple[int, .
     return a.samples.rounds, b.samples.rounds
 
 
-def _latency(a: TrialStats, b: TrialStats, q_name: str, paired: bool, between: float) -> RatioCI:
+def _latency(a: TrialStats, b: TrialStats, q_name: str, paired: bool, between: intervals.Drift) -> RatioCI:
     ci = stats.figures_ratio((a.figures(q_name), b.figures(q_name)), _rounds(a, b), paired, between,
                              (a.samples.processes, b.samples.processes))
     return ci if ci is not None else stats.ratio_ci(a.boot(q_name), b.boot(q_name))
 
 
-def _throughput(a: TrialStats, b: TrialStats, paired: bool, between: float) -> RatioCI | None:
+def _throughput(a: TrialStats, b: TrialStats, paired: bool, between: intervals.Drift) -> RatioCI | None:
     fa, fb = list(a.samples.throughput_ips), list(b.samples.throughput_ips)
     if not any(math.isfinite(x) for x in fa) or not any(math.isfinite(x) for x in fb):
         return None

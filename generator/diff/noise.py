@@ -9,9 +9,9 @@
 
 2. **Drift between runs is in the interval.** Two trials measured in the same rounds of one paired run
    (`pair_id`) are compared round by round, so whatever a neighbour did to a round hits both and cancels.
-   Two separately measured trials get Welch's interval widened by the between-run drift floor
-   (generator.results.intervals.BETWEEN_RUN_SD): a change inside the drift two time windows can show is never
-   called slower or faster.
+   Two separately measured trials get Welch's interval widened by each run's drift (the floor
+   generator.results.intervals.BETWEEN_RUN_SD, or half the run's process-median spread when larger,
+   intervals.run_drift): a change inside the drift two time windows can show is never called slower or faster.
 
 3. **An interval that cannot decide is said so.** When the estimate lies beyond a threshold but the interval
    still holds 1 (too wide to confirm or rule out the change), the configuration is *not comparable*: never a

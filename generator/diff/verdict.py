@@ -38,7 +38,7 @@ from generator.analysis.summaries import AXIS_COLUMNS, clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
 from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
 from generator.machine.environment import FINGERPRINT_FIELDS
-from generator.results.intervals import BETWEEN_RUN_SD
+from generator.results.intervals import BETWEEN_RUN_SD, run_drift
 from generator.results.store import ExperimentResults
 from generator.spec.model import Regression
 
@@ -227,6 +227,12 @@ def diff_experiments(
                       _side_notes(trials))
 
 
+def _spread(row: pd.Series) -> float | None:
+    """A trial's process-median spread as stored (None in results that lack it)."""
+    value = clean(row.get("process_median_spread"))
+    return None if value is None else float(value)
+
+
 def _experiments_only_in(baseline: list[ExperimentResults], candidate: list[ExperimentResults]) -> list[str]:
     names = {e.name for e in candidate}
     return [_label(e.name, rows[0]) for e in baseline if e.name not in names for rows in _ok_by_config(e).values()]
@@ -240,7 +246,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     samples_a, samples_b = side_a.samples, side_b.samples
     q = percentile_of(percentile)
     pair = paired(a, b)
-    between = 0.0 if pair else BETWEEN_RUN_SD
+    between = 0.0 if pair else (run_drift(BETWEEN_RUN_SD, _spread(a)), run_drift(BETWEEN_RUN_SD, _spread(b)))
     lat, boot_a, boot_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between)
     thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b, paired=pair, between_run_sd=between)
     verdict, why = judge(lat, thr, limits, (side_a, side_b), q, pair)

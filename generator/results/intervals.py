@@ -6,8 +6,9 @@ throughput); figures are compared on the log scale, where a ratio is a differenc
 - **one side** (the runner's stopping rule, ``ci_halfwidth``): Student's t interval of the mean log figure;
 - **paired** (two versions measured in the same rounds, A B A B …): Student's t interval of the per-round log
   ratios, so that what a neighbour did to a round hits both members and cancels;
-- **unpaired** (two separately measured runs): Welch's t interval of the difference of mean logs, widened by
-  ``between_run_sd`` per side for the drift *between* two time windows that no within-run resampling can see.
+- **unpaired** (two separately measured runs): Welch's t interval of the difference of mean logs, widened per
+  side for the drift *between* two time windows that no within-run resampling can see: ``BETWEEN_RUN_SD``, or
+  half the run's process-median spread when larger (``run_drift``).
 
 Student's t is exact for normal log figures at every number of processes (the bootstrap percentile interval
 used before covered only 87 % of A/A pairs at 3 processes); tests/test_calibration.py checks ≥ 93 % from 2 to
@@ -30,6 +31,9 @@ LEVEL = 0.95
 # difference, inside the interval, while a 10 % change between two steady runs still stands out. Drift that
 # this floor cannot cover is what paired runs are for.
 BETWEEN_RUN_SD = 0.03
+# The drift between runs of an interval: one relative standard deviation for both sides, or one per side
+# (run_drift of each run).
+Drift = float | tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -97,18 +101,31 @@ def paired(base: Sequence[float], cand: Sequence[float], level: float = LEVEL) -
     return LogInterval(float(x.mean()), _t(x.size - 1, level) * float(x.std(ddof=1)) / math.sqrt(x.size), x.size)
 
 
-def unpaired(base: Sequence[float], cand: Sequence[float], between_run_sd: float = 0.0,
+def run_drift(floor: float, process_median_spread: float | None) -> float:
+    """How far one run's figure may sit from another window's on the same machine, as a relative standard
+    deviation: the documented floor, or, when larger, half the run's process-median spread (the noise rule's
+    2σ/median: its σ). A run whose processes disagreed saw the machine's speed change while it measured; the
+    next window can differ from it as much, however many processes averaged it. Seen in the suite's A/A test
+    on a host that slowed by a fifth during the day: one run's process medians spread 19 %, its p90 14 % above
+    four later runs', and the 3 % floor alone called three of its pairs "faster"."""
+    spread = process_median_spread if process_median_spread is not None and math.isfinite(process_median_spread) \
+        else 0.0
+    return max(floor, spread / 2)
+
+
+def unpaired(base: Sequence[float], cand: Sequence[float], between_run_sd: Drift = 0.0,
              level: float = LEVEL) -> LogInterval | None:
-    """Welch's t interval of mean log cand − mean log base, each side's variance of the mean widened by
-    `between_run_sd`² (drift between runs); None unless both sides have 2 or more figures."""
+    """Welch's t interval of mean log cand − mean log base, each side's variance of the mean widened by its
+    drift between runs (`between_run_sd`: one relative SD for both sides, or (base, candidate), run_drift);
+    None unless both sides have 2 or more figures."""
     a, b = _logs(base), _logs(cand)
     if a.size < 2 or b.size < 2:
         return None
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    extra = math.log1p(between_run_sd) ** 2
-    se2 = va + vb + 2 * extra
-    # Welch–Satterthwaite degrees of freedom; the drift term is a documented constant, not estimated, so it
-    # enters the variance but adds no uncertainty of its own.
+    drift_a, drift_b = between_run_sd if isinstance(between_run_sd, tuple) else (between_run_sd,) * 2
+    se2 = va + vb + math.log1p(drift_a) ** 2 + math.log1p(drift_b) ** 2
+    # Welch–Satterthwaite degrees of freedom of the means alone: the drift term (the floor, or a run's own
+    # spread) bounds how far two windows can differ; it enters the variance, not the degrees of freedom.
     denom = va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1)
     df = (va + vb) ** 2 / denom if denom > 0 else float(a.size + b.size - 2)
     return LogInterval(float(b.mean() - a.mean()), _t(max(df, 1.0), level) * math.sqrt(se2), min(a.size, b.size))
