@@ -16,9 +16,12 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 
@@ -46,6 +49,8 @@ def die_with_parent() -> None:
     """For subprocess' preexec_fn: SIGKILL this child when its parent dies (Linux; elsewhere nothing). A parent
     killed between the fork and the prctl would not be noticed (the child already has a new parent): the child
     checks and leaves at once."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held by `start` in the parent
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != _forking_pid:
@@ -97,31 +102,44 @@ def clean_stale_tempdirs(prefix: str, parent: str | None = None) -> list[Path]:
     return removed
 
 
-# A Ctrl-C that arrives while os.fork runs Python's at-fork callbacks (logging registers one) raises in that
-# callback, and Python ignores exceptions there ("Exception ignored in: _releaseLock"): the signal was lost and
-# an interrupted `perfsite run` went on to the end and exited 0. The CLI's handler counts the signals it turned
-# into KeyboardInterrupt, so that code starting a child can tell that one went missing and raise it again.
-_interrupts = 0
+# A Ctrl-C that arrived while a child with a preexec_fn was forked landed in one of Python's at-fork callbacks
+# (logging registers one), and Python ignores exceptions there: it printed "Exception ignored in: _releaseLock"
+# with a traceback, and the signal was lost (an interrupted `perfsite run` went on to the end and exited 0). No
+# Python code in a callback can raise it again: Python checks for signals at its next call, inside the callback.
+# So the main thread holds SIGINT blocked while it forks; the kernel keeps a Ctrl-C pending meanwhile and
+# delivers it on unblocking, in the code that started the child. The child unblocks it first (die_with_parent):
+# a signal mask outlives exec.
 
 
-def count_interrupts() -> None:
-    """Turn SIGINT into KeyboardInterrupt as Python does, counting them (CLI start, main thread only). A SIGINT
-    ignored by the parent shell (a background job) stays ignored."""
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_sigint)
+def start(command: list[str], **popen_kwargs: Any) -> subprocess.Popen:
+    """subprocess.Popen with die_with_parent, SIGINT held while forking: a Ctrl-C meanwhile is raised here, once
+    the child exists, and the child is then killed (it would die with us anyway)."""
+    held = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None
+    try:
+        proc = subprocess.Popen(command, preexec_fn=die_with_parent, **popen_kwargs)
+    except BaseException:
+        if held:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        raise
+    try:
+        if held:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a pending Ctrl-C is raised now
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc
 
 
-def _on_sigint(signum: int, frame: object) -> None:
-    global _interrupts
-    _interrupts += 1
-    raise KeyboardInterrupt
-
-
-def interrupts() -> int:
-    return _interrupts
-
-
-def raise_if_interrupted_since(seen: int) -> None:
-    """KeyboardInterrupt if a SIGINT arrived since `interrupts()` returned `seen` and was swallowed on the way."""
-    if _interrupts != seen:
-        raise KeyboardInterrupt
+def run(command: list[str], timeout: float | None = None, **popen_kwargs: Any) -> subprocess.CompletedProcess:
+    """subprocess.run(capture_output=True) through `start`: output captured, the child killed on a timeout
+    (subprocess.TimeoutExpired, as subprocess.run raises) or an interrupt."""
+    with start(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen_kwargs) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)

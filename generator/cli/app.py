@@ -21,7 +21,7 @@ import typer
 import generator
 from generator.bounds import MAX_ITERATIONS, MAX_THREADS, MAX_WARMUP
 from generator.errors import PerfsiteError, QueryMissingError, RunError, RuntimeMissingError
-from generator.processes import MAX_PROCESS_SECONDS, count_interrupts
+from generator.processes import MAX_PROCESS_SECONDS
 from generator.terminal_text import safe
 
 app = typer.Typer(
@@ -443,7 +443,6 @@ def _echo_err(text: str) -> None:
 
 def main() -> None:
     """Console-script entry: run the app, turning user errors into one paragraph and exit status 1."""
-    count_interrupts()  # a Ctrl-C swallowed while a child is forked is raised again (generator.processes)
     try:
         rc = app(args=optional_ray_address(sys.argv[1:]), prog_name="perfsite", standalone_mode=False)
         if rc == EXIT_INTERRUPTED:  # typer returns Ctrl-C inside a command as 130

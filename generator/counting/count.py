@@ -23,11 +23,12 @@ from typing import IO
 
 import numpy as np
 
+from generator import processes
 from generator.counting.callgrind import find_valgrind, read_dumps, valgrind_command, valgrind_version
 from generator.counting.marker import compile_marker
 from generator.counting.worker import EMPTY, count_label
 from generator.errors import RunError
-from generator.processes import die_with_parent, owned_tempdir
+from generator.processes import owned_tempdir
 
 DEFAULT_ITERATIONS = 10
 DEFAULT_WARMUP = 5
@@ -119,8 +120,8 @@ def _run_worker(valgrind: str, work: Path, job: Path, timeout_s: float, say: Cal
     # A fixed hash seed makes the Python share of every count repeat from one run to the next.
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     stderr_path = work / "stderr.txt"
-    with stderr_path.open("w") as stderr, subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=work, preexec_fn=die_with_parent
+    with stderr_path.open("w") as stderr, processes.start(
+        command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=work
     ) as proc:
         reader = threading.Thread(target=_forward, args=(proc.stdout, say), daemon=True)
         reader.start()

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from generator.processes import die_with_parent, interrupts, raise_if_interrupted_since
+from generator import processes
 from generator.runner.aggregate import ProcessOutcome
 from generator.runner.protocol import WorkerJob
 
@@ -33,12 +33,10 @@ def run_child(job: WorkerJob, timeout_s: float) -> ChildResult:
     job_path, out_path = job.work / "job.json", job.work / "out.json"
     job_path.write_text(job.to_json())
     cmd = [sys.executable, "-m", "generator.runner.worker", str(job_path), str(out_path)]
-    seen = interrupts()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent)
+        proc = processes.run(cmd, timeout=timeout_s, text=True)
     except subprocess.TimeoutExpired:
         return ChildResult({}, f"timed out after {timeout_s:g} s (measure.timeout_s)")
-    raise_if_interrupted_since(seen)  # a Ctrl-C swallowed while forking (generator.processes)
     output = _read_output(out_path)
     if proc.returncode == 0 and "error" not in output:
         return ChildResult(output, None)

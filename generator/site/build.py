@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import Any
 
 import yaml
 
+from generator import processes
 from generator.errors import SiteError
-from generator.processes import die_with_parent
 from generator.results.location import StoreRoot, is_url, local_path, shown
 from generator.results.store import ResultsDir, find_experiments
 from generator.results.stores import store_roots
@@ -375,8 +374,7 @@ def _run_mkdocs(config: Path, render_cache: Path) -> None:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", render_cache_hooks.CACHE_ENV: str(render_cache)}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)]
     render_cache.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True,
-                          preexec_fn=die_with_parent)
+    done = processes.run(command, cwd=config.parent, env=env, text=True)
     render_cache_hooks.commit(render_cache, done.returncode == 0)
     if done.returncode != 0:
         output = (done.stdout + done.stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
