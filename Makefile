@@ -13,7 +13,7 @@ demo: $(MODELS)
 	@echo
 	@echo "Site built: open site/index.html in a browser, or run  $(BIN)/perfsite serve  and visit http://127.0.0.1:8000/"
 
-# Two workers for everything but the modules that judge measured time (marked quiet in tests/conftest.py); those
+# Two workers for everything but the few tests a neighbour can upset (marked quiet; tests/support/tiers.py); those
 # run alone afterwards. Both parts always run; the target fails if either failed.
 test: $(MODELS)
 	@rc=0; \

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.cli import write_spec
 from support.models import LARGE_MODEL_NODES
-from support.tiers import LONGEST_FIRST, QUIET_MODULES, QUIET_TESTS_IN, SAME_WORKER_AS, SLOW_MODULES
+from support.tiers import LONGEST_FIRST, QUIET_TESTS_IN, SAME_WORKER_AS, SLOW_MODULES
 
 from generator.models import build_example_models
 
@@ -112,7 +112,7 @@ def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     # whole suite to deselect all but a few costs seconds of imports.
     if config.getoption("markexpr") != "quiet" or collection_path.suffix != ".py":
         return None
-    return collection_path.name not in QUIET_MODULES | QUIET_TESTS_IN | {"conftest.py"} or None
+    return collection_path.name not in QUIET_TESTS_IN | {"conftest.py"} or None
 
 
 def pytest_collection_modifyitems(config, items):
@@ -121,8 +121,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
-        if item.path.name in QUIET_MODULES:
-            item.add_marker(pytest.mark.quiet)
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -17,6 +17,7 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from support.cli import perfsite, write_spec
 from support.diff import git
 from support.models import stacked_cnn
@@ -110,6 +111,7 @@ def check_snapshot(text: str) -> None:
                                          "with PERFSITE_UPDATE_SNAPSHOTS=1 and review the diff"
 
 
+@pytest.mark.quiet  # separately measured runs: the suite's other worker must not come and go between them
 def test_unchanged_model_is_never_called_slower(tmp_path, monkeypatch):
     from generator.runner.orchestrate import RunOptions, run_experiment
     from generator.spec import load_spec

@@ -12,12 +12,14 @@ SLOW_MODULES = frozenset({
 })
 
 
-# Modules whose verdicts depend on measured time (a diff of two measured runs must say "no change" for one model
-# and "slower" for a slower copy): `make test` runs them alone after the parallel part, so that the suite's other
-# worker is never their neighbour.
-QUIET_MODULES = frozenset({"test_diff_git.py", "test_ci_recipe.py"})
-# Modules that mark some of their tests quiet one by one (tests/test_support.py checks that no other module does).
-QUIET_TESTS_IN = frozenset({"test_measure.py"})
+# Tests whose verdicts depend on measured time in a way a neighbour can upset: `make test` runs them alone after
+# the parallel part, so that the suite's other worker is never their neighbour. That is the unpaired A/A diff
+# (two separately measured runs: a neighbour that comes and goes between them is drift the interval bounds but
+# cannot cancel) and the loop-beside-a-spinner test. Paired runs (the CI recipe) cancel a neighbour by design,
+# and a model twice as slow stands out beside one: those run in the parallel part, as CI would run them beside
+# other jobs.
+# The modules that hold them (tests/test_support.py checks that no other module marks a test quiet).
+QUIET_TESTS_IN = frozenset({"test_measure.py", "test_diff_git.py"})
 
 
 # make test's two workers take a module at a time (pytest-xdist's loadgroup: a module is a group), longest
@@ -25,10 +27,11 @@ QUIET_TESTS_IN = frozenset({"test_measure.py"})
 # `pytest --durations=0` on 2 cores (2026-11-25); modules not listed follow in collection order.
 LONGEST_FIRST = (
     "test_run.py", "test_faults.py", "test_incremental_build.py", "test_site_browser.py", "test_quickstart_site.py",
+    "test_ci_recipe.py",
     "test_s3_store.py", "test_ray.py", "test_bad_input.py", "test_count.py", "test_large_model.py",
     "test_compare_browser.py", "test_timeline_browser.py", "test_site.py", "test_build_safety.py",
     "test_agreement.py", "test_oneshot_cli.py", "test_timeline_page.py", "test_chooser_browser.py",
-    "test_profile_browser.py", "test_payload_model.py", "test_diff.py", "test_machines.py",
+    "test_profile_browser.py", "test_payload_model.py", "test_diff.py", "test_diff_git.py", "test_machines.py",
 )
 
 # Modules that share a session fixture costly to make go to the same worker, so that it is made once: the

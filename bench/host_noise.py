@@ -1,0 +1,105 @@
+"""Is this machine quiet enough for perfsite's noise rules? Times a fixed amount of work, nothing else.
+
+perfsite's spread rule (docs/methodology.md, *Noise flags*) flags a trial whose per-process median latencies
+spread more than 5 % (2 σ / median). On a virtual machine the host can change how fast a vCPU runs (its other
+guests, SMT siblings, frequency) without the guest seeing it: no run-delay, no steal time. This script shows
+whether that happens here. It runs one fixed pure-Python loop (no I/O, no allocation, no model) back to back on
+one thread for `--seconds`, groups the loops into windows as long as a `make demo` measurement process
+(`--window`, 0.5 s), and prints the spread of the window medians by the same 2 σ / median formula, with the
+guest's steal and the process's run-delay over the whole run::
+
+    fixed work: 2,136 loops of 8.73 ms median in 40 windows of 0.5 s
+    window medians: 8.20 to 12.89 ms (57 % apart); spread 2σ/median 19.6 % (perfsite's rule: 5 %)
+    slowest stretch: 7 windows in a row ≥ 10 % above the fastest window
+    steal time: 0.01 s; this thread's run-delay: 0.00 s (neither explains it: the host changed the CPU's speed)
+
+A machine where this spread is above 5 % flags perfsite trials noisy because it is noisy: the same work took
+different times. Compare runs of the same model with paired measurement there (`perfsite diff --measure`).
+
+Usage: ``python bench/host_noise.py [--seconds 20] [--window 0.5]``. Exit status 1 when the spread is above 5 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+NOISE_SPREAD = 0.05  # generator.results.noise.NOISE_SPREAD, restated so the script runs without perfsite
+SLOW = 1.10  # a window this much slower than the fastest one counts as slow
+
+
+def fixed_work() -> int:
+    total = 0
+    for i in range(200_000):
+        total += i * i
+    return total
+
+
+def steal_s() -> float:
+    """The guest's steal time over all CPUs (the 8th field of /proc/stat's cpu line, in clock ticks)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    return int(fields[8]) / 100
+
+
+def run_delay_s() -> float:
+    return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+
+
+def measure(seconds: float) -> list[tuple[float, float]]:
+    """(start, duration) of every loop, seconds."""
+    loops = []
+    end = time.perf_counter() + seconds
+    while (start := time.perf_counter()) < end:
+        fixed_work()
+        loops.append((start, time.perf_counter() - start))
+    return loops
+
+
+def window_medians(loops: list[tuple[float, float]], window: float) -> list[float]:
+    first = loops[0][0]
+    windows: dict[int, list[float]] = {}
+    for start, duration in loops:
+        windows.setdefault(int((start - first) / window), []).append(duration)
+    return [statistics.median(d) for _, d in sorted(windows.items()) if len(d) >= 3]
+
+
+def longest_slow_stretch(medians: list[float]) -> int:
+    fastest, longest, current = min(medians), 0, 0
+    for m in medians:
+        current = current + 1 if m >= fastest * SLOW else 0
+        longest = max(longest, current)
+    return longest
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long to run (default 20)")
+    parser.add_argument("--window", type=float, default=0.5, help="window length, seconds (default 0.5)")
+    args = parser.parse_args()
+    fixed_work()  # warm
+    steal0, delay0 = steal_s(), run_delay_s()
+    loops = measure(args.seconds)
+    steal, delay = steal_s() - steal0, run_delay_s() - delay0
+    medians = window_medians(loops, args.window)
+    if len(medians) < 3:
+        sys.exit("too few windows: run longer (--seconds) or use shorter windows (--window)")
+    center = statistics.median(medians)
+    spread = 2 * statistics.stdev(medians) / center
+    low, high = min(medians), max(medians)
+    print(f"fixed work: {len(loops):,} loops of {statistics.median(d for _, d in loops) * 1e3:.2f} ms median in "
+          f"{len(medians)} windows of {args.window:g} s")
+    print(f"window medians: {low * 1e3:.2f} to {high * 1e3:.2f} ms ({high / low - 1:.0%} apart); spread "
+          f"2σ/median {spread:.1%} (perfsite's rule: {NOISE_SPREAD:.0%})")
+    print(f"slowest stretch: {longest_slow_stretch(medians)} windows in a row ≥ {SLOW - 1:.0%} above the fastest "
+          "window")
+    cause = ("neither explains it: the host changed the CPU's speed" if spread > NOISE_SPREAD
+             and steal < 0.05 * args.seconds and delay < 0.05 * args.seconds else "")
+    print(f"steal time: {steal:.2f} s; this thread's run-delay: {delay:.2f} s" + (f" ({cause})" if cause else ""))
+    sys.exit(1 if spread > NOISE_SPREAD else 0)
+
+
+if __name__ == "__main__":
+    main()
