@@ -35,7 +35,7 @@ SPEC = """\
     inputs:
       input: {shape: [1, 3, 32, 32], dtype: float32}
     sweep: {threads: [1]}
-    measure: {warmup: 5, min_iterations: 20, min_seconds: 0.1, repeats: 6, budget_s: 6, profile_iterations: 10}
+    measure: {warmup: 5, min_iterations: 20, min_seconds: 0.1, repeats: 6, budget_s: 4, profile_iterations: 10}
     """
 
 
