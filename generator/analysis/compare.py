@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -30,9 +30,10 @@ from generator.analysis.compare_choice import (
 from generator.analysis.layer_match import (
     Executed,
     LayerMatch,
+    executed_nodes,
     executed_ops,
     kernel_op,
-    match_layers,
+    match_executed,
     member_time,
     side_ratio,
 )
@@ -49,6 +50,7 @@ from generator.analysis.records_compare import (
 from generator.analysis.summaries import TrialSummary, clean
 from generator.analysis.trial_stats import pair_ratios, quantile_name, timing, trial_stats
 from generator.errors import ResultsError
+from generator.results.by_trial import trial_rows
 from generator.results.store import ExperimentResults
 
 PRECISIONS = ("FP32", "FP16", "INT8")
@@ -69,6 +71,16 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
     with, or when `config` matches no configuration both versions ran (the message lists those that exist).
     """
     ctx = ctx or compare_context(exp)  # one context for many comparisons shares its per-trial statistics
+    # The compare pages, the chooser's version pairs and its default choice ask for some comparisons more
+    # than once: each is made once per context. A bool and an int of the same value are different
+    # configurations (the spec is strict), so the key holds each value's type.
+    key = ("comparison", a, b, None if config is None else tuple((k, type(v).__name__, v) for k, v in config.items()))
+    if key not in ctx.cache:
+        ctx.cache[key] = _compare(ctx, a, b, config)
+    return ctx.cache[key]
+
+
+def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] | None) -> Comparison:
     check_version(ctx, a, "A")
     b_was_default = b is None
     b, b_reason = default_b(ctx, a) if b is None else (b, None)
@@ -105,8 +117,6 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
 
 
 def _with_advice(c: Comparison, data: AdviceInput) -> Comparison:
-    from dataclasses import replace
-
     return replace(c, advice=advise(data))
 
 
@@ -182,12 +192,23 @@ def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | Non
     if ta is None or tb is None:
         return None, ()
     nodes = ctx.exp.nodes
-    na, nb = nodes[nodes["trial_key"] == ta.trial_key], nodes[nodes["trial_key"] == tb.trial_key]
-    missing = [t.version for t, n in ((ta, na), (tb, nb)) if n.empty]
+    missing = [t.version for t in (ta, tb) if trial_rows(nodes, t.trial_key).empty]
     if missing:
         return None, (f"No per-node profile of {' and '.join(missing)} at {ta.config_label}: the layer-level "
                       "sections are empty. Add this configuration to the spec's `profile:` list and run again.",)
-    return match_layers(na, nb, reference, iterations_of(ta), iterations_of(tb)), ()
+    return match_executed(executed_of(ctx, ta.trial_key, "a"), executed_of(ctx, tb.trial_key, "b"), reference,
+                          iterations_of(ta), iterations_of(tb)), ()
+
+
+def executed_of(ctx: CompareContext, trial_key: str, side: str) -> tuple[Executed, ...]:
+    """The trial's top-level executed nodes as version `side` ("a"/"b"), read once per context: a trial takes
+    part in many comparisons (the chooser's version pairs, its cards, the compare pages)."""
+    key = ("executed", trial_key, side)
+    if key not in ctx.cache:
+        other = ctx.cache.get(("executed", trial_key, "b" if side == "a" else "a"))
+        ctx.cache[key] = (tuple(replace(e, side=side) for e in other) if other is not None
+                          else tuple(executed_nodes(side, trial_rows(ctx.exp.nodes, trial_key))))
+    return ctx.cache[key]
 
 
 def layer_type_rows(executed_a: Sequence[Executed], executed_b: Sequence[Executed], reference: RatioCI | None,
@@ -248,7 +269,8 @@ def _top_level(ctx: CompareContext, version: str, chosen: tuple | None) -> pd.Da
     if t is None:
         return None
     nodes = ctx.exp.nodes
-    rows = nodes[(nodes["trial_key"] == t.trial_key) & nodes["parent"].isna()]
+    rows = trial_rows(nodes, t.trial_key)
+    rows = rows[rows["parent"].isna()]
     return rows.sort_values("exec_order") if len(rows) else None
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from generator.analysis.layer_match import executed_rows
 from generator.analysis.summaries import clean
+from generator.results.by_trial import trial_rows
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,8 @@ def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame,
     thousand-node model has tens of thousands of them."""
     memo = {} if memo is None else memo
     kernels = tuple(_memo(memo, tuple((k, r.get(k)) for k in KERNEL_FIELDS), _kernel)
-                    for r in executed_rows(nodes[nodes["trial_key"] == trial_key]))
-    mine = layers[layers["trial_key"] == trial_key].drop(columns="trial_key")
+                    for r in executed_rows(trial_rows(nodes, trial_key)))
+    mine = trial_rows(layers, trial_key).drop(columns="trial_key")
     rows = mine.to_dict("records")
     details = {str(r["node"]): _memo(memo, tuple(r.items()), _layer) for r in rows}
     recorded = bool(rows) and all(d.attributes is not None for d in details.values())

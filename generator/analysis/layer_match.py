@@ -199,8 +199,15 @@ def match_layers(nodes_a: pd.DataFrame, nodes_b: pd.DataFrame, reference: RatioC
     variation from `reference` (the whole-model latency ratio) and adds the spread over the profiled
     iterations (`iterations_a`/`iterations_b` of them), see generator.analysis.stats.scaled_ratio_ci.
     """
-    a, b = executed_nodes("a", nodes_a), executed_nodes("b", nodes_b)
-    a, b = _with_common_names(a, b)
+    return match_executed(executed_nodes("a", nodes_a), executed_nodes("b", nodes_b), reference, iterations_a,
+                          iterations_b)
+
+
+def match_executed(a: Sequence[Executed], b: Sequence[Executed], reference: RatioCI | None = None,
+                   iterations_a: int = 1, iterations_b: int = 1) -> LayerMatch:
+    """match_layers from the two trials' executed nodes (executed_nodes of side "a" and "b"), for a caller
+    that keeps them per trial."""
+    a, b = _with_common_names(list(a), list(b))
     nodes = [e for e in a + b if not e.overhead]
     groups = tuple(_group(ms) for ms in group_executed(nodes))
     overhead_a = tuple(e for e in a if e.overhead)

@@ -36,6 +36,7 @@ import pandas as pd
 from generator.analysis.records_compare import RatioCI
 from generator.results import clean as clean_rule
 from generator.results import intervals
+from generator.results.by_trial import trial_rows
 
 RESAMPLES = 2000
 SEED = 0
@@ -83,9 +84,9 @@ def process_samples(processes: pd.DataFrame, latencies: pd.DataFrame, trial_key:
 
     With `preemption_known` (the trial's column), each process keeps only its clean requests and its clean
     throughput, and processes with too few clean requests are left out (all kept if none has enough)."""
-    lat = latencies[latencies["trial_key"] == trial_key]
+    lat = trial_rows(latencies, trial_key)
     groups = {int(p): g for p, g in lat.groupby("process", sort=True)}
-    rows = processes[processes["trial_key"] == trial_key]
+    rows = trial_rows(processes, trial_key)
     by_process = {int(r["process"]): r for _, r in rows.iterrows()}
     requests = {p: _clean_requests(g, preemption_known) for p, g in groups.items()}
     order = [p for p in sorted(groups) if requests[p][0].size]

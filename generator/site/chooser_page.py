@@ -72,7 +72,7 @@ DETAIL_FILE_BYTES = 500_000  # a chunk of layer details: a panel of a 20,000-nod
 
 def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """The experiment's chooser page with its data files; none with fewer than two ok trials."""
-    made = chooser_data(view.results)
+    made = chooser_data(view.results, view.context)
     if made is None:
         return []
     data, ctx = made

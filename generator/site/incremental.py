@@ -178,8 +178,8 @@ def generate_entry(parts: Parts, slug: str, folder: str) -> None:
         write_page(staging / "docs", page)
     warnings = (*(f"Warning: {p}" for p in results.problems), *filter(None, [older_spec_note(results)]),
                 *(f"Note: {n}" for n in notes))
-    entry = CachedExperiment(target, tuple(Page(p.path, p.title, "") for p in made), replace(view, results=None),
-                             warnings)
+    entry = CachedExperiment(target, tuple(Page(p.path, p.title, "") for p in made),
+                             replace(view, results=None, context=None), warnings)
     (staging / ENTRY).write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
