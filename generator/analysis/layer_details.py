@@ -63,19 +63,14 @@ class TrialDetails:
     layers: dict[str, LayerDetail]
 
 
-def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame,
-                  memo: dict[tuple, Any] | None = None) -> TrialDetails:
+def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame) -> TrialDetails:
     """The trial's executed kernels and the model-file nodes they cover (rows of other trials are ignored).
 
-    `memo` (a dict the caller keeps for one experiment) parses each distinct row once: the trials of a version
-    at the same shapes (other threads, concurrency) have the same rows but their trial key, and a sweep of a
-    thousand-node model has tens of thousands of them."""
-    memo = {} if memo is None else memo
-    kernels = tuple(_memo(memo, tuple((k, r.get(k)) for k in KERNEL_FIELDS), _kernel)
-                    for r in executed_rows(trial_rows(nodes, trial_key)))
-    mine = trial_rows(layers, trial_key).drop(columns="trial_key")
-    rows = mine.to_dict("records")
-    details = {str(r["node"]): _memo(memo, tuple(r.items()), _layer) for r in rows}
+    The trials of a version at the same shapes (other threads, concurrency) have the same details: a caller
+    asks once per group of them (details_fingerprints)."""
+    rows = trial_rows(layers, trial_key).drop(columns="trial_key").to_dict("records")
+    kernels = tuple(_kernel(r) for r in executed_rows(trial_rows(nodes, trial_key)))
+    details = {str(r["node"]): _layer(r) for r in rows}
     recorded = bool(rows) and all(d.attributes is not None for d in details.values())
     return TrialDetails(trial_key, recorded, kernels, details)
 
@@ -107,29 +102,6 @@ def _fingerprints(rows: pd.DataFrame, columns: list[str]) -> dict[str, bytes]:
 
 KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input_shapes", "input_types",
                  "output_shapes", "output_types", "original_nodes", "mapping_method")
-
-
-def _memo(memo: dict[tuple, Any], items: tuple[tuple[str, Any], ...], parse: Any) -> Any:
-    key = (parse.__name__, items)
-    try:
-        hash(key)
-    except TypeError:  # decoded cells holding dicts or lists (a layer's attributes and weight details)
-        key = (parse.__name__, tuple((k, _identity(v)) for k, v in items))
-    if key not in memo:
-        memo[key] = parse(dict(items))
-    return memo[key]
-
-
-def _identity(value: Any) -> Any:
-    """A memo key's stand-in for an unhashable decoded cell: the object itself, by identity. Cells of the same
-    stored text are one object (generator.results.cells decodes each text once), and the tables that hold them
-    outlive the caller's memo, so an identity is never reused for another value meanwhile. Equal cells from
-    different texts only miss the memo."""
-    try:
-        hash(value)
-    except TypeError:
-        return ("object at", id(value))
-    return value
 
 
 def _kernel(row: dict[str, Any]) -> KernelDetail:

@@ -44,11 +44,11 @@ from generator.analysis.layer_links import group_executed
 from generator.analysis.layer_names import (
     CONVERSION_OPS,
     INSERTED_CAST,
-    QPARAM,
     REMOVABLE_OPS,
     closure,
     common_name,
     is_added_name,
+    is_qparam,
 )
 from generator.analysis.records_compare import KernelRow, MatchCoverage, QuantOverhead, RatioCI
 from generator.analysis.stats import scaled_ratio_ci
@@ -133,8 +133,28 @@ def _plain_column(column: pd.Series) -> list[Any]:
 
 
 def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
-    """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b")."""
-    return [_executed(side, r) for r in executed_rows(nodes)]
+    """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b").
+
+    Column by column, as executed_rows reads them, but only the columns an Executed holds: a chooser reads
+    every trial of a sweep, a thousand nodes each."""
+    rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
+    cells = {name: _plain_column(rows[name]) if name in rows.columns else [None] * len(rows)
+             for name in _EXECUTED_COLUMNS}
+    out = []
+    for order, name, op, dur, precision, provider, originals, weights, method, shapes_in, shapes_out, std in zip(
+            *cells.values(), strict=True):
+        name, op = str(name), str(op)
+        out.append(Executed(
+            side=side, exec_order=int(order), name=name, op_type=op, dur_us=float(dur or 0.0), precision=precision,
+            provider=provider, original_nodes=originals, weights=weights, method=method, input_shapes=shapes_in,
+            output_shapes=shapes_out, dur_std_us=float(std or 0.0),
+            overhead=_is_overhead(name, op, originals, method)))
+    return out
+
+
+# What an Executed holds, in executed_nodes' order (a column missing from older results reads as None).
+_EXECUTED_COLUMNS = ("exec_order", "node_name", "op_type", "dur_mean_us", "runtime_precision", "provider",
+                     "original_nodes", "weights", "mapping_method", "input_shapes", "output_shapes", "dur_std_us")
 
 
 def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: str | None) -> bool:
@@ -147,25 +167,13 @@ def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: st
     return op_type == "Cast" and (method == "neighbour" or not originals or name.startswith(INSERTED_CAST))
 
 
-def _executed(side: str, row: dict[str, Any]) -> Executed:
-    originals, op_type = row["original_nodes"], str(row["op_type"])
-    return Executed(
-        side=side, exec_order=int(row["exec_order"]), name=str(row["node_name"]), op_type=op_type,
-        dur_us=float(row.get("dur_mean_us") or 0.0), precision=clean(row.get("runtime_precision")),
-        provider=clean(row.get("provider")), original_nodes=originals, weights=row["weights"],
-        method=clean(row.get("mapping_method")), input_shapes=row["input_shapes"],
-        output_shapes=row["output_shapes"], dur_std_us=float(clean(row.get("dur_std_us")) or 0.0),
-        overhead=_is_overhead(str(row["node_name"]), op_type, originals, clean(row.get("mapping_method"))),
-    )
-
-
 def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Executed], list[Executed]]:
     """Rewrite each version's node and weight names into the form the other version also has."""
     def names(side: list[Executed]) -> set[str]:
         return {n for e in side if not e.overhead for n in e.original_nodes if not is_added_name(n)}
 
     def weights(side: list[Executed]) -> set[str]:
-        return {w for e in side if not e.overhead for w in e.weights if not QPARAM.search(w)}
+        return {w for e in side if not e.overhead for w in e.weights if not is_qparam(w)}
 
     node_cl = {"a": closure(names(b)), "b": closure(names(a))}
     weight_cl = {"a": closure(weights(b)), "b": closure(weights(a))}
@@ -174,7 +182,7 @@ def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Execu
         keys = tuple(dict.fromkeys(common_name(n, node_cl[e.side]) for n in e.original_nodes
                                    if not is_added_name(n)))
         wkeys = tuple(dict.fromkeys(common_name(w, weight_cl[e.side]) for w in e.weights
-                                    if not QPARAM.search(w)))
+                                    if not is_qparam(w)))
         return Executed(**{**e.__dict__, "keys": keys, "weight_keys": wkeys})
 
     return _claimed_casts([rewrite(e) for e in a]), _claimed_casts([rewrite(e) for e in b])
@@ -317,7 +325,7 @@ def _kernel_rows(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], o
 def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -> KernelRow:
     reference = g.members_a or g.members_b
     labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
-    weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not QPARAM.search(w)))
+    weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not is_qparam(w)))
     main = max(reference, key=_work_first)
     only_in = None if g.matched else ("a" if g.members_a else "b")
     return KernelRow(
@@ -372,7 +380,7 @@ def _overhead_row(e: Executed, total_a: float, total_b: float) -> KernelRow:
         precision_a=e.precision if side_a else None, precision_b=None if side_a else e.precision,
         delta_us=time_b - time_a, ratio=None, only_in=e.side, note=_overhead_note(e),
         executed_a=(e.name,) if side_a else (), executed_b=() if side_a else (e.name,),
-        weights=tuple(w for w in e.weights if not QPARAM.search(w)), original_nodes=e.original_nodes,
+        weights=tuple(w for w in e.weights if not is_qparam(w)), original_nodes=e.original_nodes,
         share_a=_share(time_a, total_a), share_b=_share(time_b, total_b), kind="overhead",
     )
 

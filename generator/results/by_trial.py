@@ -12,26 +12,41 @@ Tables are read once (generator.results.store) and never changed in place afterw
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-_INDEXES: dict[int, tuple[int, dict[str, np.ndarray]]] = {}  # id(table) -> (its length, key -> positions)
+
+@dataclass
+class _Index:
+    length: int  # of the table when the index was built
+    positions: dict[str, np.ndarray]  # trial key -> row positions
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)  # the rows taken so far
+
+
+_INDEXES: dict[int, _Index] = {}  # by id(table)
 
 
 def trial_rows(table: pd.DataFrame, trial_key: str) -> pd.DataFrame:
     """The rows of `table` whose `trial_key` is `trial_key`, in the table's order: the same frame (index,
-    columns, dtypes) as `table[table["trial_key"] == trial_key]`."""
-    positions = _index(table).get(trial_key)
-    return table.iloc[positions] if positions is not None else table.iloc[0:0]
+    columns, dtypes) as `table[table["trial_key"] == trial_key]`. A trial's rows are taken once and the same
+    frame is given to every caller: pandas copies on write, so no caller's change reaches another."""
+    index = _index(table)
+    rows = index.frames.get(trial_key)
+    if rows is None:
+        positions = index.positions.get(trial_key)
+        rows = table.iloc[positions] if positions is not None else table.iloc[0:0]
+        index.frames[trial_key] = rows
+    return rows
 
 
-def _index(table: pd.DataFrame) -> dict[str, np.ndarray]:
+def _index(table: pd.DataFrame) -> _Index:
     found = _INDEXES.get(id(table))
-    if found is not None and found[0] == len(table):
-        return found[1]
-    index = {str(k): v for k, v in table.groupby("trial_key", sort=False).indices.items()} if len(table) else {}
+    if found is not None and found.length == len(table):
+        return found
+    positions = {str(k): v for k, v in table.groupby("trial_key", sort=False).indices.items()} if len(table) else {}
     if found is None:  # the entry goes with the table: an id is reused only after its object is gone
         weakref.finalize(table, _INDEXES.pop, id(table), None)
-    _INDEXES[id(table)] = (len(table), index)
-    return index
+    _INDEXES[id(table)] = _Index(len(table), positions)
+    return _INDEXES[id(table)]

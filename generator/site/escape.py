@@ -80,7 +80,12 @@ def shown_json(value: Any, dump: Callable[[Any], str]) -> str:
     """`dump(value)`, re-dumped through `shown` only when the text holds a character it would change (rare:
     walking every chart spec of a large site would cost more than this one scan of its text)."""
     text = dump(value)
-    return dump(shown(value)) if _UNSHOWN_JSON.search(text) else text
+    return dump(shown(value)) if shown_changes(text) else text
+
+
+def shown_changes(text: str) -> bool:
+    """Whether a JSON text holds a string `shown` would change (shown_json's test)."""
+    return _UNSHOWN_JSON.search(text) is not None
 
 
 def inline_json(value: Any) -> str:
