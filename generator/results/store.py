@@ -295,7 +295,8 @@ def _version(pf: pq.ParquetFile) -> int:
 def _check_columns(path: str, table: str, data: pa.Table) -> None:
     """A file of today's schema version holds every column of its table (perfsite writes them all, null where
     unknown); one without is damaged, and the readers would fail on it with a KeyError far from the file."""
-    missing = [name for name in arrow_schema(table).names if name not in data.column_names]
+    present = set(data.column_names)  # a new list on every access
+    missing = [name for name in arrow_schema(table).names if name not in present]
     if missing:
         raise ResultsError(
             f"The results file {path} lacks the column{'s' if len(missing) > 1 else ''} "
