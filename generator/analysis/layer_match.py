@@ -178,14 +178,19 @@ def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Execu
     node_cl = {"a": closure(names(b)), "b": closure(names(a))}
     weight_cl = {"a": closure(weights(b)), "b": closure(weights(a))}
 
-    def rewrite(e: Executed) -> Executed:
-        keys = tuple(dict.fromkeys(common_name(n, node_cl[e.side]) for n in e.original_nodes
-                                   if not is_added_name(n)))
-        wkeys = tuple(dict.fromkeys(common_name(w, weight_cl[e.side]) for w in e.weights
-                                    if not is_qparam(w)))
-        return Executed(**{**e.__dict__, "keys": keys, "weight_keys": wkeys})
+    def rewrite(e: Executed, nodes_cl: set[str], weights_cl: set[str]) -> Executed:
+        keys = _common_forms(e.original_nodes, nodes_cl, is_added_name)
+        return Executed(**{**e.__dict__, "keys": keys, "weight_keys": _common_forms(e.weights, weights_cl, is_qparam)})
 
-    return _claimed_casts([rewrite(e) for e in a]), _claimed_casts([rewrite(e) for e in b])
+    return (_claimed_casts([rewrite(e, node_cl["a"], weight_cl["a"]) for e in a]),
+            _claimed_casts([rewrite(e, node_cl["b"], weight_cl["b"]) for e in b]))
+
+
+def _common_forms(names: tuple[str, ...], other_closure: set[str], left_out: Callable[[str], bool]) -> tuple[str, ...]:
+    """The common form of each name not `left_out`, each form once, in order (most nodes have one name)."""
+    if len(names) == 1:
+        return () if left_out(names[0]) else (common_name(names[0], other_closure),)
+    return tuple(dict.fromkeys(common_name(n, other_closure) for n in names if not left_out(n)))
 
 
 def _claimed_casts(side: list[Executed]) -> list[Executed]:
@@ -229,6 +234,9 @@ def match_executed(a: Sequence[Executed], b: Sequence[Executed], reference: Rati
 
 
 def _group(members: list[Executed]) -> LayerGroup:
+    if len(members) == 1:  # most layers of a version pair: one kernel in one version (its keys are distinct)
+        e = members[0]
+        return LayerGroup((e,), (), e.keys) if e.side == "a" else LayerGroup((), (e,), e.keys)
     keys = tuple(dict.fromkeys(k for e in sorted(members, key=lambda e: (e.side, e.exec_order)) for k in e.keys))
     return LayerGroup(
         members_a=tuple(sorted((e for e in members if e.side == "a"), key=lambda e: e.exec_order)),
@@ -280,6 +288,8 @@ def kernel_op(op_type: str) -> str:
 
 
 def _dominant(members: Sequence[Executed], attr: str) -> str | None:
+    if len(members) == 1:
+        return getattr(members[0], attr)
     time: dict[str, float] = defaultdict(float)
     for e in members:
         value = getattr(e, attr)
@@ -323,21 +333,28 @@ def _kernel_rows(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], o
 
 
 def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -> KernelRow:
-    reference = g.members_a or g.members_b
-    labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
+    members_a, members_b = g.members_a, g.members_b
+    reference = members_a or members_b
+    if len(reference) == 1:  # most rows: one kernel per version (its keys are distinct already)
+        main = reference[0]
+        labels = main.keys
+    else:
+        main = max(reference, key=_work_first)
+        labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
     weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not is_qparam(w)))
-    main = max(reference, key=_work_first)
-    only_in = None if g.matched else ("a" if g.members_a else "b")
+    time_a, time_b = g.time_a_us, g.time_b_us
+    matched = bool(members_a) and bool(members_b)
+    only_in = None if matched else ("a" if members_a else "b")
     return KernelRow(
         layer=_label(labels) or main.name, op_type=kernel_op(main.op_type),
-        time_a_us=g.time_a_us, time_b_us=g.time_b_us,
-        precision_a=_dominant(g.members_a, "precision"), precision_b=_dominant(g.members_b, "precision"),
-        delta_us=g.time_b_us - g.time_a_us, ratio=ratio(g.members_a, g.members_b) if g.matched else None,
+        time_a_us=time_a, time_b_us=time_b,
+        precision_a=_dominant(members_a, "precision"), precision_b=_dominant(members_b, "precision"),
+        delta_us=time_b - time_a, ratio=ratio(members_a, members_b) if matched else None,
         only_in=only_in, note=_layer_note(g, only_in),
-        executed_a=tuple(e.name for e in g.members_a), executed_b=tuple(e.name for e in g.members_b),
+        executed_a=tuple(e.name for e in members_a), executed_b=tuple(e.name for e in members_b),
         weights=weights, original_nodes=g.keys,
-        share_a=_share(g.time_a_us, total_a), share_b=_share(g.time_b_us, total_b), kind="layer",
-        ops_a=executed_ops(g.members_a), ops_b=executed_ops(g.members_b),
+        share_a=_share(time_a, total_a), share_b=_share(time_b, total_b), kind="layer",
+        ops_a=executed_ops(members_a), ops_b=executed_ops(members_b),
     )
 
 
@@ -349,6 +366,8 @@ def _work_first(e: Executed) -> tuple:
 
 def executed_ops(members: Sequence[Executed]) -> tuple[str, ...]:
     """The distinct op types onnxruntime ran, in execution order."""
+    if len(members) <= 1:
+        return tuple(e.op_type for e in members)
     return tuple(dict.fromkeys(e.op_type for e in sorted(members, key=lambda e: e.exec_order)))
 
 
