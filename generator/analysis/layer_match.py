@@ -180,10 +180,18 @@ def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Execu
 
     def rewrite(e: Executed, nodes_cl: set[str], weights_cl: set[str]) -> Executed:
         keys = _common_forms(e.original_nodes, nodes_cl, is_added_name)
-        return Executed(**{**e.__dict__, "keys": keys, "weight_keys": _common_forms(e.weights, weights_cl, is_qparam)})
+        return _changed(e, keys=keys, weight_keys=_common_forms(e.weights, weights_cl, is_qparam))
 
     return (_claimed_casts([rewrite(e, node_cl["a"], weight_cl["a"]) for e in a]),
             _claimed_casts([rewrite(e, node_cl["b"], weight_cl["b"]) for e in b]))
+
+
+def _changed(e: Executed, **changes: Any) -> Executed:
+    """`e` with some fields changed, as dataclasses.replace gives it, without the frozen __init__'s setattr per
+    field: a chooser rewrites both trials' thousand nodes for every ordered pair of versions."""
+    new = object.__new__(Executed)
+    new.__dict__.update(e.__dict__, **changes)
+    return new
 
 
 def _common_forms(names: tuple[str, ...], other_closure: set[str], left_out: Callable[[str], bool]) -> tuple[str, ...]:
@@ -197,7 +205,7 @@ def _claimed_casts(side: list[Executed]) -> list[Executed]:
     """An inserted Cast that is the only kernel computing an original node (onnxruntime merged the model's
     own Cast into it) is that node, not overhead."""
     covered = {k for e in side if not e.overhead for k in e.keys}
-    return [Executed(**{**e.__dict__, "overhead": False})
+    return [_changed(e, overhead=False)
             if e.overhead and e.op_type == "Cast" and e.method not in (None, "neighbour")
             and e.name.startswith(INSERTED_CAST) and e.keys and not set(e.keys) <= covered else e
             for e in side]
