@@ -94,10 +94,18 @@ def _fingerprints(rows: pd.DataFrame, columns: list[str]) -> dict[str, bytes]:
     """Trial key -> SHA-256 of its rows' `columns`, in the rows' order."""
     if rows.empty:
         return {}
-    cells = pd.DataFrame({c: rows[c].map(repr) if rows[c].dtype == object else rows[c] for c in columns})
+    cells = pd.DataFrame({c: _reprs(rows[c]) if rows[c].dtype == object else rows[c] for c in columns})
     hashes = pd.util.hash_pandas_object(cells, index=False).to_numpy()
     positions = rows.reset_index(drop=True).groupby("trial_key", sort=False).indices
     return {str(key): hashlib.sha256(hashes[at].tobytes()).digest() for key, at in positions.items()}
+
+
+def _reprs(column: pd.Series) -> pd.Series:
+    """Each cell's repr, once per distinct object: decoded cells of the same stored text are one object
+    (generator.results.cells), and a thousand-node sweep repeats the same shapes node for node."""
+    memo: dict[int, str] = {}
+    texts = [memo[id(v)] if id(v) in memo else memo.setdefault(id(v), repr(v)) for v in column.tolist()]
+    return pd.Series(texts, index=column.index, dtype=object)
 
 
 KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input_shapes", "input_types",

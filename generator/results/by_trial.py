@@ -36,7 +36,12 @@ def trial_rows(table: pd.DataFrame, trial_key: str) -> pd.DataFrame:
     rows = index.frames.get(trial_key)
     if rows is None:
         positions = index.positions.get(trial_key)
-        rows = table.iloc[positions] if positions is not None else table.iloc[0:0]
+        if positions is None:
+            rows = table.iloc[0:0]
+        elif positions[-1] - positions[0] + 1 == len(positions):  # one block, as read (a file per trial)
+            rows = table.iloc[positions[0]:positions[-1] + 1]  # a view: no column copied
+        else:
+            rows = table.iloc[positions]
         index.frames[trial_key] = rows
     return rows
 
