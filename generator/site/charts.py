@@ -18,6 +18,7 @@ from altair.utils import schemapi
 from generator.analysis.profile import OpTypeTime
 from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary
 from generator.numbers import rounded
+from generator.site.chart_spec import chart_dict
 from generator.site.escape import inline_json, shown_json
 from generator.site.formatting import config_text
 
@@ -215,7 +216,7 @@ def chart_block(chart_id: str, chart: alt.TopLevelMixin | dict[str, Any]) -> str
     # whose construction does not depend on the data's values; tests/test_charts_valid.py validates every
     # chart of the snapshot pages.
     # Shown strings: Vega draws names from the data in tooltips, axes and legends, as the tables print them.
-    spec = shown_json([chart if isinstance(chart, dict) else chart.to_dict(validate=False)], inline_json)
+    spec = shown_json([chart if isinstance(chart, dict) else chart_dict(chart)], inline_json)
     return (
         f'<div class="perfsite-chart" data-chart="{chart_id}"></div>\n'
         f'<script type="application/json" id="{chart_id}">{spec}</script>'
