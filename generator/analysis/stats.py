@@ -148,8 +148,9 @@ def bootstrap_latency(samples: Sequence[np.ndarray], q: float, rng: np.random.Ge
     # Resamples hold each request's rank, not its value: gathering and partially sorting 32-bit ranks is twice
     # as fast, and the value at a rank is the same order statistic (values are finite: checked at load).
     order = np.argsort(flat, kind="stable")
-    ranks = np.empty(flat.size, dtype=np.int32)
-    ranks[order] = np.arange(flat.size, dtype=np.int32)
+    rank_type = np.int16 if flat.size <= np.iinfo(np.int16).max else np.int32  # narrower sorts faster still
+    ranks = np.empty(flat.size, dtype=rank_type)
+    ranks[order] = np.arange(flat.size, dtype=rank_type)
     by_rank = flat[order]
     sizes = np.array([a.size for a in arrays])
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
