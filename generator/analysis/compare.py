@@ -276,28 +276,35 @@ def _top_level(ctx: CompareContext, version: str, chosen: tuple | None) -> pd.Da
 
 def _precision_shares(ctx: CompareContext, chosen: tuple | None) -> dict[str, dict[str, float]]:
     """Per version profiled at the compared configuration: share of kernel time by runtime precision."""
-    shares = {}
-    for version in ctx.versions:
-        rows = _top_level(ctx, version, chosen)
-        if rows is None:
-            continue
-        time = rows.groupby(rows["runtime_precision"].fillna("other").astype(str))["dur_mean_us"].sum()
-        total = float(time.sum())
-        shares[version] = {str(p): float(v) / total for p, v in sorted(time.items())} if total > 0 else {}
-    return shares
+    return {version: figures[0] for version in ctx.versions
+            if (figures := _precision_figures(ctx, version, chosen)) is not None}
 
 
 def _precision_transitions(ctx: CompareContext, chosen: tuple | None) -> dict[str, int]:
     """Per version: changes of precision between consecutive FP32/FP16/INT8 kernels in execution order
     (conversions and `other` kernels in between are skipped: they are the transition itself)."""
-    out = {}
-    for version in ctx.versions:
+    return {version: figures[1] for version in ctx.versions
+            if (figures := _precision_figures(ctx, version, chosen)) is not None}
+
+
+def _precision_figures(ctx: CompareContext, version: str, chosen: tuple | None) -> tuple[dict[str, float], int] | None:
+    """The version's precision shares and transitions at a configuration, once per trial and context (every
+    comparison of an experiment gives them for every version)."""
+    t = ctx.trials.get(version, {}).get(chosen) if chosen is not None else None
+    key = ("precision figures", t.trial_key if t is not None else None)
+    if t is None:
+        return None
+    if key not in ctx.cache:
         rows = _top_level(ctx, version, chosen)
         if rows is None:
-            continue
-        sequence = [p for p in rows["runtime_precision"] if p in PRECISIONS]
-        out[version] = sum(1 for x, y in zip(sequence, sequence[1:], strict=False) if x != y)
-    return out
+            ctx.cache[key] = None
+        else:
+            time = rows.groupby(rows["runtime_precision"].fillna("other").astype(str))["dur_mean_us"].sum()
+            total = float(time.sum())
+            shares = {str(p): float(v) / total for p, v in sorted(time.items())} if total > 0 else {}
+            sequence = [p for p in rows["runtime_precision"] if p in PRECISIONS]
+            ctx.cache[key] = (shares, sum(1 for x, y in zip(sequence, sequence[1:], strict=False) if x != y))
+    return ctx.cache[key]
 
 
 def _common_others(ctx: CompareContext, a: str, b: str, chosen: tuple | None) -> list[TrialSummary]:
