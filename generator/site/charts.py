@@ -134,10 +134,12 @@ def latency_throughput_chart(
     y = alt.Y("latency_ms:Q", title=f"Latency {percentile} (ms)", scale=_scale(lat))
     color = alt.Color("version:N", title="Version", scale=alt.Scale(domain=versions), sort=versions)
     pick = alt.selection_point(name="version_pick", fields=["version"], bind="legend")
-    faded = alt.condition(pick, alt.value(1.0), alt.value(0.15))
+    # Channel objects, not shorthand strings or dicts: altair turns those into channels with from_dict, which
+    # hashes every Vega-Lite schema class each time (a third of a profile page's charts).
+    faded = alt.OpacityValue(**alt.condition(pick, alt.value(1.0), alt.value(0.15)))
     base = alt.Chart(alt.Data(values=records))
     lines = base.mark_line(strokeWidth=1.5).encode(
-        x=x, y=y, color=color, detail="series:N", order="order:Q", opacity=faded,
+        x=x, y=y, color=color, detail=alt.Detail("series:N"), order=alt.Order("order:Q"), opacity=faded,
     )
     points = base.mark_point(filled=True, size=70).encode(
         x=x, y=y, color=color, opacity=faded, tooltip=_tooltip(percentile),
@@ -166,7 +168,7 @@ def _threshold_layers(threshold_ms, base, x, y, color, percentile) -> list:
     rule = rule_data.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
     label = rule_data.mark_text(
         color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0, clip=True,
-    ).encode(y=y, text="text:N")
+    ).encode(y=y, text=alt.Text("text:N"))
     tooltip = [alt.Tooltip("version:N", title="Sweet spot of")] + _tooltip(percentile)
     ring = base.mark_point(size=380, strokeWidth=2.5, filled=False).encode(
         x=x, y=y, color=color, tooltip=tooltip,

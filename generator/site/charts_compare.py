@@ -135,9 +135,10 @@ def results_chart(c: Comparison) -> alt.LayerChart:
 def _lines(x, y, color, hide) -> alt.Chart:
     # The legend-bound selection lives on this layer; hidden versions' lines become transparent (the other
     # layers filter them out).
-    hidden = alt.condition(alt.param(name="version_hide", empty=False), alt.value(0.0), alt.value(1.0))
+    hidden = alt.OpacityValue(**alt.condition(alt.param(name="version_hide", empty=False), alt.value(0.0),
+                                              alt.value(1.0)))  # a channel object: see charts.py
     return alt.Chart().mark_line(strokeWidth=1.5).encode(
-        x=x, y=y, color=color, detail="series:N", order="order:Q", opacity=hidden,
+        x=x, y=y, color=color, detail=alt.Detail("series:N"), order=alt.Order("order:Q"), opacity=hidden,
     ).add_params(hide).properties(name="lines")
 
 
@@ -164,7 +165,7 @@ def _sweet_spot_layer(x, y) -> alt.Chart:
 
 def _role_labels(x, y) -> alt.Chart:
     return alt.Chart().mark_text(fontWeight="bold", fontSize=14, dx=10, dy=-10, color=INK).encode(
-        x=x, y=y, text="role:N",
+        x=x, y=y, text=alt.Text("role:N"),
     ).transform_filter("datum.role != ''").transform_filter(_shown("version_hide")).properties(name="a_b")
 
 
@@ -175,7 +176,7 @@ def _threshold_rule(y) -> list[alt.Chart]:
     rule = base.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
     label = base.mark_text(color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0,
                            clip=True).encode(
-        y=y, text="text:N")
+        y=y, text=alt.Text("text:N"))
     return [rule.properties(name="threshold"), label.properties(name="threshold_label")]
 
 
@@ -250,8 +251,8 @@ def inference_time_chart(c: Comparison) -> alt.LayerChart:
             alt.Tooltip("run:N", title="Version"), alt.Tooltip("value:Q", title="Value", format=",.4~r"),
             alt.Tooltip("low:Q", title="95 % CI low", format=",.4~r"),
             alt.Tooltip("high:Q", title="95 % CI high", format=",.4~r")])
-    errors = alt.Chart().mark_rule(strokeWidth=2, color=INK).encode(x=x, y="low:Q", y2="high:Q")
-    ticks = [alt.Chart().mark_tick(width=18, thickness=2, color=INK).encode(x=x, y=f"{end}:Q")
+    errors = alt.Chart().mark_rule(strokeWidth=2, color=INK).encode(x=x, y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
+    ticks = [alt.Chart().mark_tick(width=18, thickness=2, color=INK).encode(x=x, y=alt.Y(f"{end}:Q"))
              for end in ("low", "high")]
     title = (f"metric == 'throughput' ? 'Throughput (items/s), 95 % CI' : "
              f"'Latency {c.percentile} (ms), 95 % CI'")

@@ -133,7 +133,7 @@ def roofline_chart(layers: list[LayerResult], limits: Roofline, name: str = "roo
     dash = alt.StrokeDash("series:N", title="Measured ceilings",
                           legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0))
     lines = alt.Chart(alt.Data(values=ceilings)).mark_line(color="#424242", strokeWidth=1.5).encode(
-        x=x, y=y, order="order:Q", strokeDash=dash,
+        x=x, y=y, order=alt.Order("order:Q"), strokeDash=dash,
     )
     group = alt.Color("group:N", title=None, scale=alt.Scale(domain=[FAR_BELOW, OTHER],
                                                              range=[FAR_BELOW_COLOR, OTHER_COLOR]))
