@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from generator.analysis.layer_match import executed_rows
+from generator.analysis.layer_match import executed_columns
 from generator.analysis.summaries import clean
 from generator.results.by_trial import trial_rows
 
@@ -68,8 +68,11 @@ def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame) -> 
 
     The trials of a version at the same shapes (other threads, concurrency) have the same details: a caller
     asks once per group of them (details_fingerprints)."""
-    rows = trial_rows(layers, trial_key).drop(columns="trial_key").to_dict("records")
-    kernels = tuple(_kernel(r) for r in executed_rows(trial_rows(nodes, trial_key)))
+    mine = trial_rows(layers, trial_key)
+    names = [c for c in LAYER_FIELDS if c in mine.columns]  # _layer names the one a damaged file lacks
+    rows = [dict(zip(names, values, strict=True)) for values in zip(*(mine[c].tolist() for c in names), strict=True)]
+    kernels = tuple(_kernel(dict(zip(KERNEL_FIELDS, values, strict=True)))
+                    for values in zip(*executed_columns(trial_rows(nodes, trial_key), KERNEL_FIELDS), strict=True))
     details = {str(r["node"]): _layer(r) for r in rows}
     recorded = bool(rows) and all(d.attributes is not None for d in details.values())
     return TrialDetails(trial_key, recorded, kernels, details)
@@ -110,6 +113,8 @@ def _reprs(column: pd.Series) -> pd.Series:
 
 KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input_shapes", "input_types",
                  "output_shapes", "output_types", "original_nodes", "mapping_method")
+LAYER_FIELDS = ("node", "op_type", "domain", "position", "attributes", "input_shapes", "output_shapes",
+                "input_types", "output_types", "weight_details", "flops", "int_ops")  # what _layer reads
 
 
 def _kernel(row: dict[str, Any]) -> KernelDetail:

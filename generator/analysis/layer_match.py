@@ -112,37 +112,33 @@ class LayerMatch:
     executed_b: tuple[Executed, ...] = ()
 
 
-def executed_rows(nodes: pd.DataFrame) -> list[dict[str, Any]]:
-    """Top-level executed nodes of one trial as plain dicts, in execution order (decoded cells kept as they are)."""
-    rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
-    # Column by column: integer and boolean columns without a missing value come out as Python numbers
-    # already, so only the others go through `clean` (a thousand-node sweep has millions of cells).
-    names = list(rows.columns)
-    columns = [_plain_column(rows[name]) for name in names]
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
-
-
 def _plain_column(column: pd.Series) -> list[Any]:
-    """A column's cells as executed_rows gives them (`clean`, but decoded tuple and dict cells as they are)."""
+    """A column's cells as plain Python values (`clean`, but decoded tuple and dict cells as they are). Column by
+    column: integer, boolean and string columns without a missing value come out as Python values already,
+    so only the others go through `clean` (a thousand-node sweep has millions of cells)."""
     values = column.tolist()  # Python numbers, strings, NaN for missing ones, decoded tuples and dicts
     if column.dtype.kind in "iub" and not column.hasnans:  # a nullable integer column may hold pd.NA
+        return values
+    if isinstance(column.dtype, pd.StringDtype) and not column.hasnans:  # strings only: clean keeps them
         return values
     if column.dtype.kind == "f":
         return [None if v is pd.NA or v != v else v for v in values]  # NaN: the only float unequal to itself
     return [v if type(v) is str or isinstance(v, (tuple, dict)) else clean(v) for v in values]
 
 
-def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
-    """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b").
-
-    Column by column, as executed_rows reads them, but only the columns an Executed holds: a chooser reads
-    every trial of a sweep, a thousand nodes each."""
+def executed_columns(nodes: pd.DataFrame, names: Sequence[str]) -> list[list[Any]]:
+    """Columns `names` of one trial's top-level executed nodes, in execution order, each as the list of its
+    cells (_plain_column; a column missing from older results is all None): readers take the few columns
+    they need of every trial of a sweep, a thousand nodes each."""
     rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
-    cells = {name: _plain_column(rows[name]) if name in rows.columns else [None] * len(rows)
-             for name in _EXECUTED_COLUMNS}
+    return [_plain_column(rows[name]) if name in rows.columns else [None] * len(rows) for name in names]
+
+
+def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
+    """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b")."""
     out = []
     for order, name, op, dur, precision, provider, originals, weights, method, shapes_in, shapes_out, std in zip(
-            *cells.values(), strict=True):
+            *executed_columns(nodes, _EXECUTED_COLUMNS), strict=True):
         name, op = str(name), str(op)
         out.append(Executed(
             side=side, exec_order=int(order), name=name, op_type=op, dur_us=float(dur or 0.0), precision=precision,
