@@ -140,11 +140,11 @@ def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
     for order, name, op, dur, precision, provider, originals, weights, method, shapes_in, shapes_out, std in zip(
             *executed_columns(nodes, _EXECUTED_COLUMNS), strict=True):
         name, op = str(name), str(op)
-        out.append(Executed(
+        out.append(_built(
             side=side, exec_order=int(order), name=name, op_type=op, dur_us=float(dur or 0.0), precision=precision,
             provider=provider, original_nodes=originals, weights=weights, method=method, input_shapes=shapes_in,
-            output_shapes=shapes_out, dur_std_us=float(std or 0.0),
-            overhead=_is_overhead(name, op, originals, method)))
+            output_shapes=shapes_out, overhead=_is_overhead(name, op, originals, method),
+            dur_std_us=float(std or 0.0), keys=(), weight_keys=()))
     return out
 
 
@@ -183,10 +183,16 @@ def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Execu
 
 
 def _changed(e: Executed, **changes: Any) -> Executed:
-    """`e` with some fields changed, as dataclasses.replace gives it, without the frozen __init__'s setattr per
-    field: a chooser rewrites both trials' thousand nodes for every ordered pair of versions."""
+    """`e` with some fields changed, as dataclasses.replace gives it: a chooser rewrites both trials' thousand
+    nodes for every ordered pair of versions."""
+    return _built(**{**e.__dict__, **changes})
+
+
+def _built(**fields: Any) -> Executed:
+    """An Executed of every field (in the class's order), without the frozen __init__'s setattr per field,
+    which was most of the cost of reading a trial's nodes."""
     new = object.__new__(Executed)
-    new.__dict__.update(e.__dict__, **changes)
+    new.__dict__.update(fields)
     return new
 
 
