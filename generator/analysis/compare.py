@@ -30,6 +30,7 @@ from generator.analysis.compare_choice import (
 from generator.analysis.layer_match import (
     Executed,
     LayerMatch,
+    as_side,
     executed_nodes,
     executed_ops,
     kernel_op,
@@ -206,7 +207,7 @@ def executed_of(ctx: CompareContext, trial_key: str, side: str) -> tuple[Execute
     key = ("executed", trial_key, side)
     if key not in ctx.cache:
         other = ctx.cache.get(("executed", trial_key, "b" if side == "a" else "a"))
-        ctx.cache[key] = (tuple(replace(e, side=side) for e in other) if other is not None
+        ctx.cache[key] = (tuple(as_side(e, side) for e in other) if other is not None
                           else tuple(executed_nodes(side, trial_rows(ctx.exp.nodes, trial_key))))
     return ctx.cache[key]
 

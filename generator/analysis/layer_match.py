@@ -188,6 +188,11 @@ def _changed(e: Executed, **changes: Any) -> Executed:
     return _built(**{**e.__dict__, **changes})
 
 
+def as_side(e: Executed, side: str) -> Executed:
+    """`e` as a node of version `side` ("a"/"b"): a trial read once is either side of its comparisons."""
+    return _changed(e, side=side)
+
+
 def _built(**fields: Any) -> Executed:
     """An Executed of every field (in the class's order), without the frozen __init__'s setattr per field,
     which was most of the cost of reading a trial's nodes."""
