@@ -138,3 +138,17 @@ def test_chart_dict_is_altairs_dict_with_the_inline_data_put_back():
         with charts.unvalidated():
             assert chart_dict(chart) == chart.to_dict(validate=False)
     assert layered.data.values is rows  # the chart itself is left as it was
+
+
+def test_inline_rows_are_shared_by_altairs_copies_and_convert_as_alt_data():
+    import altair as alt
+
+    from generator.site.chart_spec import chart_dict, inline_rows
+
+    rows = [{"x": i, "y": i / 3} for i in range(20)]
+    with charts.unvalidated():
+        mine = alt.layer(alt.Chart().mark_point().encode(x="x:Q", y="y:Q"), data=inline_rows(rows)).properties(name="c")
+        theirs = alt.layer(alt.Chart().mark_point().encode(x="x:Q", y="y:Q"), data=alt.Data(values=rows)).properties(
+            name="c")
+        assert mine.copy(deep=True).data is mine.data  # not copied row by row
+        assert chart_dict(mine) == theirs.to_dict(validate=False)

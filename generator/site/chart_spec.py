@@ -14,6 +14,21 @@ from typing import Any
 
 import altair as alt
 
+
+class InlineRows(alt.Data):
+    """Inline records (alt.Data(values=...)) that altair's copies of a chart share rather than copy: altair
+    deep-copies a chart, records too, on every `properties`, `layer` and `encode`, and perfsite never changes
+    a chart's records once the chart is made."""
+
+    def __deepcopy__(self, memo: Any = None) -> InlineRows:  # altair's _deep_copy calls it as copier(obj)
+        return self
+
+
+def inline_rows(values: list[dict[str, Any]]) -> alt.Data:
+    """A chart's inline data: alt.Data(values=values), shared by the chart's copies (InlineRows)."""
+    return InlineRows(values=values)
+
+
 _PLAIN = (str, int, float, bool, type(None))
 _MARKER = "perfsite-inline-data"
 _SUBCHARTS = ("layer", "vconcat", "hconcat", "concat", "spec")

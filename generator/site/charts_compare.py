@@ -13,6 +13,7 @@ from typing import Any
 import altair as alt
 
 from generator.analysis.records_compare import Comparison, ConfigPoint, LayerTypeRow, VersionTiming
+from generator.site.chart_spec import inline_rows
 from generator.site.charts import LINE_AXES, LOG_SCALE_RATIO, THRESHOLD_COLOR, _round, data_domain, threshold_meta
 
 # Vega-Lite's default categorical scheme (tableau10), written out so that colours can be assigned per version.
@@ -124,7 +125,7 @@ def results_chart(c: Comparison) -> alt.LayerChart:
         _lines(x, y, color, hide), _sweet_spot_layer(x, y), _points_layer(x, y, color, c.percentile),
         _role_labels(x, y), *_threshold_rule(y), _nothing_within_threshold(),
     ]
-    chart = alt.layer(*layers, data=alt.Data(values=records)).add_params(threshold)
+    chart = alt.layer(*layers, data=inline_rows(records)).add_params(threshold)
     return chart.configure_legend(unselectedOpacity=1).properties(
         name="compare_results", width="container", height=400, usermeta=meta,
         title=alt.Title(f"Latency ({c.percentile}) vs throughput, every configuration of every version",
@@ -170,7 +171,7 @@ def _role_labels(x, y) -> alt.Chart:
 
 
 def _threshold_rule(y) -> list[alt.Chart]:
-    data = alt.Data(values=[{"line": "threshold"}])
+    data = inline_rows([{"line": "threshold"}])
     base = alt.Chart(data).transform_calculate(
         latency_ms="latency_threshold", text="'threshold ' + format(latency_threshold, ',.4~r') + ' ms'")
     rule = base.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
@@ -209,7 +210,7 @@ def layer_type_chart(c: Comparison) -> alt.Chart:
     hide = alt.selection_point(name="op_type_hide", fields=["op_type"], bind="legend", toggle="true")
     color = alt.Color("op_type:N", sort=types, scale=alt.Scale(domain=types, scheme="tableau20"),
                       legend=_hiding_legend("op_type_hide", "op_type", "Layer type (click to hide)"))
-    chart = alt.Chart(alt.Data(values=records)).mark_bar().encode(
+    chart = alt.Chart(inline_rows(records)).mark_bar().encode(
         y=alt.Y("run:N", title=None, sort=[role_a, role_b]),
         x=alt.X("time_us:Q", title="Time per inference (µs), profiled pass", stack="zero"),
         color=color, order=alt.Order("order:Q"),
@@ -258,7 +259,7 @@ def inference_time_chart(c: Comparison) -> alt.LayerChart:
              f"'Latency {c.percentile} (ms), 95 % CI'")
     layers = [bars.properties(name="time_bars"), errors.properties(name="time_ci"),
               ticks[0].properties(name="time_ci_low"), ticks[1].properties(name="time_ci_high")]
-    return alt.layer(*layers, data=alt.Data(values=_timing_records(c, c.timings))).transform_filter(
+    return alt.layer(*layers, data=inline_rows(_timing_records(c, c.timings))).transform_filter(
         "datum.metric == metric").add_params(metric).properties(
         name="inference_time", width="container", height=260,
         title=alt.Title(alt.ExprRef(expr=title), anchor="start"))
@@ -296,7 +297,7 @@ def pareto_chart(c: Comparison) -> alt.LayerChart:
                       legend=alt.Legend(values=sizes)))
     layers = [everything.properties(name="all_points"), line.properties(name="frontier_line"),
               dots.properties(name="frontier_points")]
-    return alt.layer(*layers, data=alt.Data(values=records)).properties(
+    return alt.layer(*layers, data=inline_rows(records)).properties(
         name="pareto", width="container", height=320,
         title=alt.Title("Pareto frontier of every version, sized by model size", anchor="start"))
 
@@ -325,7 +326,7 @@ def precision_chart(c: Comparison) -> alt.Chart:
     palette = dict(zip(PRECISIONS, PRECISION_COLORS, strict=True))
     color = alt.Color("precision:N", title="Runtime precision", sort=found,
                       scale=alt.Scale(domain=found, range=[palette.get(p, "#9d755d") for p in found]))
-    return alt.Chart(alt.Data(values=records)).mark_bar().encode(
+    return alt.Chart(inline_rows(records)).mark_bar().encode(
         y=alt.Y("version:N", title=None, sort=versions), color=color, order=alt.Order("order:Q"),
         x=alt.X("share:Q", title="Share of kernel time", axis=alt.Axis(format="%"), stack="zero",
                 scale=alt.Scale(domain=[0, 1])),

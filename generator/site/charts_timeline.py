@@ -13,7 +13,7 @@ from typing import Any
 
 import altair as alt
 
-from generator.site.chart_spec import chart_dict
+from generator.site.chart_spec import chart_dict, inline_rows
 from generator.timeline.model import Timeline, TimelineEvent
 from generator.timeline.stats import TemporalStats
 from generator.timeline.trace import thread_lanes
@@ -115,7 +115,7 @@ def timeline_chart(tl: Timeline, name: str = "timeline") -> dict[str, Any]:
               pool.properties(name=f"{name}_pool")]
     # A fixed height from the lane count, not a step: a step height with a container width makes Vega-Lite
     # warn in the console ("Dropping fit-y").
-    chart = alt.layer(*layers, data=alt.Data(values=records)).properties(
+    chart = alt.layer(*layers, data=inline_rows(records)).properties(
         name=name, width="container", height=LANE_STEP_PX * max(1, len(lanes)))
     return chart_dict(chart)  # not validated: the tests validate it (generator.site.charts.chart_block says why)
 
@@ -150,18 +150,18 @@ def _panel(stats: TemporalStats, records: list[dict[str, Any]], label: str, limi
         alt.Tooltip("rate:Q", title=label, format=",.4~r"), alt.Tooltip("amount:Q", title="Amount", format=",.4~r"),
         alt.Tooltip("unit:N", title="Unit")])
     mark = {"start_us": peak["start_us"], "rate": peak["rate"], "text": f"peak {peak['rate']:,.4g}"}
-    label_mark = alt.Chart(alt.Data(values=[mark])).mark_text(align="left", dx=4, dy=-6, fontSize=11).encode(
+    label_mark = alt.Chart(inline_rows([mark])).mark_text(align="left", dx=4, dy=-6, fontSize=11).encode(
         x=x, y=y, text=alt.Text("text:N"))
     layers = [bars.properties(name=f"{name}_bars"), label_mark.properties(name=f"{name}_peak")]
     if limit and not shown:
         # Every bin is 0 when no call moved data or did any counted work (a scalar Identity, Shape, Size).
         above = f"{limit / top:,.0f}× the highest bin" if top > 0 else "every bin is 0"
         off = {"text": f"{limit_text} {limit:,.4g}: {above}, above this chart"}
-        layers.append(alt.Chart(alt.Data(values=[off])).mark_text(
+        layers.append(alt.Chart(inline_rows([off])).mark_text(
             color=LIMIT_COLOR, align="right", baseline="top", x="width", y=2, dx=-4, fontSize=11,
         ).encode(text=alt.Text("text:N")).properties(name=f"{name}_limit_label"))
     if shown:
-        rule_data = alt.Data(values=[{"rate": _round(limit), "text": f"{limit_text} {limit:,.4g}"}])
+        rule_data = inline_rows([{"rate": _round(limit), "text": f"{limit_text} {limit:,.4g}"}])
         rule = alt.Chart(rule_data).mark_rule(color=LIMIT_COLOR, strokeDash=[6, 4]).encode(y=y)
         text = alt.Chart(rule_data).mark_text(color=LIMIT_COLOR, align="left", baseline="bottom", dx=4, dy=-2,
                                               x=0).encode(y=y, text=alt.Text("text:N"))
@@ -180,5 +180,5 @@ def temporal_chart(stats: TemporalStats, peak_gflops: float | None, bandwidth_gb
     if stats.has_flops:
         panels.append(_panel(stats, records, COMPUTE, peak_gflops, "measured peak", COMPUTE_COLOR,
                              f"{name}_compute"))
-    chart = alt.vconcat(*panels, data=alt.Data(values=records)).properties(name=name)
+    chart = alt.vconcat(*panels, data=inline_rows(records)).properties(name=name)
     return chart_dict(chart)  # not validated: the tests validate it (generator.site.charts.chart_block says why)
