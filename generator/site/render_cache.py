@@ -157,10 +157,20 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     _state["used"].add(key)
     _wait_for_child(page)
     for entry in (folder / "entries" / key, folder / "pending" / key):  # pending: converted by a child
-        if entry.is_file():
-            page.perfsite_render_hit = pickle.loads(entry.read_bytes())
+        hit = _read(entry)
+        if hit is not None:
+            page.perfsite_render_hit = hit
             return ""  # nothing to convert: on_page_content puts the stored HTML back
     return markdown
+
+
+def _read(entry: Path) -> dict[str, Any] | None:
+    """A stored entry, or None when there is none or it cannot be read (a child killed while writing it):
+    the page is then converted as if it were new."""
+    try:
+        return pickle.loads(entry.read_bytes())
+    except Exception:  # no such file, or damaged bytes (pickle raises almost anything)
+        return None
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
@@ -219,8 +229,12 @@ mkdocs_utils.copy_file = _link_or_copy_file
 
 
 def _pending(folder: Path, key: str, entry: dict[str, Any]) -> None:
+    """Write an entry to pending/, whole or not at all (a temporary name, then a rename): a child converting
+    pages may be killed while it writes."""
     (folder / "pending").mkdir(parents=True, exist_ok=True)
-    (folder / "pending" / key).write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+    temporary = folder / "pending" / f".{key}.{os.getpid()}"
+    temporary.write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+    temporary.replace(folder / "pending" / key)
 
 
 def on_post_build(config: Any) -> None:
