@@ -118,3 +118,37 @@ def test_a_nan_or_infinite_figure_reaches_a_page_as_missing_not_a_traceback(tmp_
     summaries = S.trial_summaries(results.trials, ["fp32", "int8"])
     chart = charts.op_time_chart(P.op_type_times(results.nodes, summaries[0].trial_key))
     assert "NaN" not in inline_json(chart.to_dict())
+
+
+def test_chart_dict_is_altairs_dict_with_the_inline_data_put_back():
+    """generator.site.chart_spec converts a chart without altair walking its records: the same dict as
+    altair's, for layered and concatenated charts with data at any level, and altair's own route for records
+    that are not plain JSON (a numpy number)."""
+    import altair as alt
+    import numpy as np
+
+    from generator.site.chart_spec import chart_dict
+
+    rows = [{"x": i, "y": i * 1.5, "label": f"n{i}", "flag": i % 2 == 0, "gap": None} for i in range(50)]
+    own = alt.Chart(alt.Data(values=[{"x": 1, "y": 2.0}])).mark_rule().encode(x="x:Q")
+    layered = alt.layer(alt.Chart().mark_point().encode(x="x:Q", y="y:Q").properties(name="points"),
+                        own.properties(name="rule"), data=alt.Data(values=rows)).properties(name="l")
+    numpy_rows = alt.Chart(alt.Data(values=[{"x": np.int64(3), "y": 1.0}])).mark_bar().encode(x="x:Q")
+    for chart in (layered, alt.vconcat(layered, numpy_rows).properties(name="v"), numpy_rows):
+        with charts.unvalidated():
+            assert chart_dict(chart) == chart.to_dict(validate=False)
+    assert layered.data.values is rows  # the chart itself is left as it was
+
+
+def test_inline_rows_are_shared_by_altairs_copies_and_convert_as_alt_data():
+    import altair as alt
+
+    from generator.site.chart_spec import chart_dict, inline_rows
+
+    rows = [{"x": i, "y": i / 3} for i in range(20)]
+    with charts.unvalidated():
+        mine = alt.layer(alt.Chart().mark_point().encode(x="x:Q", y="y:Q"), data=inline_rows(rows)).properties(name="c")
+        theirs = alt.layer(alt.Chart().mark_point().encode(x="x:Q", y="y:Q"), data=alt.Data(values=rows)).properties(
+            name="c")
+        assert mine.copy(deep=True).data is mine.data  # not copied row by row
+        assert chart_dict(mine) == theirs.to_dict(validate=False)

@@ -160,6 +160,18 @@ def test_broken_links_in_docs_fail_with_mkdocs_output(tmp_path, results_root):
         build_site(results_root, tmp_path / "site", tmp_path)
 
 
+def test_a_broken_link_converted_by_a_child_process_still_fails_the_build(tmp_path, results_root):
+    """Pages are converted by forked children too (generator.site.render_cache.on_nav, shares by size): a large
+    first page puts the later ones in a child's share; the page that warned there is converted again by
+    mkdocs itself, so the strict build fails with mkdocs' words, and fails again the next time."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a-long.md").write_text("# Long\n\n" + "A paragraph of text.\n\n" * 20_000)
+    (tmp_path / "docs" / "b-guide.md").write_text("# Guide\n\n[missing](nowhere.md)\n")
+    for _ in range(2):
+        with pytest.raises(SiteError, match=r"(?s)mkdocs build --strict failed.*nowhere\.md"):
+            build_site(results_root, tmp_path / "site", tmp_path)
+
+
 def test_a_docs_reports_folder_is_refused(tmp_path, results_root):
     (tmp_path / "docs" / "reports").mkdir(parents=True)
     with pytest.raises(SiteError, match="where perfsite writes the generated reports"):

@@ -36,13 +36,14 @@ from generator.analysis.compare import (
     OpSide,
     budget_note,
     compare_versions,
+    executed_of,
     iterations_of,
     layer_type_rows,
     layer_type_rows_of,
     op_side,
 )
 from generator.analysis.compare_choice import CompareContext, compare_context, config_dict
-from generator.analysis.layer_match import Executed, executed_nodes
+from generator.analysis.layer_match import Executed
 from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     Advice,
@@ -140,10 +141,11 @@ class ChooserData:
         return next((p for p in self.pairs if p.a == a and p.b == b), None)
 
 
-def chooser_data(exp) -> tuple[ChooserData, CompareContext] | None:
-    """The chooser's per-trial and per-version-pair parts, and the context whose cache pair_figures reuses;
-    None with fewer than two ok trials."""
-    ctx = compare_context(exp)
+def chooser_data(exp, ctx: CompareContext | None = None) -> tuple[ChooserData, CompareContext] | None:
+    """The chooser's per-trial and per-version-pair parts, and the context whose cache pair_figures reuses
+    (`ctx`, the experiment's, when its other pages made comparisons with it already); None with fewer than two
+    ok trials."""
+    ctx = ctx or compare_context(exp)
     ok = choosable(ctx)
     if len(ok) < 2:
         return None
@@ -176,12 +178,8 @@ def _order(t: TrialSummary) -> tuple:
 
 
 def _executed(ctx: CompareContext, trial_key: str) -> tuple[Executed, ...]:
-    """The trial's top-level executed nodes (side "a": the chooser never matches them again), cached."""
-    key = ("executed", trial_key)
-    if key not in ctx.cache:
-        nodes = ctx.exp.nodes
-        ctx.cache[key] = tuple(executed_nodes("a", nodes[nodes["trial_key"] == trial_key]))
-    return ctx.cache[key]
+    """The trial's top-level executed nodes (side "a": the chooser's own figures never look at the side)."""
+    return executed_of(ctx, trial_key, "a")
 
 
 def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -30,9 +30,11 @@ from generator.analysis.compare_choice import (
 from generator.analysis.layer_match import (
     Executed,
     LayerMatch,
+    as_side,
+    executed_nodes,
     executed_ops,
     kernel_op,
-    match_layers,
+    match_executed,
     member_time,
     side_ratio,
 )
@@ -49,6 +51,7 @@ from generator.analysis.records_compare import (
 from generator.analysis.summaries import TrialSummary, clean
 from generator.analysis.trial_stats import pair_ratios, quantile_name, timing, trial_stats
 from generator.errors import ResultsError
+from generator.results.by_trial import trial_rows
 from generator.results.store import ExperimentResults
 
 PRECISIONS = ("FP32", "FP16", "INT8")
@@ -69,6 +72,16 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
     with, or when `config` matches no configuration both versions ran (the message lists those that exist).
     """
     ctx = ctx or compare_context(exp)  # one context for many comparisons shares its per-trial statistics
+    # The compare pages, the chooser's version pairs and its default choice ask for some comparisons more
+    # than once: each is made once per context. A bool and an int of the same value are different
+    # configurations (the spec is strict), so the key holds each value's type.
+    key = ("comparison", a, b, None if config is None else tuple((k, type(v).__name__, v) for k, v in config.items()))
+    if key not in ctx.cache:
+        ctx.cache[key] = _compare(ctx, a, b, config)
+    return ctx.cache[key]
+
+
+def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] | None) -> Comparison:
     check_version(ctx, a, "A")
     b_was_default = b is None
     b, b_reason = default_b(ctx, a) if b is None else (b, None)
@@ -105,8 +118,6 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
 
 
 def _with_advice(c: Comparison, data: AdviceInput) -> Comparison:
-    from dataclasses import replace
-
     return replace(c, advice=advise(data))
 
 
@@ -182,12 +193,23 @@ def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | Non
     if ta is None or tb is None:
         return None, ()
     nodes = ctx.exp.nodes
-    na, nb = nodes[nodes["trial_key"] == ta.trial_key], nodes[nodes["trial_key"] == tb.trial_key]
-    missing = [t.version for t, n in ((ta, na), (tb, nb)) if n.empty]
+    missing = [t.version for t in (ta, tb) if trial_rows(nodes, t.trial_key).empty]
     if missing:
         return None, (f"No per-node profile of {' and '.join(missing)} at {ta.config_label}: the layer-level "
                       "sections are empty. Add this configuration to the spec's `profile:` list and run again.",)
-    return match_layers(na, nb, reference, iterations_of(ta), iterations_of(tb)), ()
+    return match_executed(executed_of(ctx, ta.trial_key, "a"), executed_of(ctx, tb.trial_key, "b"), reference,
+                          iterations_of(ta), iterations_of(tb)), ()
+
+
+def executed_of(ctx: CompareContext, trial_key: str, side: str) -> tuple[Executed, ...]:
+    """The trial's top-level executed nodes as version `side` ("a"/"b"), read once per context: a trial takes
+    part in many comparisons (the chooser's version pairs, its cards, the compare pages)."""
+    key = ("executed", trial_key, side)
+    if key not in ctx.cache:
+        other = ctx.cache.get(("executed", trial_key, "b" if side == "a" else "a"))
+        ctx.cache[key] = (tuple(as_side(e, side) for e in other) if other is not None
+                          else tuple(executed_nodes(side, trial_rows(ctx.exp.nodes, trial_key))))
+    return ctx.cache[key]
 
 
 def layer_type_rows(executed_a: Sequence[Executed], executed_b: Sequence[Executed], reference: RatioCI | None,
@@ -248,34 +270,42 @@ def _top_level(ctx: CompareContext, version: str, chosen: tuple | None) -> pd.Da
     if t is None:
         return None
     nodes = ctx.exp.nodes
-    rows = nodes[(nodes["trial_key"] == t.trial_key) & nodes["parent"].isna()]
+    rows = trial_rows(nodes, t.trial_key)
+    rows = rows[rows["parent"].isna()]
     return rows.sort_values("exec_order") if len(rows) else None
 
 
 def _precision_shares(ctx: CompareContext, chosen: tuple | None) -> dict[str, dict[str, float]]:
     """Per version profiled at the compared configuration: share of kernel time by runtime precision."""
-    shares = {}
-    for version in ctx.versions:
-        rows = _top_level(ctx, version, chosen)
-        if rows is None:
-            continue
-        time = rows.groupby(rows["runtime_precision"].fillna("other").astype(str))["dur_mean_us"].sum()
-        total = float(time.sum())
-        shares[version] = {str(p): float(v) / total for p, v in sorted(time.items())} if total > 0 else {}
-    return shares
+    return {version: figures[0] for version in ctx.versions
+            if (figures := _precision_figures(ctx, version, chosen)) is not None}
 
 
 def _precision_transitions(ctx: CompareContext, chosen: tuple | None) -> dict[str, int]:
     """Per version: changes of precision between consecutive FP32/FP16/INT8 kernels in execution order
     (conversions and `other` kernels in between are skipped: they are the transition itself)."""
-    out = {}
-    for version in ctx.versions:
+    return {version: figures[1] for version in ctx.versions
+            if (figures := _precision_figures(ctx, version, chosen)) is not None}
+
+
+def _precision_figures(ctx: CompareContext, version: str, chosen: tuple | None) -> tuple[dict[str, float], int] | None:
+    """The version's precision shares and transitions at a configuration, once per trial and context (every
+    comparison of an experiment gives them for every version)."""
+    t = ctx.trials.get(version, {}).get(chosen) if chosen is not None else None
+    key = ("precision figures", t.trial_key if t is not None else None)
+    if t is None:
+        return None
+    if key not in ctx.cache:
         rows = _top_level(ctx, version, chosen)
         if rows is None:
-            continue
-        sequence = [p for p in rows["runtime_precision"] if p in PRECISIONS]
-        out[version] = sum(1 for x, y in zip(sequence, sequence[1:], strict=False) if x != y)
-    return out
+            ctx.cache[key] = None
+        else:
+            time = rows.groupby(rows["runtime_precision"].fillna("other").astype(str))["dur_mean_us"].sum()
+            total = float(time.sum())
+            shares = {str(p): float(v) / total for p, v in sorted(time.items())} if total > 0 else {}
+            sequence = [p for p in rows["runtime_precision"] if p in PRECISIONS]
+            ctx.cache[key] = (shares, sum(1 for x, y in zip(sequence, sequence[1:], strict=False) if x != y))
+    return ctx.cache[key]
 
 
 def _common_others(ctx: CompareContext, a: str, b: str, chosen: tuple | None) -> list[TrialSummary]:

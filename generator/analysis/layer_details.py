@@ -16,8 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from generator.analysis.layer_match import executed_rows
+from generator.analysis.layer_match import executed_columns
 from generator.analysis.summaries import clean
+from generator.results.by_trial import trial_rows
 
 
 @dataclass(frozen=True)
@@ -62,19 +63,17 @@ class TrialDetails:
     layers: dict[str, LayerDetail]
 
 
-def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame,
-                  memo: dict[tuple, Any] | None = None) -> TrialDetails:
+def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame) -> TrialDetails:
     """The trial's executed kernels and the model-file nodes they cover (rows of other trials are ignored).
 
-    `memo` (a dict the caller keeps for one experiment) parses each distinct row once: the trials of a version
-    at the same shapes (other threads, concurrency) have the same rows but their trial key, and a sweep of a
-    thousand-node model has tens of thousands of them."""
-    memo = {} if memo is None else memo
-    kernels = tuple(_memo(memo, tuple((k, r.get(k)) for k in KERNEL_FIELDS), _kernel)
-                    for r in executed_rows(nodes[nodes["trial_key"] == trial_key]))
-    mine = layers[layers["trial_key"] == trial_key].drop(columns="trial_key")
-    rows = mine.to_dict("records")
-    details = {str(r["node"]): _memo(memo, tuple(r.items()), _layer) for r in rows}
+    The trials of a version at the same shapes (other threads, concurrency) have the same details: a caller
+    asks once per group of them (details_fingerprints)."""
+    mine = trial_rows(layers, trial_key)
+    names = [c for c in LAYER_FIELDS if c in mine.columns]  # _layer names the one a damaged file lacks
+    rows = [dict(zip(names, values, strict=True)) for values in zip(*(mine[c].tolist() for c in names), strict=True)]
+    kernels = tuple(_kernel(dict(zip(KERNEL_FIELDS, values, strict=True)))
+                    for values in zip(*executed_columns(trial_rows(nodes, trial_key), KERNEL_FIELDS), strict=True))
+    details = {str(r["node"]): _layer(r) for r in rows}
     recorded = bool(rows) and all(d.attributes is not None for d in details.values())
     return TrialDetails(trial_key, recorded, kernels, details)
 
@@ -98,37 +97,24 @@ def _fingerprints(rows: pd.DataFrame, columns: list[str]) -> dict[str, bytes]:
     """Trial key -> SHA-256 of its rows' `columns`, in the rows' order."""
     if rows.empty:
         return {}
-    cells = pd.DataFrame({c: rows[c].map(repr) if rows[c].dtype == object else rows[c] for c in columns})
+    cells = pd.DataFrame({c: _reprs(rows[c]) if rows[c].dtype == object else rows[c] for c in columns})
     hashes = pd.util.hash_pandas_object(cells, index=False).to_numpy()
     positions = rows.reset_index(drop=True).groupby("trial_key", sort=False).indices
     return {str(key): hashlib.sha256(hashes[at].tobytes()).digest() for key, at in positions.items()}
 
 
+def _reprs(column: pd.Series) -> pd.Series:
+    """Each cell's repr, once per distinct object: decoded cells of the same stored text are one object
+    (generator.results.cells), and a thousand-node sweep repeats the same shapes node for node."""
+    memo: dict[int, str] = {}
+    texts = [memo[id(v)] if id(v) in memo else memo.setdefault(id(v), repr(v)) for v in column.tolist()]
+    return pd.Series(texts, index=column.index, dtype=object)
+
+
 KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input_shapes", "input_types",
                  "output_shapes", "output_types", "original_nodes", "mapping_method")
-
-
-def _memo(memo: dict[tuple, Any], items: tuple[tuple[str, Any], ...], parse: Any) -> Any:
-    key = (parse.__name__, items)
-    try:
-        hash(key)
-    except TypeError:  # decoded cells holding dicts or lists (a layer's attributes and weight details)
-        key = (parse.__name__, tuple((k, _identity(v)) for k, v in items))
-    if key not in memo:
-        memo[key] = parse(dict(items))
-    return memo[key]
-
-
-def _identity(value: Any) -> Any:
-    """A memo key's stand-in for an unhashable decoded cell: the object itself, by identity. Cells of the same
-    stored text are one object (generator.results.cells decodes each text once), and the tables that hold them
-    outlive the caller's memo, so an identity is never reused for another value meanwhile. Equal cells from
-    different texts only miss the memo."""
-    try:
-        hash(value)
-    except TypeError:
-        return ("object at", id(value))
-    return value
+LAYER_FIELDS = ("node", "op_type", "domain", "position", "attributes", "input_shapes", "output_shapes",
+                "input_types", "output_types", "weight_details", "flops", "int_ops")  # what _layer reads
 
 
 def _kernel(row: dict[str, Any]) -> KernelDetail:

@@ -44,11 +44,11 @@ from generator.analysis.layer_links import group_executed
 from generator.analysis.layer_names import (
     CONVERSION_OPS,
     INSERTED_CAST,
-    QPARAM,
     REMOVABLE_OPS,
     closure,
     common_name,
     is_added_name,
+    is_qparam,
 )
 from generator.analysis.records_compare import KernelRow, MatchCoverage, QuantOverhead, RatioCI
 from generator.analysis.stats import scaled_ratio_ci
@@ -112,29 +112,45 @@ class LayerMatch:
     executed_b: tuple[Executed, ...] = ()
 
 
-def executed_rows(nodes: pd.DataFrame) -> list[dict[str, Any]]:
-    """Top-level executed nodes of one trial as plain dicts, in execution order (decoded cells kept as they are)."""
-    rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
-    # Column by column: integer and boolean columns without a missing value come out as Python numbers
-    # already, so only the others go through `clean` (a thousand-node sweep has millions of cells).
-    names = list(rows.columns)
-    columns = [_plain_column(rows[name]) for name in names]
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
-
-
 def _plain_column(column: pd.Series) -> list[Any]:
-    """A column's cells as executed_rows gives them (`clean`, but decoded tuple and dict cells as they are)."""
+    """A column's cells as plain Python values (`clean`, but decoded tuple and dict cells as they are). Column by
+    column: integer, boolean and string columns without a missing value come out as Python values already,
+    so only the others go through `clean` (a thousand-node sweep has millions of cells)."""
     values = column.tolist()  # Python numbers, strings, NaN for missing ones, decoded tuples and dicts
     if column.dtype.kind in "iub" and not column.hasnans:  # a nullable integer column may hold pd.NA
+        return values
+    if isinstance(column.dtype, pd.StringDtype) and not column.hasnans:  # strings only: clean keeps them
         return values
     if column.dtype.kind == "f":
         return [None if v is pd.NA or v != v else v for v in values]  # NaN: the only float unequal to itself
     return [v if type(v) is str or isinstance(v, (tuple, dict)) else clean(v) for v in values]
 
 
+def executed_columns(nodes: pd.DataFrame, names: Sequence[str]) -> list[list[Any]]:
+    """Columns `names` of one trial's top-level executed nodes, in execution order, each as the list of its
+    cells (_plain_column; a column missing from older results is all None): readers take the few columns
+    they need of every trial of a sweep, a thousand nodes each."""
+    rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
+    return [_plain_column(rows[name]) if name in rows.columns else [None] * len(rows) for name in names]
+
+
 def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
     """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b")."""
-    return [_executed(side, r) for r in executed_rows(nodes)]
+    out = []
+    for order, name, op, dur, precision, provider, originals, weights, method, shapes_in, shapes_out, std in zip(
+            *executed_columns(nodes, _EXECUTED_COLUMNS), strict=True):
+        name, op = str(name), str(op)
+        out.append(_built(
+            side=side, exec_order=int(order), name=name, op_type=op, dur_us=float(dur or 0.0), precision=precision,
+            provider=provider, original_nodes=originals, weights=weights, method=method, input_shapes=shapes_in,
+            output_shapes=shapes_out, overhead=_is_overhead(name, op, originals, method),
+            dur_std_us=float(std or 0.0), keys=(), weight_keys=()))
+    return out
+
+
+# What an Executed holds, in executed_nodes' order (a column missing from older results reads as None).
+_EXECUTED_COLUMNS = ("exec_order", "node_name", "op_type", "dur_mean_us", "runtime_precision", "provider",
+                     "original_nodes", "weights", "mapping_method", "input_shapes", "output_shapes", "dur_std_us")
 
 
 def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: str | None) -> bool:
@@ -147,44 +163,56 @@ def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: st
     return op_type == "Cast" and (method == "neighbour" or not originals or name.startswith(INSERTED_CAST))
 
 
-def _executed(side: str, row: dict[str, Any]) -> Executed:
-    originals, op_type = row["original_nodes"], str(row["op_type"])
-    return Executed(
-        side=side, exec_order=int(row["exec_order"]), name=str(row["node_name"]), op_type=op_type,
-        dur_us=float(row.get("dur_mean_us") or 0.0), precision=clean(row.get("runtime_precision")),
-        provider=clean(row.get("provider")), original_nodes=originals, weights=row["weights"],
-        method=clean(row.get("mapping_method")), input_shapes=row["input_shapes"],
-        output_shapes=row["output_shapes"], dur_std_us=float(clean(row.get("dur_std_us")) or 0.0),
-        overhead=_is_overhead(str(row["node_name"]), op_type, originals, clean(row.get("mapping_method"))),
-    )
-
-
 def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Executed], list[Executed]]:
     """Rewrite each version's node and weight names into the form the other version also has."""
     def names(side: list[Executed]) -> set[str]:
         return {n for e in side if not e.overhead for n in e.original_nodes if not is_added_name(n)}
 
     def weights(side: list[Executed]) -> set[str]:
-        return {w for e in side if not e.overhead for w in e.weights if not QPARAM.search(w)}
+        return {w for e in side if not e.overhead for w in e.weights if not is_qparam(w)}
 
     node_cl = {"a": closure(names(b)), "b": closure(names(a))}
     weight_cl = {"a": closure(weights(b)), "b": closure(weights(a))}
 
-    def rewrite(e: Executed) -> Executed:
-        keys = tuple(dict.fromkeys(common_name(n, node_cl[e.side]) for n in e.original_nodes
-                                   if not is_added_name(n)))
-        wkeys = tuple(dict.fromkeys(common_name(w, weight_cl[e.side]) for w in e.weights
-                                    if not QPARAM.search(w)))
-        return Executed(**{**e.__dict__, "keys": keys, "weight_keys": wkeys})
+    def rewrite(e: Executed, nodes_cl: set[str], weights_cl: set[str]) -> Executed:
+        keys = _common_forms(e.original_nodes, nodes_cl, is_added_name)
+        return _changed(e, keys=keys, weight_keys=_common_forms(e.weights, weights_cl, is_qparam))
 
-    return _claimed_casts([rewrite(e) for e in a]), _claimed_casts([rewrite(e) for e in b])
+    return (_claimed_casts([rewrite(e, node_cl["a"], weight_cl["a"]) for e in a]),
+            _claimed_casts([rewrite(e, node_cl["b"], weight_cl["b"]) for e in b]))
+
+
+def _changed(e: Executed, **changes: Any) -> Executed:
+    """`e` with some fields changed, as dataclasses.replace gives it: a chooser rewrites both trials' thousand
+    nodes for every ordered pair of versions."""
+    return _built(**{**e.__dict__, **changes})
+
+
+def as_side(e: Executed, side: str) -> Executed:
+    """`e` as a node of version `side` ("a"/"b"): a trial read once is either side of its comparisons."""
+    return _changed(e, side=side)
+
+
+def _built(**fields: Any) -> Executed:
+    """An Executed of every field (in the class's order), without the frozen __init__'s setattr per field,
+    which was most of the cost of reading a trial's nodes."""
+    new = object.__new__(Executed)
+    new.__dict__.update(fields)
+    return new
+
+
+def _common_forms(names: tuple[str, ...], other_closure: set[str], left_out: Callable[[str], bool]) -> tuple[str, ...]:
+    """The common form of each name not `left_out`, each form once, in order (most nodes have one name)."""
+    if len(names) == 1:
+        return () if left_out(names[0]) else (common_name(names[0], other_closure),)
+    return tuple(dict.fromkeys(common_name(n, other_closure) for n in names if not left_out(n)))
 
 
 def _claimed_casts(side: list[Executed]) -> list[Executed]:
     """An inserted Cast that is the only kernel computing an original node (onnxruntime merged the model's
     own Cast into it) is that node, not overhead."""
     covered = {k for e in side if not e.overhead for k in e.keys}
-    return [Executed(**{**e.__dict__, "overhead": False})
+    return [_changed(e, overhead=False)
             if e.overhead and e.op_type == "Cast" and e.method not in (None, "neighbour")
             and e.name.startswith(INSERTED_CAST) and e.keys and not set(e.keys) <= covered else e
             for e in side]
@@ -199,8 +227,15 @@ def match_layers(nodes_a: pd.DataFrame, nodes_b: pd.DataFrame, reference: RatioC
     variation from `reference` (the whole-model latency ratio) and adds the spread over the profiled
     iterations (`iterations_a`/`iterations_b` of them), see generator.analysis.stats.scaled_ratio_ci.
     """
-    a, b = executed_nodes("a", nodes_a), executed_nodes("b", nodes_b)
-    a, b = _with_common_names(a, b)
+    return match_executed(executed_nodes("a", nodes_a), executed_nodes("b", nodes_b), reference, iterations_a,
+                          iterations_b)
+
+
+def match_executed(a: Sequence[Executed], b: Sequence[Executed], reference: RatioCI | None = None,
+                   iterations_a: int = 1, iterations_b: int = 1) -> LayerMatch:
+    """match_layers from the two trials' executed nodes (executed_nodes of side "a" and "b"), for a caller
+    that keeps them per trial."""
+    a, b = _with_common_names(list(a), list(b))
     nodes = [e for e in a + b if not e.overhead]
     groups = tuple(_group(ms) for ms in group_executed(nodes))
     overhead_a = tuple(e for e in a if e.overhead)
@@ -214,6 +249,9 @@ def match_layers(nodes_a: pd.DataFrame, nodes_b: pd.DataFrame, reference: RatioC
 
 
 def _group(members: list[Executed]) -> LayerGroup:
+    if len(members) == 1:  # most layers of a version pair: one kernel in one version (its keys are distinct)
+        e = members[0]
+        return LayerGroup((e,), (), e.keys) if e.side == "a" else LayerGroup((), (e,), e.keys)
     keys = tuple(dict.fromkeys(k for e in sorted(members, key=lambda e: (e.side, e.exec_order)) for k in e.keys))
     return LayerGroup(
         members_a=tuple(sorted((e for e in members if e.side == "a"), key=lambda e: e.exec_order)),
@@ -265,6 +303,8 @@ def kernel_op(op_type: str) -> str:
 
 
 def _dominant(members: Sequence[Executed], attr: str) -> str | None:
+    if len(members) == 1:
+        return getattr(members[0], attr)
     time: dict[str, float] = defaultdict(float)
     for e in members:
         value = getattr(e, attr)
@@ -308,21 +348,28 @@ def _kernel_rows(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], o
 
 
 def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -> KernelRow:
-    reference = g.members_a or g.members_b
-    labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
-    weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not QPARAM.search(w)))
-    main = max(reference, key=_work_first)
-    only_in = None if g.matched else ("a" if g.members_a else "b")
+    members_a, members_b = g.members_a, g.members_b
+    reference = members_a or members_b
+    if len(reference) == 1:  # most rows: one kernel per version (its keys are distinct already)
+        main = reference[0]
+        labels = main.keys
+    else:
+        main = max(reference, key=_work_first)
+        labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
+    weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not is_qparam(w)))
+    time_a, time_b = g.time_a_us, g.time_b_us
+    matched = bool(members_a) and bool(members_b)
+    only_in = None if matched else ("a" if members_a else "b")
     return KernelRow(
         layer=_label(labels) or main.name, op_type=kernel_op(main.op_type),
-        time_a_us=g.time_a_us, time_b_us=g.time_b_us,
-        precision_a=_dominant(g.members_a, "precision"), precision_b=_dominant(g.members_b, "precision"),
-        delta_us=g.time_b_us - g.time_a_us, ratio=ratio(g.members_a, g.members_b) if g.matched else None,
+        time_a_us=time_a, time_b_us=time_b,
+        precision_a=_dominant(members_a, "precision"), precision_b=_dominant(members_b, "precision"),
+        delta_us=time_b - time_a, ratio=ratio(members_a, members_b) if matched else None,
         only_in=only_in, note=_layer_note(g, only_in),
-        executed_a=tuple(e.name for e in g.members_a), executed_b=tuple(e.name for e in g.members_b),
+        executed_a=tuple(e.name for e in members_a), executed_b=tuple(e.name for e in members_b),
         weights=weights, original_nodes=g.keys,
-        share_a=_share(g.time_a_us, total_a), share_b=_share(g.time_b_us, total_b), kind="layer",
-        ops_a=executed_ops(g.members_a), ops_b=executed_ops(g.members_b),
+        share_a=_share(time_a, total_a), share_b=_share(time_b, total_b), kind="layer",
+        ops_a=executed_ops(members_a), ops_b=executed_ops(members_b),
     )
 
 
@@ -334,6 +381,8 @@ def _work_first(e: Executed) -> tuple:
 
 def executed_ops(members: Sequence[Executed]) -> tuple[str, ...]:
     """The distinct op types onnxruntime ran, in execution order."""
+    if len(members) <= 1:
+        return tuple(e.op_type for e in members)
     return tuple(dict.fromkeys(e.op_type for e in sorted(members, key=lambda e: e.exec_order)))
 
 
@@ -365,7 +414,7 @@ def _overhead_row(e: Executed, total_a: float, total_b: float) -> KernelRow:
         precision_a=e.precision if side_a else None, precision_b=None if side_a else e.precision,
         delta_us=time_b - time_a, ratio=None, only_in=e.side, note=_overhead_note(e),
         executed_a=(e.name,) if side_a else (), executed_b=() if side_a else (e.name,),
-        weights=tuple(w for w in e.weights if not QPARAM.search(w)), original_nodes=e.original_nodes,
+        weights=tuple(w for w in e.weights if not is_qparam(w)), original_nodes=e.original_nodes,
         share_a=_share(time_a, total_a), share_b=_share(time_b, total_b), kind="overhead",
     )
 

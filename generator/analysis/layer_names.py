@@ -38,9 +38,16 @@ UNNAMED = re.compile(r"^[A-Z][A-Za-z0-9]*_\d+(?:#\d+)?$")
 MAX_WEIGHT_USERS = 3
 
 
+@cache  # asked for every original node of every trial a comparison or the chooser reads
 def is_added_name(name: str) -> bool:
     """True for an original-node name a transform gave a conversion node it inserted."""
     return bool(ADDED.search(name))
+
+
+@cache
+def is_qparam(name: str) -> bool:
+    """True for a weight that is a quantization parameter (`_scale`, `_zero_point`): no evidence of a layer."""
+    return bool(QPARAM.search(name))
 
 
 @cache

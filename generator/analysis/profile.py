@@ -29,6 +29,7 @@ from generator.analysis.roofline import (
 )
 from generator.analysis.summaries import TrialSummary, clean
 from generator.analysis.whatif import WhatIf, measured_factors, op_type_whatifs, whatif
+from generator.results.by_trial import trial_rows
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class ProcessSpread:
 
 def process_spread(processes: pd.DataFrame, trial_key: str) -> ProcessSpread | None:
     """Min and max over the trial's measurement processes, or None when none was recorded."""
-    rows = processes[processes["trial_key"] == trial_key]
+    rows = trial_rows(processes, trial_key)
     rows = rows.dropna(subset=["latency_median_ms", "throughput_ips"])
     if not len(rows):
         return None
@@ -130,7 +131,7 @@ def model_summary(trials: pd.DataFrame, processes: pd.DataFrame, layers: pd.Data
     (throughput / batch): at concurrency 1 that is operations / latency; at higher concurrency it counts the
     overlapping requests too, which is what the machine did.
     """
-    row = trials[trials["trial_key"] == trial.trial_key]
+    row = trial_rows(trials, trial.trial_key)
     model_bytes = clean(row["model_bytes"].iloc[0]) if len(row) else None
     env = environments[environments["env_id"].astype(str) == trial.env_id]
     isa = clean(env["isa"].iloc[0]) if len(env) else None

@@ -24,6 +24,7 @@ from generator.layers.work import (  # noqa: F401
     split_sums,
     traffic_bytes,
 )
+from generator.results.by_trial import trial_rows
 
 # A layer is highlighted as a place where optimization pays when it runs below this share of its roofline
 # and takes at least this share of the kernel time (a slow 10 µs Relu is not worth anyone's afternoon).
@@ -45,7 +46,7 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 def top_level_nodes(nodes: pd.DataFrame, trial_key: str) -> pd.DataFrame:
     """The trial's executed nodes outside sub-graphs, in execution order: an If/Loop/Scan node's time already
     includes its sub-graph's nodes, so summing every node would count that time twice."""
-    rows = nodes[(nodes["trial_key"] == trial_key)]
+    rows = trial_rows(nodes, trial_key)
     return rows[rows["parent"].isna()].sort_values("exec_order", kind="stable")
 
 
@@ -117,7 +118,7 @@ class StaticTotals:
 
 def trial_layers(layers: pd.DataFrame, trial_key: str) -> pd.DataFrame:
     """The trial's static-analysis rows, indexed by original node key."""
-    rows = layers[layers["trial_key"] == trial_key]
+    rows = trial_rows(layers, trial_key)
     return rows.drop_duplicates("node").set_index("node")
 
 

@@ -36,6 +36,7 @@ import pandas as pd
 from generator.analysis.records_compare import RatioCI
 from generator.results import clean as clean_rule
 from generator.results import intervals
+from generator.results.by_trial import trial_rows
 
 RESAMPLES = 2000
 SEED = 0
@@ -83,9 +84,9 @@ def process_samples(processes: pd.DataFrame, latencies: pd.DataFrame, trial_key:
 
     With `preemption_known` (the trial's column), each process keeps only its clean requests and its clean
     throughput, and processes with too few clean requests are left out (all kept if none has enough)."""
-    lat = latencies[latencies["trial_key"] == trial_key]
+    lat = trial_rows(latencies, trial_key)
     groups = {int(p): g for p, g in lat.groupby("process", sort=True)}
-    rows = processes[processes["trial_key"] == trial_key]
+    rows = trial_rows(processes, trial_key)
     by_process = {int(r["process"]): r for _, r in rows.iterrows()}
     requests = {p: _clean_requests(g, preemption_known) for p, g in groups.items()}
     order = [p for p in sorted(groups) if requests[p][0].size]
@@ -144,6 +145,13 @@ def bootstrap_latency(samples: Sequence[np.ndarray], q: float, rng: np.random.Ge
     if not arrays:
         raise ValueError("bootstrap_latency needs at least one process with requests")
     flat = np.concatenate(arrays)
+    # Resamples hold each request's rank, not its value: gathering and partially sorting 32-bit ranks is twice
+    # as fast, and the value at a rank is the same order statistic (values are finite: checked at load).
+    order = np.argsort(flat, kind="stable")
+    rank_type = np.int16 if flat.size <= np.iinfo(np.int16).max else np.int32  # narrower sorts faster still
+    ranks = np.empty(flat.size, dtype=rank_type)
+    ranks[order] = np.arange(flat.size, dtype=rank_type)
+    by_rank = flat[order]
     sizes = np.array([a.size for a in arrays])
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     sizes32, offsets32 = sizes.astype(np.float32), offsets.astype(np.int32)
@@ -161,21 +169,22 @@ def bootstrap_latency(samples: Sequence[np.ndarray], q: float, rng: np.random.Ge
         index = u.astype(np.int32)
         index += offsets32[picked][:, :, None]
         np.minimum(index, last32[picked][:, :, None], out=index)  # float32 rounding can reach the size itself
-        draws[start:start + r] = _quantile_rows(np.take(flat, index.reshape(r, -1)), q)
+        draws[start:start + r] = _quantile_rows(np.take(ranks, index.reshape(r, -1)), by_rank, q)
     return Bootstrap(float(np.quantile(flat, q)), draws, n_proc)
 
 
-def _quantile_rows(values: np.ndarray, q: float) -> np.ndarray:
-    """Per row, numpy's default (linear) quantile, by partial sorting."""
-    h = (values.shape[1] - 1) * q
+def _quantile_rows(ranks: np.ndarray, by_rank: np.ndarray, q: float) -> np.ndarray:
+    """Per row of ranks, numpy's default (linear) quantile of the values `by_rank[ranks]`, by partial sorting
+    (the values are in rank order, so the order statistics of the ranks are those of the values)."""
+    h = (ranks.shape[1] - 1) * q
     lo = int(math.floor(h))
-    hi = min(lo + 1, values.shape[1] - 1)
+    hi = min(lo + 1, ranks.shape[1] - 1)
     # One kth element: numpy's partition with two kth values is ten times slower than with one.
-    part = np.partition(values, lo, axis=1)
-    low = part[:, lo]
+    part = np.partition(ranks, lo, axis=1)
+    low = by_rank[part[:, lo]]
     if hi == lo:
         return low
-    return low + (h - lo) * (part[:, hi:].min(axis=1) - low)
+    return low + (h - lo) * (by_rank[part[:, hi:].min(axis=1)] - low)
 
 
 def bootstrap_throughput(samples: ProcessSamples, rng: np.random.Generator,

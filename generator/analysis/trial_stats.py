@@ -24,6 +24,7 @@ from generator.analysis import stats
 from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.analysis.summaries import TrialSummary
 from generator.results import intervals
+from generator.results.by_trial import trial_rows
 
 P99_MIN_SAMPLES = 460  # as generator.runner.measure: below it the trials' headline falls back to p95
 
@@ -67,7 +68,7 @@ def trial_stats(cache: dict, exp, t: TrialSummary) -> TrialStats:
     """The trial's TrialStats, from `cache` (a CompareContext's) when computed before."""
     key = ("stats", t.trial_key)
     if key not in cache:
-        rows = exp.trials[exp.trials["trial_key"] == t.trial_key]
+        rows = trial_rows(exp.trials, t.trial_key)
         row = {} if rows.empty else dict(rows.iloc[-1].items())
         known = row.get("preemption_known")
         known = bool(known) if isinstance(known, bool | np.bool_) else False  # results schema 2 only

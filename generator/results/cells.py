@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -45,7 +46,8 @@ def names(value: Any) -> tuple[str, ...]:
     """An Arrow list of strings (a numpy array in pandas) as a tuple; () when null."""
     if value is None or isinstance(value, float):
         return ()
-    return tuple(v if isinstance(v, str) else str(v) for v in value)
+    items = tuple(value.tolist() if isinstance(value, np.ndarray) else value)  # tolist: one C call per cell
+    return items if all(type(v) is str for v in items) else tuple(v if isinstance(v, str) else str(v) for v in items)
 
 
 def json_list(value: Any) -> tuple:

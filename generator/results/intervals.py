@@ -118,14 +118,23 @@ def unpaired(base: Sequence[float], cand: Sequence[float], between_run_sd: Drift
     """Welch's t interval of mean log cand − mean log base, each side's variance of the mean widened by its
     drift between runs (`between_run_sd`: one relative SD for both sides, or (base, candidate), run_drift);
     None unless both sides have 2 or more figures."""
-    a, b = _logs(base), _logs(cand)
-    if a.size < 2 or b.size < 2:
+    (mean_a, va, size_a), (mean_b, vb, size_b) = _log_side(tuple(base)), _log_side(tuple(cand))
+    if size_a < 2 or size_b < 2:
         return None
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     drift_a, drift_b = between_run_sd if isinstance(between_run_sd, tuple) else (between_run_sd,) * 2
     se2 = va + vb + math.log1p(drift_a) ** 2 + math.log1p(drift_b) ** 2
     # Welch–Satterthwaite degrees of freedom of the means alone: the drift term (the floor, or a run's own
     # spread) bounds how far two windows can differ; it enters the variance, not the degrees of freedom.
-    denom = va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1)
-    df = (va + vb) ** 2 / denom if denom > 0 else float(a.size + b.size - 2)
-    return LogInterval(float(b.mean() - a.mean()), _t(max(df, 1.0), level) * math.sqrt(se2), min(a.size, b.size))
+    denom = va ** 2 / (size_a - 1) + vb ** 2 / (size_b - 1)
+    df = (va + vb) ** 2 / denom if denom > 0 else float(size_a + size_b - 2)
+    return LogInterval(float(mean_b - mean_a), _t(max(df, 1.0), level) * math.sqrt(se2), min(size_a, size_b))
+
+
+@functools.lru_cache(maxsize=4096)
+def _log_side(values: tuple[float | None, ...]) -> tuple[np.float64, np.float64, int]:
+    """One side of `unpaired`: the mean log figure, its variance of the mean and the count of usable figures.
+    Once per trial's figures: the chooser pairs every trial with every other."""
+    x = _logs(values)
+    if x.size < 2:
+        return np.float64(math.nan), np.float64(math.nan), int(x.size)
+    return x.mean(), x.var(ddof=1) / x.size, int(x.size)

@@ -256,15 +256,20 @@ def _read_file(source: Any, path: str, table: str, specs: SpecLookup) -> pa.Tabl
     its folder's stored specs, which migrating an older file may need)."""
     try:
         pf = pq.ParquetFile(source)
-        check_version(path, pf.schema_arrow.metadata or {})
-        data = pf.read()
-        if _version(pf) < SCHEMA_VERSION:
-            migrated = migrate.migrated(data, table, _version(pf), specs)
+        stored = pf.schema_arrow  # built anew on every access
+        check_version(path, stored.metadata or {})
+        data = pf.read(use_threads=False)  # a trial's file is small: Arrow's thread pool cost a third more CPU
+        version = _version(stored)
+        if version < SCHEMA_VERSION:
+            migrated = migrate.migrated(data, table, version, specs)
             _check_latencies(path, table, migrated)
             return migrated
         _check_columns(path, table, data)
         _check_latencies(path, table, data)
-        return data.cast(arrow_schema(table), safe=False) if _same_columns(pf, table) else data
+        schema = arrow_schema(table)
+        if stored.names != schema.names or data.schema.equals(schema, check_metadata=True):
+            return data  # other columns are kept as stored; the schema's own need no cast
+        return data.cast(schema, safe=False)
     except ResultsError:
         raise
     except Exception as e:  # pyarrow raises several types for corrupt files
@@ -288,14 +293,15 @@ def _removal_advice(path: str, table: str) -> str:
     return "delete it; only that run's description (command, git commit) is lost, its trials stay."
 
 
-def _version(pf: pq.ParquetFile) -> int:
-    return int((pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0"))
+def _version(schema: pa.Schema) -> int:
+    return int((schema.metadata or {}).get(METADATA_KEY, b"0"))
 
 
 def _check_columns(path: str, table: str, data: pa.Table) -> None:
     """A file of today's schema version holds every column of its table (perfsite writes them all, null where
     unknown); one without is damaged, and the readers would fail on it with a KeyError far from the file."""
-    missing = [name for name in arrow_schema(table).names if name not in data.column_names]
+    present = set(data.column_names)  # a new list on every access
+    missing = [name for name in arrow_schema(table).names if name not in present]
     if missing:
         raise ResultsError(
             f"The results file {path} lacks the column{'s' if len(missing) > 1 else ''} "
@@ -316,10 +322,6 @@ def _check_latencies(path: str, table: str, data: pa.Table) -> None:
             f"that {'is' if bad.sum() == 1 else 'are'} not a finite number ≥ 0 (the first: {values[bad][0]}); "
             f"allowed in `latency_ms`: finite milliseconds ≥ 0. It was probably edited or damaged outside "
             f"perfsite; {_removal_advice(path, table)}")
-
-
-def _same_columns(pf: pq.ParquetFile, table: str) -> bool:
-    return pf.schema_arrow.names == arrow_schema(table).names
 
 
 def check_version(path: Path | str, metadata: Mapping[bytes, bytes]) -> None:

@@ -18,6 +18,7 @@ from altair.utils import schemapi
 from generator.analysis.profile import OpTypeTime
 from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary
 from generator.numbers import rounded
+from generator.site.chart_spec import chart_dict, inline_rows
 from generator.site.escape import inline_json, shown_json
 from generator.site.formatting import config_text
 
@@ -133,10 +134,12 @@ def latency_throughput_chart(
     y = alt.Y("latency_ms:Q", title=f"Latency {percentile} (ms)", scale=_scale(lat))
     color = alt.Color("version:N", title="Version", scale=alt.Scale(domain=versions), sort=versions)
     pick = alt.selection_point(name="version_pick", fields=["version"], bind="legend")
-    faded = alt.condition(pick, alt.value(1.0), alt.value(0.15))
-    base = alt.Chart(alt.Data(values=records))
+    # Channel objects, not shorthand strings or dicts: altair turns those into channels with from_dict, which
+    # hashes every Vega-Lite schema class each time (a third of a profile page's charts).
+    faded = alt.OpacityValue(**alt.condition(pick, alt.value(1.0), alt.value(0.15)))
+    base = alt.Chart(inline_rows(records))
     lines = base.mark_line(strokeWidth=1.5).encode(
-        x=x, y=y, color=color, detail="series:N", order="order:Q", opacity=faded,
+        x=x, y=y, color=color, detail=alt.Detail("series:N"), order=alt.Order("order:Q"), opacity=faded,
     )
     points = base.mark_point(filled=True, size=70).encode(
         x=x, y=y, color=color, opacity=faded, tooltip=_tooltip(percentile),
@@ -160,12 +163,12 @@ def _threshold_layers(threshold_ms, base, x, y, color, percentile) -> list:
     control sets (perfsite.js); the rule is clipped to the frame when the control leaves the data's range."""
     if threshold_ms is None:
         return []
-    rule_data = alt.Chart(alt.Data(values=[{"line": "threshold"}])).transform_calculate(
+    rule_data = alt.Chart(inline_rows([{"line": "threshold"}])).transform_calculate(
         latency_ms="latency_threshold", text="'threshold ' + format(latency_threshold, ',.4~r') + ' ms'")
     rule = rule_data.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
     label = rule_data.mark_text(
         color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0, clip=True,
-    ).encode(y=y, text="text:N")
+    ).encode(y=y, text=alt.Text("text:N"))
     tooltip = [alt.Tooltip("version:N", title="Sweet spot of")] + _tooltip(percentile)
     ring = base.mark_point(size=380, strokeWidth=2.5, filled=False).encode(
         x=x, y=y, color=color, tooltip=tooltip,
@@ -187,7 +190,7 @@ def op_time_chart(op_times: list[OpTypeTime], name: str = "op_time") -> alt.Laye
     top = max((o.dur_mean_us for o in op_times), default=0.0)
     scale = alt.Scale(domain=[0, _round(top * 1.15, 3)]) if top > 0 else alt.Scale()
     x = alt.X("dur_mean_us:Q", title="Time per inference (µs)", scale=scale)
-    base = alt.Chart(alt.Data(values=records))
+    base = alt.Chart(inline_rows(records))
     bars = base.mark_bar(color="#3f51b5").encode(x=x, y=y, tooltip=[
         alt.Tooltip("op_type:N", title="Op type"),
         alt.Tooltip("dur_mean_us:Q", title="Time per inference (µs)", format=",.4~r"),
@@ -215,7 +218,7 @@ def chart_block(chart_id: str, chart: alt.TopLevelMixin | dict[str, Any]) -> str
     # whose construction does not depend on the data's values; tests/test_charts_valid.py validates every
     # chart of the snapshot pages.
     # Shown strings: Vega draws names from the data in tooltips, axes and legends, as the tables print them.
-    spec = shown_json([chart if isinstance(chart, dict) else chart.to_dict(validate=False)], inline_json)
+    spec = shown_json([chart if isinstance(chart, dict) else chart_dict(chart)], inline_json)
     return (
         f'<div class="perfsite-chart" data-chart="{chart_id}"></div>\n'
         f'<script type="application/json" id="{chart_id}">{spec}</script>'

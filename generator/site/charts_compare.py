@@ -13,6 +13,7 @@ from typing import Any
 import altair as alt
 
 from generator.analysis.records_compare import Comparison, ConfigPoint, LayerTypeRow, VersionTiming
+from generator.site.chart_spec import inline_rows
 from generator.site.charts import LINE_AXES, LOG_SCALE_RATIO, THRESHOLD_COLOR, _round, data_domain, threshold_meta
 
 # Vega-Lite's default categorical scheme (tableau10), written out so that colours can be assigned per version.
@@ -124,7 +125,7 @@ def results_chart(c: Comparison) -> alt.LayerChart:
         _lines(x, y, color, hide), _sweet_spot_layer(x, y), _points_layer(x, y, color, c.percentile),
         _role_labels(x, y), *_threshold_rule(y), _nothing_within_threshold(),
     ]
-    chart = alt.layer(*layers, data=alt.Data(values=records)).add_params(threshold)
+    chart = alt.layer(*layers, data=inline_rows(records)).add_params(threshold)
     return chart.configure_legend(unselectedOpacity=1).properties(
         name="compare_results", width="container", height=400, usermeta=meta,
         title=alt.Title(f"Latency ({c.percentile}) vs throughput, every configuration of every version",
@@ -135,9 +136,10 @@ def results_chart(c: Comparison) -> alt.LayerChart:
 def _lines(x, y, color, hide) -> alt.Chart:
     # The legend-bound selection lives on this layer; hidden versions' lines become transparent (the other
     # layers filter them out).
-    hidden = alt.condition(alt.param(name="version_hide", empty=False), alt.value(0.0), alt.value(1.0))
+    hidden = alt.OpacityValue(**alt.condition(alt.param(name="version_hide", empty=False), alt.value(0.0),
+                                              alt.value(1.0)))  # a channel object: see charts.py
     return alt.Chart().mark_line(strokeWidth=1.5).encode(
-        x=x, y=y, color=color, detail="series:N", order="order:Q", opacity=hidden,
+        x=x, y=y, color=color, detail=alt.Detail("series:N"), order=alt.Order("order:Q"), opacity=hidden,
     ).add_params(hide).properties(name="lines")
 
 
@@ -164,18 +166,18 @@ def _sweet_spot_layer(x, y) -> alt.Chart:
 
 def _role_labels(x, y) -> alt.Chart:
     return alt.Chart().mark_text(fontWeight="bold", fontSize=14, dx=10, dy=-10, color=INK).encode(
-        x=x, y=y, text="role:N",
+        x=x, y=y, text=alt.Text("role:N"),
     ).transform_filter("datum.role != ''").transform_filter(_shown("version_hide")).properties(name="a_b")
 
 
 def _threshold_rule(y) -> list[alt.Chart]:
-    data = alt.Data(values=[{"line": "threshold"}])
+    data = inline_rows([{"line": "threshold"}])
     base = alt.Chart(data).transform_calculate(
         latency_ms="latency_threshold", text="'threshold ' + format(latency_threshold, ',.4~r') + ' ms'")
     rule = base.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
     label = base.mark_text(color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0,
                            clip=True).encode(
-        y=y, text="text:N")
+        y=y, text=alt.Text("text:N"))
     return [rule.properties(name="threshold"), label.properties(name="threshold_label")]
 
 
@@ -208,7 +210,7 @@ def layer_type_chart(c: Comparison) -> alt.Chart:
     hide = alt.selection_point(name="op_type_hide", fields=["op_type"], bind="legend", toggle="true")
     color = alt.Color("op_type:N", sort=types, scale=alt.Scale(domain=types, scheme="tableau20"),
                       legend=_hiding_legend("op_type_hide", "op_type", "Layer type (click to hide)"))
-    chart = alt.Chart(alt.Data(values=records)).mark_bar().encode(
+    chart = alt.Chart(inline_rows(records)).mark_bar().encode(
         y=alt.Y("run:N", title=None, sort=[role_a, role_b]),
         x=alt.X("time_us:Q", title="Time per inference (µs), profiled pass", stack="zero"),
         color=color, order=alt.Order("order:Q"),
@@ -250,14 +252,14 @@ def inference_time_chart(c: Comparison) -> alt.LayerChart:
             alt.Tooltip("run:N", title="Version"), alt.Tooltip("value:Q", title="Value", format=",.4~r"),
             alt.Tooltip("low:Q", title="95 % CI low", format=",.4~r"),
             alt.Tooltip("high:Q", title="95 % CI high", format=",.4~r")])
-    errors = alt.Chart().mark_rule(strokeWidth=2, color=INK).encode(x=x, y="low:Q", y2="high:Q")
-    ticks = [alt.Chart().mark_tick(width=18, thickness=2, color=INK).encode(x=x, y=f"{end}:Q")
+    errors = alt.Chart().mark_rule(strokeWidth=2, color=INK).encode(x=x, y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
+    ticks = [alt.Chart().mark_tick(width=18, thickness=2, color=INK).encode(x=x, y=alt.Y(f"{end}:Q"))
              for end in ("low", "high")]
     title = (f"metric == 'throughput' ? 'Throughput (items/s), 95 % CI' : "
              f"'Latency {c.percentile} (ms), 95 % CI'")
     layers = [bars.properties(name="time_bars"), errors.properties(name="time_ci"),
               ticks[0].properties(name="time_ci_low"), ticks[1].properties(name="time_ci_high")]
-    return alt.layer(*layers, data=alt.Data(values=_timing_records(c, c.timings))).transform_filter(
+    return alt.layer(*layers, data=inline_rows(_timing_records(c, c.timings))).transform_filter(
         "datum.metric == metric").add_params(metric).properties(
         name="inference_time", width="container", height=260,
         title=alt.Title(alt.ExprRef(expr=title), anchor="start"))
@@ -295,7 +297,7 @@ def pareto_chart(c: Comparison) -> alt.LayerChart:
                       legend=alt.Legend(values=sizes)))
     layers = [everything.properties(name="all_points"), line.properties(name="frontier_line"),
               dots.properties(name="frontier_points")]
-    return alt.layer(*layers, data=alt.Data(values=records)).properties(
+    return alt.layer(*layers, data=inline_rows(records)).properties(
         name="pareto", width="container", height=320,
         title=alt.Title("Pareto frontier of every version, sized by model size", anchor="start"))
 
@@ -324,7 +326,7 @@ def precision_chart(c: Comparison) -> alt.Chart:
     palette = dict(zip(PRECISIONS, PRECISION_COLORS, strict=True))
     color = alt.Color("precision:N", title="Runtime precision", sort=found,
                       scale=alt.Scale(domain=found, range=[palette.get(p, "#9d755d") for p in found]))
-    return alt.Chart(alt.Data(values=records)).mark_bar().encode(
+    return alt.Chart(inline_rows(records)).mark_bar().encode(
         y=alt.Y("version:N", title=None, sort=versions), color=color, order=alt.Order("order:Q"),
         x=alt.X("share:Q", title="Share of kernel time", axis=alt.Axis(format="%"), stack="zero",
                 scale=alt.Scale(domain=[0, 1])),

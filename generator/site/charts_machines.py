@@ -14,6 +14,7 @@ import altair as alt
 from generator.analysis.machine_compare import MachineComparison, MachinePoint
 from generator.analysis.summaries import AXIS_COLUMNS
 from generator.numbers import rounded
+from generator.site.chart_spec import inline_rows
 from generator.site.charts import LOG_SCALE_RATIO, THRESHOLD_COLOR, data_domain, line_axis
 from generator.site.formatting import config_text
 
@@ -76,22 +77,22 @@ def machines_chart(c: MachineComparison) -> alt.LayerChart:
     color = alt.Color("machine:N", title="Machine", scale=alt.Scale(domain=labels), sort=labels,
                       legend=alt.Legend(labelLimit=LEGEND_LABEL_PX))
     pick = alt.selection_point(name="machine_pick", fields=["machine"], bind="legend")
-    faded = alt.condition(pick, alt.value(1.0), alt.value(0.15))
-    base = alt.Chart(alt.Data(values=records))
+    faded = alt.OpacityValue(**alt.condition(pick, alt.value(1.0), alt.value(0.15)))  # a channel object: see charts.py
+    base = alt.Chart(inline_rows(records))
     layers = [
-        base.mark_line(strokeWidth=1.2).encode(x=x, y=y, color=color, detail="series:N", order="order:Q",
-                                               opacity=faded).properties(name="lines"),
-        base.mark_rule(strokeWidth=1, strokeOpacity=0.5).encode(x=x, y=y_low, y2="latency_high:Q", color=color,
+        base.mark_line(strokeWidth=1.2).encode(x=x, y=y, color=color, detail=alt.Detail("series:N"),
+                                               order=alt.Order("order:Q"), opacity=faded).properties(name="lines"),
+        base.mark_rule(strokeWidth=1, strokeOpacity=0.5).encode(x=x, y=y_low, y2=alt.Y2("latency_high:Q"), color=color,
                                              opacity=faded).properties(name="latency_intervals"),
-        base.mark_rule(strokeWidth=1, strokeOpacity=0.5).encode(x=x_low, x2="throughput_high:Q", y=y, color=color,
-                                             opacity=faded).properties(name="throughput_intervals"),
+        base.mark_rule(strokeWidth=1, strokeOpacity=0.5).encode(x=x_low, x2=alt.X2("throughput_high:Q"), y=y,
+                                             color=color, opacity=faded).properties(name="throughput_intervals"),
         base.mark_point(filled=True, size=70).encode(
             x=x, y=y, color=color, opacity=faded, tooltip=_tooltip(c.percentile),
             shape=alt.Shape("version:N", title="Version"),
         ).add_params(pick).properties(name="points"),
     ]
     if c.threshold_ms is not None:
-        rule = alt.Chart(alt.Data(values=[{"latency_ms": c.threshold_ms}])).mark_rule(
+        rule = alt.Chart(inline_rows([{"latency_ms": c.threshold_ms}])).mark_rule(
             color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
         layers.append(rule.properties(name="threshold"))
     return alt.layer(*layers).properties(

@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
@@ -55,7 +56,7 @@ from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.analysis.stats import z_value
 from generator.numbers import rounded
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
-from generator.site.escape import shown_json
+from generator.site.escape import shown_changes, shown_json
 from generator.site.formatting import op_name
 from generator.site.page_base import REPORTS_DIR, ExperimentView, Page, render
 
@@ -72,7 +73,7 @@ DETAIL_FILE_BYTES = 500_000  # a chunk of layer details: a panel of a 20,000-nod
 
 def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """The experiment's chooser page with its data files; none with fewer than two ok trials."""
-    made = chooser_data(view.results)
+    made = chooser_data(view.results, view.context)
     if made is None:
         return []
     data, ctx = made
@@ -102,12 +103,12 @@ def _trial_files(folder: str, view: ExperimentView, data: ChooserData) -> list[t
     once."""
     nodes, layers = view.results.nodes, view.results.layers
     fingerprints = details_fingerprints(nodes, layers)
-    files, details, memo = [], {}, {}
+    files, details = [], {}
     chunks_of: dict[tuple, dict[str, str]] = {}  # fingerprint -> executed node -> its chunk's id
     for n, card in enumerate(data.trials):
         fingerprint = fingerprints.get(card.trial_key, (None, None))
         if fingerprint not in chunks_of:
-            chunks_of[fingerprint] = _write_chunks(trial_details(card.trial_key, nodes, layers, memo), details)
+            chunks_of[fingerprint] = _write_chunks(trial_details(card.trial_key, nodes, layers), details)
         files.append((f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card, chunks_of[fingerprint]))))
     return files + [(f"{folder}/d-{chunk_id}.js", text) for chunk_id, text in sorted(details.items())]
 
@@ -124,10 +125,11 @@ def _write_chunks(trial: TrialDetails, details: dict[str, str]) -> dict[str, str
     different groups that share a chunk write it once); executed node -> its chunk's id."""
     chunk_of: dict[str, str] = {}
     for chunk in _detail_chunks(trial):
-        chunk_id = hashlib.sha256(_json(chunk).encode()).hexdigest()[:16]
+        text = _chunk_json(chunk)
+        chunk_id = hashlib.sha256(text.encode()).hexdigest()[:16]
         if chunk_id not in details:
-            details[chunk_id] = _call("details", chunk_id, chunk)
-        chunk_of.update(dict.fromkeys(chunk["kernels"], chunk_id))
+            details[chunk_id] = f"perfsiteChooser.details({_json(chunk_id)}, {text});\n"  # _call's form
+        chunk_of.update(dict.fromkeys(chunk.kernels, chunk_id))
     return chunk_of
 
 
@@ -142,7 +144,12 @@ def _json(value: Any) -> str:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+    return _ENCODER.encode(value)
+
+
+# One encoder for every data file: json.dumps builds a new one per call when given options, and the chooser's
+# layer details are tens of thousands of small values.
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), sort_keys=True)
 
 
 def _num(value: float | None) -> float | None:
@@ -239,22 +246,62 @@ def _accounting(a: TimeAccounting | None) -> list[Any] | None:
     return [_num(a.kernel_sum_us), _num(a.unattributed_us), _num(a.profiler_overhead_us), _num(a.measured_latency_us)]
 
 
-def _detail_chunks(details: TrialDetails) -> list[dict[str, Any]]:
+@dataclass
+class _Chunk:
+    """One `d-<id>.js` file's content: kernels and model-file nodes, each as its JSON text (`_dump` of its
+    entry: every entry is serialized once, for its size and for the file)."""
+
+    recorded: bool
+    kernels: dict[str, str] = field(default_factory=dict)  # executed node -> _dump of _kernel_detail
+    layers: dict[str, str] = field(default_factory=dict)  # model node -> _dump of _layer_detail
+    # The same entries as values, for the rare text `shown` changes.
+    kernel_values: dict[str, Any] = field(default_factory=dict)
+    layer_values: dict[str, Any] = field(default_factory=dict)
+
+    def value(self) -> dict[str, Any]:
+        return {"kernels": self.kernel_values, "layers": self.layer_values, "recorded": self.recorded}
+
+
+def _detail_chunks(details: TrialDetails) -> list[_Chunk]:
     """The trial's kernels, each with the model-file nodes it computes, cut into chunks of about
-    DETAIL_FILE_BYTES in execution order (a node two chunks need is in both)."""
-    chunks: list[dict[str, Any]] = []
+    DETAIL_FILE_BYTES of JSON in execution order (a node two chunks need is in both)."""
+    chunks: list[_Chunk] = []
     size = DETAIL_FILE_BYTES
+    texts: dict[str, tuple[str, Any]] = {}  # model node -> its text and value, serialized once per trial
     for kernel in details.kernels:
         entry = _kernel_detail(kernel)
-        layers = {key: _layer_detail(details.layers[key]) for key in kernel.original_nodes if key in details.layers}
-        grown = len(json.dumps([entry, layers], ensure_ascii=True))
+        entry_text = _dump(entry)
+        layers = {}
+        for key in kernel.original_nodes:
+            if key in details.layers:
+                if key not in texts:
+                    value = _layer_detail(details.layers[key])
+                    texts[key] = (_dump(value), value)
+                layers[key] = texts[key]
+        # The entry's size in the file: its name and text, its nodes' names and texts, and the punctuation.
+        grown = len(kernel.name) + len(entry_text) + sum(len(k) + len(t) + 4 for k, (t, _) in layers.items()) + 4
         if size + grown > DETAIL_FILE_BYTES:
-            chunks.append({"recorded": details.recorded, "kernels": {}, "layers": {}})
+            chunks.append(_Chunk(details.recorded))
             size = 0
-        chunks[-1]["kernels"][kernel.name] = entry
-        chunks[-1]["layers"].update(layers)
+        chunk = chunks[-1]
+        chunk.kernels[kernel.name] = entry_text
+        chunk.kernel_values[kernel.name] = entry
+        for key, (text, value) in layers.items():
+            chunk.layers[key] = text
+            chunk.layer_values[key] = value
         size += grown
     return chunks
+
+
+def _chunk_json(chunk: _Chunk) -> str:
+    """`_json` of the chunk as {"kernels": …, "layers": …, "recorded": …}, from its entries' texts (keys sorted,
+    as _dump sorts them)."""
+    def members(texts: dict[str, str]) -> str:
+        return ",".join(f"{_dump(k)}:{texts[k]}" for k in sorted(texts))
+
+    text = (f'{{"kernels":{{{members(chunk.kernels)}}},"layers":{{{members(chunk.layers)}}},'
+            f'"recorded":{_dump(chunk.recorded)}}}')
+    return _json(chunk.value()) if shown_changes(text) else text  # a string `shown` changes: the exact route
 
 
 def _kernel_detail(k: KernelDetail) -> list[Any]:

@@ -238,7 +238,7 @@ def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     for pair, link in zip(view.results.spec.compare, links, strict=True):
         config = dict(pair.config) if pair.config else None
         try:
-            c = compare_versions(view.results, pair.a, pair.b, config)
+            c = compare_versions(view.results, pair.a, pair.b, config, ctx=view.context)
         except ResultsError as e:
             pages.append(render(env, "compare_failed.md.j2", f"{REPORTS_DIR}/{view.slug}/{link.path}",
                                 link.title, e=view, reason=str(e)))

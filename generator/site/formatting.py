@@ -4,6 +4,7 @@ plain text without Markdown or HTML specials, except where a function says it re
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,6 +59,7 @@ def wanted_text(wanted: tuple[tuple[str, Any], ...]) -> str:
     return " · ".join(f"{k} {on_off(v) if isinstance(v, bool) else v}" for k, v in wanted)
 
 
+@functools.lru_cache(maxsize=4096)  # a few dozen distinct names, asked for once per kernel row and page
 def op_name(op_type: str, ops_a: tuple[str, ...] = (), ops_b: tuple[str, ...] | None = None) -> str:
     """An op type in the words of both pages: the standard op the model names, then the kernels onnxruntime
     ran where they are called otherwise. Profile pages (one version): `Conv (QLinearConv)` for an executed

@@ -20,6 +20,7 @@ import jinja2
 import generator
 from generator.analysis import summaries as S
 from generator.analysis.accounting import PROFILED_TIMES_RULE
+from generator.analysis.compare_choice import CompareContext, compare_context
 from generator.results.store import ExperimentResults
 from generator.site.escape import md_paragraphs, md_text
 from generator.site.formatting import FILTERS
@@ -86,6 +87,10 @@ class ExperimentView:
     last_run: dict[str, Any] | None
     results: ExperimentResults  # its nodes and processes feed the profile pages
     chooser: bool = False  # whether the experiment gets a "choose A and B" page (has_chooser)
+    # One comparison context for every page kind of the experiment (compare pages, chooser, machines): the
+    # per-trial statistics, bootstraps, executed nodes and comparisons it caches are computed once, not once per
+    # page kind. None in a view kept without its results (the page cache).
+    context: CompareContext | None = None
 
     @property
     def quick(self) -> bool:
@@ -153,19 +158,19 @@ def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
                     f"profile-{slugify(info.version, taken)}.md")
         for info, best in zip(infos, bests, strict=True)
     ]
+    context = compare_context(results)
     return ExperimentView(
         name=results.name, slug=slug, spec=spec, percentile=percentile, trials=trials, versions=views,
         environments=S.environment_summaries(results.environments, results.trials),
-        last_run=S.last_run(results.runs), results=results, chooser=has_chooser(results),
+        last_run=S.last_run(results.runs), results=results, chooser=has_chooser(context), context=context,
     )
 
 
-def has_chooser(results: ExperimentResults) -> bool:
+def has_chooser(context: CompareContext) -> bool:
     """Whether the experiment gets a chooser page: two versions or more that a reader can choose between."""
     from generator.analysis.chooser import choosable
-    from generator.analysis.compare_choice import compare_context
 
-    return len(choosable(compare_context(results))) >= 2
+    return len(choosable(context)) >= 2
 
 
 def _stored_percentile(trials: Any) -> str:

@@ -11,6 +11,10 @@ a hit the page's Markdown is replaced by nothing before conversion and the store
 mkdocs renders the page's template, validates anchors and writes the search index as it would have. The
 navigation, every page's template and everything else are rendered on every build.
 
+mkdocs converts one page after another. So that a full build converts on every core, `on_nav` forks children
+that convert and index shares of the pages (by size) into pending entries, which the build's own mkdocs
+process then takes as hits; a page that warned in a child is left to mkdocs itself, which warns as usual.
+
 An entry is written to `pending/` and moved into `entries/` by the build only when mkdocs succeeded: a page that
 warned in a failed strict build is converted again (and warns again) next time. The names of the chooser's
 data files (generator.site.chooser_page.DATA_FOLDER) are left out of the file set: pages load them from
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import pickle
 from pathlib import Path
@@ -36,7 +41,8 @@ CACHE_ENV = "PERFSITE_RENDER_CACHE"
 # generator.site.chooser_page.DATA_FOLDER and page_base.REPORTS_DIR (mkdocs loads this file, it imports neither)
 DATA_FOLDER, REPORTS_DIR = "choose", "reports"
 USED = "used.json"
-_state: dict[str, Any] = {"config": "", "files": "", "used": set()}
+_state: dict[str, Any] = {"config": "", "files": "", "used": set(), "reaped": set()}
+MAX_PROCESSES = 4  # converting pages at once (a forked child each but one)
 _original_add_entry = SearchIndex.add_entry_from_context
 
 
@@ -56,7 +62,7 @@ def on_config(config: Any) -> Any:
         "versions": [mkdocs.__version__, markdown_package.__version__, _material_version()],
         "hooks": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
     }
-    _state.update(config=json.dumps(signature, sort_keys=True), used=set())
+    _state.update(config=json.dumps(signature, sort_keys=True), used=set(), reaped=set())
     return config
 
 
@@ -72,6 +78,75 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
+def on_nav(nav: Any, config: Any, files: Any) -> Any:
+    """Convert the pages in several processes: forked children take shares of the pages (by size, the last
+    ones first) and leave their results as pending entries, which this process then uses as cache hits; it
+    converts the first share itself and waits for a child before the first page of that child's share. A page
+    that warned in a child is left to this process, which warns (and fails a strict build) as it would have.
+    mkdocs converts one page after another, and converting and indexing are most of a big site's build."""
+    processes = min(os.cpu_count() or 1, MAX_PROCESSES)
+    if _folder() is None or processes < 2 or not hasattr(os, "fork"):
+        return nav
+    shares = _shares([f.page for f in files.documentation_pages() if f.page is not None], processes)
+    for share in shares[1:]:
+        pid = os.fork()
+        if pid == 0:
+            _convert_in_child(share, config, files)  # never returns
+        for page in share:
+            page.perfsite_render_child = pid
+    return nav
+
+
+def _shares(pages: list[Any], count: int) -> list[list[Any]]:
+    """`pages` cut into `count` runs of about the same Markdown size, in order."""
+    sizes = [os.path.getsize(p.file.abs_src_path) for p in pages]
+    total, shares, done = sum(sizes) or 1, [[] for _ in range(count)], 0
+    for page, size in zip(pages, sizes, strict=True):
+        shares[min(count - 1, done * count // total)].append(page)
+        done += size
+    return shares
+
+
+def _convert_in_child(pages: list[Any], config: Any, files: Any) -> None:
+    """A forked child: convert and index `pages` into pending entries, silently, then exit."""
+    from mkdocs.commands.build import _populate_page
+
+    status = 1
+    try:
+        warnings = _Warnings()
+        logger = logging.getLogger("mkdocs")
+        logger.handlers, logger.propagate = [warnings], False  # the parent reports what a page says
+        search = next((p for name, p in config.plugins.items() if name.endswith("search")), None)
+        folder = _folder()
+        for page in pages:
+            warnings.count = 0
+            _populate_page(page, config, files)
+            if search is not None and search.config.get("enabled", True):
+                SearchIndex(**search.config).add_entry_from_context(page)
+            key = getattr(page, "perfsite_render_key", None)
+            if warnings.count and key is not None and folder is not None:
+                (folder / "pending" / key).unlink(missing_ok=True)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+class _Warnings(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+
+
+def _wait_for_child(page: Any) -> None:
+    pid = getattr(page, "perfsite_render_child", None)
+    if pid is not None and pid not in _state["reaped"]:
+        os.waitpid(pid, 0)
+        _state["reaped"].add(pid)
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     folder = _folder()
     if folder is None:
@@ -80,11 +155,22 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     key = hashlib.sha256(text.encode()).hexdigest()
     page.perfsite_render_key = key
     _state["used"].add(key)
-    entry = folder / "entries" / key
-    if entry.is_file():
-        page.perfsite_render_hit = pickle.loads(entry.read_bytes())
-        return ""  # nothing to convert: on_page_content puts the stored HTML back
+    _wait_for_child(page)
+    for entry in (folder / "entries" / key, folder / "pending" / key):  # pending: converted by a child
+        hit = _read(entry)
+        if hit is not None:
+            page.perfsite_render_hit = hit
+            return ""  # nothing to convert: on_page_content puts the stored HTML back
     return markdown
+
+
+def _read(entry: Path) -> dict[str, Any] | None:
+    """A stored entry, or None when there is none or it cannot be read (a child killed while writing it):
+    the page is then converted as if it were new."""
+    try:
+        return pickle.loads(entry.read_bytes())
+    except Exception:  # no such file, or damaged bytes (pickle raises almost anything)
+        return None
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
@@ -143,8 +229,12 @@ mkdocs_utils.copy_file = _link_or_copy_file
 
 
 def _pending(folder: Path, key: str, entry: dict[str, Any]) -> None:
+    """Write an entry to pending/, whole or not at all (a temporary name, then a rename): a child converting
+    pages may be killed while it writes."""
     (folder / "pending").mkdir(parents=True, exist_ok=True)
-    (folder / "pending" / key).write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+    temporary = folder / "pending" / f".{key}.{os.getpid()}"
+    temporary.write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
+    temporary.replace(folder / "pending" / key)
 
 
 def on_post_build(config: Any) -> None:

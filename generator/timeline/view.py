@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from generator.analysis.roofline import LayerResult, Roofline
+from generator.results.by_trial import trial_rows
 from generator.timeline.model import Timeline, timeline_from_table
 from generator.timeline.stats import LayerDetail, TemporalStats, layer_details, temporal_statistics
 
@@ -56,7 +57,7 @@ def timeline_view(timeline: pd.DataFrame, trial_key: str, layers: Sequence[Layer
     profile's layer results (top-level nodes with a static analysis); the compute limit is the INT8 peak when
     those nodes do more integer than float operations, else the FP32 peak (both scaled to the trial's
     threads)."""
-    rows = timeline[timeline["trial_key"] == trial_key]
+    rows = trial_rows(timeline, trial_key)
     if rows.empty:
         return None
     flops = {r.node_name: r.ops for r in layers if r.analysed}
