@@ -5,7 +5,8 @@ perfsite has no page for (medians per commit and machine, across experiments) in
 Why fsspec: DuckDB's own S3 reader is the httpfs extension, downloaded at run time; a store on S3 (or anywhere
 fsspec reaches) is read through the fsspec filesystem registered with DuckDB instead, so nothing is downloaded.
 Extensions are neither installed nor loaded, and once the views exist the connection may read the store and
-nothing else: a query cannot fetch a file, load an extension or change those settings.
+nothing else: a query cannot fetch a file, load an extension or change those settings; and it writes nothing
+(its statements are judged by kind before any runs: DuckDB lets it write where it may read).
 
 Which files count is the results contract's: `<experiment>/<table>/*.parquet` under the root (or the root itself
 when it is one experiment, as `store.find_experiments` decides), never a dot-prefixed file (a writer's temporary
@@ -16,6 +17,7 @@ keeps them). Files of a newer schema version are refused, as every reader refuse
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,7 @@ def run_query(results: str | Path, sql: str) -> QueryResult:
     """Run one SQL text (the last statement's rows are returned) over the views of the store at `results`."""
     con = open_store(results)
     try:
+        _check_writes_nothing(con, sql, str(results))
         cursor = con.execute(sql)
         if cursor is None:  # DuckDB's answer to a text with no statement at all (empty, blanks, comments)
             raise ResultsError(f"The query for the store {results} holds no SQL statement. Allowed: SQL over the "
@@ -75,6 +78,48 @@ def run_query(results: str | Path, sql: str) -> QueryResult:
         raise ResultsError(_query_failed(str(results), e)) from e
     finally:
         con.close()
+
+
+# Statements that change nothing outside the connection's memory. DuckDB's `allowed_directories` can only say
+# "the store's folder", for reading and writing alike: `COPY (...) TO 'results/x/trials/K.parquet'` overwrote a
+# trial, and through the fsspec filesystem of an s3:// store it would have written into the bucket. So the SQL is
+# judged by its statements' kinds first: no COPY, EXPORT, ATTACH, PREPARE/EXECUTE (which could run a COPY), CALL
+# (`enable_logging` writes files), PRAGMA (`COPY FROM DATABASE` is one), INSTALL or LOAD; an EXPLAIN by what it
+# explains (EXPLAIN ANALYZE runs it). CREATE, INSERT, UPDATE, DELETE, DROP and ALTER touch in-memory tables
+# only, ATTACH being refused; SET is DuckDB's to refuse (the settings are locked).
+_WRITES_NOTHING = {"SELECT", "CREATE", "CREATE_FUNC", "INSERT", "UPDATE", "DELETE", "DROP", "ALTER", "SET",
+                   "VARIABLE_SET", "TRANSACTION", "MULTI"}
+_EXPLAIN = re.compile(r"\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*EXPLAIN\s+(?:\([^)]*\)\s*)?(?:ANALY[SZ]E\s+)?",
+                      re.IGNORECASE | re.DOTALL)
+
+
+def _check_writes_nothing(con: duckdb.DuckDBPyConnection, sql: str, store: str) -> None:
+    """Refuse SQL holding a statement that could write a file (see _WRITES_NOTHING), before any of it runs."""
+    for statement in con.extract_statements(sql):
+        kind = _kind(statement)
+        inner = _EXPLAIN.match(statement.query) if kind == "EXPLAIN" else None
+        if inner is not None and inner.end() < len(statement.query):
+            kind = "EXPLAIN" if _explained_writes(con, statement.query[inner.end():]) else "SELECT"
+        if kind not in _WRITES_NOTHING:
+            text = " ".join(statement.query.split())
+            text = text if len(text) <= 80 else text[:77] + "..."
+            raise ResultsError(
+                f"The query for the store {store} holds a statement perfsite does not run: `{text}` ({kind}). "
+                "`perfsite query` reads the store and writes nothing, there or anywhere. Allowed: SELECT (also "
+                "WITH, DESCRIBE, SHOW, SUMMARIZE, PIVOT, and EXPLAIN of one), and in-memory CREATE, INSERT, "
+                f"UPDATE, DELETE or DROP, over the views {', '.join(VIEWS)} (their columns: docs/query.md), "
+                "reading nothing but the store's files; perfsite installs and loads no DuckDB extension.")
+
+
+def _explained_writes(con: duckdb.DuckDBPyConnection, sql: str) -> bool:
+    return any(_kind(s) not in _WRITES_NOTHING for s in con.extract_statements(sql))
+
+
+def _kind(statement: Any) -> str:
+    try:
+        return statement.type.name
+    except ValueError:  # a kind this duckdb module has no name for (`UPDATE EXTENSIONS`): not one of ours
+        return "UNKNOWN"
 
 
 def open_store(results: str | Path) -> duckdb.DuckDBPyConnection:
