@@ -178,6 +178,27 @@ def test_example_models_into_a_file_is_a_user_error(tmp_path):
     assert "error: cnn.onnx is a file; the example models go into a folder." in " ".join(out.stderr.split())
 
 
+def test_example_models_never_replace_a_file_perfsite_did_not_write(tmp_path):
+    """`perfsite example-models DIR` replaced a user's own `cnn.onnx` there without a word (exit 0). Now a file of
+    that name that is not an example model perfsite wrote stops the command before anything is written; the
+    example models of an earlier run are brought up to date as before."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "transformer.onnx").write_bytes(b"my own transformer, not ONNX at all")
+    out = perfsite("example-models", "mine", cwd=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr and "\n\n" not in out.stderr.strip()
+    flat = " ".join(out.stderr.split())
+    assert flat.startswith("error: mine/transformer.onnx already exists and is not a model perfsite wrote; writing "
+                           "the example model there would replace it. Nothing was written. Allowed:"), flat
+    assert (mine / "transformer.onnx").read_bytes() == b"my own transformer, not ONNX at all"
+    assert not (mine / "cnn.onnx").exists()  # every file is checked before any is written
+    (mine / "transformer.onnx").unlink()
+    first = perfsite("example-models", "mine", cwd=tmp_path)
+    again = perfsite("example-models", "mine", cwd=tmp_path)
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["cnn.onnx", "transformer.onnx"]
+
+
 def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_path):
     """Error paragraphs quote file, node and input names that others chose: an escape sequence (clear the
     screen) or a right-to-left override (reverse what follows on the line) is shown, not obeyed."""
