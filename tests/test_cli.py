@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from support.cli import ROOT, perfsite, write_spec
+from support.models import matmul_model
 
 from generator.cli import app
 
@@ -197,6 +198,28 @@ def test_example_models_never_replace_a_file_perfsite_did_not_write(tmp_path):
     again = perfsite("example-models", "mine", cwd=tmp_path)
     assert first.returncode == 0 and again.returncode == 0, again.stderr
     assert sorted(p.name for p in mine.iterdir()) == ["cnn.onnx", "transformer.onnx"]
+
+
+def test_nothing_is_written_where_the_next_build_empties(tmp_path):
+    """`perfsite run --results .perfsite/build/res` stored its trials, and the next `perfsite build` removed
+    `.perfsite/build` whole, results with it (the page caches under `.perfsite/cache` are pruned the same way).
+    Both folders are refused as a built site is, by `run` and by `example-models`, before anything is written."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    for where in (".perfsite/build/res", ".perfsite/cache/res"):
+        out = perfsite("run", "spec.yaml", "--quick", "--results", where, cwd=tmp_path)
+        flat = " ".join(out.stderr.split())
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        folder = tmp_path / where.rsplit("/", 1)[0]
+        assert flat.startswith(f"error: Cannot write results to {where}/tiny: it is inside {folder}, perfsite's own "
+                               "scratch folder, which every `perfsite build` empties. Allowed:"), flat
+        assert not (tmp_path / where).exists()
+    models = perfsite("example-models", ".perfsite/build/models", cwd=tmp_path)
+    flat = " ".join(models.stderr.split())
+    assert models.returncode == 1 and "Traceback" not in models.stderr
+    assert flat.startswith(f"error: .perfsite/build/models is inside {tmp_path / '.perfsite' / 'build'}, perfsite's "
+                           "own scratch folder, which every `perfsite build` empties: the models would be lost."), flat
 
 
 def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_path):

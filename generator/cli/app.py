@@ -206,14 +206,14 @@ def example_models(
 ) -> None:
     """Build the example models (a ResNet-style CNN and a transformer encoder) from code, no downloads."""
     from generator.models import build_example_models
-    from generator.paths import inside_built_site
+    from generator.paths import replaced_by_builds
 
     if out.exists() and not out.is_dir():
         raise PerfsiteError(f"{out} is a file; the example models go into a folder. Allowed: a folder, new or "
                             "existing (default: experiments/models).")
-    if (site := inside_built_site(out)) is not None:
-        raise PerfsiteError(f"{out} is inside {site}, a site perfsite built, and sites are built anew: the models "
-                            "would be lost. Allowed: a folder outside every site folder (default: experiments/models).")
+    if (replaced := replaced_by_builds(out)) is not None:
+        raise PerfsiteError(f"{out} is {replaced}: the models would be lost. Allowed: a folder outside every site "
+                            "folder and outside .perfsite/build and .perfsite/cache (default: experiments/models).")
     for path in build_example_models(out):
         typer.echo(f"wrote {path}")
 
