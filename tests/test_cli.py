@@ -222,6 +222,32 @@ def test_nothing_is_written_where_the_next_build_empties(tmp_path):
                            "own scratch folder, which every `perfsite build` empties: the models would be lost."), flat
 
 
+def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
+    """`perfsite count base.onnx cand.onnx --json base.onnx` wrote the verdict over the baseline model, and two
+    output options naming one file kept only the last one written. Both are refused before anything runs."""
+    (tmp_path / "models").mkdir()
+    base = matmul_model(tmp_path / "models" / "base.onnx")
+    cand = matmul_model(tmp_path / "models" / "cand.onnx", before="Relu")
+    model = base.read_bytes()
+    cases = [
+        (["count", "models/base.onnx", "models/cand.onnx", "--json", "models/base.onnx"],
+         "error: --json models/base.onnx is the baseline model, which this command reads: writing there would "
+         "replace it. Nothing was measured or written. Allowed: a file of its own for --json"),
+        (["count", "models/base.onnx", "models/cand.onnx", "--markdown", str(cand)],
+         f"error: --markdown {cand} is the candidate model, which this command reads"),
+        (["count", "models/base.onnx", "models/cand.onnx", "--json", "out.txt", "--markdown", "./out.txt"],
+         "error: --json and --markdown both name out.txt: one would replace the other. Allowed: a file of its "
+         "own for each output option."),
+        (["diff", "a", "b", "--markdown", "out.txt", "--bencher-json", "out.txt"],
+         "error: --markdown and --bencher-json both name out.txt: one would replace the other."),
+    ]
+    for args, first_words in cases:
+        out = perfsite(*args, cwd=tmp_path)
+        flat = " ".join(out.stderr.split())
+        assert out.returncode == 1 and "Traceback" not in out.stderr and flat.startswith(first_words), (args, flat)
+    assert base.read_bytes() == model and not (tmp_path / "out.txt").exists()
+
+
 def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_path):
     """Error paragraphs quote file, node and input names that others chose: an escape sequence (clear the
     screen) or a right-to-left override (reverse what follows on the line) is shown, not obeyed."""

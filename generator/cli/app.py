@@ -317,7 +317,10 @@ def diff(
     Exit status: 0 no regression, 1 user error, 2 regression (with --fail-on regression), 3 not comparable.
     """
     from generator.cli.diff import diff_command, measure_sides
+    from generator.cli.terminal import check_output_files
 
+    check_output_files({"--markdown": markdown, "--json": json_out, "--benchmark-latency-json": benchmark_latency_json,
+                        "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json})
     if measure:
         baseline, candidate = measure_sides(baseline, candidate, measure, store, quick, latency_ratio,
                                             site_url)
