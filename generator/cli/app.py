@@ -126,14 +126,14 @@ def run(
 def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
     """Two specs of one `perfsite run` that share a name (and a results root) would write into one folder."""
     from generator.results.location import is_url, join
-    from generator.runner.orchestrate import model_files, same_name_message
+    from generator.runner.orchestrate import same_name_message
 
     seen: dict[tuple[str, object], object] = {}
     for loaded in loaded_specs:
         root = results if results and is_url(results) else Path(results or _default_results(loaded.path.parent))
         root = root if isinstance(root, str) else root.absolute()
         first = seen.setdefault((loaded.spec.name, root), loaded)
-        if first.path != loaded.path and not model_files(first) & model_files(loaded):
+        if not first.same_experiment(loaded):
             raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name,
                                              join(root, loaded.spec.name)))
 

@@ -15,7 +15,6 @@ a second run measures only what is missing.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
 import os
@@ -237,19 +236,9 @@ def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
             theirs = load_spec(Path(other), allow_outside=True)
         except Exception:  # gone, moved or broken: not a second experiment of this name any more
             continue
-        if (theirs.spec.name == loaded.spec.name and theirs.sha256 != loaded.sha256
-                and not model_files(theirs) & model_files(loaded)):
+        same_name = theirs.spec.name == loaded.spec.name
+        if same_name and theirs.sha256 != loaded.sha256 and not theirs.same_experiment(loaded):
             raise RunError(same_name_message(loaded.path, Path(other), loaded.spec.name, results.path))
-
-
-def model_files(loaded: LoadedSpec) -> set[Path]:
-    """The model files a spec measures (its `path:` versions), resolved."""
-    found = set()
-    for name, model in loaded.spec.models.items():
-        if getattr(model, "path", None):
-            with contextlib.suppress(Exception):
-                found.add(loaded.resolve(model.path, f"models.{name}.path").resolve())
-    return found
 
 
 def same_name_message(mine: Path, theirs: Path, name: str, folder: Path | None) -> str:
