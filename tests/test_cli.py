@@ -248,6 +248,26 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
     assert base.read_bytes() == model and not (tmp_path / "out.txt").exists()
 
 
+def test_only_with_one_value_the_spec_lacks_is_refused_not_dropped(tmp_path):
+    """`--only version=fp32,version=int8-statc` ran fp32 alone and said nothing of the misspelt version: a key
+    named twice means either value, and a value no trial has matched nothing. Each value must be planned."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\n"
+                         "  int8-static: {from: fp32, quantize: {mode: dynamic}}\n"
+                         "inputs:\n  x: {shape: [batch, 4]}\nsweep: {batch: [1, 2]}\n")
+    out = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=fp32,version=int8-statc,batch=2", cwd=tmp_path)
+    flat = " ".join(out.stderr.split())
+    assert out.returncode == 1 and "Traceback" not in out.stderr and "to measure" not in out.stdout
+    assert flat.startswith(f"error: --only 'version=fp32,version=int8-statc,batch=2': no planned trial of "
+                           f"{tmp_path / 'spec.yaml'} has version=int8-statc; the other values would run without "
+                           "it. The values the spec's sweep has for those keys are version: fp32, int8-static; "
+                           "batch: 1, 2;"), flat
+    fine = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=fp32,version=int8-static,batch=2",
+                    cwd=tmp_path)
+    assert fine.returncode == 0 and "2 to measure" in fine.stdout, fine.stderr
+
+
 def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_path):
     """Error paragraphs quote file, node and input names that others chose: an escape sequence (clear the
     screen) or a right-to-left override (reverse what follows on the line) is shown, not obeyed."""

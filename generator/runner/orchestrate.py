@@ -38,6 +38,8 @@ from generator.plan import (
     plan_trials,
     sweep_axes,
     trial_key,
+    unmatched_values,
+    values_to_choose,
 )
 from generator.processes import process_tempdir
 from generator.results.store import ResultsDir
@@ -196,6 +198,10 @@ def sweep_trials(loaded: LoadedSpec, only: str | None) -> list:
     trials = filter_trials(planned_all, only, axes)
     if not trials:
         raise RunError(no_trial_message(planned_all, only, axes, str(loaded.path)))
+    unmatched = unmatched_values(planned_all, only, axes)
+    if unmatched:
+        raise RunError(f"--only {only!r}: no planned trial of {loaded.path} has {', '.join(unmatched)}; the "
+                       f"other values would run without it. {values_to_choose(planned_all, only, axes)}")
     return trials
 
 
