@@ -351,9 +351,8 @@ def load_array_file(loaded: Any, file: str, key: str | None, field: str) -> np.n
     """Read an array from a spec-relative ``.npy``, or ``.npz`` (member ``key``, or its only member)."""
     path = loaded.resolve(file, f"{field}.file")
     if not path.is_file():
-        raise RunError(
-            f"{loaded.path}: {field}.file: {path} does not exist (paths are relative to the spec file)."
-        )
+        missing = "is a folder, not a .npy or .npz file" if path.is_dir() else "does not exist"
+        raise RunError(f"{loaded.path}: {field}.file: {path} {missing} (paths are relative to the spec file).")
     def unreadable(e: Exception) -> RunError:
         why = "it holds Python objects, which perfsite does not unpickle" if "allow_pickle" in str(e) else str(e)
         return RunError(f"{loaded.path}: {field}.file: {path} is not a readable .npy or .npz file "

@@ -293,9 +293,17 @@ def test_a_file_where_a_folder_is_expected_is_named_as_a_file(tmp_path):
     diff = perfsite("diff", "afile", "afile", cwd=tmp_path)
     query = perfsite("query", "select 1", "--results", "afile", cwd=tmp_path)
     count = perfsite("count", "models", "afile", cwd=tmp_path)
+    # ... and a file given as the site to serve, a folder as a spec's model or input file ("does not exist").
+    serve = perfsite("serve", "--site", "afile", cwd=tmp_path)
+    write_spec(tmp_path, "name: f\nmodels:\n  fp32: {path: models}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    spec = perfsite("run", "spec.yaml", "--dry-run", cwd=tmp_path)
+    spec_path = tmp_path / "spec.yaml"
     for result, start in ((diff, "error: The results directory afile is a file, not a folder. Give a folder"),
                           (query, "error: The results store afile is a file, not a folder. Allowed for --results"),
-                          (count, f"error: {tmp_path / 'models'}: a folder, not a model file. Give the path of")):
+                          (count, f"error: {tmp_path / 'models'}: a folder, not a model file. Give the path of"),
+                          (serve, "error: afile is a file, not a site folder: it is not a built site."),
+                          (spec, f"error: {spec_path}: models.fp32.path: the model file {tmp_path / 'models'} is a "
+                                 "folder, not a model file, (relative to the spec file). Allowed: an ONNX file")):
         assert result.returncode == 1 and "Traceback" not in result.stderr
         assert " ".join(result.stderr.split()).startswith(start), result.stderr
 
