@@ -161,6 +161,31 @@ models:
         prepare_versions(_loaded(project, text), project / "cache")
 
 
+@pytest.mark.parametrize(("array", "problem"), [
+    (np.ones((4, 5), np.float32), "has 5 on axis 1 of a sample where the model fixes 4"),
+    (np.ones((4, 1, 4), np.float32), "has rank 3 [4, 1, 4], the model wants rank 2"),
+    (np.ones((4, 4), np.int64), "holds int64 data, which does not feed a float32 input without changing its kind"),
+    (np.ones((0, 4), np.float32), "holds no sample (shape [0, 4])"),
+])
+def test_calibration_data_that_does_not_fit_the_input_is_named(tmp_path: Path, array, problem) -> None:
+    """Calibration arrays of the wrong size, rank or kind failed inside onnxruntime's calibrator (`Got invalid
+    dimensions for input: x ... Check the options under models.int8.quantize`, or `No data is collected.`),
+    which blamed the quantize options. They are checked as input files are, naming the array and the model's
+    declaration; float64 data for a float32 input is converted, not refused."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    np.savez(tmp_path / "calib.npz", x=array)
+    text = ("name: calib\nmodels:\n  fp32: {path: models/tiny.onnx}\n  int8: {from: fp32, quantize: {mode: "
+            "static_qdq, calibration: {samples: 2, data: calib.npz}}}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    with pytest.raises(ModelError) as err:
+        prepare_versions(_loaded(tmp_path, text), tmp_path / "cache")
+    assert str(err.value) == (f"{tmp_path / 'spec.yaml'}: models.int8.quantize.calibration.data: "
+                              f"{tmp_path / 'calib.npz'}: the array `x` {problem}. Allowed: one array per model input, "
+                              "its first axis the samples and the rest as the model declares (x: float32 [batch, 4]).")
+    np.savez(tmp_path / "calib.npz", x=np.linspace(-1, 1, 8).reshape(2, 4))  # float64 for a float32 input
+    assert prepare_versions(_loaded(tmp_path, text), tmp_path / "cache")["int8"].path.is_file()
+
+
 def test_preprocess_falls_back_without_symbolic_shapes(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
