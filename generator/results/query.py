@@ -28,7 +28,7 @@ import pyarrow as pa
 from fsspec.spec import AbstractFileSystem
 
 from generator.errors import ResultsError
-from generator.results.location import is_transport_error, is_url, local_path, open_filesystem, remote_failure, shown
+from generator.results.location import is_transport_error, local_path, open_filesystem, remote_failure, shown
 from generator.results.schema import METADATA_KEY, TABLES
 from generator.results.store import TRIAL_TABLES, check_version
 
@@ -166,9 +166,9 @@ def _filesystem(name: str) -> tuple[AbstractFileSystem, str, bool]:
     """The fsspec filesystem of a store, its path there, and whether it was given as a URL (read by DuckDB
     through that filesystem; a plain path DuckDB reads itself). The URL is opened as every store is
     (generator.results.location.open_filesystem); `s3://` needs s3fs installed (perfsite[s3])."""
-    if not is_url(name):
-        local_path(name)  # refuses `s3:/bucket` (one slash), which is no local folder either
-        return fsspec.filesystem("file"), Path(name).absolute().as_posix(), False
+    local = local_path(name)  # refuses `s3:/bucket` (one slash), which is no local folder either
+    if local is not None:  # a path, or a file:// URL read as the folder it names (percent-decoded)
+        return fsspec.filesystem("file"), local.absolute().as_posix(), False
     fs, root = open_filesystem(name)
     return fs, root, True
 
