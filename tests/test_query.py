@@ -13,7 +13,10 @@ import io
 import json
 import re
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -258,6 +261,18 @@ def test_a_query_that_would_write_is_refused_and_the_store_is_unchanged(store, m
 def test_reading_statements_still_run(store, monkeypatch, capsys, sql):
     code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store), "--format", "json")
     assert code == 0 and json.loads(out), err
+
+
+def test_ctrl_c_during_a_query_is_interrupted_not_a_traceback(store):
+    """DuckDB turns a Ctrl-C during a query into RuntimeError("Query interrupted"): it printed a traceback and
+    exit 1. It is an interruption like any other: `Interrupted.`, exit 130."""
+    command = [sys.executable, "-m", "generator.cli", "query", "SELECT count(*) FROM range(10000000000000)",
+               "--results", str(store)]
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # well past the imports (about 2 s): the query runs; it would for hours
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130 and "Traceback" not in err and err.strip() == "Interrupted.", err
 
 
 def test_extension_settings_are_off(store, monkeypatch, capsys):

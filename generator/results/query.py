@@ -74,8 +74,14 @@ def run_query(results: str | Path, sql: str) -> QueryResult:
         if cursor.description is None:  # a statement that returns no rows
             return QueryResult((), [])
         return QueryResult(tuple(d[0] for d in cursor.description), cursor.fetchall())
+    except duckdb.InterruptException as e:
+        raise KeyboardInterrupt from e
     except duckdb.Error as e:
         raise ResultsError(_query_failed(str(results), e)) from e
+    except RuntimeError as e:  # DuckDB turns a Ctrl-C during a query into RuntimeError("Query interrupted")
+        if "interrupted" not in str(e).lower():
+            raise
+        raise KeyboardInterrupt from e
     finally:
         con.close()
 
