@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -266,6 +267,29 @@ def test_only_with_one_value_the_spec_lacks_is_refused_not_dropped(tmp_path):
     fine = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=fp32,version=int8-static,batch=2",
                     cwd=tmp_path)
     assert fine.returncode == 0 and "2 to measure" in fine.stdout, fine.stderr
+
+
+def test_perfsite_quick_false_means_a_full_measurement(tmp_path):
+    """`PERFSITE_QUICK=False` (Python's str of a bool) or `off` turned quick mode *on*: anything but "", 0, false
+    and no did. The words are now read case-insensitively, and a value that says neither is refused."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n")
+
+    def key(value: str | None, *flags: str) -> str:
+        env = {"PERFSITE_QUICK": value} if value is not None else {}
+        out = perfsite("run", "spec.yaml", "--dry-run", *flags, cwd=tmp_path, env=env)
+        assert out.returncode == 0, out.stderr
+        return re.search(r"\b[0-9a-f]{20}\b", out.stdout)[0]
+
+    full, quick = key(""), key("", "--quick")
+    assert full != quick
+    assert [key(v) for v in ("False", "OFF", "no", "0")] == [full] * 4
+    assert [key(v) for v in ("True", "on", "1")] == [quick] * 3
+    refused = perfsite("run", "spec.yaml", "--dry-run", cwd=tmp_path, env={"PERFSITE_QUICK": "maybe"})
+    flat = " ".join(refused.stderr.split())
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert flat.startswith("error: PERFSITE_QUICK='maybe' says neither on nor off. Allowed: 1, true, yes, on"), flat
 
 
 def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_path):

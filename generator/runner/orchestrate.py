@@ -65,8 +65,20 @@ QUICK_BUDGET_S = 1.0
 UNKEYED_SETTINGS = ("timeout_s", "target", "budget_s")
 
 
+# PERFSITE_QUICK's words, compared case-insensitively: `False` (Python's str of a bool) and `off` once meant
+# *quick*, since anything but "", 0, false and no did, and a CI job that turned quick mode off measured in it.
+QUICK_OFF = ("", "0", "false", "no", "off")
+QUICK_ON = ("1", "true", "yes", "on")
+
+
 def is_quick(flag: bool) -> bool:
-    return flag or os.environ.get(QUICK_ENV, "") not in ("", "0", "false", "no")
+    if flag:
+        return True
+    value = os.environ.get(QUICK_ENV, "")
+    if value.strip().lower() in QUICK_OFF + QUICK_ON:
+        return value.strip().lower() in QUICK_ON
+    raise RunError(f"{QUICK_ENV}={value!r} says neither on nor off. Allowed: {', '.join(QUICK_ON)} (quick mode, as "
+                   f"--quick) or {', '.join(repr(v) for v in QUICK_OFF)} (a full measurement), in any case.")
 
 
 def measure_settings(loaded: LoadedSpec, quick: bool) -> dict:
