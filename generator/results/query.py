@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,7 @@ def run_query(results: str | Path, sql: str) -> QueryResult:
     con = open_store(results)
     try:
         _check_writes_nothing(con, sql, str(results))
-        cursor = con.execute(sql)
+        cursor = _interruptible(con, sql)
         if cursor is None:  # DuckDB's answer to a text with no statement at all (empty, blanks, comments)
             raise ResultsError(f"The query for the store {results} holds no SQL statement. Allowed: SQL over the "
                                f"views {', '.join(VIEWS)} (their columns: docs/query.md), e.g. "
@@ -78,12 +79,42 @@ def run_query(results: str | Path, sql: str) -> QueryResult:
         raise KeyboardInterrupt from e
     except duckdb.Error as e:
         raise ResultsError(_query_failed(str(results), e)) from e
-    except RuntimeError as e:  # DuckDB turns a Ctrl-C during a query into RuntimeError("Query interrupted")
-        if "interrupted" not in str(e).lower():
-            raise
-        raise KeyboardInterrupt from e
     finally:
         con.close()
+
+
+def _interruptible(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyConnection | None:
+    """`con.execute(sql)` in a thread of its own, so that a Ctrl-C reaches this (main) thread at once and stops
+    DuckDB (`con.interrupt()`). Left to DuckDB, a Ctrl-C that landed as a query started was lost and the query
+    ran on (for hours, for a big one); one that it saw came back as a RuntimeError traceback."""
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+    # A cursor is a connection of its own to the same database (views, locked settings): DuckDB refuses any call
+    # on a connection busy in another thread, but a cursor can be interrupted while it runs.
+    cursor = con.cursor()
+
+    def execute() -> None:
+        try:
+            outcome["cursor"] = cursor.execute(sql)
+        except BaseException as e:  # handed to the main thread, which raises it
+            outcome["error"] = e
+        finally:
+            finished.set()
+
+    # Waited for with an Event, not Thread.join: a KeyboardInterrupt inside join() leaves Python 3.11's thread
+    # marked stopped while it runs on (the next join returns at once), and the cursor then cannot be closed.
+    threading.Thread(target=execute, name="perfsite-query", daemon=True).start()
+    try:
+        while not finished.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        cursor.interrupt()
+        finished.wait()
+        cursor.close()  # the connection refuses to close while its cursor is open on an interrupted query
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["cursor"]
 
 
 # Statements that change nothing outside the connection's memory. DuckDB's `allowed_directories` can only say
