@@ -254,8 +254,9 @@ def test_only_with_one_value_the_spec_lacks_is_refused_not_dropped(tmp_path):
     named twice means either value, and a value no trial has matched nothing. Each value must be planned."""
     (tmp_path / "models").mkdir()
     matmul_model(tmp_path / "models" / "tiny.onnx")
+    matmul_model(tmp_path / "models" / "int8.onnx", before="Relu")  # a file: nothing to quantize in a forked child
     write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\n"
-                         "  int8-static: {from: fp32, quantize: {mode: dynamic}}\n"
+                         "  int8-static: {path: models/int8.onnx}\n"
                          "inputs:\n  x: {shape: [batch, 4]}\nsweep: {batch: [1, 2]}\n")
     out = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=fp32,version=int8-statc,batch=2", cwd=tmp_path)
     flat = " ".join(out.stderr.split())
