@@ -38,6 +38,18 @@ def describe_model_inputs(model_path: Path) -> list[ModelInput]:
     return [i for i, optional in _declared(Path(model_path)) if not optional]
 
 
+def empty_axis_problem(decl: ModelInput) -> str | None:
+    """Why an input the model fixes to an empty tensor (a dim of 0) cannot be measured, or None. Such a dim was
+    taken for an unnamed one: `perfsite profile` asked for a --shape it then refused (sizes are positive), and a
+    spec's shape reached onnxruntime, whose 'Expected: 0' failed the trial."""
+    axis = next((i for i, d in enumerate(decl.shape or ()) if isinstance(d, int) and d == 0), None)
+    if axis is None:
+        return None
+    return (f"the model fixes axis {axis} of {decl.name!r} to 0 ({format_input(decl)}): an empty tensor, and perfsite "
+            "measures no empty input, since there is nothing to time. Allowed: a model whose inputs hold at least "
+            "one element; export it with that dim named (dim_param) or set to the size you feed")
+
+
 def format_input(decl: ModelInput) -> str:
     """``input_ids: int64 [batch, seq_len]`` (``?`` for unnamed dims)."""
     dtype = decl.dtype.name if decl.dtype is not None else "non-tensor"
@@ -121,6 +133,8 @@ class _Feeder:
                 f"{what} has rank {len(shape)} {list(shape)}, the model wants rank {len(decl.shape)}",
                 decl,
             )
+        if (empty := empty_axis_problem(decl)) is not None:
+            raise self.fail(name, empty)
         for axis, (size, dim) in enumerate(zip(shape, decl.shape, strict=True)):
             if isinstance(dim, int) and dim > 0 and size != dim:
                 raise self.fail(name, f"{what} has {size} on axis {axis} where the model fixes {dim}", decl)
@@ -351,9 +365,8 @@ def load_array_file(loaded: Any, file: str, key: str | None, field: str) -> np.n
     """Read an array from a spec-relative ``.npy``, or ``.npz`` (member ``key``, or its only member)."""
     path = loaded.resolve(file, f"{field}.file")
     if not path.is_file():
-        raise RunError(
-            f"{loaded.path}: {field}.file: {path} does not exist (paths are relative to the spec file)."
-        )
+        missing = "is a folder, not a .npy or .npz file" if path.is_dir() else "does not exist"
+        raise RunError(f"{loaded.path}: {field}.file: {path} {missing} (paths are relative to the spec file).")
     def unreadable(e: Exception) -> RunError:
         why = "it holds Python objects, which perfsite does not unpickle" if "allow_pickle" in str(e) else str(e)
         return RunError(f"{loaded.path}: {field}.file: {path} is not a readable .npy or .npz file "

@@ -62,6 +62,24 @@ def inside_built_site(path: Path) -> Path | None:
     return next((p for p in (path, *path.parents) if (p / SITE_MARKER).is_file()), None)
 
 
+# The folders of a project's .perfsite that every `perfsite build` empties: the pages it generates
+# (generator.site.build removes `build` whole) and the page caches it prunes (generator.site.incremental).
+EMPTIED_BY_BUILDS = ("build", "cache")
+
+
+def replaced_by_builds(path: Path) -> str | None:
+    """Why files written at `path` would not survive the next `perfsite build`, or None: `path` is inside a site
+    perfsite built (built anew each time) or inside a `.perfsite/build` or `.perfsite/cache` folder."""
+    path = Path(path).absolute()
+    site = inside_built_site(path)
+    if site is not None:
+        return f"inside {site}, a site perfsite built ({site / SITE_MARKER} marks it), and sites are built anew"
+    for folder in (path, *path.parents):
+        if folder.name in EMPTIED_BY_BUILDS and folder.parent.name == ".perfsite":
+            return f"inside {folder}, perfsite's own scratch folder, which every `perfsite build` empties"
+    return None
+
+
 def _real(path: Path) -> Path:
     """The real absolute path (symlinks resolved); SpecError for paths the OS cannot even represent."""
     try:

@@ -140,6 +140,12 @@ def filter_trials(trials: Iterable[Trial], only: str | None, axes: Sequence[str]
 
 def no_trial_message(trials: Sequence[Trial], only: str | None, axes: Sequence[str], where: str) -> str:
     """Why `--only` selected nothing, with the values each of its keys can take in this spec's sweep."""
+    return (f"--only {only!r} leaves no trial of {where} to run: no planned trial matches every key. "
+            + values_to_choose(trials, only, axes))
+
+
+def values_to_choose(trials: Sequence[Trial], only: str | None, axes: Sequence[str]) -> str:
+    """The values each key of `--only` can take in this spec's sweep, with an example."""
     filters = parse_only(only, ["version", *axes])
     available: dict[str, list[str]] = {}
     for t in trials:
@@ -151,11 +157,21 @@ def no_trial_message(trials: Sequence[Trial], only: str | None, axes: Sequence[s
     listed = "; ".join(f"{k}: {', '.join(v) or 'none'}" for k, v in available.items())
     example = ",".join(f"{k}={v[0]}" for k, v in available.items() if v)
     return (
-        f"--only {only!r} leaves no trial of {where} to run: no planned trial matches every key. "
         f"The values the spec's sweep has for those keys are {listed}"
         + (f"; for example --only {example}." if example else ".")
         + " The spec may have changed since the command was written: check its `models:` and `sweep:`."
     )
+
+
+def unmatched_values(trials: Sequence[Trial], only: str | None, axes: Sequence[str]) -> list[str]:
+    """The `KEY=VALUE` items of `--only` that no planned trial has. With a key named twice (either value), one
+    misspelt value once dropped its trials without a word while the other value's ran."""
+    filters = parse_only(only, ["version", *axes])
+    planned: dict[str, set[str]] = {}
+    for t in trials:
+        for key, value in {"version": t.version, **t.config.as_dict()}.items():
+            planned.setdefault(key, set()).add(str(value).lower())
+    return [f"{k}={v}" for k, vals in filters.items() for v in sorted(vals) if v not in planned.get(k, set())]
 
 
 def canonical_json(value: Any) -> str:

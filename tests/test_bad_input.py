@@ -224,6 +224,21 @@ def test_empty_sweep(rows):
 
 
 @row_setup
+def setup_exclude_removes_everything(p: Path) -> list[Command]:
+    """`validate` said "ok, 0 trials", and `run` refused with "--only None leaves no trial … are ."."""
+    _spec(p, extra="exclude: [{batch: 1}]\n")
+    return _validate() + _run("--dry-run")
+
+
+def test_exclude_removes_everything(rows):
+    row = _row(rows, "exclude_removes_everything")
+    for result in row.results:
+        _refused(result, "`exclude`: these entries remove every configuration of the sweep, so there is nothing "
+                         "to measure; remove an entry, or add values to the sweep that no entry matches")
+        assert "--only" not in result.stderr
+
+
+@row_setup
 def setup_duplicate_key(p: Path) -> list[Command]:
     _spec(p, extra="name: again\n")
     return _validate()

@@ -167,3 +167,28 @@ def test_site_dot_is_the_current_folder_not_its_parent(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert message.startswith(f"error: The site folder {tmp_path} would contain the project, its docs or its "
                               "results"), message
+
+
+def test_a_project_scratch_folder_in_the_way_is_one_paragraph_and_a_linked_one_is_left_alone(tmp_path):
+    """`.perfsite` as a file ended `perfsite build` in a FileExistsError traceback, `.perfsite/build` as a link
+    in rmtree's OSError ("Cannot call rmtree on a symbolic link"). Both are named, and the link's target kept."""
+    (tmp_path / ".git").mkdir()
+    write_results(tmp_path / "results")
+    (tmp_path / ".perfsite").write_text("a note of mine")
+    result = perfsite("build", cwd=tmp_path)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert message.startswith(f"error: Cannot build the site: {tmp_path / '.perfsite'} cannot be used (it is a "
+                              "file, not a folder). Allowed: a folder perfsite can create and write"), message
+    assert (tmp_path / ".perfsite").read_text() == "a note of mine"
+    (tmp_path / ".perfsite").unlink()
+    (tmp_path / ".perfsite").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "precious.txt").write_text("kept")
+    (tmp_path / ".perfsite" / "build").symlink_to(tmp_path / "elsewhere")
+    result = perfsite("build", cwd=tmp_path)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert message.startswith(f"error: Cannot build the site: {tmp_path / '.perfsite' / 'build'} is a symbolic link "
+                              f"(to {tmp_path / 'elsewhere'}), and every build empties that folder"), message
+    assert (tmp_path / "elsewhere" / "precious.txt").read_text() == "kept"

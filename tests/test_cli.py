@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
 from support.cli import ROOT, perfsite, write_spec
+from support.models import matmul_model
 
 from generator.cli import app
 
@@ -178,6 +180,119 @@ def test_example_models_into_a_file_is_a_user_error(tmp_path):
     assert "error: cnn.onnx is a file; the example models go into a folder." in " ".join(out.stderr.split())
 
 
+def test_example_models_never_replace_a_file_perfsite_did_not_write(tmp_path):
+    """`perfsite example-models DIR` replaced a user's own `cnn.onnx` there without a word (exit 0). Now a file of
+    that name that is not an example model perfsite wrote stops the command before anything is written; the
+    example models of an earlier run are brought up to date as before."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "transformer.onnx").write_bytes(b"my own transformer, not ONNX at all")
+    out = perfsite("example-models", "mine", cwd=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr and "\n\n" not in out.stderr.strip()
+    flat = " ".join(out.stderr.split())
+    assert flat.startswith("error: mine/transformer.onnx already exists and is not a model perfsite wrote; writing "
+                           "the example model there would replace it. Nothing was written. Allowed:"), flat
+    assert (mine / "transformer.onnx").read_bytes() == b"my own transformer, not ONNX at all"
+    assert not (mine / "cnn.onnx").exists()  # every file is checked before any is written
+    (mine / "transformer.onnx").unlink()
+    first = perfsite("example-models", "mine", cwd=tmp_path)
+    again = perfsite("example-models", "mine", cwd=tmp_path)
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["cnn.onnx", "transformer.onnx"]
+
+
+def test_nothing_is_written_where_the_next_build_empties(tmp_path):
+    """`perfsite run --results .perfsite/build/res` stored its trials, and the next `perfsite build` removed
+    `.perfsite/build` whole, results with it (the page caches under `.perfsite/cache` are pruned the same way).
+    Both folders are refused as a built site is, by `run` and by `example-models`, before anything is written."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    for where in (".perfsite/build/res", ".perfsite/cache/res"):
+        out = perfsite("run", "spec.yaml", "--quick", "--results", where, cwd=tmp_path)
+        flat = " ".join(out.stderr.split())
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        folder = tmp_path / where.rsplit("/", 1)[0]
+        assert flat.startswith(f"error: Cannot write results to {where}/tiny: it is inside {folder}, perfsite's own "
+                               "scratch folder, which every `perfsite build` empties. Allowed:"), flat
+        assert not (tmp_path / where).exists()
+    models = perfsite("example-models", ".perfsite/build/models", cwd=tmp_path)
+    flat = " ".join(models.stderr.split())
+    assert models.returncode == 1 and "Traceback" not in models.stderr
+    assert flat.startswith(f"error: .perfsite/build/models is inside {tmp_path / '.perfsite' / 'build'}, perfsite's "
+                           "own scratch folder, which every `perfsite build` empties: the models would be lost."), flat
+
+
+def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
+    """`perfsite count base.onnx cand.onnx --json base.onnx` wrote the verdict over the baseline model, and two
+    output options naming one file kept only the last one written. Both are refused before anything runs."""
+    (tmp_path / "models").mkdir()
+    base = matmul_model(tmp_path / "models" / "base.onnx")
+    cand = matmul_model(tmp_path / "models" / "cand.onnx", before="Relu")
+    model = base.read_bytes()
+    cases = [
+        (["count", "models/base.onnx", "models/cand.onnx", "--json", "models/base.onnx"],
+         "error: --json models/base.onnx is the baseline model, which this command reads: writing there would "
+         "replace it. Nothing was measured or written. Allowed: a file of its own for --json"),
+        (["count", "models/base.onnx", "models/cand.onnx", "--markdown", str(cand)],
+         f"error: --markdown {cand} is the candidate model, which this command reads"),
+        (["count", "models/base.onnx", "models/cand.onnx", "--json", "out.txt", "--markdown", "./out.txt"],
+         "error: --json and --markdown both name out.txt: one would replace the other. Allowed: a file of its "
+         "own for each output option."),
+        (["diff", "a", "b", "--markdown", "out.txt", "--bencher-json", "out.txt"],
+         "error: --markdown and --bencher-json both name out.txt: one would replace the other."),
+    ]
+    for args, first_words in cases:
+        out = perfsite(*args, cwd=tmp_path)
+        flat = " ".join(out.stderr.split())
+        assert out.returncode == 1 and "Traceback" not in out.stderr and flat.startswith(first_words), (args, flat)
+    assert base.read_bytes() == model and not (tmp_path / "out.txt").exists()
+
+
+def test_only_with_one_value_the_spec_lacks_is_refused_not_dropped(tmp_path):
+    """`--only version=fp32,version=int8-statc` ran fp32 alone and said nothing of the misspelt version: a key
+    named twice means either value, and a value no trial has matched nothing. Each value must be planned."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    matmul_model(tmp_path / "models" / "int8.onnx", before="Relu")  # a file: nothing to quantize in a forked child
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\n"
+                         "  int8-static: {path: models/int8.onnx}\n"
+                         "inputs:\n  x: {shape: [batch, 4]}\nsweep: {batch: [1, 2]}\n")
+    out = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=fp32,version=int8-statc,batch=2", cwd=tmp_path)
+    flat = " ".join(out.stderr.split())
+    assert out.returncode == 1 and "Traceback" not in out.stderr and "to measure" not in out.stdout
+    assert flat.startswith(f"error: --only 'version=fp32,version=int8-statc,batch=2': no planned trial of "
+                           f"{tmp_path / 'spec.yaml'} has version=int8-statc; the other values would run without "
+                           "it. The values the spec's sweep has for those keys are version: fp32, int8-static; "
+                           "batch: 1, 2;"), flat
+    fine = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=fp32,version=int8-static,batch=2",
+                    cwd=tmp_path)
+    assert fine.returncode == 0 and "2 to measure" in fine.stdout, fine.stderr
+
+
+def test_perfsite_quick_false_means_a_full_measurement(tmp_path):
+    """`PERFSITE_QUICK=False` (Python's str of a bool) or `off` turned quick mode *on*: anything but "", 0, false
+    and no did. The words are now read case-insensitively, and a value that says neither is refused."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n")
+
+    def key(value: str | None, *flags: str) -> str:
+        env = {"PERFSITE_QUICK": value} if value is not None else {}
+        out = perfsite("run", "spec.yaml", "--dry-run", *flags, cwd=tmp_path, env=env)
+        assert out.returncode == 0, out.stderr
+        return re.search(r"\b[0-9a-f]{20}\b", out.stdout)[0]
+
+    full, quick = key(""), key("", "--quick")
+    assert full != quick
+    assert [key(v) for v in ("False", "OFF", "no", "0")] == [full] * 4
+    assert [key(v) for v in ("True", "on", "1")] == [quick] * 3
+    refused = perfsite("run", "spec.yaml", "--dry-run", cwd=tmp_path, env={"PERFSITE_QUICK": "maybe"})
+    flat = " ".join(refused.stderr.split())
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert flat.startswith("error: PERFSITE_QUICK='maybe' says neither on nor off. Allowed: 1, true, yes, on"), flat
+
+
 def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_path):
     """Error paragraphs quote file, node and input names that others chose: an escape sequence (clear the
     screen) or a right-to-left override (reverse what follows on the line) is shown, not obeyed."""
@@ -203,9 +318,17 @@ def test_a_file_where_a_folder_is_expected_is_named_as_a_file(tmp_path):
     diff = perfsite("diff", "afile", "afile", cwd=tmp_path)
     query = perfsite("query", "select 1", "--results", "afile", cwd=tmp_path)
     count = perfsite("count", "models", "afile", cwd=tmp_path)
+    # ... and a file given as the site to serve, a folder as a spec's model or input file ("does not exist").
+    serve = perfsite("serve", "--site", "afile", cwd=tmp_path)
+    write_spec(tmp_path, "name: f\nmodels:\n  fp32: {path: models}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    spec = perfsite("run", "spec.yaml", "--dry-run", cwd=tmp_path)
+    spec_path = tmp_path / "spec.yaml"
     for result, start in ((diff, "error: The results directory afile is a file, not a folder. Give a folder"),
                           (query, "error: The results store afile is a file, not a folder. Allowed for --results"),
-                          (count, f"error: {tmp_path / 'models'}: a folder, not a model file. Give the path of")):
+                          (count, f"error: {tmp_path / 'models'}: a folder, not a model file. Give the path of"),
+                          (serve, "error: afile is a file, not a site folder: it is not a built site."),
+                          (spec, f"error: {spec_path}: models.fp32.path: the model file {tmp_path / 'models'} is a "
+                                 "folder, not a model file, (relative to the spec file). Allowed: an ONNX file")):
         assert result.returncode == 1 and "Traceback" not in result.stderr
         assert " ".join(result.stderr.split()).startswith(start), result.stderr
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from support.models import dynamic_conv_model
 
-from generator.errors import ModelError, PerfsiteError
+from generator.errors import ModelError, PerfsiteError, RunError
+from generator.inputs import make_feeds
 from generator.oneshot import output_paths
 from generator.oneshot.shapes import (
     ShapeError,
@@ -20,6 +21,7 @@ from generator.oneshot.shapes import (
     parse_shapes,
     resolve_inputs,
 )
+from generator.spec import load_spec_text
 
 
 @pytest.fixture
@@ -67,6 +69,24 @@ def test_unnamed_dims_need_a_whole_shape(tmp_path):
     with pytest.raises(ShapeError, match=r"neither a name nor a value.*--shape x=1,3,N,N"):
         _resolve(path)
     assert _resolve(path, shapes=["x=1,3,8,8"]).inputs[0].shape == (1, 3, 8, 8)
+
+
+def test_an_input_the_model_fixes_to_zero_elements_is_named_not_asked_for(tmp_path):
+    """A dim of 0 (an empty tensor) was taken for an unnamed dim: `perfsite profile` said it had "neither a name
+    nor a value" and asked for `--shape x=N,...`, then refused `--shape x=0,...` (sizes are positive) and let
+    onnxruntime refuse any other ("Expected: 0") after probing the machine; a spec's trial failed the same way.
+    Both now say what the model declares, before anything runs."""
+    path = dynamic_conv_model(tmp_path / "empty.onnx", dims=(0, 3, "H", "W"))
+    expected = (f"{path}: the model fixes axis 0 of 'x' to 0 (x: float32 [0, 3, H, W]): an empty tensor, and "
+                "perfsite measures no empty input, since there is nothing to time. Allowed:")
+    with pytest.raises(ShapeError) as err:
+        _resolve(path, dims=["H=8", "W=8"])
+    assert str(err.value).startswith(expected), err.value
+    loaded = load_spec_text("name: e\nmodels:\n  m: {path: empty.onnx}\ninputs:\n  x: {shape: [2, 3, 8, 8]}\n",
+                            tmp_path / "spec.yaml")
+    with pytest.raises(RunError) as err:
+        make_feeds(loaded, path, {"batch": 1})
+    assert str(err.value).startswith(f"{tmp_path / 'spec.yaml'}: inputs.x: the model fixes axis 0 of 'x' to 0 "), err
 
 
 @pytest.mark.parametrize(("dims", "shapes", "message"), [

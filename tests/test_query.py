@@ -13,7 +13,10 @@ import io
 import json
 import re
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -221,6 +224,61 @@ def test_the_query_reads_the_store_and_nothing_else(store, monkeypatch, capsys, 
     assert code == 1 and "Traceback" not in err
     assert "perfsite installs and loads no DuckDB extension" in " ".join(err.split())
     assert "INSTALL httpfs;" not in err  # DuckDB's advice to install one is not passed on
+
+
+@pytest.mark.parametrize("sql", [
+    "COPY (SELECT 1 AS a) TO '{trial}' (FORMAT parquet)",
+    "SELECT 1; COPY (SELECT 1 AS a) TO '{store}/new.csv'",
+    "/* why not */ EXPLAIN ANALYZE COPY (SELECT 1 AS a) TO '{trial}' (FORMAT parquet)",
+    "EXPORT DATABASE '{store}/exported'",
+    "ATTACH '{store}/new.db' AS db",
+    "PREPARE p AS SELECT 1",
+    "CALL enable_logging()",
+    "COPY FROM DATABASE memory TO memory",
+    "UPDATE EXTENSIONS",
+])
+def test_a_query_that_would_write_is_refused_and_the_store_is_unchanged(store, monkeypatch, capsys, sql):
+    """`allowed_directories` lets DuckDB write where it may read: `COPY ... TO` a trial file of the store
+    overwrote it (exit 0), and the next build refused the store. Any statement that could write is refused
+    before any statement of the text runs."""
+    trial = sorted((store / "cnn" / "trials").glob("*.parquet"))[0]
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    code, out, err = run_main(monkeypatch, capsys, "query", sql.format(trial=trial, store=store),
+                              "--results", str(store))
+    flat = " ".join(err.split())
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert flat.startswith(f"error: The query for the store {store} holds a statement perfsite does not run: `"), flat
+    assert "`perfsite query` reads the store and writes nothing, there or anywhere. Allowed: SELECT" in flat
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("sql", [
+    "CREATE TEMP TABLE t AS SELECT * FROM trials; SELECT count(*) AS n FROM t",
+    "EXPLAIN ANALYZE SELECT count(*) AS n FROM trials",
+    "PIVOT trials ON status USING count(*) GROUP BY experiment",
+    "DESCRIBE trials",
+])
+def test_reading_statements_still_run(store, monkeypatch, capsys, sql):
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store), "--format", "json")
+    assert code == 0 and json.loads(out), err
+
+
+def test_ctrl_c_during_a_query_is_interrupted_not_a_traceback(store):
+    """DuckDB turned a Ctrl-C during a query into RuntimeError("Query interrupted"), a traceback and exit 1, or,
+    when it landed as the query started, lost it: the query ran on (for hours here). It is an interruption like
+    any other, whenever it comes: `Interrupted.`, exit 130."""
+    command = [sys.executable, "-m", "generator.cli", "query", "SELECT count(*) FROM range(10000000000000)",
+               "--results", str(store)]
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # well past the imports (about 2 s): the query runs; it would for hours
+    child.send_signal(signal.SIGINT)
+    try:
+        out, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{child.pid}/status").read_text()
+        child.kill()
+        raise AssertionError(status) from None
+    assert child.returncode == 130 and "Traceback" not in err and err.strip() == "Interrupted.", err
 
 
 def test_extension_settings_are_off(store, monkeypatch, capsys):

@@ -550,13 +550,15 @@ def test_package_paths_are_not_resolved_at_load(spec_file: Path) -> None:
 def test_validate_specs_lists_every_bad_file_and_shared_names(project: Path) -> None:
     folder = project / "experiments"
     (folder / "a.yaml").write_text(MINIMAL)
-    (folder / "b.yml").write_text(MINIMAL)
+    (folder / "b.yml").write_text(MINIMAL.replace("tiny.onnx", "other.onnx"))
     (folder / "c.yaml").write_text("name: [\n")
     (folder / "notes.txt").write_text("not a spec")
     with pytest.raises(SpecError) as err:
         validate_specs([folder])
-    message = str(err.value)
-    assert "c.yaml` is not valid YAML" in message and "share the name `tiny`" in message
+    message = " ".join(str(err.value).split())
+    assert "c.yaml` is not valid YAML" in message
+    assert (f"Specs `{folder / 'a.yaml'}` and `{folder / 'b.yml'}` both have `name: tiny` and measure different "
+            "model files") in message
     (folder / "c.yaml").unlink()
     (folder / "b.yml").write_text(MINIMAL.replace("name: tiny", "name: tiny2"))
     assert [s.spec.name for s in validate_specs([folder])] == ["tiny", "tiny2"]
@@ -809,3 +811,18 @@ def test_an_explicit_int_tag_on_other_text_is_a_spec_error(spec_file):
     """`!!int 0b101` loaded under YAML 1.1; under the 1.2 core schema it raised a bare ValueError."""
     message = " ".join(_error(spec_file, _edit("batch: [1, 4, 8]", "batch: [!!int 0b101]")).split())
     assert "`!!int 0b101` is not a YAML 1.2 integer; allowed: decimal digits, 0o… or 0x…" in message
+
+
+def test_validate_takes_one_experiment_given_twice_as_run_does(project: Path) -> None:
+    """`perfsite validate spec.yaml spec.yaml` (or a link to it beside it, or a copy measuring the same model)
+    said the specs "share the name; rename one" while `perfsite run` measured them as the one experiment they
+    are. Both commands now follow one rule (LoadedSpec.same_experiment)."""
+    folder = project / "experiments"
+    spec = folder / "a.yaml"
+    spec.write_text(MINIMAL)
+    (folder / "link.yaml").symlink_to(spec)
+    (folder / "copy.yaml").write_text(MINIMAL.replace("dtype: float32", "dtype: float32, range: [0, 1]"))
+    loaded = validate_specs([spec, spec, folder / "link.yaml", folder / "copy.yaml"])
+    assert [s.spec.name for s in loaded] == ["tiny"] * 4
+    assert loaded[0].same_experiment(loaded[3]) and not loaded[0].same_experiment(
+        load_spec_text(MINIMAL.replace("tiny.onnx", "other.onnx"), folder / "other.yaml"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 from pathlib import Path
 
 import pandas as pd
@@ -246,6 +247,24 @@ def test_a_file_url_with_a_host_or_credentials_is_refused_without_showing_the_se
         local_path(url)
     assert "s3cr3t" not in str(refused.value) and "Allowed for --results" in str(refused.value)
     assert local_path("file:///tmp/x") == local_path("file://localhost/tmp/x") == Path("/tmp/x")
+
+
+def test_a_file_url_names_its_folder_percent_decoded(tmp_path):
+    """`--results file:///srv/my%20results` (a file URL as a browser shows it) was taken literally: `run` wrote
+    a new folder named `my%20results` beside the real one and `query` said the store did not exist."""
+    from support.results import write_results
+
+    from generator.results.location import local_path
+    from generator.results.query import run_query
+
+    store = write_results(tmp_path / "my results ü")
+    url = "file://" + "/".join(["", *map(urllib.parse.quote, tmp_path.parts[1:]), "my%20results%20%C3%BC"])
+    assert local_path(url) == store.parent  # write_results makes one experiment's folder in it
+    assert local_path(url.replace("file://", "file://localhost")) == store.parent
+    trials = len(ResultsDir(store).stored_trial_keys())
+    assert run_query(url, "SELECT count(*) FROM trials").rows == [(trials,)]
+    ResultsDir(local_path(url + "/more")).ensure_writable()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my results ü"]
 
 
 def test_an_s3_store_waits_seconds_not_minutes_for_an_endpoint_that_never_answers(monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -10,6 +11,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from support.models import matmul_model
 
 from generator.errors import ModelError, SpecError
 from generator.inputs import make_feeds
@@ -158,6 +160,31 @@ models:
         prepare_versions(_loaded(project, text), project / "cache")
 
 
+@pytest.mark.parametrize(("array", "problem"), [
+    (np.ones((4, 5), np.float32), "has 5 on axis 1 of a sample where the model fixes 4"),
+    (np.ones((4, 1, 4), np.float32), "has rank 3 [4, 1, 4], the model wants rank 2"),
+    (np.ones((4, 4), np.int64), "holds int64 data, which does not feed a float32 input without changing its kind"),
+    (np.ones((0, 4), np.float32), "holds no sample (shape [0, 4])"),
+])
+def test_calibration_data_that_does_not_fit_the_input_is_named(tmp_path: Path, array, problem) -> None:
+    """Calibration arrays of the wrong size, rank or kind failed inside onnxruntime's calibrator (`Got invalid
+    dimensions for input: x ... Check the options under models.int8.quantize`, or `No data is collected.`),
+    which blamed the quantize options. They are checked as input files are, naming the array and the model's
+    declaration; float64 data for a float32 input is converted, not refused."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    np.savez(tmp_path / "calib.npz", x=array)
+    text = ("name: calib\nmodels:\n  fp32: {path: models/tiny.onnx}\n  int8: {from: fp32, quantize: {mode: "
+            "static_qdq, calibration: {samples: 2, data: calib.npz}}}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    with pytest.raises(ModelError) as err:
+        prepare_versions(_loaded(tmp_path, text), tmp_path / "cache")
+    assert str(err.value) == (f"{tmp_path / 'spec.yaml'}: models.int8.quantize.calibration.data: "
+                              f"{tmp_path / 'calib.npz'}: the array `x` {problem}. Allowed: one array per model input, "
+                              "its first axis the samples and the rest as the model declares (x: float32 [batch, 4]).")
+    np.savez(tmp_path / "calib.npz", x=np.linspace(-1, 1, 8).reshape(2, 4))  # float64 for a float32 input
+    assert prepare_versions(_loaded(tmp_path, text), tmp_path / "cache")["int8"].path.is_file()
+
+
 def test_preprocess_falls_back_without_symbolic_shapes(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -286,3 +313,33 @@ def test_build_order_refuses_cycles_and_unknown_sources(tmp_path: Path) -> None:
         build_order(stand_in({"a": "b", "b": "a"}))
     with pytest.raises(SpecError, match=r"models\.a\.from: there is no version 'z'"):
         build_order(stand_in({"a": "z"}))
+
+
+def test_a_damaged_cached_model_is_built_again_not_a_traceback(tmp_path: Path) -> None:
+    """A cached derived model damaged after it was stored (a CI cache restored in part, a full disk) ended
+    `perfsite run` in a protobuf DecodeError traceback. Its sidecar now records its sha256; a file that no
+    longer matches (or, for an entry of an earlier perfsite without one, no longer parses) is built again, and
+    the progress line (what `perfsite run` prints) says so."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    text = ("name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\n"
+            "  int8: {from: fp32, quantize: {mode: dynamic}}\ninputs:\n  x: {shape: [batch, 4]}\n")
+
+    def prepare() -> list[str]:
+        said: list[str] = []
+        prepare_versions(_loaded(tmp_path, text), tmp_path / "cache", progress=said.append)
+        return said
+
+    assert prepare() == ["building int8 (quantize dynamic)"]
+    [cached] = (tmp_path / "cache").glob("*.onnx")
+    whole = cached.read_bytes()
+    sidecar = json.loads(cached.with_suffix(".json").read_text())
+    assert sidecar["model_sha256"] == hashlib.sha256(whole).hexdigest()
+    for legacy in (False, True):  # an entry of this perfsite, then one whose sidecar records no sha256
+        if legacy:
+            sidecar.pop("model_sha256")
+            cached.with_suffix(".json").write_text(json.dumps(sidecar))
+        cached.write_bytes(whole[:100])
+        assert prepare() == ["building int8 (quantize dynamic) again: its cached file was damaged"]
+        assert cached.read_bytes() == whole
+    assert prepare() == []

@@ -126,14 +126,14 @@ def run(
 def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
     """Two specs of one `perfsite run` that share a name (and a results root) would write into one folder."""
     from generator.results.location import is_url, join
-    from generator.runner.orchestrate import model_files, same_name_message
+    from generator.runner.orchestrate import same_name_message
 
     seen: dict[tuple[str, object], object] = {}
     for loaded in loaded_specs:
         root = results if results and is_url(results) else Path(results or _default_results(loaded.path.parent))
         root = root if isinstance(root, str) else root.absolute()
         first = seen.setdefault((loaded.spec.name, root), loaded)
-        if first.path != loaded.path and not model_files(first) & model_files(loaded):
+        if not first.same_experiment(loaded):
             raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name,
                                              join(root, loaded.spec.name)))
 
@@ -206,14 +206,14 @@ def example_models(
 ) -> None:
     """Build the example models (a ResNet-style CNN and a transformer encoder) from code, no downloads."""
     from generator.models import build_example_models
-    from generator.paths import inside_built_site
+    from generator.paths import replaced_by_builds
 
     if out.exists() and not out.is_dir():
         raise PerfsiteError(f"{out} is a file; the example models go into a folder. Allowed: a folder, new or "
                             "existing (default: experiments/models).")
-    if (site := inside_built_site(out)) is not None:
-        raise PerfsiteError(f"{out} is inside {site}, a site perfsite built, and sites are built anew: the models "
-                            "would be lost. Allowed: a folder outside every site folder (default: experiments/models).")
+    if (replaced := replaced_by_builds(out)) is not None:
+        raise PerfsiteError(f"{out} is {replaced}: the models would be lost. Allowed: a folder outside every site "
+                            "folder and outside .perfsite/build and .perfsite/cache (default: experiments/models).")
     for path in build_example_models(out):
         typer.echo(f"wrote {path}")
 
@@ -317,7 +317,10 @@ def diff(
     Exit status: 0 no regression, 1 user error, 2 regression (with --fail-on regression), 3 not comparable.
     """
     from generator.cli.diff import diff_command, measure_sides
+    from generator.cli.terminal import check_output_files
 
+    check_output_files({"--markdown": markdown, "--json": json_out, "--benchmark-latency-json": benchmark_latency_json,
+                        "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json})
     if measure:
         baseline, candidate = measure_sides(baseline, candidate, measure, store, quick, latency_ratio,
                                             site_url)

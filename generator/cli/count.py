@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from generator.cli.diff import FAIL_ON, exit_code
-from generator.cli.terminal import write_output
+from generator.cli.terminal import check_output_files, write_output
 from generator.counting import compare_counts, count_instructions
 from generator.counting.report import count_json, count_markdown
 from generator.counting.verdict import check_threshold
@@ -30,6 +30,8 @@ def count_command(baseline: Path, candidate: Path, *, iterations: int, warmup: i
                             "candidate is slower) or --fail-on never.")
     check_threshold(threshold)
     paths = {BASELINE: Path(baseline).absolute(), CANDIDATE: Path(candidate).absolute()}
+    check_output_files({"--json": json_out, "--markdown": markdown_out},
+                       {"the baseline model": paths[BASELINE], "the candidate model": paths[CANDIDATE]})
     if paths[BASELINE] == paths[CANDIDATE]:
         # Allowed (an A/A check of the method), but said, since it is more often a slip.
         (progress or (lambda _t: None))("Baseline and candidate are the same file: an A/A check.")

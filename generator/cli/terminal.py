@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -108,6 +109,27 @@ def print_run_summary(summary: RunSummary) -> None:
                   f"{' …' if len(summary.exhausted) > 5 else ''}", markup=False)
     if summary.interrupted:
         out.print("Interrupted: finished trials are kept; run the same command again to measure the rest.")
+
+
+def check_output_files(outputs: dict[str, Path | None], inputs: dict[str, Path] | None = None) -> None:
+    """Before any work: no two output options may name one file (the last written silently replaced the first),
+    and no output may be a file the command reads (`perfsite count A.onnx B.onnx --json A.onnx` overwrote the
+    baseline model with the verdict). `outputs` maps an option (`--json`) to its file, `inputs` a role
+    (`the baseline model`) to a file the command reads."""
+    seen: dict[str, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise PerfsiteError(f"{seen[key]} and {option} both name {path}: one would replace the other. Allowed: "
+                                "a file of its own for each output option.")
+        seen[key] = option
+        for role, read in (inputs or {}).items():
+            if key == os.path.realpath(read):
+                raise PerfsiteError(f"{option} {path} is {role}, which this command reads: writing there would "
+                                    "replace it. Nothing was measured or written. Allowed: a file of its own for "
+                                    f"{option} (created, or replaced when it is an earlier output).")
 
 
 def write_output(path: Path, text: str) -> None:

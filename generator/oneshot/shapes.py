@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 
 from generator.errors import ModelError, RunError
-from generator.inputs import ModelInput, describe_model_inputs, format_input, make_feeds
+from generator.inputs import ModelInput, describe_model_inputs, empty_axis_problem, format_input, make_feeds
 
 DEFAULT_BATCH = 1
 _NAME_VALUE = re.compile(r"^\s*([^=]+?)\s*=\s*(.+?)\s*$")
@@ -126,6 +126,9 @@ def resolve_inputs(model_path: Path, declared: Sequence[ModelInput], dims: Mappi
     if untyped:
         raise ShapeError(f"{model_path}: the input {untyped[0]!r} is not a tensor (a sequence, map or optional); "
                          "`perfsite profile` and `perfsite count` can only feed tensor inputs.")
+    for decl in declared:
+        if (empty := empty_axis_problem(decl)) is not None:
+            raise ShapeError(f"{model_path}: {empty}.")
     unknown = [n for n in shapes if n not in by_name]
     if unknown:
         known = "; ".join(format_input(d) for d in declared) or "no inputs"

@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 import tempfile
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,15 +86,17 @@ def local_path(root: StoreRoot) -> Path | None:
 def _file_url_path(root: str, rest: str) -> Path:
     """file:///p and file://localhost/p name the folder /p. Any other host part (a machine, `user:password@`) is
     refused: perfsite reads and writes this machine's folders only, and such a part was once taken for the first
-    folder under / (`file://u:pw@localhost/tmp/x` wrote /u:pw@localhost/tmp/x and printed the password)."""
+    folder under / (`file://u:pw@localhost/tmp/x` wrote /u:pw@localhost/tmp/x and printed the password).
+    The path is percent-decoded, as a file URL's is (RFC 8089; a browser's address bar shows
+    `file:///srv/my%20results`): it was taken literally, so `run` wrote a new folder named `my%20results`."""
     if rest.startswith("/"):
-        return Path("/" + rest.lstrip("/"))
+        return Path("/" + urllib.parse.unquote(rest.lstrip("/")))
     host, _, path = rest.partition("/")
     if host.lower() != "localhost":
         raise ResultsError(f"The results store {shown(root)} is a file:// URL with a host or credentials part: "
                            "perfsite reads and writes folders of this machine only, written file:///path or "
                            f"file://localhost/path. {ALLOWED}")
-    return Path("/" + path.lstrip("/"))
+    return Path("/" + urllib.parse.unquote(path.lstrip("/")))
 
 
 def open_filesystem(url: str) -> tuple[Any, str]:

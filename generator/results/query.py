@@ -5,7 +5,8 @@ perfsite has no page for (medians per commit and machine, across experiments) in
 Why fsspec: DuckDB's own S3 reader is the httpfs extension, downloaded at run time; a store on S3 (or anywhere
 fsspec reaches) is read through the fsspec filesystem registered with DuckDB instead, so nothing is downloaded.
 Extensions are neither installed nor loaded, and once the views exist the connection may read the store and
-nothing else: a query cannot fetch a file, load an extension or change those settings.
+nothing else: a query cannot fetch a file, load an extension or change those settings; and it writes nothing
+(its statements are judged by kind before any runs: DuckDB lets it write where it may read).
 
 Which files count is the results contract's: `<experiment>/<table>/*.parquet` under the root (or the root itself
 when it is one experiment, as `store.find_experiments` decides), never a dot-prefixed file (a writer's temporary
@@ -16,6 +17,8 @@ keeps them). Files of a newer schema version are refused, as every reader refuse
 from __future__ import annotations
 
 import posixpath
+import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,7 @@ import pyarrow as pa
 from fsspec.spec import AbstractFileSystem
 
 from generator.errors import ResultsError
-from generator.results.location import is_transport_error, is_url, local_path, open_filesystem, remote_failure, shown
+from generator.results.location import is_transport_error, local_path, open_filesystem, remote_failure, shown
 from generator.results.schema import METADATA_KEY, TABLES
 from generator.results.store import TRIAL_TABLES, check_version
 
@@ -63,7 +66,8 @@ def run_query(results: str | Path, sql: str) -> QueryResult:
     """Run one SQL text (the last statement's rows are returned) over the views of the store at `results`."""
     con = open_store(results)
     try:
-        cursor = con.execute(sql)
+        _check_writes_nothing(con, sql, str(results))
+        cursor = _interruptible(con, sql)
         if cursor is None:  # DuckDB's answer to a text with no statement at all (empty, blanks, comments)
             raise ResultsError(f"The query for the store {results} holds no SQL statement. Allowed: SQL over the "
                                f"views {', '.join(VIEWS)} (their columns: docs/query.md), e.g. "
@@ -71,10 +75,88 @@ def run_query(results: str | Path, sql: str) -> QueryResult:
         if cursor.description is None:  # a statement that returns no rows
             return QueryResult((), [])
         return QueryResult(tuple(d[0] for d in cursor.description), cursor.fetchall())
+    except duckdb.InterruptException as e:
+        raise KeyboardInterrupt from e
     except duckdb.Error as e:
         raise ResultsError(_query_failed(str(results), e)) from e
     finally:
         con.close()
+
+
+def _interruptible(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyConnection | None:
+    """`con.execute(sql)` in a thread of its own, so that a Ctrl-C reaches this (main) thread at once and stops
+    DuckDB (`con.interrupt()`). Left to DuckDB, a Ctrl-C that landed as a query started was lost and the query
+    ran on (for hours, for a big one); one that it saw came back as a RuntimeError traceback."""
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+    # A cursor is a connection of its own to the same database (views, locked settings): DuckDB refuses any call
+    # on a connection busy in another thread, but a cursor can be interrupted while it runs.
+    cursor = con.cursor()
+
+    def execute() -> None:
+        try:
+            outcome["cursor"] = cursor.execute(sql)
+        except BaseException as e:  # handed to the main thread, which raises it
+            outcome["error"] = e
+        finally:
+            finished.set()
+
+    # Waited for with an Event, not Thread.join: a KeyboardInterrupt inside join() leaves Python 3.11's thread
+    # marked stopped while it runs on (the next join returns at once), and the cursor then cannot be closed.
+    threading.Thread(target=execute, name="perfsite-query", daemon=True).start()
+    try:
+        while not finished.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        cursor.interrupt()
+        finished.wait()
+        cursor.close()  # the connection refuses to close while its cursor is open on an interrupted query
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["cursor"]
+
+
+# Statements that change nothing outside the connection's memory. DuckDB's `allowed_directories` can only say
+# "the store's folder", for reading and writing alike: `COPY (...) TO 'results/x/trials/K.parquet'` overwrote a
+# trial, and through the fsspec filesystem of an s3:// store it would have written into the bucket. So the SQL is
+# judged by its statements' kinds first: no COPY, EXPORT, ATTACH, PREPARE/EXECUTE (which could run a COPY), CALL
+# (`enable_logging` writes files), PRAGMA (`COPY FROM DATABASE` is one), INSTALL or LOAD; an EXPLAIN by what it
+# explains (EXPLAIN ANALYZE runs it). CREATE, INSERT, UPDATE, DELETE, DROP and ALTER touch in-memory tables
+# only, ATTACH being refused; SET is DuckDB's to refuse (the settings are locked).
+_WRITES_NOTHING = {"SELECT", "CREATE", "CREATE_FUNC", "INSERT", "UPDATE", "DELETE", "DROP", "ALTER", "SET",
+                   "VARIABLE_SET", "TRANSACTION", "MULTI"}
+_EXPLAIN = re.compile(r"\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*EXPLAIN\s+(?:\([^)]*\)\s*)?(?:ANALY[SZ]E\s+)?",
+                      re.IGNORECASE | re.DOTALL)
+
+
+def _check_writes_nothing(con: duckdb.DuckDBPyConnection, sql: str, store: str) -> None:
+    """Refuse SQL holding a statement that could write a file (see _WRITES_NOTHING), before any of it runs."""
+    for statement in con.extract_statements(sql):
+        kind = _kind(statement)
+        inner = _EXPLAIN.match(statement.query) if kind == "EXPLAIN" else None
+        if inner is not None and inner.end() < len(statement.query):
+            kind = "EXPLAIN" if _explained_writes(con, statement.query[inner.end():]) else "SELECT"
+        if kind not in _WRITES_NOTHING:
+            text = " ".join(statement.query.split())
+            text = text if len(text) <= 80 else text[:77] + "..."
+            raise ResultsError(
+                f"The query for the store {store} holds a statement perfsite does not run: `{text}` ({kind}). "
+                "`perfsite query` reads the store and writes nothing, there or anywhere. Allowed: SELECT (also "
+                "WITH, DESCRIBE, SHOW, SUMMARIZE, PIVOT, and EXPLAIN of one), and in-memory CREATE, INSERT, "
+                f"UPDATE, DELETE or DROP, over the views {', '.join(VIEWS)} (their columns: docs/query.md), "
+                "reading nothing but the store's files; perfsite installs and loads no DuckDB extension.")
+
+
+def _explained_writes(con: duckdb.DuckDBPyConnection, sql: str) -> bool:
+    return any(_kind(s) not in _WRITES_NOTHING for s in con.extract_statements(sql))
+
+
+def _kind(statement: Any) -> str:
+    try:
+        return statement.type.name
+    except ValueError:  # a kind this duckdb module has no name for (`UPDATE EXTENSIONS`): not one of ours
+        return "UNKNOWN"
 
 
 def open_store(results: str | Path) -> duckdb.DuckDBPyConnection:
@@ -121,9 +203,9 @@ def _filesystem(name: str) -> tuple[AbstractFileSystem, str, bool]:
     """The fsspec filesystem of a store, its path there, and whether it was given as a URL (read by DuckDB
     through that filesystem; a plain path DuckDB reads itself). The URL is opened as every store is
     (generator.results.location.open_filesystem); `s3://` needs s3fs installed (perfsite[s3])."""
-    if not is_url(name):
-        local_path(name)  # refuses `s3:/bucket` (one slash), which is no local folder either
-        return fsspec.filesystem("file"), Path(name).absolute().as_posix(), False
+    local = local_path(name)  # refuses `s3:/bucket` (one slash), which is no local folder either
+    if local is not None:  # a path, or a file:// URL read as the folder it names (percent-decoded)
+        return fsspec.filesystem("file"), local.absolute().as_posix(), False
     fs, root = open_filesystem(name)
     return fs, root, True
 

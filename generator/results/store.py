@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generator.errors import ResultsError
-from generator.paths import SITE_MARKER, inside_built_site
+from generator.paths import replaced_by_builds
 from generator.results import migrate
 from generator.results.cells import decoded
 from generator.results.location import (  # noqa: F401  (atomic_write_bytes: probe and oneshot write with it)
@@ -117,12 +117,12 @@ class ResultsDir:
         if not isinstance(self.where, LocalFolder):
             self.where.ensure_writable()
             return
-        site = inside_built_site(self.path)
-        if site is not None:
+        replaced = replaced_by_builds(self.path)
+        if replaced is not None:
             raise ResultsError(
-                f"Cannot write results to {self.path}: it is inside {site}, a site perfsite built "
-                f"({site / SITE_MARKER} marks it), and sites are built anew. Allowed: a results folder outside every "
-                "site folder; choose one with --results DIR (the default is <project>/results).")
+                f"Cannot write results to {self.path}: it is {replaced}. Allowed: a results folder outside every "
+                "site folder and outside .perfsite/build and .perfsite/cache; choose one with --results DIR (the "
+                "default is <project>/results).")
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             probe = self.path / f".write-probe-{os.getpid()}"

@@ -15,7 +15,6 @@ a second run measures only what is missing.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
 import os
@@ -39,6 +38,8 @@ from generator.plan import (
     plan_trials,
     sweep_axes,
     trial_key,
+    unmatched_values,
+    values_to_choose,
 )
 from generator.processes import process_tempdir
 from generator.results.store import ResultsDir
@@ -64,8 +65,20 @@ QUICK_BUDGET_S = 1.0
 UNKEYED_SETTINGS = ("timeout_s", "target", "budget_s")
 
 
+# PERFSITE_QUICK's words, compared case-insensitively: `False` (Python's str of a bool) and `off` once meant
+# *quick*, since anything but "", 0, false and no did, and a CI job that turned quick mode off measured in it.
+QUICK_OFF = ("", "0", "false", "no", "off")
+QUICK_ON = ("1", "true", "yes", "on")
+
+
 def is_quick(flag: bool) -> bool:
-    return flag or os.environ.get(QUICK_ENV, "") not in ("", "0", "false", "no")
+    if flag:
+        return True
+    value = os.environ.get(QUICK_ENV, "")
+    if value.strip().lower() in QUICK_OFF + QUICK_ON:
+        return value.strip().lower() in QUICK_ON
+    raise RunError(f"{QUICK_ENV}={value!r} says neither on nor off. Allowed: {', '.join(QUICK_ON)} (quick mode, as "
+                   f"--quick) or {', '.join(repr(v) for v in QUICK_OFF)} (a full measurement), in any case.")
 
 
 def measure_settings(loaded: LoadedSpec, quick: bool) -> dict:
@@ -197,6 +210,10 @@ def sweep_trials(loaded: LoadedSpec, only: str | None) -> list:
     trials = filter_trials(planned_all, only, axes)
     if not trials:
         raise RunError(no_trial_message(planned_all, only, axes, str(loaded.path)))
+    unmatched = unmatched_values(planned_all, only, axes)
+    if unmatched:
+        raise RunError(f"--only {only!r}: no planned trial of {loaded.path} has {', '.join(unmatched)}; the "
+                       f"other values would run without it. {values_to_choose(planned_all, only, axes)}")
     return trials
 
 
@@ -237,19 +254,9 @@ def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
             theirs = load_spec(Path(other), allow_outside=True)
         except Exception:  # gone, moved or broken: not a second experiment of this name any more
             continue
-        if (theirs.spec.name == loaded.spec.name and theirs.sha256 != loaded.sha256
-                and not model_files(theirs) & model_files(loaded)):
+        same_name = theirs.spec.name == loaded.spec.name
+        if same_name and theirs.sha256 != loaded.sha256 and not theirs.same_experiment(loaded):
             raise RunError(same_name_message(loaded.path, Path(other), loaded.spec.name, results.path))
-
-
-def model_files(loaded: LoadedSpec) -> set[Path]:
-    """The model files a spec measures (its `path:` versions), resolved."""
-    found = set()
-    for name, model in loaded.spec.models.items():
-        if getattr(model, "path", None):
-            with contextlib.suppress(Exception):
-                found.add(loaded.resolve(model.path, f"models.{name}.path").resolve())
-    return found
 
 
 def same_name_message(mine: Path, theirs: Path, name: str, folder: Path | None) -> str:

@@ -225,7 +225,7 @@ def build_lock(project_root: Path, say: Callable[[str], None]) -> Iterator[None]
     """Hold the project's build lock (module docstring) for the duration; wait, saying so, if another build
     holds it."""
     folder = project_root / ".perfsite"
-    folder.mkdir(parents=True, exist_ok=True)
+    check_scratch(folder)
     fd = os.open(folder / "build.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
@@ -237,3 +237,24 @@ def build_lock(project_root: Path, say: Callable[[str], None]) -> Iterator[None]
         yield
     finally:
         os.close(fd)
+
+
+def check_scratch(folder: Path) -> None:
+    """SiteError unless the project's `.perfsite` is a folder the build can write, whose `build` (which every build
+    removes whole) is absent or a plain folder and whose `cache` is absent or a folder: a file there, or a link as
+    `build`, ended the build in a traceback, from mkdir or from rmtree, which does not follow a link."""
+    allowed = (f"Allowed: a folder perfsite can create and write at {folder}, where it keeps the pages it generates "
+               "and its caches (safe to delete: the next build makes them again).")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f".write-probe-{os.getpid()}").touch()
+        (folder / f".write-probe-{os.getpid()}").unlink()
+    except OSError as e:
+        reason = "it is a file, not a folder" if folder.is_file() else e.strerror or str(e)
+        raise SiteError(f"Cannot build the site: {folder} cannot be used ({reason}). {allowed}") from e
+    for name in ("build", "cache"):
+        inner = folder / name
+        if (name == "build" and inner.is_symlink()) or (inner.exists() and not inner.is_dir()):
+            what = f"a symbolic link (to {os.readlink(inner)})" if inner.is_symlink() else "a file, not a folder"
+            raise SiteError(f"Cannot build the site: {inner} is {what}, and every build empties that folder; "
+                            f"perfsite does not follow a link or remove a file of yours to do so. Remove it. {allowed}")

@@ -79,8 +79,10 @@ def make_server(site_dir: Path, port: int = 0) -> ThreadingHTTPServer:
         raise SiteError(f"--port {port} is not a TCP port. Allowed: 1 to {MAX_PORT} (0: any free port, printed "
                         "when the server starts); ports below 1024 need administrator rights.")
     if not (site_dir / "index.html").is_file():
+        what = ("is a file, not a site folder" if site_dir.is_file() else "does not exist" if not site_dir.exists()
+                else "holds no index.html")
         raise SiteError(
-            f"{site_dir} holds no index.html: it is not a built site. Build it first with `perfsite build`, "
+            f"{site_dir} {what}: it is not a built site. Build it first with `perfsite build`, "
             "or point --site at the folder `perfsite build` wrote."
         )
     handler = functools.partial(_QuietHandler, directory=str(site_dir))

@@ -8,6 +8,7 @@ Every problem with the input text becomes a SpecError; any other exception is a 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -241,6 +242,23 @@ class LoadedSpec:
         return self.resolve(model.path, what, must_exist=must_exist)
 
 
+    def model_files(self) -> set[Path]:
+        """The model files the spec measures (its `path:` versions), resolved; one that cannot be is left out."""
+        found = set()
+        for name, model in self.spec.models.items():
+            if model.path is not None:
+                with contextlib.suppress(Exception):
+                    found.add(self.model_file(name).resolve())
+        return found
+
+    def same_experiment(self, other: LoadedSpec) -> bool:
+        """Whether two specs are one experiment, as two specs of one name in a results folder must be: the same
+        file (given twice, or through a link), or specs that measure a model file in common (a spec moved,
+        copied, edited or checked out twice)."""
+        return (os.path.realpath(self.path) == os.path.realpath(other.path)
+                or bool(self.model_files() & other.model_files()))
+
+
 def load_spec(path: Path, allow_outside: bool = False) -> LoadedSpec:
     """Read, parse and validate the spec file at `path`; SpecError for any problem with it."""
     path = Path(path)
@@ -355,12 +373,17 @@ def validate_specs(paths: Iterable[Path], allow_outside: bool = False) -> list[L
             loaded.append(load_spec(file, allow_outside))
         except SpecError as exc:
             errors.append(str(exc))
-    by_name: dict[str, Path] = {}
+    # The rule of `perfsite run` (one experiment per name in a results folder, LoadedSpec.same_experiment), for
+    # each spec's default results folder <project root>/results: validate refused a spec given twice, or a link
+    # to it, that run measures.
+    by_name: dict[tuple[str, Path], LoadedSpec] = {}
     for item in loaded:
-        if item.spec.name in by_name:
-            errors.append(f"Specs `{by_name[item.spec.name]}` and `{item.path}` share the name "
-                          f"`{item.spec.name}`; results/{item.spec.name}/ would mix them, so rename one.")
-        by_name.setdefault(item.spec.name, item.path)
+        first = by_name.setdefault((item.spec.name, item.root), item)
+        if not first.same_experiment(item):
+            errors.append(f"Specs `{first.path}` and `{item.path}` both have `name: {item.spec.name}` and measure "
+                          f"different model files: in {item.root / 'results' / item.spec.name} a site would show "
+                          "one experiment mixing two unrelated models. Allowed: one spec per name in a results "
+                          "folder; rename one of them (`name:`), or run it with its own --results DIR.")
     if errors:
         raise SpecError("\n".join(errors))
     return loaded

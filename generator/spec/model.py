@@ -9,6 +9,7 @@ trusts these records.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from typing import Annotated, Any
@@ -232,6 +233,8 @@ class Spec(Record):
         issues += _selection_issues("exclude", self.exclude, axes, allow_empty=False)
         issues += _selection_issues("profile", self.profile, axes, allow_empty=True)
         issues += _compare_issues(self.compare, self.models, axes)
+        if not issues:  # the sweep is within MAX_TRIALS and every exclude entry names axes and values it has
+            issues = _nothing_left_issues(self.exclude, axes)
         if issues:
             fail(*issues)
         return self
@@ -320,6 +323,20 @@ def _placeholder_issues(inputs: dict[str, InputSpec], sweep: Sweep) -> list[Issu
 
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
+
+
+def _nothing_left_issues(exclude: tuple[dict, ...], axes: dict[str, tuple]) -> list[Issue]:
+    """`exclude` entries that together remove every configuration: validate said "ok, 0 trials", and run refused
+    with "--only None leaves no trial"."""
+    if not exclude:
+        return []
+    names = list(axes)
+    for combo in itertools.product(*axes.values()):
+        config = dict(zip(names, combo, strict=True))
+        if not any(all(_same(value, config[key]) for key, value in entry.items()) for entry in exclude):
+            return []
+    return [Issue(("exclude",), "these entries remove every configuration of the sweep, so there is nothing to "
+                  "measure; remove an entry, or add values to the sweep that no entry matches")]
 
 
 def _selection_issues(field: str, items: tuple[dict, ...], axes: dict[str, tuple], allow_empty: bool) -> list:

@@ -3,7 +3,9 @@
 A derived file lives at ``<cache_dir>/<key>.onnx`` where the key hashes the source model's content, the
 transform, its options (and calibration data) and the transform's code version: a changed input gives a new
 file, an unchanged one is built once and reused. Files are written under a temporary name and renamed into
-place, so a run killed mid-build never leaves a half file that a later run would trust.
+place, so a run killed mid-build never leaves a half file that a later run would trust. A file damaged after it
+was stored (a CI cache restored in part, a full disk, a hand edit) is found by the sha256 its sidecar records and
+built again: it ended `perfsite run` in a protobuf DecodeError traceback.
 """
 
 from __future__ import annotations
@@ -50,6 +52,25 @@ def read_notes(model_path: Path) -> tuple[str, ...]:
         return ()
     notes = data.get("notes") if isinstance(data, dict) else None
     return tuple(str(n) for n in notes) if isinstance(notes, list) else ()
+
+
+def intact(model_path: Path, sha256: str) -> bool:
+    """Whether a cached model still holds what was stored: its sha256 against the one its sidecar records. A
+    sidecar of an earlier perfsite records none; such an entry is trusted if it parses as a model."""
+    try:
+        data = json.loads(model_path.with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    recorded = data.get("model_sha256") if isinstance(data, dict) else None
+    if isinstance(recorded, str):
+        return recorded == sha256
+    try:
+        import onnx
+
+        onnx.load_model(str(model_path), load_external_data=False)
+    except Exception:  # damaged bytes make protobuf raise DecodeError, or onnx a ValueError
+        return False
+    return True
 
 
 def store(built: Path, dst: Path, notes: Sequence[str], about: dict) -> None:

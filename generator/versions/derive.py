@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import ModelError, PerfsiteError
-from generator.versions.cache import cache_key, cached_model_path, model_digest, read_notes, store
+from generator.versions.cache import cache_key, cached_model_path, intact, model_digest, read_notes, store
 from generator.versions.checks import check_model_file, check_runtime_loads
 from generator.versions.registry import ModelVersion, Transform, TransformContext
 
@@ -33,11 +33,13 @@ def derived_version(
     context = TransformContext(loaded, name, f"models.{name}.{field_name}", binding, cache_dir)
     key = cache_key(base.sha256, field_name, transform.cache_token(options, context), transform.code_version)
     dst = cached_model_path(cache_dir, key)
-    if not dst.is_file():
+    sha256, size = model_digest(dst) if dst.is_file() else ("", 0)
+    if not sha256 or not intact(dst, sha256):
         if progress is not None:
-            progress(f"building {name} ({transform.describe(options)})")
+            damaged = " again: its cached file was damaged" if sha256 else ""
+            progress(f"building {name} ({transform.describe(options)}){damaged}")
         _build(base, dst, wanted, context, label)
-    sha256, size = model_digest(dst)
+        sha256, size = model_digest(dst)
     return ModelVersion(
         name, dst, sha256, size, f"{label} → {transform.label(options)}", chain, read_notes(dst)
     )
@@ -71,7 +73,8 @@ def _build(
             raise ModelError(f"{what} wrote no model for version {context.version!r}.")
         _, checker_notes = check_model_file(built, what)
         check_runtime_loads(built, f"{what} made an invalid model for version {context.version!r}")
-        about = {"version": context.version, "source_sha256": base.sha256, "transform": field_name}
+        about = {"version": context.version, "source_sha256": base.sha256, "transform": field_name,
+                 "model_sha256": model_digest(built)[0]}
         store(built, dst, [*context.notes, *checker_notes], about)
 
 

@@ -23,7 +23,7 @@ from onnxruntime.quantization import (
 )
 
 from generator.errors import ModelError
-from generator.inputs import describe_model_inputs, make_feeds
+from generator.inputs import ModelInput, describe_model_inputs, format_input, make_feeds
 from generator.versions.cache import file_sha256
 from generator.versions.registry import TransformContext, canonical_json, options_data, register
 
@@ -142,7 +142,31 @@ def _calibration_arrays(src: Path, data: str, context: TransformContext) -> dict
             f"{context.loaded.path}: {field}: {path} must hold one array per model input (first axis = "
             f"samples); it lacks {', '.join(missing)} (it holds {', '.join(arrays) or 'nothing'})."
         )
-    return {d.name: arrays[d.name] for d in describe_model_inputs(src)}
+    where = f"{context.loaded.path}: {field}: {path}"
+    return {d.name: _calibration_array(arrays[d.name], d, where) for d in describe_model_inputs(src)}
+
+
+def _calibration_array(array: np.ndarray, decl: ModelInput, where: str) -> np.ndarray:
+    """A calibration array checked against the input it feeds, one sample (`array[i:i+1]`) at a time, as an
+    input file is: a wrong size, rank or kind of number failed inside onnxruntime's calibrator, reported as a
+    problem with the quantize options. Float data is converted to the input's float type."""
+    def refuse(problem: str) -> ModelError:
+        return ModelError(f"{where}: the array `{decl.name}` {problem}. Allowed: one array per model input, its first "
+                          f"axis the samples and the rest as the model declares ({format_input(decl)}).")
+
+    if array.ndim > 0 and len(array) == 0:
+        raise refuse(f"holds no sample (shape {list(array.shape)})")
+    kind = decl.dtype.kind if decl.dtype is not None else None
+    if kind is not None and array.dtype.kind != kind and not (kind in "iu" and array.dtype.kind in "iu"):
+        raise refuse(f"holds {array.dtype} data, which does not feed a {decl.dtype} input without changing its kind")
+    if decl.shape is not None:
+        if array.ndim != len(decl.shape):
+            raise refuse(f"has rank {array.ndim} {list(array.shape)}, the model wants rank {len(decl.shape)}")
+        sample = (1, *array.shape[1:]) if array.ndim else ()
+        for axis, (size, dim) in enumerate(zip(sample, decl.shape, strict=True)):
+            if isinstance(dim, int) and dim > 0 and size != dim:
+                raise refuse(f"has {size} on axis {axis} of a sample where the model fixes {dim}")
+    return array.astype(decl.dtype, copy=False) if kind is not None and kind in "fiu" else array
 
 
 def _preprocess(src: Path, context: TransformContext) -> Path:

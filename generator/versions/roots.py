@@ -45,8 +45,9 @@ def _root_file(loaded: Any, name: str, model_spec: Any) -> Path:
         where = (
             f"inside the package {package!r} ({path.parent})" if package else "(relative to the spec file)"
         )
+        missing = "is a folder, not a model file," if os.path.isdir(path) else "does not exist"
         raise ModelError(
-            f"{loaded.path}: {field}: the model file {path} does not exist {where}. Allowed: an ONNX file "
+            f"{loaded.path}: {field}: the model file {path} {missing} {where}. Allowed: an ONNX file "
             "inside the project, relative to the spec's folder (or `package:` plus a path inside an installed "
             "Python package); `perfsite example-models DIR` writes the example models."
         )
