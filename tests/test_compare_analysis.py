@@ -141,6 +141,13 @@ def test_named_configuration_must_exist_in_both(exp):
     assert "b1 t1 c1; b1 t2 c1; b4 t1 c1; b4 t2 c1" in str(error.value) and "{batch: 2}" in str(error.value)
     with pytest.raises(ResultsError, match="`nope` has no successful trial"):
         compare_versions(exp, "nope")
+    # A misspelt axis is named, with the axes there are, not reported as matching no configuration.
+    with pytest.raises(ResultsError) as error:
+        compare_versions(exp, "fp32", "int8", {"bach": 1})
+    said = str(error.value)
+    assert said.startswith("The compare configuration names `bach` (did you mean `batch`?), which is not a "
+                           "configuration axis of the trials in "), said
+    assert "Allowed: batch, threads, concurrency, optimization_level" in said
 
 
 def test_points_pareto_and_ratios(exp):

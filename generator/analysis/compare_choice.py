@@ -9,6 +9,7 @@ its reason, shown on the page.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +150,7 @@ def choose_config(ctx: CompareContext, a: str, b: str,
     spot = sweet_spot(list(ta.values()), ctx.threshold_ms)
     spot_key = config_key(spot) if spot else None
     if wanted is not None:
+        _check_axes(ctx, wanted, list(ta.values()) + list(tb.values()))
         matches = [k for k in common if _matches(ta[k], wanted)]
         if not matches:
             raise ResultsError(_no_config_message(ctx, a, b, wanted, common))
@@ -175,6 +177,18 @@ def _best_config(trials: dict[tuple, TrialSummary], keys: list[tuple], profiled:
     best = spot or min((trials[k] for k in pool), key=lambda t: (-t.throughput_ips, t.latency_headline_ms,
                                                                     t.trial_key))
     return config_key(best)
+
+
+def _check_axes(ctx: CompareContext, wanted: dict[str, Any], trials: list[TrialSummary]) -> None:
+    """A configuration naming an axis the trials do not have (`bach=1`) is named as such, not reported as
+    matching no configuration."""
+    known = dict.fromkeys([*AXIS_COLUMNS, *(name for t in trials for name, _ in t.dims)])
+    unknown = [axis for axis in wanted if axis not in known]
+    if unknown:
+        guess = difflib.get_close_matches(unknown[0], list(known), n=1)
+        hint = f" (did you mean `{guess[0]}`?)" if guess else ""
+        raise ResultsError(f"The compare configuration names `{unknown[0]}`{hint}, which is not a configuration "
+                           f"axis of the trials in {ctx.exp.path}. Allowed: {', '.join(known)}.")
 
 
 def _no_config_message(ctx: CompareContext, a: str, b: str, wanted: dict[str, Any], common: list[tuple]) -> str:
