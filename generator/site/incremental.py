@@ -46,11 +46,12 @@ import multiprocessing
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import generator
+from generator import processes
 from generator.results.location import StoreRoot, local_path, open_location, shown
 from generator.results.store import ExperimentResults, load_experiment
 from generator.results.stores import merge
@@ -144,9 +145,9 @@ def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
     for parts, slug, folder in remote:
         generate_entry(parts, slug, str(folder))
     workers = min(len(local), MAX_WORKERS, os.cpu_count() or 1)
-    if workers <= 1:
+    if workers <= 1:  # one experiment, or one core: in this process, the chooser in a child beside it
         for parts, slug, folder in local:
-            generate_entry(parts, slug, str(folder))
+            generate_entry(parts, slug, str(folder), os.cpu_count() or 1)
         return
     # forkserver: workers start from a clean process, not a fork of one whose libraries hold threads. The
     # server imports this module (pandas, altair, the analyses) once, and each worker is a fork of it. As with
@@ -174,23 +175,53 @@ def load_merged(parts: Sequence[StoreRoot]) -> tuple[ExperimentResults, list[str
     return merge([load_experiment(part) for part in parts])
 
 
-def generate_entry(parts: Parts, slug: str, folder: str) -> None:
-    """Read one experiment, render its pages into a new cache entry at `folder` (in a worker process)."""
+def generate_entry(parts: Parts, slug: str, folder: str, cores: int = 1) -> None:
+    """Read one experiment, render its pages into a new cache entry at `folder` (in a worker process, or with
+    `cores` 2 or more in the build's own process: its chooser page in a forked child meanwhile)."""
     results, notes = load_merged(parts)
     view = P.site_view(results, slug)
-    made = P.view_pages(P.template_env(), view)
     target = Path(folder)
     staging = target.with_name(f".{target.name}.{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
-    for page in made:
-        write_page(staging / "docs", page)
+    made = _pages_apart(view, staging) if cores > 1 else _pages(view, staging / "docs", P.PAGE_KINDS)
     warnings = (*(f"Warning: {p}" for p in results.problems), *filter(None, [older_spec_note(results)]),
                 *(f"Note: {n}" for n in notes))
-    entry = CachedExperiment(target, tuple(Page(p.path, p.title, "") for p in made),
+    entry = CachedExperiment(target, tuple(made),
                              replace(view, results=None, context=None), warnings)
     (staging / ENTRY).write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
+
+
+def _pages(view: ExperimentView, docs: Path, kinds: Iterable[str]) -> list[Page]:
+    """The experiment's pages of these kinds, written into `docs`; their paths and titles."""
+    made = P.view_pages(P.template_env(), view, kinds)
+    for page in made:
+        write_page(docs, page)
+    return [Page(p.path, p.title, "") for p in made]
+
+
+APART = "choose"  # the page kind a rebuild of one experiment generates in a child (the biggest: half the time)
+
+
+def _pages_apart(view: ExperimentView, staging: Path) -> list[Page]:
+    """Every page of the experiment, the kind APART generated in a forked child meanwhile: an experiment
+    generated in the build's own process (a rebuild after one changed) uses both cores. The child shares the
+    results already read; it writes its pages and their paths and titles. Should it fail, its pages are
+    generated here, where an error is raised as usual."""
+    docs, listing = staging / "docs", staging / f"{APART}.pickle"
+    docs.mkdir(parents=True, exist_ok=True)
+
+    def apart() -> None:
+        listing.write_bytes(pickle.dumps(_pages(view, docs, [APART]), protocol=pickle.HIGHEST_PROTOCOL))
+
+    pid = processes.fork_call(apart) if APART in P.PAGE_KINDS else None
+    kinds = [k for k in P.PAGE_KINDS if k != APART or pid is None]
+    made = {kind: _pages(view, docs, [kind]) for kind in kinds}
+    if pid is not None:
+        made[APART] = pickle.loads(listing.read_bytes()) if processes.forked_ok(pid) else _pages(view, docs, [APART])
+        listing.unlink(missing_ok=True)
+    return [page for kind in P.PAGE_KINDS for page in made[kind]]
 
 
 def _whole(folder: Path) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -205,12 +205,14 @@ def site_view(results: ExperimentResults, slug: str) -> ExperimentView:
     return view
 
 
-def view_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
-    """One experiment's pages, of every kind, in the registry's order."""
+def view_pages(env: jinja2.Environment, view: ExperimentView, kinds: Iterable[str] | None = None) -> list[Page]:
+    """One experiment's pages, of every kind (or of `kinds`), in the registry's order."""
     pages = []
+    wanted = set(PAGE_KINDS if kinds is None else kinds)
     with charts.unvalidated():
-        for kind in PAGE_KINDS.values():
-            pages += kind(env, view)
+        for name, kind in PAGE_KINDS.items():
+            if name in wanted:
+                pages += kind(env, view)
     return pages
 
 
