@@ -40,12 +40,14 @@ workers are forks of a server started with the environment of its first use, per
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import multiprocessing
 import os
 import pickle
 import shutil
+import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -205,22 +207,49 @@ APART = "choose"  # the page kind a rebuild of one experiment generates in a chi
 
 
 def _pages_apart(view: ExperimentView, staging: Path) -> list[Page]:
-    """Every page of the experiment, the kind APART generated in a forked child meanwhile: an experiment
+    """Every page of the experiment, the chooser page generated in a forked child meanwhile: an experiment
     generated in the build's own process (a rebuild after one changed) uses both cores. The child shares the
-    results already read; it writes its pages and their paths and titles. Should it fail, its pages are
-    generated here, where an error is raised as usual."""
-    docs, listing = staging / "docs", staging / f"{APART}.pickle"
+    results already read. This process writes the chooser's layer details first (they need no statistics:
+    P.chooser_details), hands the child their chunks through a file and one byte on a pipe, then generates the
+    other kinds; the child writes its pages and their paths and titles. Should the child fail, the chooser
+    page is generated here, where an error is raised as usual."""
+    docs, listing, chunks = staging / "docs", staging / f"{APART}.pickle", staging / "chunks.pickle"
     docs.mkdir(parents=True, exist_ok=True)
+    read_end, write_end = os.pipe()
+
+    def details() -> dict:
+        if os.read(read_end, 1) != b"1":  # the build's process failed before it wrote them
+            raise RuntimeError("no layer details")
+        return pickle.loads(chunks.read_bytes())
 
     def apart() -> None:
-        listing.write_bytes(pickle.dumps(_pages(view, docs, [APART]), protocol=pickle.HIGHEST_PROTOCOL))
+        os.close(write_end)
+        made = P.chooser_pages(P.template_env(), view, details)
+        for page in made:
+            write_page(docs, page)
+        listing.write_bytes(pickle.dumps([Page(p.path, p.title, "") for p in made], pickle.HIGHEST_PROTOCOL))
 
     pid = processes.fork_call(apart) if APART in P.PAGE_KINDS else None
-    kinds = [k for k in P.PAGE_KINDS if k != APART or pid is None]
-    made = {kind: _pages(view, docs, [kind]) for kind in kinds}
+    os.close(read_end)
+    try:
+        if pid is not None:
+            files, chunks_of = P.chooser_details(view)
+            write_files(docs, files)
+            chunks.write_bytes(pickle.dumps(chunks_of, pickle.HIGHEST_PROTOCOL))
+            with contextlib.suppress(BrokenPipeError):  # a child gone already: its pages are made below
+                os.write(write_end, b"1")
+        os.close(write_end)
+        kinds = [k for k in P.PAGE_KINDS if k != APART or pid is None]
+        made = {kind: _pages(view, docs, [kind]) for kind in kinds}
+    except BaseException:
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            processes.forked_ok(pid)
+        raise
     if pid is not None:
         made[APART] = pickle.loads(listing.read_bytes()) if processes.forked_ok(pid) else _pages(view, docs, [APART])
         listing.unlink(missing_ok=True)
+        chunks.unlink(missing_ok=True)
     return [page for kind in P.PAGE_KINDS for page in made[kind]]
 
 
@@ -253,7 +282,11 @@ def write_page(docs_dir: Path, page: Page) -> None:
     target = docs_dir / page.path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page.markdown, encoding="utf-8")
-    for rel, content in page.files:
+    write_files(docs_dir, page.files)
+
+
+def write_files(docs_dir: Path, files: Iterable[tuple[str, str | bytes]]) -> None:
+    for rel, content in files:
         (docs_dir / rel).parent.mkdir(parents=True, exist_ok=True)  # the chooser's data folder
         if isinstance(content, bytes):
             (docs_dir / rel).write_bytes(content)
