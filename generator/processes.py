@@ -19,7 +19,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +143,35 @@ def run(command: list[str], timeout: float | None = None, **popen_kwargs: Any) -
             proc.wait()
             raise
     return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
+def fork_call(work: Callable[[], None]) -> int | None:
+    """Run `work` in a forked child that dies with this process, and return the child's pid (wait for it with
+    `forked_ok`); None where this system cannot fork. The child leaves with os._exit: status 0 when `work`
+    returned, 1 when it raised (it prints nothing: the caller does the work itself then, and reports what it
+    raises). SIGINT is held while forking, as in `start`."""
+    if not hasattr(os, "fork"):
+        return None
+    held = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None
+    _remember_forking_pid()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            die_with_parent()
+            work()
+            status = 0
+        except BaseException:  # the parent does the work again and reports the error itself
+            pass
+        finally:
+            os._exit(status)
+    if held:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a pending Ctrl-C is raised now
+    return pid
+
+
+def forked_ok(pid: int) -> bool:
+    """Wait for a child of fork_call; whether its work returned."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0

@@ -16,6 +16,7 @@ from support.results import EXPERIMENT, write_results
 from support.site import site_files
 
 import generator
+from generator import processes
 from generator.site import build_site, incremental
 from generator.site import pages as P
 
@@ -143,3 +144,32 @@ def test_a_results_file_rewritten_with_its_size_and_time_is_read_again(tmp_path)
     assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
     said = _build(tmp_path / "results", project)
     assert f"Reading results of {experiment}" in said and not any("Reusing" in line for line in said), said
+
+
+def test_one_experiment_generated_on_two_cores_equals_one_core_and_survives_a_failed_child(tmp_path, monkeypatch):
+    """A rebuild of one experiment generates its chooser page in a forked child; should the child fail, the
+    build's own process generates it: the entry is the same either way."""
+    experiment = write_results(tmp_path / "results")
+    entries = {}
+    for name, cores in (("one", 1), ("two", 2)):
+        incremental.generate_entry((experiment,), EXPERIMENT, str(tmp_path / name), cores)
+        entries[name] = tmp_path / name
+    fork_call = processes.fork_call
+    monkeypatch.setattr(processes, "fork_call", lambda work: fork_call(lambda: sys.exit("a child that fails")))
+    incremental.generate_entry((experiment,), EXPERIMENT, str(tmp_path / "failed"), 2)
+    entries["failed"] = tmp_path / "failed"
+    files = {name: _files(folder) for name, folder in entries.items()}
+    assert any(path.endswith("choose.md") for path in files["one"])
+    assert files["two"] == files["one"] and files["failed"] == files["one"]
+    pages = {name: incremental._read_entry(folder).pages for name, folder in entries.items()}
+    assert pages["two"] == pages["one"] == pages["failed"]
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted((folder / "docs").rglob("*"))
+            if p.is_file()}
+
+
+def test_a_forked_call_says_whether_its_work_returned():
+    assert processes.forked_ok(processes.fork_call(lambda: None))
+    assert not processes.forked_ok(processes.fork_call(lambda: 1 / 0))

@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,15 +71,26 @@ PAIR_BYTES, TYPE_BYTES = 1_000, 80
 DETAIL_FILE_BYTES = 500_000  # a chunk of layer details: a panel of a 20,000-node model loads one or two
 
 
-def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
-    """The experiment's chooser page with its data files; none with fewer than two ok trials."""
+# A trial's executed node -> the id of the detail chunk that holds it, per trial key (detail_files).
+ChunksOf = dict[str, dict[str, str]]
+
+
+def chooser_pages(env: jinja2.Environment, view: ExperimentView,
+                  details: Callable[[], ChunksOf] | None = None) -> list[Page]:
+    """The experiment's chooser page with its data files; none with fewer than two ok trials. `details`: where
+    another process wrote the layer details (detail_files) and gives their chunks, else they are made here."""
     made = chooser_data(view.results, view.context)
     if made is None:
         return []
     data, ctx = made
     folder = f"{REPORTS_DIR}/{view.slug}/{DATA_FOLDER}"
     files = [(f"{folder}/index.js", _call("index", _index(view, data)))]
-    files += _trial_files(folder, view, data)
+    if details is None:
+        detail, chunks_of = detail_files(view, [c.trial_key for c in data.trials])
+    else:
+        detail, chunks_of = [], details()
+    files += [(f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card, chunks_of[card.trial_key])))
+              for n, card in enumerate(data.trials)] + detail
     index = {v: i for i, v in enumerate(data.versions)}
     files += [(f"{folder}/v-{index[p.a]}-{index[p.b]}.js", _call("pair", index[p.a], index[p.b], _pair(p)))
               for p in data.pairs]
@@ -97,20 +108,24 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     return [Page(page.path, page.title, page.markdown, tuple(files) + page.files)]
 
 
-def _trial_files(folder: str, view: ExperimentView, data: ChooserData) -> list[tuple[str, str]]:
-    """`t-<n>.js` for every trial and the `d-<id>.js` detail chunks they point at. Details are cut into chunks
-    once per group of trials with the same details (layer_details.details_fingerprints), each chunk written
-    once."""
+def detail_files(view: ExperimentView, trial_keys: Sequence[str]) -> tuple[list[tuple[str, str]], ChunksOf]:
+    """The `d-<id>.js` detail chunks of these trials (the chooser's, generator.analysis.chooser.choosable) and,
+    per trial, the chunk of each of its executed nodes (the trial files point at them). Details are cut into
+    chunks once per group of trials with the same details (layer_details.details_fingerprints), each chunk
+    written once. They need the results only, not the chooser's statistics: a rebuild makes them in another
+    process meanwhile (generator.site.incremental)."""
     nodes, layers = view.results.nodes, view.results.layers
     fingerprints = details_fingerprints(nodes, layers)
-    files, details = [], {}
-    chunks_of: dict[tuple, dict[str, str]] = {}  # fingerprint -> executed node -> its chunk's id
-    for n, card in enumerate(data.trials):
-        fingerprint = fingerprints.get(card.trial_key, (None, None))
-        if fingerprint not in chunks_of:
-            chunks_of[fingerprint] = _write_chunks(trial_details(card.trial_key, nodes, layers), details)
-        files.append((f"{folder}/t-{n}.js", _call("trial", n, _trial_nodes(card, chunks_of[fingerprint]))))
-    return files + [(f"{folder}/d-{chunk_id}.js", text) for chunk_id, text in sorted(details.items())]
+    details: dict[str, str] = {}
+    by_fingerprint: dict[tuple, dict[str, str]] = {}  # fingerprint -> executed node -> its chunk's id
+    chunks_of: ChunksOf = {}
+    for key in trial_keys:
+        fingerprint = fingerprints.get(key, (None, None))
+        if fingerprint not in by_fingerprint:
+            by_fingerprint[fingerprint] = _write_chunks(trial_details(key, nodes, layers), details)
+        chunks_of[key] = by_fingerprint[fingerprint]
+    folder = f"{REPORTS_DIR}/{view.slug}/{DATA_FOLDER}"
+    return [(f"{folder}/d-{chunk_id}.js", text) for chunk_id, text in sorted(details.items())], chunks_of
 
 
 def figures_per_file(data: ChooserData) -> int:

@@ -40,17 +40,20 @@ workers are forks of a server started with the environment of its first use, per
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import multiprocessing
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Sequence
+import signal
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import generator
+from generator import processes
 from generator.results.location import StoreRoot, local_path, open_location, shown
 from generator.results.store import ExperimentResults, load_experiment
 from generator.results.stores import merge
@@ -144,9 +147,9 @@ def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
     for parts, slug, folder in remote:
         generate_entry(parts, slug, str(folder))
     workers = min(len(local), MAX_WORKERS, os.cpu_count() or 1)
-    if workers <= 1:
+    if workers <= 1:  # one experiment, or one core: in this process, the chooser in a child beside it
         for parts, slug, folder in local:
-            generate_entry(parts, slug, str(folder))
+            generate_entry(parts, slug, str(folder), os.cpu_count() or 1)
         return
     # forkserver: workers start from a clean process, not a fork of one whose libraries hold threads. The
     # server imports this module (pandas, altair, the analyses) once, and each worker is a fork of it. As with
@@ -174,23 +177,80 @@ def load_merged(parts: Sequence[StoreRoot]) -> tuple[ExperimentResults, list[str
     return merge([load_experiment(part) for part in parts])
 
 
-def generate_entry(parts: Parts, slug: str, folder: str) -> None:
-    """Read one experiment, render its pages into a new cache entry at `folder` (in a worker process)."""
+def generate_entry(parts: Parts, slug: str, folder: str, cores: int = 1) -> None:
+    """Read one experiment, render its pages into a new cache entry at `folder` (in a worker process, or with
+    `cores` 2 or more in the build's own process: its chooser page in a forked child meanwhile)."""
     results, notes = load_merged(parts)
     view = P.site_view(results, slug)
-    made = P.view_pages(P.template_env(), view)
     target = Path(folder)
     staging = target.with_name(f".{target.name}.{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
-    for page in made:
-        write_page(staging / "docs", page)
+    made = _pages_apart(view, staging) if cores > 1 else _pages(view, staging / "docs", P.PAGE_KINDS)
     warnings = (*(f"Warning: {p}" for p in results.problems), *filter(None, [older_spec_note(results)]),
                 *(f"Note: {n}" for n in notes))
-    entry = CachedExperiment(target, tuple(Page(p.path, p.title, "") for p in made),
+    entry = CachedExperiment(target, tuple(made),
                              replace(view, results=None, context=None), warnings)
     (staging / ENTRY).write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
+
+
+def _pages(view: ExperimentView, docs: Path, kinds: Iterable[str]) -> list[Page]:
+    """The experiment's pages of these kinds, written into `docs`; their paths and titles."""
+    made = P.view_pages(P.template_env(), view, kinds)
+    for page in made:
+        write_page(docs, page)
+    return [Page(p.path, p.title, "") for p in made]
+
+
+APART = "choose"  # the page kind a rebuild of one experiment generates in a child (the biggest: half the time)
+
+
+def _pages_apart(view: ExperimentView, staging: Path) -> list[Page]:
+    """Every page of the experiment, the chooser page generated in a forked child meanwhile: an experiment
+    generated in the build's own process (a rebuild after one changed) uses both cores. The child shares the
+    results already read. This process writes the chooser's layer details first (they need no statistics:
+    P.chooser_details), hands the child their chunks through a file and one byte on a pipe, then generates the
+    other kinds; the child writes its pages and their paths and titles. Should the child fail, the chooser
+    page is generated here, where an error is raised as usual."""
+    docs, listing, chunks = staging / "docs", staging / f"{APART}.pickle", staging / "chunks.pickle"
+    docs.mkdir(parents=True, exist_ok=True)
+    read_end, write_end = os.pipe()
+
+    def details() -> dict:
+        if os.read(read_end, 1) != b"1":  # the build's process failed before it wrote them
+            raise RuntimeError("no layer details")
+        return pickle.loads(chunks.read_bytes())
+
+    def apart() -> None:
+        os.close(write_end)
+        made = P.chooser_pages(P.template_env(), view, details)
+        for page in made:
+            write_page(docs, page)
+        listing.write_bytes(pickle.dumps([Page(p.path, p.title, "") for p in made], pickle.HIGHEST_PROTOCOL))
+
+    pid = processes.fork_call(apart) if APART in P.PAGE_KINDS else None
+    os.close(read_end)
+    try:
+        if pid is not None:
+            files, chunks_of = P.chooser_details(view)
+            write_files(docs, files)
+            chunks.write_bytes(pickle.dumps(chunks_of, pickle.HIGHEST_PROTOCOL))
+            with contextlib.suppress(BrokenPipeError):  # a child gone already: its pages are made below
+                os.write(write_end, b"1")
+        os.close(write_end)
+        kinds = [k for k in P.PAGE_KINDS if k != APART or pid is None]
+        made = {kind: _pages(view, docs, [kind]) for kind in kinds}
+    except BaseException:
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            processes.forked_ok(pid)
+        raise
+    if pid is not None:
+        made[APART] = pickle.loads(listing.read_bytes()) if processes.forked_ok(pid) else _pages(view, docs, [APART])
+        listing.unlink(missing_ok=True)
+        chunks.unlink(missing_ok=True)
+    return [page for kind in P.PAGE_KINDS for page in made[kind]]
 
 
 def _whole(folder: Path) -> bool:
@@ -222,7 +282,11 @@ def write_page(docs_dir: Path, page: Page) -> None:
     target = docs_dir / page.path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page.markdown, encoding="utf-8")
-    for rel, content in page.files:
+    write_files(docs_dir, page.files)
+
+
+def write_files(docs_dir: Path, files: Iterable[tuple[str, str | bytes]]) -> None:
+    for rel, content in files:
         (docs_dir / rel).parent.mkdir(parents=True, exist_ok=True)  # the chooser's data folder
         if isinstance(content, bytes):
             (docs_dir / rel).write_bytes(content)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import jinja2
 
 from generator.analysis import summaries as S
+from generator.analysis.chooser import choosable
 from generator.analysis.limits import LimitOverruns, limit_overruns
 from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
@@ -174,9 +175,18 @@ def _compared_times(view: ExperimentView, trial: S.TrialSummary) -> dict[str, di
     return out
 
 
-def chooser_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
-    """The page where a reader chooses A and B (generator.site.chooser_page)."""
-    return chooser_page.chooser_pages(env, view) if view.chooser else []
+def chooser_pages(env: jinja2.Environment, view: ExperimentView,
+                  details: Callable[[], chooser_page.ChunksOf] | None = None) -> list[Page]:
+    """The page where a reader chooses A and B (generator.site.chooser_page); `details`: its layer details were
+    written by chooser_details in another process, which gives their chunks."""
+    return chooser_page.chooser_pages(env, view, details) if view.chooser else []
+
+
+def chooser_details(view: ExperimentView) -> tuple[list[tuple[str, str]], chooser_page.ChunksOf]:
+    """The chooser page's layer-detail files and chunks (chooser_page.detail_files), which need no statistics:
+    none without a chooser page."""
+    keys = [t.trial_key for t in choosable(view.context)] if view.chooser else []
+    return chooser_page.detail_files(view, keys) if len(keys) >= 2 else ([], {})
 
 
 PageKind = Callable[[jinja2.Environment, ExperimentView], list[Page]]
@@ -205,12 +215,14 @@ def site_view(results: ExperimentResults, slug: str) -> ExperimentView:
     return view
 
 
-def view_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
-    """One experiment's pages, of every kind, in the registry's order."""
+def view_pages(env: jinja2.Environment, view: ExperimentView, kinds: Iterable[str] | None = None) -> list[Page]:
+    """One experiment's pages, of every kind (or of `kinds`), in the registry's order."""
     pages = []
+    wanted = set(PAGE_KINDS if kinds is None else kinds)
     with charts.unvalidated():
-        for kind in PAGE_KINDS.values():
-            pages += kind(env, view)
+        for name, kind in PAGE_KINDS.items():
+            if name in wanted:
+                pages += kind(env, view)
     return pages
 
 
