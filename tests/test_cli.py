@@ -345,3 +345,38 @@ def test_a_warning_is_printed_once_however_often_it_is_said(capsys):
     said = capsys.readouterr().err
     assert said.count("Warning: cannot use the cache folder /x") == 1, said
     assert said.count("tiny (paired): 2 trials to measure") == 2, said
+
+
+def _closed_pipe_run(args: list[str], stream: str, cwd) -> tuple[int, str]:
+    """`perfsite ARGS` in a fresh interpreter whose stdout (or stderr) is a pipe nobody reads any more, as after
+    `| head -1`; returns the exit status and what the other stream got."""
+    import os
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write: every write meets the broken pipe
+    streams = {"stdout": write_end, "stderr": subprocess.PIPE} if stream == "stdout" else \
+        {"stdout": subprocess.PIPE, "stderr": write_end}
+    try:
+        done = subprocess.run([sys.executable, "-m", "generator.cli", *args], cwd=cwd, timeout=60, **streams)
+    finally:
+        os.close(write_end)
+    other = done.stderr if stream == "stdout" else done.stdout
+    return done.returncode, other.decode(errors="backslashreplace")
+
+
+@pytest.mark.parametrize(("args", "stream"), [
+    (["--help"], "stdout"),             # typer's help, drawn by a rich console
+    (["run", "--help"], "stdout"),
+    (["schema"], "stdout"),             # typer.echo
+    (["validate", "spec.yaml"], "stdout"),
+    (["validate", "missing.yaml"], "stderr"),  # the error paragraph, written by main() itself
+])
+def test_a_reader_that_stops_reading_ends_perfsite_quietly_with_141(tmp_path, args, stream):
+    """`perfsite --help | head -1`: typer and rich caught the broken pipe and exited 1, perfsite's status for a user
+    error, and a write of main()'s own (an error paragraph for a closed stderr) was a traceback. Now perfsite ends
+    as a Unix tool that SIGPIPE ends: status 141 (128 + 13), and not a word on the other stream."""
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: m.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    code, other = _closed_pipe_run(args, stream, tmp_path)
+    assert code == 141, (args, code, other)
+    assert other == "", (args, other)  # no traceback, no "Exception ignored" from the flush at exit

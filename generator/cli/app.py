@@ -20,6 +20,7 @@ import typer
 
 import generator
 from generator.bounds import MAX_ITERATIONS, MAX_THREADS, MAX_WARMUP
+from generator.cli.pipes import OutputClosed, PipeSafeGroup, exit_output_closed, raise_output_closed_from_rich
 from generator.errors import PerfsiteError, QueryMissingError, RunError, RuntimeMissingError
 from generator.processes import MAX_PROCESS_SECONDS
 from generator.terminal_text import safe
@@ -30,6 +31,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=PipeSafeGroup,  # a reader that stops reading ends perfsite quietly with 141 (generator.cli.pipes)
 )
 
 EXIT_INTERRUPTED = 130
@@ -446,6 +448,14 @@ def _echo_err(text: str) -> None:
 
 def main() -> None:
     """Console-script entry: run the app, turning user errors into one paragraph and exit status 1."""
+    raise_output_closed_from_rich()
+    try:
+        _main()
+    except (OutputClosed, BrokenPipeError):  # also an error paragraph or a Ctrl-C note for a closed stderr
+        exit_output_closed()
+
+
+def _main() -> None:
     try:
         rc = app(args=optional_ray_address(sys.argv[1:]), prog_name="perfsite", standalone_mode=False)
         if rc == EXIT_INTERRUPTED:  # typer returns Ctrl-C inside a command as 130
