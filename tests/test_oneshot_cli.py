@@ -319,6 +319,13 @@ def test_a_model_without_inputs_or_an_empty_file_is_refused_before_measuring(tmp
                   "you can write to (created if missing)"),
     ("afile", "--out afile: it is a file, not a folder. Allowed:"),
     ("taken", "--out taken: taken/conv.perf.html is a folder, and the report is written to that path."),
+    # Where the next `perfsite build` empties or replaces everything (results and example models are refused
+    # there too): the report was written, exit 0, and went with the next build.
+    (".perfsite/build", "--out .perfsite/build: it is inside {tmp}/.perfsite/build, perfsite's own scratch folder, "
+                        "which every `perfsite build` empties: the report would be lost. Allowed: --out with a "
+                        "folder you can write to (created if missing) outside .perfsite/build and .perfsite/cache"),
+    (".perfsite/cache/pages/x", "--out .perfsite/cache/pages/x: it is inside {tmp}/.perfsite/cache, perfsite's own "
+                                "scratch folder"),
 ])
 def test_an_unusable_out_folder_is_refused_before_measuring(tmp_path, monkeypatch, capsys, out, message):
     dynamic_conv_model(tmp_path / "conv.onnx")
@@ -326,7 +333,9 @@ def test_an_unusable_out_folder_is_refused_before_measuring(tmp_path, monkeypatc
     (tmp_path / "taken" / "conv.perf.html").mkdir(parents=True)
     text = _refused_before_measuring(monkeypatch, capsys, tmp_path, "conv.onnx", "--dim", "H=8", "--dim", "W=8",
                                      "--out", out)
-    assert message in text, text
+    assert message.format(tmp=tmp_path) in text, text
+    assert not (tmp_path / ".perfsite").exists()  # refused before the folder was made
+
 
 
 def test_a_scalar_model_is_profiled_and_a_page_that_fails_keeps_the_json(tmp_path, env):

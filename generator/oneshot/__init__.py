@@ -32,6 +32,7 @@ from generator.oneshot.shapes import (
 )
 from generator.oneshot.text import summary_text
 from generator.oneshot.trial import ProfileOptions
+from generator.paths import inside_scratch
 from generator.processes import owned_tempdir
 
 TEST_FAULT_ENV = "PERFSITE_TEST_FAULT"  # "render": the page fails after the JSON is written (tests)
@@ -100,6 +101,13 @@ def check_output_folder(json_path: Path, html_path: Path, given: bool) -> None:
     allowed = "Allowed: --out with a folder you can write to (created if missing) or, by default, the current folder."
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise ResultsError(f"{where}: it is a file, not a folder. {allowed}")
+    # As for results and example models: a report written there would go with the next `perfsite build`. (A
+    # site perfsite built is no such place for a report: a rebuild keeps the files it did not write.)
+    if (scratch := inside_scratch(folder)) is not None:
+        raise ResultsError(f"{where}: it is inside {scratch}, perfsite's own scratch folder, which every `perfsite "
+                           "build` empties: the report would be lost. Allowed: --out with a folder you can write to "
+                           "(created if missing) outside .perfsite/build and .perfsite/cache, or, by default, the "
+                           "current folder.")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):  # mode bits do not tell: root, ACLs, read-only mounts
