@@ -78,8 +78,9 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
         options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
     loaded = one_configuration_spec(model_path, resolved, files, options)
     measured = measure_settings(loaded, options.quick)
-    # The same probe and the same per-user cache as `perfsite run` (generator.machine.probe.probe_cache_dir).
-    say("Measuring the machine's peak and bandwidth (cached once per machine)...")
+    # The same probe and the same per-user cache as `perfsite run` (generator.machine.probe.probe_cache_dir); the
+    # runner says when it probes, after it has checked the model file (a missing external-data file, a model
+    # onnxruntime cannot load are refused before the machine is measured).
     with owned_tempdir("perfsite-profile-") as tmp:
         analysis = analyse_trial(measure_trial(loaded, options.quick, Path(tmp), say), model_path)
     settings = {**dataclasses.asdict(options), "iterations": measured["min_iterations"],

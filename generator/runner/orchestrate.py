@@ -283,7 +283,7 @@ def _start_side(side: Side, progress: Progress) -> None:
     side.results.ensure_writable()
     # Roofline and timeline pages need the machine's measured limits; probed once per environment, then cached
     # in the per-user cache `perfsite profile` shares (generator.machine.probe.probe_cache_dir).
-    side.env = ensure_limits(side.env, side.quick, warn=progress.message)
+    side.env = ensure_limits(side.env, side.quick, warn=progress.message, announce=progress.message)
     side.run_id = start_run(side.results, side.loaded, side.env, side.quick)
 
 
