@@ -380,3 +380,35 @@ def test_a_reader_that_stops_reading_ends_perfsite_quietly_with_141(tmp_path, ar
     code, other = _closed_pipe_run(args, stream, tmp_path)
     assert code == 141, (args, code, other)
     assert other == "", (args, other)  # no traceback, no "Exception ignored" from the flush at exit
+
+
+def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, capsys):
+    """`perfsite validate specs/` checked every spec in the folder, and `perfsite run specs/` refused the folder
+    (`specs` is a folder, not a spec file). Both take it now, for its `*.yaml` and `*.yml` files; and both refuse
+    a folder that holds none, naming it."""
+    from typer.testing import CliRunner
+
+    (tmp_path / ".git").mkdir()  # the project root: the specs' folder and the models' beside it
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for name in ("a", "b"):
+        write_spec(specs, f"name: {name}\nmodels:\n  fp32: {{path: ../models/tiny.onnx}}\ninputs:\n"
+                          "  x: {shape: [batch, 4]}\n", name=f"{name}.yaml")
+    (specs / "notes.txt").write_text("not a spec")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    validated = runner.invoke(app, ["validate", "specs"])
+    planned = runner.invoke(app, ["run", "specs", "--dry-run", "--quick"])
+    assert validated.exit_code == 0 and planned.exit_code == 0, (validated.output, planned.output)
+    assert validated.output.count("ok  ") == 2
+    assert "a: 1 trials" in planned.output and "b: 1 trials" in planned.output
+    assert not (tmp_path / "results").exists()  # a dry run measures and writes nothing
+    (tmp_path / "empty").mkdir()
+    for command in ("validate", "run"):
+        out = runner.invoke(app, [command, "empty"])
+        assert out.exit_code == 1 and "Traceback" not in out.output
+        assert " ".join(str(out.exception).split()) == (
+            "The folder `empty` holds no spec file. Allowed: spec files, or folders holding them: a folder stands "
+            "for its `*.yaml` and `*.yml` files (its subfolders are not searched).")

@@ -562,7 +562,7 @@ def test_validate_specs_lists_every_bad_file_and_shared_names(project: Path) -> 
     (folder / "c.yaml").unlink()
     (folder / "b.yml").write_text(MINIMAL.replace("name: tiny", "name: tiny2"))
     assert [s.spec.name for s in validate_specs([folder])] == ["tiny", "tiny2"]
-    with pytest.raises(SpecError, match="No spec files"):
+    with pytest.raises(SpecError, match=f"The folder `{re.escape(str(project / '.git'))}` holds no spec file"):
         validate_specs([project / ".git"])
 
 

@@ -62,7 +62,8 @@ def _default_results(start: Path) -> Path:
 
 @app.command()
 def run(
-    specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML).", show_default=False)],
+    specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML), or folders of them.",
+                                                show_default=False)],
     results: Annotated[
         str | None, typer.Option(metavar="DIR_OR_URL",
                                  help="Results root, a folder or a URL such as s3://bucket/results; each "
@@ -97,7 +98,7 @@ def run(
     from generator.results.location import join
     from generator.runner.orchestrate import RunOptions, run_experiment
     from generator.runner.ray_address import check_ray_address, check_target_name
-    from generator.spec import load_spec
+    from generator.spec import load_spec, spec_files
 
     check_ray_address(ray)  # the words first: before a spec is read or a model built
     check_target_name(target)
@@ -109,7 +110,8 @@ def run(
         measure = run_experiment
 
     interrupted = False
-    loaded_specs = [load_spec(spec_path, allow_outside=allow_outside) for spec_path in specs]
+    # A folder stands for its specs, as for `perfsite validate`: every spec is read before anything is measured.
+    loaded_specs = [load_spec(spec_path, allow_outside=allow_outside) for spec_path in spec_files(specs)]
     _check_distinct_names(loaded_specs, results)
     for loaded in loaded_specs:
         root = results or _default_results(loaded.path.parent)

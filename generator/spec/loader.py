@@ -349,13 +349,23 @@ def spec_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
-def _spec_files(paths: Iterable[Path]) -> list[Path]:
+SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+def spec_files(paths: Iterable[Path]) -> list[Path]:
+    """The spec files `perfsite run` and `perfsite validate` take: each file as given, and for a folder its
+    `*.yaml` and `*.yml` files in name order (not its subfolders'). A folder without one is a SpecError."""
     files: list[Path] = []
     for path in map(Path, paths):
-        if path.is_dir():
-            files += sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
-        else:
+        if not path.is_dir():
             files.append(path)
+            continue
+        found = sorted(p for p in path.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
+        if not found:
+            raise SpecError(f"The folder `{path}` holds no spec file. Allowed: spec files, or folders holding "
+                            "them: a folder stands for its `*.yaml` and `*.yml` files (its subfolders are not "
+                            "searched).")
+        files += found
     return files
 
 
@@ -364,9 +374,7 @@ def validate_specs(paths: Iterable[Path], allow_outside: bool = False) -> list[L
 
     Two specs with the same `name` are an error too: they would write into the same results folder.
     """
-    files = _spec_files(paths)
-    if not files:
-        raise SpecError("No spec files found: give `.yaml` files or folders holding them.")
+    files = spec_files(paths)
     loaded, errors = [], []
     for file in files:
         try:
