@@ -224,8 +224,9 @@ def test_nothing_is_written_where_the_next_build_empties(tmp_path):
 
 
 def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
-    """`perfsite count base.onnx cand.onnx --json base.onnx` wrote the verdict over the baseline model, and two
-    output options naming one file kept only the last one written. Both are refused before anything runs."""
+    """`perfsite count base.onnx cand.onnx --json base.onnx` wrote the verdict over the baseline model, two output
+    options naming one file kept only the last one written, and `perfsite diff` wrote its outputs into the results
+    folders it read. All are refused before anything runs."""
     (tmp_path / "models").mkdir()
     base = matmul_model(tmp_path / "models" / "base.onnx")
     cand = matmul_model(tmp_path / "models" / "cand.onnx", before="Relu")
@@ -241,6 +242,14 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
          "own for each output option."),
         (["diff", "a", "b", "--markdown", "out.txt", "--bencher-json", "out.txt"],
          "error: --markdown and --bencher-json both name out.txt: one would replace the other."),
+        # Inside a results folder the diff reads: `--json res/cnn/trials/K.parquet` replaced a trial (exit 0).
+        (["diff", "git:HEAD", "res", "--json", "res/cnn/trials/K.parquet"],
+         "error: --json res/cnn/trials/K.parquet is inside the candidate res, which this command reads: a file "
+         "written there would replace or sit among the results perfsite stores. Nothing was measured or written. "
+         "Allowed: a file outside every results store for --json."),
+        (["diff", "a", "b", "--measure", "e/*.yaml", "--markdown", "b/.perfsite/paired/out.txt"],
+         "error: --markdown b/.perfsite/paired/out.txt is inside the store b/.perfsite/paired of the measured "
+         "results, which this command reads"),
     ]
     for args, first_words in cases:
         out = perfsite(*args, cwd=tmp_path)

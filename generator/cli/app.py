@@ -324,7 +324,8 @@ def diff(
     from generator.cli.terminal import check_output_files
 
     check_output_files({"--markdown": markdown, "--json": json_out, "--benchmark-latency-json": benchmark_latency_json,
-                        "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json})
+                        "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json},
+                       stores=_diff_stores(baseline, candidate, measure, store))
     if measure:
         baseline, candidate = measure_sides(baseline, candidate, measure, store, quick, latency_ratio,
                                             site_url)
@@ -336,6 +337,16 @@ def diff(
     typer.echo(text, nl=False)
     if code:
         raise typer.Exit(code)
+
+
+def _diff_stores(baseline: str, candidate: str, measure: list[str] | None, store: Path | None) -> dict[str, Path]:
+    """The local results folders `perfsite diff` reads: the two sides (not git:REF, read from git's objects), or
+    with --measure the store the two checkouts are measured into."""
+    if measure:
+        folder = store if store is not None else Path(candidate) / ".perfsite" / "paired"
+        return {f"the store {folder} of the measured results": folder}
+    sides = {"the baseline": baseline, "the candidate": candidate}
+    return {f"{role} {side}": Path(side) for role, side in sides.items() if not side.startswith("git:")}
 
 
 @app.command()
