@@ -455,6 +455,14 @@ def test_alias_bombs_and_recursion_are_refused(spec_file: Path) -> None:
         ("range: [0, 1000]", "range: [10, 5]", ["`inputs.ids.range`", "low < high"]),
         ("range: [0, 1000]", "range: [0.5, 10]", ["`inputs.ids.range`", "integer range"]),
         ("max_seconds: 60", "max_seconds: 0.5", ["`measure.max_seconds`", "min_seconds"]),
+        # Only one of two ordered keys written: the message names it, not its neighbour's default (`min_seconds:
+        # 100` alone was reported as `measure.max_seconds` (got `60.0`), a key the spec never wrote).
+        ("min_seconds: 1.0, max_seconds: 60,", "min_seconds: 100,",
+         ["line 25, `measure.min_seconds`: must be <= max_seconds (60.0, its default; set max_seconds too to time "
+          "longer) (got `100.0`)"]),
+        ("min_seconds: 1.0, max_seconds: 60,", "max_seconds: 1000,",
+         ["line 25, `measure.max_seconds`: must be < timeout_s (600.0, its default) so a process can finish before "
+          "it is killed; set timeout_s too to time longer (got `1000.0`)"]),
         ("min_seconds: 1.0", "min_seconds: .nan", ["`measure.min_seconds`", "finite number"]),
         ("percentile: p90", "percentile: p42", ["`measure.percentile`", "'p99'"]),
         ("latency_threshold_ms: 20", "latency_threshold_ms: 0", ["`latency_threshold_ms`", "> 0"]),
