@@ -421,3 +421,19 @@ def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, ca
         assert " ".join(str(out.exception).split()) == (
             "The folder `empty` holds no spec file. Allowed: spec files, or folders holding them: a folder stands "
             "for its `*.yaml` and `*.yml` files (its subfolders are not searched).")
+
+
+def test_example_models_go_to_the_project_from_any_folder_of_it(tmp_path, monkeypatch):
+    """The default folder was `experiments/models` relative to the current folder: from `experiments/` it made
+    experiments/experiments/models, where no example spec looks. It is now <project>/experiments/models, as the
+    site and the results default to the project's, from any folder of it."""
+    from typer.testing import CliRunner
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "experiments").mkdir()
+    monkeypatch.chdir(tmp_path / "experiments")
+    out = CliRunner().invoke(app, ["example-models"])
+    models = tmp_path / "experiments" / "models"
+    assert out.exit_code == 0, out.output
+    assert out.output.split() == ["wrote", str(models / "cnn.onnx"), "wrote", str(models / "transformer.onnx")]
+    assert not (tmp_path / "experiments" / "experiments").exists()

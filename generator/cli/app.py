@@ -206,11 +206,16 @@ def serve(
 
 @app.command("example-models")
 def example_models(
-    out: Annotated[Path, typer.Argument(help="Folder for the example models.")] = Path("experiments/models"),
+    out: Annotated[Path | None, typer.Argument(help="Folder for the example models (default: "
+                                                    "<project>/experiments/models).", show_default=False)] = None,
 ) -> None:
     """Build the example models (a ResNet-style CNN and a transformer encoder) from code, no downloads."""
     from generator.models import build_example_models
-    from generator.paths import replaced_by_builds
+    from generator.paths import project_root, replaced_by_builds
+
+    # Where the example specs look for them, from any folder of the project (as build's site and run's results):
+    # a relative default made `cd experiments && perfsite example-models` write experiments/experiments/models.
+    out = out if out is not None else project_root(Path.cwd()) / "experiments" / "models"
 
     if out.exists() and not out.is_dir():
         raise PerfsiteError(f"{out} is a file; the example models go into a folder. Allowed: a folder, new or "
