@@ -138,7 +138,10 @@ class Commit:
 
 
 def commits_changing(repo: Path, rel: str, limit: int) -> list[Commit]:
-    """The last `limit` commits that changed `rel`, oldest first (first-parent history of HEAD)."""
+    """The last `limit` commits that changed `rel`, oldest first (first-parent history of HEAD); none in a
+    repository without a commit yet (`git log` fails there: "does not have any commits yet")."""
+    if _git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
+        return []
     done = _git(repo, "log", "--first-parent", f"-n{limit}", "--format=%H%x1f%cI%x1f%s", "--", rel)
     rows = [line.split("\x1f", 2) for line in done.stdout.splitlines() if line.strip()]
     return [Commit(*row) for row in reversed(rows) if len(row) == 3]
