@@ -292,6 +292,20 @@ def test_alias_bombs_and_recursion_are_refused(spec_file: Path) -> None:
     assert "nested" in _error(spec_file, "a: " + "[" * 2000 + "]" * 2000 + "\n")
 
 
+def test_a_spec_file_without_end_or_far_beyond_a_hand_written_one_is_refused(tmp_path: Path) -> None:
+    """`perfsite validate /dev/zero` read without end and ended in a MemoryError traceback; a file of gigabytes
+    took as long to be refused. At most 10 MB is read: a spec is YAML written by hand."""
+    big = tmp_path / "dump.yaml"
+    big.write_bytes(b"# " + b"x" * 10_000_000 + b"\n")
+    for path in (Path("/dev/zero"), big):
+        with pytest.raises(SpecError) as err:
+            load_spec(path)
+        assert " ".join(str(err.value).split()) == (
+            f"Spec file `{path}` holds more than 10,000,000 bytes, far beyond a spec written by hand. Allowed: a "
+            "YAML spec file (docs/spec.md); give large input data as a `file:` (.npy or .npz) rather than a "
+            "`value:`.")
+
+
 # --- validation messages ---------------------------------------------------------------------------------
 
 
