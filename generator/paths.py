@@ -83,9 +83,13 @@ def replaced_by_builds(path: Path) -> str | None:
 def inside_scratch(path: Path) -> Path | None:
     """The `.perfsite/build` or `.perfsite/cache` folder that holds `path` (or is it), if any: every `perfsite
     build` empties the first and prunes the second, whatever else is in them."""
-    path = Path(path).absolute()
-    return next((p for p in (path, *path.parents) if p.name in EMPTIED_BY_BUILDS and p.parent.name == ".perfsite"),
-                None)
+    # As written and with links resolved: `--out link` to .perfsite/build is emptied all the same.
+    for where in dict.fromkeys((Path(path).absolute(), Path(os.path.realpath(path)))):
+        found = next((p for p in (where, *where.parents)
+                      if p.name in EMPTIED_BY_BUILDS and p.parent.name == ".perfsite"), None)
+        if found is not None:
+            return found
+    return None
 
 
 def _real(path: Path) -> Path:

@@ -327,11 +327,13 @@ def test_a_model_without_inputs_or_an_empty_file_is_refused_before_measuring(tmp
                         "folder you can write to (created if missing) outside .perfsite/build and .perfsite/cache"),
     (".perfsite/cache/pages/x", "--out .perfsite/cache/pages/x: it is inside {tmp}/.perfsite/cache, perfsite's own "
                                 "scratch folder"),
+    ("scratch-link", "--out scratch-link: it is inside {tmp}/.perfsite/build, perfsite's own scratch folder"),
 ])
 def test_an_unusable_out_folder_is_refused_before_measuring(tmp_path, monkeypatch, capsys, out, message):
     dynamic_conv_model(tmp_path / "conv.onnx")
     (tmp_path / "afile").write_text("a file")
     (tmp_path / "taken" / "conv.perf.html").mkdir(parents=True)
+    (tmp_path / "scratch-link").symlink_to(tmp_path / ".perfsite" / "build")  # a link to a folder not made yet
     text = _refused_before_measuring(monkeypatch, capsys, tmp_path, "conv.onnx", "--dim", "H=8", "--dim", "W=8",
                                      "--out", out)
     assert message.format(tmp=tmp_path) in text, text
