@@ -231,6 +231,8 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
     base = matmul_model(tmp_path / "models" / "base.onnx")
     cand = matmul_model(tmp_path / "models" / "cand.onnx", before="Relu")
     model = base.read_bytes()
+    for table in ("trials", "specs"):
+        (tmp_path / "results" / "tiny" / table).mkdir(parents=True)
     cases = [
         (["count", "models/base.onnx", "models/cand.onnx", "--json", "models/base.onnx"],
          "error: --json models/base.onnx is the baseline model, which this command reads: writing there would "
@@ -250,12 +252,18 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
         (["diff", "a", "b", "--measure", "e/*.yaml", "--markdown", "b/.perfsite/paired/out.txt"],
          "error: --markdown b/.perfsite/paired/out.txt is inside the store b/.perfsite/paired of the measured "
          "results, which this command reads"),
+        # A command that reads no store does not write into one either (an experiment folder: trials/, specs/).
+        (["count", "models/base.onnx", "models/cand.onnx", "--json", "results/tiny/trials/K.parquet"],
+         f"error: --json results/tiny/trials/K.parquet is inside {tmp_path}/results/tiny, an experiment's results "
+         "folder that `perfsite run` writes: a file written there could replace a trial's. Nothing was measured or "
+         "written. Allowed: a file outside every results store for --json."),
     ]
     for args, first_words in cases:
         out = perfsite(*args, cwd=tmp_path)
         flat = " ".join(out.stderr.split())
         assert out.returncode == 1 and "Traceback" not in out.stderr and flat.startswith(first_words), (args, flat)
     assert base.read_bytes() == model and not (tmp_path / "out.txt").exists()
+    assert not list((tmp_path / "results").rglob("*.*"))
 
 
 def test_only_with_one_value_the_spec_lacks_is_refused_not_dropped(tmp_path):
