@@ -401,7 +401,15 @@ def load_experiment(path: StoreRoot) -> ExperimentResults:
     tables = {t: decoded(t, _only_keys(rd.read_table(t), keys)) for t in TRIAL_TABLES}
     runs = rd.read_table("runs").sort_values("started_at", kind="stable").reset_index(drop=True)
     sha256 = shown_spec_sha256(trials, runs)
-    spec = spec_from_json(rd.read_spec_json(sha256), source=f"{rd.path}/specs/{sha256}.json")
+    try:
+        stored = rd.read_spec_json(sha256)
+    except ResultsError:
+        if sha256 == trials["spec_sha256"].iloc[-1]:
+            raise
+        # The later run's spec lost (a partial copy of the store): the newest trial's spec, as before that run.
+        sha256 = trials["spec_sha256"].iloc[-1]
+        stored = rd.read_spec_json(sha256)
+    spec = spec_from_json(stored, source=f"{rd.path}/specs/{sha256}.json")
     return ExperimentResults(
         name=rd.name,
         path=rd.path,
