@@ -445,3 +445,22 @@ def test_example_models_go_to_the_project_from_any_folder_of_it(tmp_path, monkey
     assert out.exit_code == 0, out.output
     assert out.output.split() == ["wrote", str(models / "cnn.onnx"), "wrote", str(models / "transformer.onnx")]
     assert not (tmp_path / "experiments" / "experiments").exists()
+
+
+@pytest.mark.parametrize("args", [["run", "spec.yaml", "--dry-run"], ["build", "--site", "site"],
+                                  ["query", "SELECT 1"]])
+def test_an_empty_results_option_is_refused_not_read_as_some_folder(tmp_path, monkeypatch, capsys, args):
+    """`--results "$RESULTS"` with the variable unset: `run` measured into the default store, `build` took the
+    current folder for the store (and refused the site as inside it), `query` said the store did not exist."""
+    from generator.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["perfsite", *args, "--results", ""])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert exit_.value.code == 1 and "Traceback" not in err, err
+    assert err == (f"error: Invalid value for '--results': got '', which names no store; allowed: a results folder or "
+                   "a URL such as s3://bucket/results, or no --results at all for <project>/results. Run `perfsite "
+                   f"{args[0]} --help` for the arguments and options it takes."), err
+    assert list(tmp_path.iterdir()) == []

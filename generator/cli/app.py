@@ -54,6 +54,16 @@ def _main(
     """perfsite: is the INT8 version really faster, where does the time go, and did this change make it slower?"""
 
 
+def _store_option(value: str | list[str] | None) -> str | list[str] | None:
+    """--results as typed: an empty word (`--results "$RESULTS"` with the variable unset) named the default store
+    for `run`, the current folder for `build` and nothing for `query`; it names no store, so it is refused."""
+    for word in value if isinstance(value, list) else [value]:
+        if word is not None and not word.strip():
+            raise typer.BadParameter(f"got {word!r}, which names no store; allowed: a results folder or a URL such as "
+                                     "s3://bucket/results, or no --results at all for <project>/results")
+    return value
+
+
 def _default_results(start: Path) -> Path:
     from generator.paths import project_root
 
@@ -65,7 +75,7 @@ def run(
     specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML), or folders of them.",
                                                 show_default=False)],
     results: Annotated[
-        str | None, typer.Option(metavar="DIR_OR_URL",
+        str | None, typer.Option(metavar="DIR_OR_URL", callback=_store_option,
                                  help="Results root, a folder or a URL such as s3://bucket/results; each "
                                       "experiment goes to ROOT/<spec name>/ (default: <project>/results).")
     ] = None,
@@ -168,7 +178,7 @@ def schema() -> None:
 @app.command()
 def build(
     results: Annotated[list[str] | None, typer.Option(
-        metavar="DIR_OR_URL",
+        metavar="DIR_OR_URL", callback=_store_option,
         help="Results store to render: a folder or a URL such as s3://bucket/results (default: <project>/results). "
              "Repeat it to render several stores into one site; a trial stored in two counts once.")] = None,
     site: Annotated[Path | None, typer.Option(help="Where to write the site (default: <project>/site).")] = None,
@@ -396,6 +406,7 @@ def query(
         help="SQL (DuckDB) over the views trials, processes, latencies, nodes, layers, agreement, timeline, "
         "environments, runs and history (columns: docs/query.md).", show_default=False)],
     results: Annotated[str | None, typer.Option(
+        callback=_store_option,
         help="Results store: a folder, or an fsspec URL such as s3://bucket/results (default: <project>/results)."
     )] = None,
     format_: Annotated[str, typer.Option("--format", help="Answer as table, csv, json or markdown.")] = "table",
