@@ -429,6 +429,12 @@ def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, ca
         assert " ".join(str(out.exception).split()) == (
             "The folder `empty` holds no spec file. Allowed: spec files, or folders holding them: a folder stands "
             "for its `*.yaml` and `*.yml` files (its subfolders are not searched).")
+        # `perfsite run "$SPEC"` with the variable unset: typer's Path made "" the current folder, every spec
+        # of which would have been measured.
+        out = runner.invoke(app, [command, ""])
+        assert out.exit_code == 1 and " ".join(str(out.exception).split()) == (
+            "A spec argument is empty (''): it names no file. Allowed: spec files, or folders holding them (a folder "
+            "stands for its `*.yaml` and `*.yml` files).")
 
 
 def test_example_models_go_to_the_project_from_any_folder_of_it(tmp_path, monkeypatch):

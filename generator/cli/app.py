@@ -72,7 +72,9 @@ def _default_results(start: Path) -> Path:
 
 @app.command()
 def run(
-    specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML), or folders of them.",
+    # Text, not Path: typer makes "" the Path ".", and `perfsite run "$SPEC"` with the variable unset would
+    # measure every spec of the current folder (generator.spec.spec_files refuses an empty word).
+    specs: Annotated[list[str], typer.Argument(help="Experiment spec files (YAML), or folders of them.",
                                                 show_default=False)],
     results: Annotated[
         str | None, typer.Option(metavar="DIR_OR_URL", callback=_store_option,
@@ -154,7 +156,7 @@ def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
 
 @app.command()
 def validate(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files, or folders of them.", show_default=False)],
+    specs: Annotated[list[str], typer.Argument(help="Spec files, or folders of them.", show_default=False)],
     allow_outside: Annotated[bool, typer.Option(help="Allow spec paths that leave the project root.")] = False,
 ) -> None:
     """Check specs: YAML, keys, types, values, version references and sweep placeholders."""

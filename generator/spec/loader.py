@@ -362,11 +362,16 @@ def spec_json_schema() -> dict[str, Any]:
 SPEC_SUFFIXES = (".yaml", ".yml")
 
 
-def spec_files(paths: Iterable[Path]) -> list[Path]:
+def spec_files(paths: Iterable[Path | str]) -> list[Path]:
     """The spec files `perfsite run` and `perfsite validate` take: each file as given, and for a folder its
-    `*.yaml` and `*.yml` files in name order (not its subfolders'). A folder without one is a SpecError."""
+    `*.yaml` and `*.yml` files in name order (not its subfolders'). A folder without one is a SpecError, and so
+    is an empty word (an unset variable in `perfsite run "$SPEC"`), which Path would read as the current folder."""
     files: list[Path] = []
-    for path in map(Path, paths):
+    for given in paths:
+        if isinstance(given, str) and not given.strip():
+            raise SpecError(f"A spec argument is empty ({given!r}): it names no file. Allowed: spec files, or "
+                            "folders holding them (a folder stands for its `*.yaml` and `*.yml` files).")
+        path = Path(given)
         if not path.is_dir():
             files.append(path)
             continue
@@ -379,7 +384,7 @@ def spec_files(paths: Iterable[Path]) -> list[Path]:
     return files
 
 
-def validate_specs(paths: Iterable[Path], allow_outside: bool = False) -> list[LoadedSpec]:
+def validate_specs(paths: Iterable[Path | str], allow_outside: bool = False) -> list[LoadedSpec]:
     """Load every spec (folders: their `*.yaml`/`*.yml` files); one SpecError listing every bad file.
 
     Two specs with the same `name` are an error too: they would write into the same results folder.
