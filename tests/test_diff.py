@@ -175,6 +175,10 @@ def test_user_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(PerfsiteError, match="holds no finished trial"):
         diff_command(str(tmp_path / "empty"), base)
+    # `perfsite diff "$BASE" results` with the variable unset read the current folder (" holds no finished trial
+    # (looked in .)").
+    with pytest.raises(PerfsiteError, match=re.escape("A side of the diff is empty (''): it names no results.")):
+        diff_command("", base)
 
 
 def test_a_trial_without_its_latencies_file_is_left_out_not_a_traceback(tmp_path):

@@ -53,6 +53,10 @@ def open_source(text: str, results: Path) -> Iterator[ResultsSource]:
 
     `text` is a folder, or `git:REF` for the folder `results` as committed at REF (materialized in a
     temporary folder removed on exit)."""
+    if not text.strip():  # an unset variable (`perfsite diff "$BASE" results`): Path would read it as "."
+        raise SourceError(f"A side of the diff is empty ({text!r}): it names no results. Give a folder written by "
+                          "`perfsite run --results DIR`, or `git:REF` for the results committed at a git revision "
+                          "(e.g. git:main).")
     if not is_git_source(text):
         path = Path(text)
         if not os.path.isdir(path):
