@@ -74,9 +74,21 @@ def replaced_by_builds(path: Path) -> str | None:
     site = inside_built_site(path)
     if site is not None:
         return f"inside {site}, a site perfsite built ({site / SITE_MARKER} marks it), and sites are built anew"
-    for folder in (path, *path.parents):
-        if folder.name in EMPTIED_BY_BUILDS and folder.parent.name == ".perfsite":
-            return f"inside {folder}, perfsite's own scratch folder, which every `perfsite build` empties"
+    scratch = inside_scratch(path)
+    if scratch is not None:
+        return f"inside {scratch}, perfsite's own scratch folder, which every `perfsite build` empties"
+    return None
+
+
+def inside_scratch(path: Path) -> Path | None:
+    """The `.perfsite/build` or `.perfsite/cache` folder that holds `path` (or is it), if any: every `perfsite
+    build` empties the first and prunes the second, whatever else is in them."""
+    # As written and with links resolved: `--out link` to .perfsite/build is emptied all the same.
+    for where in dict.fromkeys((Path(path).absolute(), Path(os.path.realpath(path)))):
+        found = next((p for p in (where, *where.parents)
+                      if p.name in EMPTIED_BY_BUILDS and p.parent.name == ".perfsite"), None)
+        if found is not None:
+            return found
     return None
 
 

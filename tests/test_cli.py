@@ -224,12 +224,15 @@ def test_nothing_is_written_where_the_next_build_empties(tmp_path):
 
 
 def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
-    """`perfsite count base.onnx cand.onnx --json base.onnx` wrote the verdict over the baseline model, and two
-    output options naming one file kept only the last one written. Both are refused before anything runs."""
+    """`perfsite count base.onnx cand.onnx --json base.onnx` wrote the verdict over the baseline model, two output
+    options naming one file kept only the last one written, and `perfsite diff` wrote its outputs into the results
+    folders it read. All are refused before anything runs."""
     (tmp_path / "models").mkdir()
     base = matmul_model(tmp_path / "models" / "base.onnx")
     cand = matmul_model(tmp_path / "models" / "cand.onnx", before="Relu")
     model = base.read_bytes()
+    for table in ("trials", "specs"):
+        (tmp_path / "results" / "tiny" / table).mkdir(parents=True)
     cases = [
         (["count", "models/base.onnx", "models/cand.onnx", "--json", "models/base.onnx"],
          "error: --json models/base.onnx is the baseline model, which this command reads: writing there would "
@@ -241,12 +244,26 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
          "own for each output option."),
         (["diff", "a", "b", "--markdown", "out.txt", "--bencher-json", "out.txt"],
          "error: --markdown and --bencher-json both name out.txt: one would replace the other."),
+        # Inside a results folder the diff reads: `--json res/cnn/trials/K.parquet` replaced a trial (exit 0).
+        (["diff", "git:HEAD", "res", "--json", "res/cnn/trials/K.parquet"],
+         "error: --json res/cnn/trials/K.parquet is inside the candidate res, which this command reads: a file "
+         "written there would replace or sit among the results perfsite stores. Nothing was measured or written. "
+         "Allowed: a file outside every results store for --json."),
+        (["diff", "a", "b", "--measure", "e/*.yaml", "--markdown", "b/.perfsite/paired/out.txt"],
+         "error: --markdown b/.perfsite/paired/out.txt is inside the store b/.perfsite/paired of the measured "
+         "results, which this command reads"),
+        # A command that reads no store does not write into one either (an experiment folder: trials/, specs/).
+        (["count", "models/base.onnx", "models/cand.onnx", "--json", "results/tiny/trials/K.parquet"],
+         f"error: --json results/tiny/trials/K.parquet is inside {tmp_path}/results/tiny, an experiment's results "
+         "folder that `perfsite run` writes: a file written there could replace a trial's. Nothing was measured or "
+         "written. Allowed: a file outside every results store for --json."),
     ]
     for args, first_words in cases:
         out = perfsite(*args, cwd=tmp_path)
         flat = " ".join(out.stderr.split())
         assert out.returncode == 1 and "Traceback" not in out.stderr and flat.startswith(first_words), (args, flat)
     assert base.read_bytes() == model and not (tmp_path / "out.txt").exists()
+    assert not list((tmp_path / "results").rglob("*.*"))
 
 
 def test_only_with_one_value_the_spec_lacks_is_refused_not_dropped(tmp_path):
@@ -345,3 +362,111 @@ def test_a_warning_is_printed_once_however_often_it_is_said(capsys):
     said = capsys.readouterr().err
     assert said.count("Warning: cannot use the cache folder /x") == 1, said
     assert said.count("tiny (paired): 2 trials to measure") == 2, said
+
+
+def _closed_pipe_run(args: list[str], stream: str, cwd) -> tuple[int, str]:
+    """`perfsite ARGS` in a fresh interpreter whose stdout (or stderr) is a pipe nobody reads any more, as after
+    `| head -1`; returns the exit status and what the other stream got."""
+    import os
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write: every write meets the broken pipe
+    streams = {"stdout": write_end, "stderr": subprocess.PIPE} if stream == "stdout" else \
+        {"stdout": subprocess.PIPE, "stderr": write_end}
+    try:
+        done = subprocess.run([sys.executable, "-m", "generator.cli", *args], cwd=cwd, timeout=60, **streams)
+    finally:
+        os.close(write_end)
+    other = done.stderr if stream == "stdout" else done.stdout
+    return done.returncode, other.decode(errors="backslashreplace")
+
+
+@pytest.mark.parametrize(("args", "stream"), [
+    (["--help"], "stdout"),             # typer's help, drawn by a rich console
+    (["run", "--help"], "stdout"),
+    (["schema"], "stdout"),             # typer.echo
+    (["validate", "spec.yaml"], "stdout"),
+    (["validate", "missing.yaml"], "stderr"),  # the error paragraph, written by main() itself
+])
+def test_a_reader_that_stops_reading_ends_perfsite_quietly_with_141(tmp_path, args, stream):
+    """`perfsite --help | head -1`: typer and rich caught the broken pipe and exited 1, perfsite's status for a user
+    error, and a write of main()'s own (an error paragraph for a closed stderr) was a traceback. Now perfsite ends
+    as a Unix tool that SIGPIPE ends: status 141 (128 + 13), and not a word on the other stream."""
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: m.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    code, other = _closed_pipe_run(args, stream, tmp_path)
+    assert code == 141, (args, code, other)
+    assert other == "", (args, other)  # no traceback, no "Exception ignored" from the flush at exit
+
+
+def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, capsys):
+    """`perfsite validate specs/` checked every spec in the folder, and `perfsite run specs/` refused the folder
+    (`specs` is a folder, not a spec file). Both take it now, for its `*.yaml` and `*.yml` files; and both refuse
+    a folder that holds none, naming it."""
+    from typer.testing import CliRunner
+
+    (tmp_path / ".git").mkdir()  # the project root: the specs' folder and the models' beside it
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for name in ("a", "b"):
+        write_spec(specs, f"name: {name}\nmodels:\n  fp32: {{path: ../models/tiny.onnx}}\ninputs:\n"
+                          "  x: {shape: [batch, 4]}\n", name=f"{name}.yaml")
+    (specs / "notes.txt").write_text("not a spec")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    validated = runner.invoke(app, ["validate", "specs"])
+    planned = runner.invoke(app, ["run", "specs", "--dry-run", "--quick"])
+    assert validated.exit_code == 0 and planned.exit_code == 0, (validated.output, planned.output)
+    assert validated.output.count("ok  ") == 2
+    assert "a: 1 trials" in planned.output and "b: 1 trials" in planned.output
+    assert not (tmp_path / "results").exists()  # a dry run measures and writes nothing
+    (tmp_path / "empty").mkdir()
+    for command in ("validate", "run"):
+        out = runner.invoke(app, [command, "empty"])
+        assert out.exit_code == 1 and "Traceback" not in out.output
+        assert " ".join(str(out.exception).split()) == (
+            "The folder `empty` holds no spec file. Allowed: spec files, or folders holding them: a folder stands "
+            "for its `*.yaml` and `*.yml` files (its subfolders are not searched).")
+        # `perfsite run "$SPEC"` with the variable unset: typer's Path made "" the current folder, every spec
+        # of which would have been measured.
+        out = runner.invoke(app, [command, ""])
+        assert out.exit_code == 1 and " ".join(str(out.exception).split()) == (
+            "A spec argument is empty (''): it names no file. Allowed: spec files, or folders holding them (a folder "
+            "stands for its `*.yaml` and `*.yml` files).")
+
+
+def test_example_models_go_to_the_project_from_any_folder_of_it(tmp_path, monkeypatch):
+    """The default folder was `experiments/models` relative to the current folder: from `experiments/` it made
+    experiments/experiments/models, where no example spec looks. It is now <project>/experiments/models, as the
+    site and the results default to the project's, from any folder of it."""
+    from typer.testing import CliRunner
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "experiments").mkdir()
+    monkeypatch.chdir(tmp_path / "experiments")
+    out = CliRunner().invoke(app, ["example-models"])
+    models = tmp_path / "experiments" / "models"
+    assert out.exit_code == 0, out.output
+    assert out.output.split() == ["wrote", str(models / "cnn.onnx"), "wrote", str(models / "transformer.onnx")]
+    assert not (tmp_path / "experiments" / "experiments").exists()
+
+
+@pytest.mark.parametrize("args", [["run", "spec.yaml", "--dry-run"], ["build", "--site", "site"],
+                                  ["query", "SELECT 1"]])
+def test_an_empty_results_option_is_refused_not_read_as_some_folder(tmp_path, monkeypatch, capsys, args):
+    """`--results "$RESULTS"` with the variable unset: `run` measured into the default store, `build` took the
+    current folder for the store (and refused the site as inside it), `query` said the store did not exist."""
+    from generator.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["perfsite", *args, "--results", ""])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = " ".join(capsys.readouterr().err.split())
+    assert exit_.value.code == 1 and "Traceback" not in err, err
+    assert err == (f"error: Invalid value for '--results': got '', which names no store; allowed: a results folder or "
+                   "a URL such as s3://bucket/results, or no --results at all for <project>/results. Run `perfsite "
+                   f"{args[0]} --help` for the arguments and options it takes."), err
+    assert list(tmp_path.iterdir()) == []

@@ -175,6 +175,10 @@ def test_user_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(PerfsiteError, match="holds no finished trial"):
         diff_command(str(tmp_path / "empty"), base)
+    # `perfsite diff "$BASE" results` with the variable unset read the current folder (" holds no finished trial
+    # (looked in .)").
+    with pytest.raises(PerfsiteError, match=re.escape("A side of the diff is empty (''): it names no results.")):
+        diff_command("", base)
 
 
 def test_a_trial_without_its_latencies_file_is_left_out_not_a_traceback(tmp_path):
@@ -342,6 +346,18 @@ def test_trend_outside_git_is_a_user_error(tmp_path):
     write_side(tmp_path / "results", Side())
     with pytest.raises(PerfsiteError, match="--trend follows the results folder .* not inside a git repository"):
         trend_pages(tmp_path / "results", 5)
+
+
+def test_trend_in_a_repository_without_a_commit_is_an_empty_history(tmp_path):
+    """`perfsite build --trend 3` in a repository with no commit yet failed with git's own words (``git log
+    --first-parent … failed …: fatal: your current branch 'main' does not have any commits yet``), where a history
+    without a commit that changed the results gives the trend page's "No history yet"."""
+    from generator.site.trend_page import collect_trend, trend_page
+
+    git(tmp_path, "init", "-q")
+    write_side(tmp_path / "results", Side())
+    assert collect_trend(tmp_path / "results", 3) == ([], [], [])
+    assert '!!! info "No history yet"' in trend_page([], [], 3).markdown
 
 
 def test_changes_page_shows_both_sides_and_environment_differences(tmp_path):

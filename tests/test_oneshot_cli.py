@@ -280,7 +280,8 @@ def test_a_model_onnxruntime_cannot_load_is_refused_before_measuring(tmp_path, m
     err = capsys.readouterr().err
     text = " ".join(err.split())
     assert exit_.value.code == 1 and "Traceback" not in err and not list(tmp_path.glob("*.perf.*"))
-    assert f"error: {path}: models.model.path: onnxruntime" in text and "Unsupported model IR version: 99" in text
+    assert text.startswith(f"error: {path}: models.model.path: onnxruntime"), text  # nothing said before it
+    assert "Unsupported model IR version: 99" in text
 
 
 def _refused_before_measuring(monkeypatch, capsys, cwd: Path, *args: str) -> str:
@@ -319,14 +320,47 @@ def test_a_model_without_inputs_or_an_empty_file_is_refused_before_measuring(tmp
                   "you can write to (created if missing)"),
     ("afile", "--out afile: it is a file, not a folder. Allowed:"),
     ("taken", "--out taken: taken/conv.perf.html is a folder, and the report is written to that path."),
+    # Where the next `perfsite build` empties or replaces everything (results and example models are refused
+    # there too): the report was written, exit 0, and went with the next build.
+    (".perfsite/build", "--out .perfsite/build: it is inside {tmp}/.perfsite/build, perfsite's own scratch folder, "
+                        "which every `perfsite build` empties: the report would be lost. Allowed: --out with a "
+                        "folder you can write to (created if missing) outside .perfsite/build and .perfsite/cache"),
+    (".perfsite/cache/pages/x", "--out .perfsite/cache/pages/x: it is inside {tmp}/.perfsite/cache, perfsite's own "
+                                "scratch folder"),
+    ("scratch-link", "--out scratch-link: it is inside {tmp}/.perfsite/build, perfsite's own scratch folder"),
 ])
 def test_an_unusable_out_folder_is_refused_before_measuring(tmp_path, monkeypatch, capsys, out, message):
     dynamic_conv_model(tmp_path / "conv.onnx")
     (tmp_path / "afile").write_text("a file")
     (tmp_path / "taken" / "conv.perf.html").mkdir(parents=True)
+    (tmp_path / "scratch-link").symlink_to(tmp_path / ".perfsite" / "build")  # a link to a folder not made yet
     text = _refused_before_measuring(monkeypatch, capsys, tmp_path, "conv.onnx", "--dim", "H=8", "--dim", "W=8",
                                      "--out", out)
-    assert message in text, text
+    assert message.format(tmp=tmp_path) in text, text
+    assert not (tmp_path / ".perfsite").exists()  # refused before the folder was made
+
+
+def test_a_missing_external_data_file_is_refused_before_the_machine_is_probed(tmp_path, monkeypatch, capsys):
+    """A model whose external-data file is missing was refused only after `perfsite profile` said it was measuring
+    the machine's peak and bandwidth. The runner now announces the probe when it starts it, after the model file's
+    checks (as `perfsite run` orders them), so the refusal comes first and alone."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])], [weights])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, tmp_path / "ext.onnx", save_as_external_data=True, location="ext.bin", size_threshold=0)
+    (tmp_path / "ext.bin").unlink()
+    monkeypatch.setenv("PERFSITE_CACHE_DIR", str(tmp_path / "no-probe-cached-yet"))
+    text = _refused_before_measuring(monkeypatch, capsys, tmp_path, "ext.onnx")
+    assert text.startswith(f"error: {tmp_path}/ext.onnx: models.model.path: {tmp_path}/ext.onnx needs the "
+                           f"external-data file {tmp_path}/ext.bin, which does not exist."), text
+    assert "peak and bandwidth" not in text
 
 
 def test_a_scalar_model_is_profiled_and_a_page_that_fails_keeps_the_json(tmp_path, env):

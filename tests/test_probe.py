@@ -61,7 +61,23 @@ def test_ensure_limits_fills_the_environment_and_caches_per_fingerprint(tmp_path
         raise AssertionError("probed again although the cache holds a good enough probe")
 
     monkeypatch.setattr(probe, "probe_machine", no_probe)
-    assert probe.ensure_limits(env, quick=True, cache_dir=tmp_path) == filled
+    said: list[str] = []
+    assert probe.ensure_limits(env, quick=True, cache_dir=tmp_path, announce=said.append) == filled
+    assert said == []  # nothing is announced when nothing is probed
+
+
+def test_the_probe_is_announced_as_it_starts(tmp_path, monkeypatch):
+    """`perfsite profile` said it measured the machine before the model file was checked; the probe is now
+    announced by ensure_limits itself, when (and only when) it runs."""
+    said: list[str] = []
+
+    def fake_probe(quick, threads=None, isa=()):
+        said.append("probed")
+        return _fake(quick, 10.0)
+
+    monkeypatch.setattr(probe, "probe_machine", fake_probe)
+    probe.ensure_limits(capture_environment(), quick=True, cache_dir=tmp_path, announce=said.append)
+    assert said == ["Measuring the machine's peak and bandwidth (cached once per machine)...", "probed"]
 
 
 def test_a_quick_probe_does_not_stand_in_for_a_full_one(tmp_path, monkeypatch):

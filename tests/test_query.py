@@ -386,6 +386,24 @@ def test_output_file(store, tmp_path, monkeypatch, capsys):
     assert json.loads(target.read_text()) == [{"version": v} for v in ("enc-int8", "fp32", "int8")]
 
 
+def test_an_output_file_inside_the_store_is_refused_and_the_store_is_unchanged(store, monkeypatch, capsys):
+    """`perfsite query SQL --output results/x/trials/K.parquet` wrote the answer over a trial (exit 0), and every
+    later command refused the store as damaged. An --output inside the store the query reads is refused before
+    the query runs, however it is written (relative to another folder, or the store given as a file:// URL)."""
+    trial = sorted((store / "cnn" / "trials").glob("*.parquet"))[0]
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    monkeypatch.chdir(store / "cnn")
+    for output, results in (("trials/" + trial.name, str(store)), ("../answer.csv", store.as_uri())):
+        code, out, err = run_main(monkeypatch, capsys, "query", "SELECT 1 AS a", "--results", results,
+                                  "--output", output)
+        flat = " ".join(err.split())
+        assert code == 1 and out == "" and "Traceback" not in err, err
+        assert flat == (f"error: --output {output} is inside the results store {store}, which this command reads: a "
+                        "file written there would replace or sit among the results perfsite stores. Nothing was "
+                        "measured or written. Allowed: a file outside every results store for --output."), flat
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
 def test_every_documented_query_runs(tmp_path, monkeypatch, capsys):
     """The examples of docs/query.md on a store with every table (the site fixture's)."""
     write_results(tmp_path / "results")

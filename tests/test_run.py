@@ -231,3 +231,27 @@ def test_repeats_are_a_minimum_even_when_the_first_round_spends_the_budget(cnn_p
     assert row["measuring_s"] > row["budget_s"]
     # (No interval, NaN, when a busy machine left one process without clean requests: not reached either.)
     assert bool(row["budget_exhausted"]) == (not bool(row["ci_halfwidth"] <= row["target"]))
+
+
+def test_a_spec_edited_where_no_trial_key_changes_reaches_the_pages_without_measuring(tmp_path):
+    """A new description, latency threshold, compare pair or what-if factor changes no trial key: `perfsite run`
+    said "0 measured, 2 already stored", and every build showed the spec stored with the trials, the old one,
+    until a trial was measured again. The run now records the spec it read; the pages follow it."""
+    from support.models import matmul_model
+
+    (tmp_path / ".git").mkdir()
+    matmul_model(tmp_path / "tiny.onnx")
+    spec = write_spec(tmp_path, "name: tiny\ndescription: first words\nmodels:\n  fp32: {path: tiny.onnx}\n"
+                                "inputs:\n  x: {shape: [batch, 4]}\nlatency_threshold_ms: 20\n")
+    folder = tmp_path / "results" / "tiny"
+    assert len(run_experiment(load_spec(spec), RunOptions(results_dir=folder, quick=True)).measured) == 1
+    spec.write_text(spec.read_text().replace("first words", "second words").replace(": 20", ": 7.5"))
+    again = run_experiment(load_spec(spec), RunOptions(results_dir=folder, quick=True))
+    assert again.measured == [] and all(p.stored for p in again.planned)
+    exp = load_experiment(folder)
+    assert (exp.spec.description, exp.spec.latency_threshold_ms) == ("second words", 7.5)
+    assert len(exp.runs) == 2 and len(exp.environments) == 1  # the machine was not probed: no new environment row
+    run_experiment(load_spec(spec), RunOptions(results_dir=folder, quick=True))
+    assert len(load_experiment(folder).runs) == 2  # the same spec again: nothing new to record
+    (folder / "specs" / f"{load_spec(spec).sha256}.json").unlink()  # lost in a partial copy: the trials' spec
+    assert load_experiment(folder).spec.description == "first words"

@@ -292,6 +292,20 @@ def test_alias_bombs_and_recursion_are_refused(spec_file: Path) -> None:
     assert "nested" in _error(spec_file, "a: " + "[" * 2000 + "]" * 2000 + "\n")
 
 
+def test_a_spec_file_without_end_or_far_beyond_a_hand_written_one_is_refused(tmp_path: Path) -> None:
+    """`perfsite validate /dev/zero` read without end and ended in a MemoryError traceback; a file of gigabytes
+    took as long to be refused. At most 10 MB is read: a spec is YAML written by hand."""
+    big = tmp_path / "dump.yaml"
+    big.write_bytes(b"# " + b"x" * 10_000_000 + b"\n")
+    for path in (Path("/dev/zero"), big):
+        with pytest.raises(SpecError) as err:
+            load_spec(path)
+        assert " ".join(str(err.value).split()) == (
+            f"Spec file `{path}` holds more than 10,000,000 bytes, far beyond a spec written by hand. Allowed: a "
+            "YAML spec file (docs/spec.md); give large input data as a `file:` (.npy or .npz) rather than a "
+            "`value:`.")
+
+
 # --- validation messages ---------------------------------------------------------------------------------
 
 
@@ -455,6 +469,14 @@ def test_alias_bombs_and_recursion_are_refused(spec_file: Path) -> None:
         ("range: [0, 1000]", "range: [10, 5]", ["`inputs.ids.range`", "low < high"]),
         ("range: [0, 1000]", "range: [0.5, 10]", ["`inputs.ids.range`", "integer range"]),
         ("max_seconds: 60", "max_seconds: 0.5", ["`measure.max_seconds`", "min_seconds"]),
+        # Only one of two ordered keys written: the message names it, not its neighbour's default (`min_seconds:
+        # 100` alone was reported as `measure.max_seconds` (got `60.0`), a key the spec never wrote).
+        ("min_seconds: 1.0, max_seconds: 60,", "min_seconds: 100,",
+         ["line 25, `measure.min_seconds`: must be <= max_seconds (60.0, its default; set max_seconds too to time "
+          "longer) (got `100.0`)"]),
+        ("min_seconds: 1.0, max_seconds: 60,", "max_seconds: 1000,",
+         ["line 25, `measure.max_seconds`: must be < timeout_s (600.0, its default) so a process can finish before "
+          "it is killed; set timeout_s too to time longer (got `1000.0`)"]),
         ("min_seconds: 1.0", "min_seconds: .nan", ["`measure.min_seconds`", "finite number"]),
         ("percentile: p90", "percentile: p42", ["`measure.percentile`", "'p99'"]),
         ("latency_threshold_ms: 20", "latency_threshold_ms: 0", ["`latency_threshold_ms`", "> 0"]),
@@ -562,7 +584,7 @@ def test_validate_specs_lists_every_bad_file_and_shared_names(project: Path) -> 
     (folder / "c.yaml").unlink()
     (folder / "b.yml").write_text(MINIMAL.replace("name: tiny", "name: tiny2"))
     assert [s.spec.name for s in validate_specs([folder])] == ["tiny", "tiny2"]
-    with pytest.raises(SpecError, match="No spec files"):
+    with pytest.raises(SpecError, match=f"The folder `{re.escape(str(project / '.git'))}` holds no spec file"):
         validate_specs([project / ".git"])
 
 

@@ -20,6 +20,7 @@ import typer
 
 import generator
 from generator.bounds import MAX_ITERATIONS, MAX_THREADS, MAX_WARMUP
+from generator.cli.pipes import OutputClosed, PipeSafeGroup, exit_output_closed, raise_output_closed_from_rich
 from generator.errors import PerfsiteError, QueryMissingError, RunError, RuntimeMissingError
 from generator.processes import MAX_PROCESS_SECONDS
 from generator.terminal_text import safe
@@ -30,6 +31,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=PipeSafeGroup,  # a reader that stops reading ends perfsite quietly with 141 (generator.cli.pipes)
 )
 
 EXIT_INTERRUPTED = 130
@@ -52,6 +54,16 @@ def _main(
     """perfsite: is the INT8 version really faster, where does the time go, and did this change make it slower?"""
 
 
+def _store_option(value: str | list[str] | None) -> str | list[str] | None:
+    """--results as typed: an empty word (`--results "$RESULTS"` with the variable unset) named the default store
+    for `run`, the current folder for `build` and nothing for `query`; it names no store, so it is refused."""
+    for word in value if isinstance(value, list) else [value]:
+        if word is not None and not word.strip():
+            raise typer.BadParameter(f"got {word!r}, which names no store; allowed: a results folder or a URL such as "
+                                     "s3://bucket/results, or no --results at all for <project>/results")
+    return value
+
+
 def _default_results(start: Path) -> Path:
     from generator.paths import project_root
 
@@ -60,9 +72,12 @@ def _default_results(start: Path) -> Path:
 
 @app.command()
 def run(
-    specs: Annotated[list[Path], typer.Argument(help="Experiment spec files (YAML).", show_default=False)],
+    # Text, not Path: typer makes "" the Path ".", and `perfsite run "$SPEC"` with the variable unset would
+    # measure every spec of the current folder (generator.spec.spec_files refuses an empty word).
+    specs: Annotated[list[str], typer.Argument(help="Experiment spec files (YAML), or folders of them.",
+                                                show_default=False)],
     results: Annotated[
-        str | None, typer.Option(metavar="DIR_OR_URL",
+        str | None, typer.Option(metavar="DIR_OR_URL", callback=_store_option,
                                  help="Results root, a folder or a URL such as s3://bucket/results; each "
                                       "experiment goes to ROOT/<spec name>/ (default: <project>/results).")
     ] = None,
@@ -95,7 +110,7 @@ def run(
     from generator.results.location import join
     from generator.runner.orchestrate import RunOptions, run_experiment
     from generator.runner.ray_address import check_ray_address, check_target_name
-    from generator.spec import load_spec
+    from generator.spec import load_spec, spec_files
 
     check_ray_address(ray)  # the words first: before a spec is read or a model built
     check_target_name(target)
@@ -107,7 +122,8 @@ def run(
         measure = run_experiment
 
     interrupted = False
-    loaded_specs = [load_spec(spec_path, allow_outside=allow_outside) for spec_path in specs]
+    # A folder stands for its specs, as for `perfsite validate`: every spec is read before anything is measured.
+    loaded_specs = [load_spec(spec_path, allow_outside=allow_outside) for spec_path in spec_files(specs)]
     _check_distinct_names(loaded_specs, results)
     for loaded in loaded_specs:
         root = results or _default_results(loaded.path.parent)
@@ -140,7 +156,7 @@ def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
 
 @app.command()
 def validate(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files, or folders of them.", show_default=False)],
+    specs: Annotated[list[str], typer.Argument(help="Spec files, or folders of them.", show_default=False)],
     allow_outside: Annotated[bool, typer.Option(help="Allow spec paths that leave the project root.")] = False,
 ) -> None:
     """Check specs: YAML, keys, types, values, version references and sweep placeholders."""
@@ -164,7 +180,7 @@ def schema() -> None:
 @app.command()
 def build(
     results: Annotated[list[str] | None, typer.Option(
-        metavar="DIR_OR_URL",
+        metavar="DIR_OR_URL", callback=_store_option,
         help="Results store to render: a folder or a URL such as s3://bucket/results (default: <project>/results). "
              "Repeat it to render several stores into one site; a trial stored in two counts once.")] = None,
     site: Annotated[Path | None, typer.Option(help="Where to write the site (default: <project>/site).")] = None,
@@ -202,11 +218,16 @@ def serve(
 
 @app.command("example-models")
 def example_models(
-    out: Annotated[Path, typer.Argument(help="Folder for the example models.")] = Path("experiments/models"),
+    out: Annotated[Path | None, typer.Argument(help="Folder for the example models (default: "
+                                                    "<project>/experiments/models).", show_default=False)] = None,
 ) -> None:
     """Build the example models (a ResNet-style CNN and a transformer encoder) from code, no downloads."""
     from generator.models import build_example_models
-    from generator.paths import replaced_by_builds
+    from generator.paths import project_root, replaced_by_builds
+
+    # Where the example specs look for them, from any folder of the project (as build's site and run's results):
+    # a relative default made `cd experiments && perfsite example-models` write experiments/experiments/models.
+    out = out if out is not None else project_root(Path.cwd()) / "experiments" / "models"
 
     if out.exists() and not out.is_dir():
         raise PerfsiteError(f"{out} is a file; the example models go into a folder. Allowed: a folder, new or "
@@ -320,7 +341,8 @@ def diff(
     from generator.cli.terminal import check_output_files
 
     check_output_files({"--markdown": markdown, "--json": json_out, "--benchmark-latency-json": benchmark_latency_json,
-                        "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json})
+                        "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json},
+                       stores=_diff_stores(baseline, candidate, measure, store))
     if measure:
         baseline, candidate = measure_sides(baseline, candidate, measure, store, quick, latency_ratio,
                                             site_url)
@@ -332,6 +354,16 @@ def diff(
     typer.echo(text, nl=False)
     if code:
         raise typer.Exit(code)
+
+
+def _diff_stores(baseline: str, candidate: str, measure: list[str] | None, store: Path | None) -> dict[str, Path]:
+    """The local results folders `perfsite diff` reads: the two sides (not git:REF, read from git's objects), or
+    with --measure the store the two checkouts are measured into."""
+    if measure:
+        folder = store if store is not None else Path(candidate) / ".perfsite" / "paired"
+        return {f"the store {folder} of the measured results": folder}
+    sides = {"the baseline": baseline, "the candidate": candidate}
+    return {f"{role} {side}": Path(side) for role, side in sides.items() if not side.startswith("git:")}
 
 
 @app.command()
@@ -376,6 +408,7 @@ def query(
         help="SQL (DuckDB) over the views trials, processes, latencies, nodes, layers, agreement, timeline, "
         "environments, runs and history (columns: docs/query.md).", show_default=False)],
     results: Annotated[str | None, typer.Option(
+        callback=_store_option,
         help="Results store: a folder, or an fsspec URL such as s3://bucket/results (default: <project>/results)."
     )] = None,
     format_: Annotated[str, typer.Option("--format", help="Answer as table, csv, json or markdown.")] = "table",
@@ -446,6 +479,14 @@ def _echo_err(text: str) -> None:
 
 def main() -> None:
     """Console-script entry: run the app, turning user errors into one paragraph and exit status 1."""
+    raise_output_closed_from_rich()
+    try:
+        _main()
+    except (OutputClosed, BrokenPipeError):  # also an error paragraph or a Ctrl-C note for a closed stderr
+        exit_output_closed()
+
+
+def _main() -> None:
     try:
         rc = app(args=optional_ray_address(sys.argv[1:]), prog_name="perfsite", standalone_mode=False)
         if rc == EXIT_INTERRUPTED:  # typer returns Ctrl-C inside a command as 130

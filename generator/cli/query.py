@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import PerfsiteError
+from generator.results.location import local_path
 from generator.results.query import QueryResult, run_query
 from generator.terminal_text import safe
 
@@ -29,6 +30,11 @@ def query_command(sql: str, results: str, fmt: str, output: Path | None) -> str:
     """The answer in `fmt`, or, with `output`, the line that says where it was written."""
     if fmt not in FORMATS:
         raise PerfsiteError(f"--format {fmt!r} is not known. Allowed: {', '.join(FORMATS)}.")
+    if output is not None:
+        from generator.cli.terminal import check_output_files  # imported on use: it brings the runner
+
+        folder = local_path(results)
+        check_output_files({"--output": output}, stores={f"the results store {folder}": folder} if folder else None)
     answer = run_query(results, sql)
     text = FORMATS[fmt](answer)
     if output is None:

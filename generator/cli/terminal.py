@@ -111,11 +111,14 @@ def print_run_summary(summary: RunSummary) -> None:
         out.print("Interrupted: finished trials are kept; run the same command again to measure the rest.")
 
 
-def check_output_files(outputs: dict[str, Path | None], inputs: dict[str, Path] | None = None) -> None:
+def check_output_files(outputs: dict[str, Path | None], inputs: dict[str, Path] | None = None,
+                       stores: dict[str, Path] | None = None) -> None:
     """Before any work: no two output options may name one file (the last written silently replaced the first),
-    and no output may be a file the command reads (`perfsite count A.onnx B.onnx --json A.onnx` overwrote the
-    baseline model with the verdict). `outputs` maps an option (`--json`) to its file, `inputs` a role
-    (`the baseline model`) to a file the command reads."""
+    no output may be a file the command reads (`perfsite count A.onnx B.onnx --json A.onnx` overwrote the
+    baseline model with the verdict), and none may go inside a results store the command reads (`perfsite query
+    SQL --output results/x/trials/K.parquet` replaced a trial with the answer). `outputs` maps an option
+    (`--json`) to its file, `inputs` a role (`the baseline model`) to a file the command reads, `stores` a role
+    (`the results store results`) to a local results folder it reads."""
     seen: dict[str, str] = {}
     for option, path in outputs.items():
         if path is None:
@@ -130,6 +133,22 @@ def check_output_files(outputs: dict[str, Path | None], inputs: dict[str, Path] 
                 raise PerfsiteError(f"{option} {path} is {role}, which this command reads: writing there would "
                                     "replace it. Nothing was measured or written. Allowed: a file of its own for "
                                     f"{option} (created, or replaced when it is an earlier output).")
+        for role, folder in (stores or {}).items():
+            if Path(key).is_relative_to(os.path.realpath(folder)):
+                raise PerfsiteError(f"{option} {path} is inside {role}, which this command reads: a file written "
+                                    "there would replace or sit among the results perfsite stores. Nothing was "
+                                    f"measured or written. Allowed: a file outside every results store for {option}.")
+        experiment = _experiment_holding(Path(key))
+        if experiment is not None:
+            raise PerfsiteError(f"{option} {path} is inside {experiment}, an experiment's results folder that "
+                                "`perfsite run` writes: a file written there could replace a trial's. Nothing was "
+                                f"measured or written. Allowed: a file outside every results store for {option}.")
+
+
+def _experiment_holding(path: Path) -> Path | None:
+    """The experiment results folder (it holds `trials/` and `specs/`) that `path` is inside, if any: a command
+    that reads no store (`perfsite count`, `perfsite diff git:A git:B`) must not write into one either."""
+    return next((p for p in path.parents if (p / "trials").is_dir() and (p / "specs").is_dir()), None)
 
 
 def write_output(path: Path, text: str) -> None:

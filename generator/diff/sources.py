@@ -53,6 +53,10 @@ def open_source(text: str, results: Path) -> Iterator[ResultsSource]:
 
     `text` is a folder, or `git:REF` for the folder `results` as committed at REF (materialized in a
     temporary folder removed on exit)."""
+    if not text.strip():  # an unset variable (`perfsite diff "$BASE" results`): Path would read it as "."
+        raise SourceError(f"A side of the diff is empty ({text!r}): it names no results. Give a folder written by "
+                          "`perfsite run --results DIR`, or `git:REF` for the results committed at a git revision "
+                          "(e.g. git:main).")
     if not is_git_source(text):
         path = Path(text)
         if not os.path.isdir(path):
@@ -138,7 +142,10 @@ class Commit:
 
 
 def commits_changing(repo: Path, rel: str, limit: int) -> list[Commit]:
-    """The last `limit` commits that changed `rel`, oldest first (first-parent history of HEAD)."""
+    """The last `limit` commits that changed `rel`, oldest first (first-parent history of HEAD); none in a
+    repository without a commit yet (`git log` fails there: "does not have any commits yet")."""
+    if _git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
+        return []
     done = _git(repo, "log", "--first-parent", f"-n{limit}", "--format=%H%x1f%cI%x1f%s", "--", rel)
     rows = [line.split("\x1f", 2) for line in done.stdout.splitlines() if line.strip()]
     return [Commit(*row) for row in reversed(rows) if len(row) == 3]

@@ -300,15 +300,22 @@ def probe_cache_dir() -> Path:
     return Path(base) / "perfsite" / "probe"
 
 
+PROBING_MESSAGE = "Measuring the machine's peak and bandwidth (cached once per machine)..."
+
+
 def ensure_limits(env: Environment, quick: bool, cache_dir: Path | None = None,
-                  warn: Callable[[str], None] | None = None) -> Environment:
+                  warn: Callable[[str], None] | None = None,
+                  announce: Callable[[str], None] | None = None) -> Environment:
     """`env` with its limits filled (see with_limits): from the cache file ``probe-<fingerprint>.json`` in
     `cache_dir` (default probe_cache_dir()) when it holds a probe good enough (a full probe always is; a quick
     one only for a quick run), otherwise probed now and cached. A damaged cache file is probed again; an
-    unwritable cache folder is named to `warn` and the probe is used uncached."""
+    unwritable cache folder is named to `warn` and the probe is used uncached. `announce` hears PROBING_MESSAGE
+    as the probe starts: it takes seconds, and is said only when it really runs."""
     folder = Path(cache_dir) if cache_dir is not None else probe_cache_dir()
     limits = cached_limits(folder, env.fingerprint, quick)
     if limits is None:
+        if announce is not None:
+            announce(PROBING_MESSAGE)
         limits = probe_machine(quick, threads=env.logical_cores, isa=tuple(env.isa or ()))
         _store(folder, env.fingerprint, limits, warn)
     return with_limits(env, limits)

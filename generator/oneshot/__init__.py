@@ -32,6 +32,7 @@ from generator.oneshot.shapes import (
 )
 from generator.oneshot.text import summary_text
 from generator.oneshot.trial import ProfileOptions
+from generator.paths import inside_scratch
 from generator.processes import owned_tempdir
 
 TEST_FAULT_ENV = "PERFSITE_TEST_FAULT"  # "render": the page fails after the JSON is written (tests)
@@ -77,8 +78,9 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
         options = dataclasses.replace(options, threads=env.physical_cores or env.logical_cores or 1)
     loaded = one_configuration_spec(model_path, resolved, files, options)
     measured = measure_settings(loaded, options.quick)
-    # The same probe and the same per-user cache as `perfsite run` (generator.machine.probe.probe_cache_dir).
-    say("Measuring the machine's peak and bandwidth (cached once per machine)...")
+    # The same probe and the same per-user cache as `perfsite run` (generator.machine.probe.probe_cache_dir); the
+    # runner says when it probes, after it has checked the model file (a missing external-data file, a model
+    # onnxruntime cannot load are refused before the machine is measured).
     with owned_tempdir("perfsite-profile-") as tmp:
         analysis = analyse_trial(measure_trial(loaded, options.quick, Path(tmp), say), model_path)
     settings = {**dataclasses.asdict(options), "iterations": measured["min_iterations"],
@@ -100,6 +102,13 @@ def check_output_folder(json_path: Path, html_path: Path, given: bool) -> None:
     allowed = "Allowed: --out with a folder you can write to (created if missing) or, by default, the current folder."
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise ResultsError(f"{where}: it is a file, not a folder. {allowed}")
+    # As for results and example models: a report written there would go with the next `perfsite build`. (A
+    # site perfsite built is no such place for a report: a rebuild keeps the files it did not write.)
+    if (scratch := inside_scratch(folder)) is not None:
+        raise ResultsError(f"{where}: it is inside {scratch}, perfsite's own scratch folder, which every `perfsite "
+                           "build` empties: the report would be lost. Allowed: --out with a folder you can write to "
+                           "(created if missing) outside .perfsite/build and .perfsite/cache, or, by default, the "
+                           "current folder.")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):  # mode bits do not tell: root, ACLs, read-only mounts

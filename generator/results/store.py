@@ -371,8 +371,26 @@ class ExperimentResults:
     incomplete: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+def shown_spec_sha256(trials: pd.DataFrame, runs: pd.DataFrame) -> str:
+    """The spec the pages follow: the newest trial's (trials sorted by finished_at), unless a run started after
+    that trial finished, whose spec is then the newest the user gave: a spec edited where no trial key changes
+    (its description, latency threshold, compare pairs, what-if factors) measures nothing, and its run records
+    it so that the next build shows it (it showed the old one until a trial was measured again)."""
+    newest = str(trials["spec_sha256"].iloc[-1])
+    if runs.empty or "spec_sha256" not in runs or "started_at" not in runs:
+        return newest
+    last = runs.iloc[-1]
+    started = pd.to_datetime(last["started_at"], utc=True, errors="coerce")
+    finished = pd.to_datetime(trials["finished_at"].iloc[-1], utc=True, errors="coerce")
+    # Times are stored to the second: a run that starts in the second its last trial finished is the later one.
+    if pd.isna(started) or pd.isna(finished) or started < finished or not isinstance(last["spec_sha256"], str):
+        return newest
+    return last["spec_sha256"]
+
+
 def load_experiment(path: StoreRoot) -> ExperimentResults:
-    """Read one experiment's results folder. The spec shown is the one of the most recent trial."""
+    """Read one experiment's results folder. The spec shown is the one of the most recent trial, or of a run
+    that started after it (a run that measured nothing records the spec it read: see shown_spec_sha256)."""
     rd = ResultsDir(path)
     report = rd.check()
     trials = report.trials
@@ -381,15 +399,24 @@ def load_experiment(path: StoreRoot) -> ExperimentResults:
     trials = trials.sort_values(["finished_at", "trial_key"], kind="stable").reset_index(drop=True)
     keys = set(trials["trial_key"])
     tables = {t: decoded(t, _only_keys(rd.read_table(t), keys)) for t in TRIAL_TABLES}
-    sha256 = trials["spec_sha256"].iloc[-1]
-    spec = spec_from_json(rd.read_spec_json(sha256), source=f"{rd.path}/specs/{sha256}.json")
+    runs = rd.read_table("runs").sort_values("started_at", kind="stable").reset_index(drop=True)
+    sha256 = shown_spec_sha256(trials, runs)
+    try:
+        stored = rd.read_spec_json(sha256)
+    except ResultsError:
+        if sha256 == trials["spec_sha256"].iloc[-1]:
+            raise
+        # The later run's spec lost (a partial copy of the store): the newest trial's spec, as before that run.
+        sha256 = trials["spec_sha256"].iloc[-1]
+        stored = rd.read_spec_json(sha256)
+    spec = spec_from_json(stored, source=f"{rd.path}/specs/{sha256}.json")
     return ExperimentResults(
         name=rd.name,
         path=rd.path,
         spec=spec,
         trials=trials,
         environments=rd.read_table("environments").drop_duplicates("env_id").reset_index(drop=True),
-        runs=rd.read_table("runs").sort_values("started_at", kind="stable").reset_index(drop=True),
+        runs=runs,
         problems=report.problems, incomplete=report.incomplete,
         **tables,
     )

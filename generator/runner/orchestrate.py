@@ -42,7 +42,7 @@ from generator.plan import (
     values_to_choose,
 )
 from generator.processes import process_tempdir
-from generator.results.store import ResultsDir
+from generator.results.store import ResultsDir, shown_spec_sha256
 from generator.runner.limits_check import recheck_limits
 from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, SilentProgress: the runner's API)
     PlannedTrial,
@@ -121,7 +121,10 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
     check_local(loaded, options)
     side = _prepare_side(loaded, options, progress)
     summary = side.summary
-    if options.dry_run or not summary.to_measure:
+    if options.dry_run:
+        return summary
+    if not summary.to_measure:
+        _record_spec(side)
         return summary
     _start_side(side, progress)
     progress.start(len(summary.to_measure), summary.estimate_s)
@@ -283,8 +286,22 @@ def _start_side(side: Side, progress: Progress) -> None:
     side.results.ensure_writable()
     # Roofline and timeline pages need the machine's measured limits; probed once per environment, then cached
     # in the per-user cache `perfsite profile` shares (generator.machine.probe.probe_cache_dir).
-    side.env = ensure_limits(side.env, side.quick, warn=progress.message)
+    side.env = ensure_limits(side.env, side.quick, warn=progress.message, announce=progress.message)
     side.run_id = start_run(side.results, side.loaded, side.env, side.quick)
+
+
+def _record_spec(side: Side) -> None:
+    """A run with every trial stored still records the spec it read, when it is not the one stored with those
+    trials: a spec edited where no trial key changes (description, latency threshold, compare pairs, what-if
+    factors) measures nothing, and the next build must show it (generator.results.store.shown_spec_sha256). The
+    run's row names the environment of the stored trials it matched (their keys hold its fingerprint); no
+    environment row is written, as the machine was not probed."""
+    trials = side.results.read_table("trials").sort_values(["finished_at", "trial_key"], kind="stable")
+    runs = side.results.read_table("runs").sort_values("started_at", kind="stable")
+    if not trials.empty and shown_spec_sha256(trials, runs) == side.loaded.sha256:
+        return  # the pages follow this very spec already: nothing new to record
+    side.results.ensure_writable()
+    start_run(side.results, side.loaded, side.env, side.quick, environment=False)
 
 
 def _recheck_limits(side: Side, progress: Progress) -> None:
@@ -301,14 +318,16 @@ def _groups(planned: Sequence[tuple[Side, PlannedTrial]]) -> list[tuple[Configur
     return list(groups.items())
 
 
-def start_run(results: ResultsDir, loaded: LoadedSpec, env: Environment, quick: bool) -> str:
+def start_run(results: ResultsDir, loaded: LoadedSpec, env: Environment, quick: bool,
+              environment: bool = True) -> str:
     from generator.runner.gitinfo import git_state
 
     run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     commit, dirty = git_state(loaded.root)
     # Stored in spec order (versions as written), under the sha256 of the canonical form.
     results.write_spec(loaded.sha256, spec_to_json(loaded.spec))
-    results.write_row("environments", env.env_id, env.row())
+    if environment:
+        results.write_row("environments", env.env_id, env.row())
     results.write_row("runs", run_id, {
         "run_id": run_id, "experiment": loaded.spec.name, "spec_sha256": loaded.sha256, "env_id": env.env_id,
         "started_at": now(), "git_commit": commit, "git_dirty": dirty,

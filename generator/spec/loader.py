@@ -259,17 +259,27 @@ class LoadedSpec:
                 or bool(self.model_files() & other.model_files()))
 
 
+# A spec is YAML written by hand, a few kilobytes; data goes in input files. The cap is read, not asked of the file
+# system: `perfsite validate /dev/zero` read without end and ended in a MemoryError traceback.
+MAX_SPEC_BYTES = 10_000_000
+
+
 def load_spec(path: Path, allow_outside: bool = False) -> LoadedSpec:
     """Read, parse and validate the spec file at `path`; SpecError for any problem with it."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as file:
+            raw = file.read(MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(f"Spec file `{path}` does not exist.") from None
     except IsADirectoryError:
         raise SpecError(f"`{path}` is a folder, not a spec file; give a `.yaml` file.") from None
     except OSError as exc:
         raise SpecError(f"Spec file `{path}` cannot be read: {exc.strerror or exc}.") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(f"Spec file `{path}` holds more than {MAX_SPEC_BYTES:,} bytes, far beyond a spec written by "
+                        "hand. Allowed: a YAML spec file (docs/spec.md); give large input data as a `file:` "
+                        "(.npy or .npz) rather than a `value:`.")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -349,24 +359,37 @@ def spec_json_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
-def _spec_files(paths: Iterable[Path]) -> list[Path]:
+SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+def spec_files(paths: Iterable[Path | str]) -> list[Path]:
+    """The spec files `perfsite run` and `perfsite validate` take: each file as given, and for a folder its
+    `*.yaml` and `*.yml` files in name order (not its subfolders'). A folder without one is a SpecError, and so
+    is an empty word (an unset variable in `perfsite run "$SPEC"`), which Path would read as the current folder."""
     files: list[Path] = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            files += sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
-        else:
+    for given in paths:
+        if isinstance(given, str) and not given.strip():
+            raise SpecError(f"A spec argument is empty ({given!r}): it names no file. Allowed: spec files, or "
+                            "folders holding them (a folder stands for its `*.yaml` and `*.yml` files).")
+        path = Path(given)
+        if not path.is_dir():
             files.append(path)
+            continue
+        found = sorted(p for p in path.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
+        if not found:
+            raise SpecError(f"The folder `{path}` holds no spec file. Allowed: spec files, or folders holding "
+                            "them: a folder stands for its `*.yaml` and `*.yml` files (its subfolders are not "
+                            "searched).")
+        files += found
     return files
 
 
-def validate_specs(paths: Iterable[Path], allow_outside: bool = False) -> list[LoadedSpec]:
+def validate_specs(paths: Iterable[Path | str], allow_outside: bool = False) -> list[LoadedSpec]:
     """Load every spec (folders: their `*.yaml`/`*.yml` files); one SpecError listing every bad file.
 
     Two specs with the same `name` are an error too: they would write into the same results folder.
     """
-    files = _spec_files(paths)
-    if not files:
-        raise SpecError("No spec files found: give `.yaml` files or folders holding them.")
+    files = spec_files(paths)
     loaded, errors = [], []
     for file in files:
         try:

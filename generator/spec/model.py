@@ -134,13 +134,24 @@ class Measure(Record):
 
     @model_validator(mode="after")
     def _ordered_limits(self) -> Measure:
+        # Blame the key the spec wrote: `min_seconds: 100` alone was reported as `measure.max_seconds` (got 60), a
+        # key the user never wrote, whose default was in the way.
         issues = []
+        written = self.model_fields_set
         if self.max_seconds < self.min_seconds:
-            limit = f"must be >= min_seconds ({self.min_seconds})"
-            issues.append(Issue(("max_seconds",), limit, self.max_seconds))
+            if "max_seconds" in written:
+                issues.append(Issue(("max_seconds",), f"must be >= min_seconds ({self.min_seconds})", self.max_seconds))
+            else:
+                issues.append(Issue(("min_seconds",), f"must be <= max_seconds ({self.max_seconds}, its default; "
+                                    "set max_seconds too to time longer)", self.min_seconds))
         if self.timeout_s <= self.max_seconds:
-            limit = f"must be > max_seconds ({self.max_seconds}) so a process can finish before it is killed"
-            issues.append(Issue(("timeout_s",), limit, self.timeout_s))
+            if "timeout_s" in written or "max_seconds" not in written:
+                limit = f"must be > max_seconds ({self.max_seconds}) so a process can finish before it is killed"
+                issues.append(Issue(("timeout_s",), limit, self.timeout_s))
+            else:
+                issues.append(Issue(("max_seconds",), f"must be < timeout_s ({self.timeout_s}, its default) so a "
+                                    "process can finish before it is killed; set timeout_s too to time longer",
+                                    self.max_seconds))
         if issues:
             fail(*issues)
         return self

@@ -1,0 +1,75 @@
+"""A reader that stops reading: `perfsite --help | head -1`, `perfsite query ... | head`.
+
+Python ignores SIGPIPE, so a write to a pipe whose reader has gone raises BrokenPipeError. typer (like click)
+catches it inside the command, and rich's consoles (the help, tables, the progress bar) catch it in
+`Console.on_broken_pipe`; both exit with status 1, perfsite's status for a user error, without a word. A write
+outside the command (an error paragraph to a closed stderr) was a traceback. Unix tools die of the
+signal instead, which a shell reports as 128 + 13 = 141. perfsite ends the same way, quietly, as Python's
+documentation recommends (https://docs.python.org/3/library/signal.html#note-on-sigpipe): the standard
+streams are pointed at /dev/null, so that the flush at exit cannot fail again, and SIGPIPE keeps Python's
+disposition (setting it to SIG_DFL would kill perfsite on any closed socket too, `perfsite serve`'s among them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any, NoReturn
+
+import rich.console
+from typer.core import TyperGroup
+
+# What a shell reports for a process that SIGPIPE ended: 128 + the signal's number (13 on every Unix).
+EXIT_OUTPUT_CLOSED = 141
+
+
+class OutputClosed(Exception):
+    """The reader of stdout or stderr went away. Not an OSError, so that typer lets it through to main()."""
+
+
+@contextlib.contextmanager
+def output_closed_is_raised() -> Iterator[None]:
+    try:
+        yield
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            raise
+        raise OutputClosed from e
+
+
+class PipeSafeGroup(TyperGroup):
+    """The `perfsite` group: a closed pipe met while parsing (the help is printed there) or while a command runs
+    reaches main() as OutputClosed instead of typer's silent exit 1."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with output_closed_is_raised():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with output_closed_is_raised():
+            return super().invoke(ctx)
+
+
+def raise_output_closed_from_rich() -> None:
+    """rich's consoles raise OutputClosed on a broken pipe instead of exiting 1. Its documentation invites
+    replacing `Console.on_broken_pipe`; typer makes its help consoles itself, so the class's method is replaced,
+    by main() only (the console-script entry)."""
+
+    def on_broken_pipe(console: rich.console.Console) -> None:
+        console.quiet = True  # nothing more from this console
+        raise OutputClosed
+
+    rich.console.Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
+
+
+def exit_output_closed() -> NoReturn:
+    """End quietly with status 141: nothing more can reach the reader, and nothing is left to say."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # a stream replaced or already closed
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    sys.exit(EXIT_OUTPUT_CLOSED)
