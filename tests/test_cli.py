@@ -399,6 +399,23 @@ def test_a_reader_that_stops_reading_ends_perfsite_quietly_with_141(tmp_path, ar
     assert other == "", (args, other)  # no traceback, no "Exception ignored" from the flush at exit
 
 
+def test_a_broken_pipe_of_another_pipe_is_an_error_not_a_reader_gone():
+    """Only a closed stdout or stderr ends perfsite quietly with 141: a broken pipe to a measurement worker or a
+    socket is an error of its own, which must reach the user, not be swallowed as a reader that stopped."""
+    import os
+
+    from generator.cli import pipes
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        assert not pipes.standard_output_closed()
+        with pytest.raises(BrokenPipeError), pipes.output_closed_is_raised():
+            os.write(write_end, b"to a worker that died")
+    finally:
+        os.close(write_end)
+
+
 def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, capsys):
     """`perfsite validate specs/` checked every spec in the folder, and `perfsite run specs/` refused the folder
     (`specs` is a folder, not a spec file). Both take it now, for its `*.yaml` and `*.yml` files; and both refuse

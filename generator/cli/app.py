@@ -20,7 +20,13 @@ import typer
 
 import generator
 from generator.bounds import MAX_ITERATIONS, MAX_THREADS, MAX_WARMUP
-from generator.cli.pipes import OutputClosed, PipeSafeGroup, exit_output_closed, raise_output_closed_from_rich
+from generator.cli.pipes import (
+    OutputClosed,
+    PipeSafeGroup,
+    exit_output_closed,
+    raise_output_closed_from_rich,
+    standard_output_closed,
+)
 from generator.errors import PerfsiteError, QueryMissingError, RunError, RuntimeMissingError
 from generator.processes import MAX_PROCESS_SECONDS
 from generator.terminal_text import safe
@@ -482,7 +488,11 @@ def main() -> None:
     raise_output_closed_from_rich()
     try:
         _main()
-    except (OutputClosed, BrokenPipeError):  # also an error paragraph or a Ctrl-C note for a closed stderr
+    except OutputClosed:
+        exit_output_closed()
+    except BrokenPipeError:  # an error paragraph or a Ctrl-C note for a closed stderr; another pipe's is an error
+        if not standard_output_closed():
+            raise
         exit_output_closed()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
 import sys
 from collections.abc import Iterator
 from typing import Any, NoReturn
@@ -35,9 +36,24 @@ def output_closed_is_raised() -> Iterator[None]:
     try:
         yield
     except OSError as e:
-        if e.errno != errno.EPIPE:
+        if e.errno != errno.EPIPE or not standard_output_closed():
             raise
         raise OutputClosed from e
+
+
+def standard_output_closed() -> bool:
+    """Whether the reader of stdout or stderr went away. A broken pipe elsewhere (a measurement worker's, a
+    socket's) is an error of its own, to be reported as such, not a reader that stopped reading: poll says
+    POLLERR for the write end of a pipe without a reader."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            poller = select.poll()
+            poller.register(stream.fileno(), select.POLLOUT)
+            if any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
+                return True
+        except (OSError, ValueError, AttributeError):  # a stream replaced (tests) or closed: not a pipe we know
+            continue
+    return False
 
 
 class PipeSafeGroup(TyperGroup):
