@@ -74,6 +74,19 @@ def cnn_project(tmp_path, example_models) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def lean_cnn_project(cnn_project) -> Path:
+    """cnn_project measuring each trial with its two processes only (`repeats`; budget_s: 0.01 stops the adaptive
+    rounds after them), for tests about what a run stores, skips, records and survives, not about how long it
+    measures: quick mode's 1 s budget added a few processes to every trial, about half a second each on 2 cores.
+    Trial keys do not include the budget."""
+    spec = cnn_project / "spec.yaml"
+    text = spec.read_text()
+    assert "profile_iterations: 2}" in text
+    spec.write_text(text.replace("profile_iterations: 2}", "profile_iterations: 2, budget_s: 0.01}"))
+    return cnn_project
+
+
 
 @pytest.fixture(scope="session")
 def large_model_site(tmp_path_factory, _probe_cache) -> Path:

@@ -160,10 +160,10 @@ def _run(project, **options):
                           RunOptions(results_dir=project / "results" / "tiny", **options))
 
 
-def test_sweep_records_int8_agreement_with_fp32(cnn_project):
-    summary = _run(cnn_project, only="batch=2")
+def test_sweep_records_int8_agreement_with_fp32(lean_cnn_project):
+    summary = _run(lean_cnn_project, only="batch=2")
     assert not summary.failed
-    exp = load_experiment(cnn_project / "results" / "tiny")
+    exp = load_experiment(lean_cnn_project / "results" / "tiny")
     rows = exp.agreement.merge(exp.trials[["trial_key", "version"]], on=["trial_key", "version"])
     assert len(rows) == 1 and set(exp.trials["version"]) == {"fp32", "int8"}  # none for fp32, the root
     assert set(rows["version"]) == {"int8"} and set(rows["reference_version"]) == {"fp32"}
@@ -173,7 +173,7 @@ def test_sweep_records_int8_agreement_with_fp32(cnn_project):
     assert (rows["samples"] == 3).all() and (rows["max_abs"] > 0).all()
 
 
-def test_failed_outputs_or_a_missing_reference_leave_the_trial_ok_without_rows(cnn_project, monkeypatch):
+def test_failed_outputs_or_a_missing_reference_leave_the_trial_ok_without_rows(lean_cnn_project, monkeypatch):
     real = children.run_child
 
     def outputs_fail(job, timeout_s):
@@ -182,8 +182,8 @@ def test_failed_outputs_or_a_missing_reference_leave_the_trial_ok_without_rows(c
         return real(job, timeout_s)
 
     monkeypatch.setattr(children, "run_child", outputs_fail)
-    _run(cnn_project, only="batch=1")
-    _run(cnn_project, only="batch=2,version=int8")  # fp32 filtered out: no reference to compare with
-    exp = load_experiment(cnn_project / "results" / "tiny")
+    _run(lean_cnn_project, only="batch=1")
+    _run(lean_cnn_project, only="batch=2,version=int8")  # fp32 filtered out: no reference to compare with
+    exp = load_experiment(lean_cnn_project / "results" / "tiny")
     assert len(exp.trials) == 3 and set(exp.trials["status"]) == {"ok"}
     assert exp.agreement.empty

@@ -61,36 +61,36 @@ def test_run_writes_every_table_skips_stored_trials_and_measures_only_an_added_b
     assert len(trials) == 6 and trials["trial_key"].is_unique
 
 
-def test_force_measures_again_and_a_copied_trial_file_is_named_not_counted(cnn_project):
-    _run(cnn_project, only="version=fp32,batch=1")
+def test_force_measures_again_and_a_copied_trial_file_is_named_not_counted(lean_cnn_project):
+    _run(lean_cnn_project, only="version=fp32,batch=1")
     # A sync tool's conflict copy of the trial file: `run` names both files and still counts one stored trial.
-    trials = cnn_project / "results" / "tiny" / "trials"
+    trials = lean_cnn_project / "results" / "tiny" / "trials"
     (stored,) = trials.glob("*.parquet")
     shutil.copy(stored, trials / f"copy of {stored.name}")
-    out = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=fp32,batch=1", cwd=cnn_project)
+    out = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=fp32,batch=1", cwd=lean_cnn_project)
     said = " ".join(out.stderr.split())
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert f"copy of {stored.name} holds trial {stored.stem}, but a trial's file is named after" in said
     assert f"Trial {stored.stem} is stored twice" in said and "0 to measure" in out.stdout
     (trials / f"copy of {stored.name}").unlink()
-    summary = _run(cnn_project, only="version=fp32,batch=1", force=True)
+    summary = _run(lean_cnn_project, only="version=fp32,batch=1", force=True)
     assert len(summary.measured) == 1
-    assert len(pd.read_parquet(cnn_project / "results" / "tiny" / "trials")) == 1
+    assert len(pd.read_parquet(lean_cnn_project / "results" / "tiny" / "trials")) == 1
 
 
-def test_crashing_trial_is_recorded_and_the_sweep_goes_on(cnn_project, monkeypatch):
+def test_crashing_trial_is_recorded_and_the_sweep_goes_on(lean_cnn_project, monkeypatch):
     monkeypatch.setenv("PERFSITE_TEST_FAULT", "crash")
     monkeypatch.setenv("PERFSITE_TEST_FAULT_VERSION", "cnn.onnx")  # only the FP32 file, not the INT8 one
-    summary = _run(cnn_project, only="batch=1")
-    trials = pd.read_parquet(cnn_project / "results" / "tiny" / "trials").set_index("version")
+    summary = _run(lean_cnn_project, only="batch=1")
+    trials = pd.read_parquet(lean_cnn_project / "results" / "tiny" / "trials").set_index("version")
     assert trials.loc["fp32", "status"] == "failed" and "SIGSEGV" in trials.loc["fp32", "error"]
     assert trials.loc["int8", "status"] == "ok"
     assert len(summary.failed) == 1
     # A failed trial is measured again by the next run.
     monkeypatch.delenv("PERFSITE_TEST_FAULT")
-    again = _run(cnn_project, only="batch=1")
+    again = _run(lean_cnn_project, only="batch=1")
     assert len(again.measured) == 1
-    assert set(pd.read_parquet(cnn_project / "results" / "tiny" / "trials")["status"]) == {"ok"}
+    assert set(pd.read_parquet(lean_cnn_project / "results" / "tiny" / "trials")["status"]) == {"ok"}
 
 
 def test_hanging_trial_times_out(cnn_project, monkeypatch):
@@ -113,17 +113,17 @@ def _wait_for_trials(folder, count, proc, limit_s=120):
     raise AssertionError(f"no {count} finished trials in {folder} (exit {proc.poll()})")
 
 
-def test_interrupted_and_killed_runs_keep_finished_trials_and_a_rerun_completes_the_rest(cnn_project):
+def test_interrupted_and_killed_runs_keep_finished_trials_and_a_rerun_completes_the_rest(lean_cnn_project):
     # One sweep of six trials, stopped twice: Ctrl-C (SIGINT) once two trials are stored, then `kill -9` of the
     # rerun once it stored one more; the last run measures only what is missing.
-    spec = cnn_project / "spec.yaml"
+    spec = lean_cnn_project / "spec.yaml"
     spec.write_text(spec.read_text().replace("batch: [1, 2]", "batch: [1, 2, 3]"))
-    results = cnn_project / "results"
+    results = lean_cnn_project / "results"
     trials = results / "tiny" / "trials"
     cmd = [sys.executable, "-m", "generator.cli", "run", "spec.yaml", "--results", str(results)]
     kept = []
     for sig in (signal.SIGINT, signal.SIGKILL):
-        proc = subprocess.Popen(cmd, cwd=cnn_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, cwd=lean_cnn_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _wait_for_trials(trials, len(kept[-1]) + 1 if kept else 2, proc)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
@@ -134,7 +134,7 @@ def test_interrupted_and_killed_runs_keep_finished_trials_and_a_rerun_completes_
             assert proc.returncode == -signal.SIGKILL, err
         kept.append(set(pd.read_parquet(trials)["trial_key"]))
     assert 2 <= len(kept[0]) < len(kept[1]) < 6 and kept[0] < kept[1]
-    rerun = perfsite("run", "spec.yaml", "--results", str(results), cwd=cnn_project)
+    rerun = perfsite("run", "spec.yaml", "--results", str(results), cwd=lean_cnn_project)
     assert rerun.returncode == 0, rerun.stderr
     assert f"{6 - len(kept[1])} measured, {len(kept[1])} already stored" in rerun.stdout
     stored = pd.read_parquet(trials)
@@ -143,19 +143,19 @@ def test_interrupted_and_killed_runs_keep_finished_trials_and_a_rerun_completes_
     assert set(pd.read_parquet(results / "tiny" / "processes")["trial_key"]) == set(stored["trial_key"])
 
 
-def test_two_runs_on_one_results_directory_measure_each_trial_once(cnn_project):
-    results = cnn_project / "results"
+def test_two_runs_on_one_results_directory_measure_each_trial_once(lean_cnn_project):
+    results = lean_cnn_project / "results"
     cmd = [sys.executable, "-m", "generator.cli", "run", "spec.yaml", "--results", str(results)]
     # Build the INT8 version first so both processes start measuring at once rather than quantizing twice.
-    assert perfsite("run", "spec.yaml", "--dry-run", "--results", str(results), cwd=cnn_project).returncode == 0
-    procs = [subprocess.Popen(cmd, cwd=cnn_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert perfsite("run", "spec.yaml", "--dry-run", "--results", str(results), cwd=lean_cnn_project).returncode == 0
+    procs = [subprocess.Popen(cmd, cwd=lean_cnn_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     trials = pd.read_parquet(results / "tiny" / "trials")
     assert len(trials) == 4 and trials["trial_key"].is_unique
     lat = pd.read_parquet(results / "tiny" / "latencies")
-    # Each trial's processes are its own (quick mode: 2 at least, more within the 1 s budget).
+    # Each trial's processes are its own (2 at least: `repeats`, whatever the budget).
     counts = lat.groupby("trial_key")["process"].nunique()
     assert counts.ge(2).all() and counts.to_dict() == trials.set_index("trial_key")["processes"].to_dict()
 

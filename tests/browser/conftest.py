@@ -96,16 +96,18 @@ def payload_url(payload_site: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def compare_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site of the recorded compare results (tests/support/compare.py), built once per module."""
+    """The site of the recorded compare results (tests/support/compare.py), built once for the session: its two
+    modules (test_compare_browser, test_chooser_browser) only read it, and tests/support/tiers.py sends them to
+    one worker (SAME_WORKER_AS), where a module-scoped site was built twice."""
     root = tmp_path_factory.mktemp("compare-site")
     (root / "project").mkdir()
     write_compare_results(root / "results")
     return build_site(root / "results", root / "site", root / "project")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def compare_url(compare_site: Path) -> Iterator[str]:
     with BackgroundServer(compare_site) as url:
         yield url
