@@ -150,6 +150,7 @@ def run_step(step: dict, clone: Path, runner_temp: Path, outputs: dict) -> subpr
     return done
 
 
+@pytest.mark.quiet  # an A/A verdict from a few paired rounds: not beside the suite's other worker (tiers.py)
 def test_recipe_measures_merge_base_and_head_together_and_reports(pull_request, tmp_path):
     clone, fork_point, head = pull_request
     runner_temp = tmp_path / "runner"
