@@ -27,6 +27,11 @@ def num(value: float | int | None, sig: int = 3) -> str:
     return f"{value:.{sig - 1 - math.floor(math.log10(abs(value)))}f}"
 
 
+def counted(n: int, word: str) -> str:
+    """A count and its noun, plural unless the count is one: "1 version", "2 trials"."""
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
 def pct(share: float | None, decimals: int = 1) -> str:
     """A ratio (0.123) as a percentage ("12.3%")."""
     if share is None or not math.isfinite(share):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from support.cli import ROOT, perfsite, write_spec
@@ -327,6 +328,17 @@ def test_control_and_bidi_characters_in_an_error_message_are_shown_escaped(tmp_p
     assert out.returncode == 0 and "\x1b" not in out.stdout and "sneaky\\x1b[2J\\u202e.yaml" in out.stdout
 
 
+def test_a_device_given_as_a_model_is_named_as_such_not_as_missing():
+    """`perfsite profile /dev/zero` said `no such model file` for a path the user can see: it names what it is."""
+    from generator.errors import ModelError
+    from generator.oneshot.shapes import model_inputs
+
+    with pytest.raises(ModelError) as refused:
+        model_inputs(Path("/dev/null"))
+    assert str(refused.value) == ("/dev/null: not a regular file (a device, a pipe or a socket), not a model file. "
+                                  "Give the path of an ONNX model (.onnx).")
+
+
 def test_a_file_where_a_folder_is_expected_is_named_as_a_file(tmp_path):
     """A file given as a results folder was reported as missing (`does not exist`), and a folder given as a model
     file as `no such model file`: the user looked, saw it there, and was misled."""
@@ -436,8 +448,8 @@ def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, ca
     validated = runner.invoke(app, ["validate", "specs"])
     planned = runner.invoke(app, ["run", "specs", "--dry-run", "--quick"])
     assert validated.exit_code == 0 and planned.exit_code == 0, (validated.output, planned.output)
-    assert validated.output.count("ok  ") == 2
-    assert "a: 1 trials" in planned.output and "b: 1 trials" in planned.output
+    assert validated.output.count("ok  ") == 2 and validated.output.count("1 version, 1 trial\n") == 2
+    assert "a: 1 trial" in planned.output and "b: 1 trial" in planned.output and "1 trials" not in planned.output
     assert not (tmp_path / "results").exists()  # a dry run measures and writes nothing
     (tmp_path / "empty").mkdir()
     for command in ("validate", "run"):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from generator.analysis.layer_names import CONVERSION_OPS
 from generator.analysis.records_compare import Advice, Comparison
+from generator.numbers import counted
 
 if TYPE_CHECKING:
     from generator.analysis.layer_match import Executed, LayerMatch
@@ -39,10 +40,6 @@ Rule = Callable[[AdviceInput], Advice | None]
 
 def _pct(share: float) -> str:
     return "less than 1 %" if 0 < share < 0.005 else f"{round(share * 100)} %"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' * (n != 1)}"
 
 
 def _low_level_qdq(data: AdviceInput) -> str | None:
@@ -79,7 +76,7 @@ def fp32_share_rule(op: str) -> Rule:
         if share < FP32_SHARE_MIN:
             return None
         text = (f"{_pct(share)} of {op} time still runs in FP32 in {data.comparison.b} ({len(fp32)} of "
-                f"{_plural(len(kernels), op + ' kernel')}). ")
+                f"{counted(len(kernels), op + ' kernel')}). ")
         level = _low_level_qdq(data)
         if level:
             text += (f"At optimization level {level} onnxruntime does not fuse DequantizeLinear, {op} and "
@@ -125,7 +122,7 @@ def qdq_overhead(data: AdviceInput) -> Advice | None:
     for e in kernels:
         by_op[e.op_type] = by_op.get(e.op_type, 0.0) + e.dur_us
     parts = ", ".join(f"{op} {us:.0f} µs" for op, us in sorted(by_op.items(), key=lambda kv: -kv[1])[:3])
-    text = f"Q/DQ overhead is {_pct(share)} of {c.b}'s time ({_plural(len(kernels), 'conversion kernel')}: {parts})."
+    text = f"Q/DQ overhead is {_pct(share)} of {c.b}'s time ({counted(len(kernels), 'conversion kernel')}: {parts})."
     level = _low_level_qdq(data)
     if level:
         text += (f" At optimization level {level} onnxruntime runs QuantizeLinear/DequantizeLinear as separate "
@@ -144,7 +141,7 @@ def fp16_casts(data: AdviceInput) -> Advice | None:
     where = "on CPU" if (data.provider or "cpu") == "cpu" else f"on {data.provider}"
     share = f", {_pct(time / total)} of its time" if total > 0 else ""
     return Advice("fp16_casts", "warning", (
-        f"FP16 {where} inserted {_plural(len(casts), 'cast')} in {c.b} ({time:.0f} µs{share}): the provider runs ops "
+        f"FP16 {where} inserted {counted(len(casts), 'cast')} in {c.b} ({time:.0f} µs{share}): the provider runs ops "
         "without an FP16 kernel in FP32 and converts around them."))
 
 
@@ -164,7 +161,7 @@ def provider_fallback(data: AdviceInput) -> Advice | None:
             total = sum(e.dur_us for e in executed)
             names = sorted({e.provider for e in other})
             share = sum(e.dur_us for e in other) / total if total > 0 else 0.0
-            parts.append(f"{_plural(len(other), 'node')} of {version} ({_pct(share)} of its time) ran on "
+            parts.append(f"{counted(len(other), 'node')} of {version} ({_pct(share)} of its time) ran on "
                          f"{', '.join(names)}")
     if not parts:
         return None

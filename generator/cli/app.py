@@ -28,6 +28,7 @@ from generator.cli.pipes import (
     standard_output_closed,
 )
 from generator.errors import PerfsiteError, QueryMissingError, RunError, RuntimeMissingError
+from generator.numbers import counted
 from generator.processes import MAX_PROCESS_SECONDS
 from generator.terminal_text import safe
 
@@ -170,9 +171,8 @@ def validate(
     from generator.spec import validate_specs
 
     for loaded in validate_specs(specs, allow_outside=allow_outside):
-        n = len(plan_trials(loaded.spec))
-        versions = len(loaded.spec.models)
-        typer.echo(safe(f"ok  {loaded.path}: experiment {loaded.spec.name!r}, {versions} versions, {n} trials"))
+        trials, versions = counted(len(plan_trials(loaded.spec)), "trial"), counted(len(loaded.spec.models), "version")
+        typer.echo(safe(f"ok  {loaded.path}: experiment {loaded.spec.name!r}, {versions}, {trials}"))
 
 
 @app.command()

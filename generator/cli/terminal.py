@@ -18,6 +18,7 @@ from rich.progress import (
 from rich.table import Table
 
 from generator.errors import PerfsiteError
+from generator.numbers import counted
 from generator.plan import Trial
 from generator.runner.orchestrate import RunSummary
 from generator.terminal_text import safe
@@ -58,7 +59,7 @@ class ProgressBar:
         self.bar.console.print(safe(text, lines=True), markup=False, soft_wrap=True)
 
     def start(self, total: int, estimate_s: float) -> None:
-        self.message(f"{self.experiment}: {total} trials to measure, about {_duration(estimate_s)}")
+        self.message(f"{self.experiment}: {counted(total, 'trial')} to measure, about {_duration(estimate_s)}")
         self.task = self.bar.add_task(self.experiment, total=total, last="")
 
     def trial_done(self, trial: Trial, status: str) -> None:
@@ -79,7 +80,7 @@ def _duration(seconds: float) -> str:
 
 
 def print_dry_run(summary: RunSummary) -> None:
-    table = Table(title=f"{summary.experiment}: {len(summary.planned)} trials", title_justify="left")
+    table = Table(title=f"{summary.experiment}: {counted(len(summary.planned), 'trial')}", title_justify="left")
     for col in ("version", "configuration", "trial key", "state"):
         table.add_column(col)
     for p in summary.planned:

@@ -90,7 +90,9 @@ def _positive(text: str) -> int | None:
 def model_inputs(model_path: Path) -> list[ModelInput]:
     """The inputs the model needs; ModelError when the file is missing or not an ONNX model."""
     if not os.path.isfile(model_path):
-        what = "a folder, not a model file" if os.path.isdir(model_path) else "no such model file"
+        what = ("a folder, not a model file" if os.path.isdir(model_path) else
+                "not a regular file (a device, a pipe or a socket), not a model file" if os.path.exists(model_path)
+                else "no such model file")
         raise ModelError(f"{model_path}: {what}. Give the path of an ONNX model (.onnx).")
     # An empty file parses as an empty protobuf message: onnx.load accepts it as a model without a graph.
     if os.path.getsize(model_path) == 0:
