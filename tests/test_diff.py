@@ -463,5 +463,17 @@ def test_a_run_whose_processes_disagreed_is_not_called_faster_than_a_steadier_on
     text, code = diff_command(str(data / "run-0"), str(data / "run-2"), fail_on="regression")
     assert code == 3 and text.startswith("**perfsite diff: not comparable**"), text
     assert "None got slower" in text and "faster" not in text.splitlines()[0]
-    assert run_drift(BETWEEN_RUN_SD, 0.19) == pytest.approx(0.095) and run_drift(BETWEEN_RUN_SD, 0.04) == 0.03
-    assert run_drift(BETWEEN_RUN_SD, None) == run_drift(BETWEEN_RUN_SD, float("nan")) == 0.03
+    assert run_drift(BETWEEN_RUN_SD, 0.19) == pytest.approx(0.095) and run_drift(BETWEEN_RUN_SD, 0.04) == 0.05
+    assert run_drift(BETWEEN_RUN_SD, None) == run_drift(BETWEEN_RUN_SD, float("nan")) == 0.05
+
+
+def test_a_whole_run_slower_by_the_machine_is_not_called_slower():
+    """A real A/A recording from the suite's unpaired A/A test beside a spinning neighbour (tests/data/
+    drift-aa-spin, the same tiny CNN measured in two windows): the second run's processes agreed with each other
+    (process-median spread 4 %) and its p90 came out 10.4 % above the first's, the machine itself slower in that
+    window. The 3 % drift floor called it "slower" (interval +0.2 % to +21.6 %); at 5 % per run
+    (BETWEEN_RUN_SD, measured over five such runs) the interval holds no change and cannot decide."""
+    data = Path(__file__).parent / "data" / "drift-aa-spin"
+    text, code = diff_command(str(data / "run-0"), str(data / "run-4"), fail_on="regression")
+    assert code == 3 and text.startswith("**perfsite diff: not comparable**"), text
+    assert "None got slower" in text and "| slower |" not in text

@@ -26,11 +26,14 @@ import numpy as np
 
 LEVEL = 0.95
 # Drift of one configuration's figure between two runs on a shared machine, as a relative standard deviation
-# per run. A/A pairs measured in two windows beside a neighbour differed by ~5 % and more (issue 12; the
-# suite's own A/A test once saw a "faster" at 2 %): 3 % per run puts a 5 % drift at 1.2 sigma of the
-# difference, inside the interval, while a 10 % change between two steady runs still stands out. Drift that
-# this floor cannot cover is what paired runs are for.
-BETWEEN_RUN_SD = 0.03
+# per run. A/A pairs measured in two windows beside a neighbour differed by ~5 % and more (issue 12). Five
+# runs of the suite's A/A test beside a spinning neighbour (2026-11-27, tests/data/drift-aa-spin holds two of
+# them) gave p90s 4.6 % apart (relative standard deviation over the runs) although each run's own processes
+# agreed (process-median spreads 0.4 % to 5.8 %): the whole machine was 9 % slower in one window than in
+# another, and the 3 % floor used before called that pair "slower". 5 % per run is that figure, rounded up: a
+# 10 % drift is inside the interval of two separately measured runs. Changes that small are what paired runs
+# (`perfsite diff --measure`, the CI recipe) are for: they cancel the drift instead of bounding it.
+BETWEEN_RUN_SD = 0.05
 # The drift between runs of an interval: one relative standard deviation for both sides, or one per side
 # (run_drift of each run).
 Drift = float | tuple[float, float]
