@@ -358,7 +358,7 @@ def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -
         labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
     weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not is_qparam(w)))
     time_a, time_b = g.time_a_us, g.time_b_us
-    matched = bool(members_a) and bool(members_b)
+    matched = g.matched
     only_in = None if matched else ("a" if members_a else "b")
     return KernelRow(
         layer=_label(labels) or main.name, op_type=kernel_op(main.op_type),

@@ -8,8 +8,11 @@ settings, URL style, the search plugin's settings, mkdocs, Material and this fil
 entry of the render cache (the folder in PERFSITE_RENDER_CACHE, set by generator.site.build): the HTML, table
 of contents, title, anchors and links to other pages' anchors of the page, and its search index entries. On
 a hit the page's Markdown is replaced by nothing before conversion and the stored results are put back, so
-mkdocs renders the page's template, validates anchors and writes the search index as it would have. The
-navigation, every page's template and everything else are rendered on every build.
+mkdocs renders the page's template, validates anchors and writes the search index as it would have. A page's
+finished output (its template drawn around the HTML) is kept too, keyed by the render key, the navigation as
+drawn and the whole configuration: where none of them changed and nothing but the search plugin takes part in a
+page's output, the page is written as stored (_build_page). Anchor checks, the search index and every page whose
+output is not stored are made on every build.
 
 mkdocs converts one page after another. So that a full build converts on every core, `on_nav` forks children
 that convert and index shares of the pages (by size) into pending entries, which the build's own mkdocs
