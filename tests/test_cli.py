@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -499,3 +501,22 @@ def test_an_empty_results_option_is_refused_not_read_as_some_folder(tmp_path, mo
                    "a URL such as s3://bucket/results, or no --results at all for <project>/results. Run `perfsite "
                    f"{args[0]} --help` for the arguments and options it takes."), err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_caught_inside_an_evaluated_string_still_exits_130_under_python_m(tmp_path):
+    # CPython marks a KeyboardInterrupt that ends a string exec/eval (typing and pydantic evaluate annotation
+    # strings) as unhandled even when caught, and `python -m` then ended the process by SIGINT (-2) after perfsite
+    # had printed its note and chosen 130. Here the command is interrupted inside such an evaluation.
+    (tmp_path / "interrupted_in_eval.py").write_text(
+        "import sys\n"
+        "import generator.cli\n"
+        "cli = sys.modules['generator.cli.app']  # the module; the package's `app` is the Typer application\n"
+        "def interrupted(**kwargs):\n"
+        "    exec('raise KeyboardInterrupt', {})\n"
+        "cli.app = interrupted\n"
+        "sys.argv = ['perfsite', 'validate', 'spec.yaml']\n"
+        "cli.main()\n")
+    done = subprocess.run([sys.executable, "-m", "interrupted_in_eval"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert "Interrupted" in done.stderr and "Traceback" not in done.stderr, done.stderr
