@@ -14,14 +14,13 @@ SLOW_MODULES = frozenset({
 
 # Tests whose verdicts depend on measured time in a way a neighbour can upset: `make test` runs them alone after
 # the parallel part, so that the suite's other worker is never their neighbour. That is the unpaired A/A diff
-# (two separately measured runs: a neighbour that comes and goes between them is drift the interval bounds but
-# cannot cancel), the loop-beside-a-spinner test, and the CI recipe's paired A/A run: pairing cancels a steady
-# neighbour, but the recipe test measures with a 4 s budget (three or four rounds, stopped as soon as the
-# interval decides), and the suite's other worker is no steady neighbour: beside it the recipe once called the
-# unchanged model slower (exit 2, 2026-11-27). A model twice as slow stands out beside any neighbour: the
-# slower-model test runs in the parallel part.
+# (separately measured runs: a neighbour that comes and goes between them is drift the interval bounds but cannot
+# cancel) and the loop-beside-a-spinner test. A change that stands out beside any neighbour runs in the parallel
+# part: the slower-model diff, and the CI recipe, whose pull request makes its model about 1.5 times slower (it
+# measured an unchanged model until 2026-11-27, when a 4 s paired A/A run beside the other worker once called it
+# slower; a slower model also shows that the job's last step passes the diff's exit status on).
 # The modules that hold them (tests/test_support.py checks that no other module marks a test quiet).
-QUIET_TESTS_IN = frozenset({"test_measure.py", "test_diff_git.py", "test_ci_recipe.py"})
+QUIET_TESTS_IN = frozenset({"test_measure.py", "test_diff_git.py"})
 
 
 # make test's two workers take a module at a time (pytest-xdist's loadgroup: a module is a group), longest
