@@ -27,6 +27,8 @@ hard-linked into the site rather than copied (`_link_or_copy_file`).
 
 from __future__ import annotations
 
+import atexit
+import gc
 import hashlib
 import json
 import logging
@@ -41,6 +43,7 @@ import mkdocs
 from material.plugins.search.plugin import SearchIndex
 from mkdocs import utils as mkdocs_utils
 from mkdocs.commands import build as mkdocs_build
+from mkdocs.structure.pages import Page
 
 CACHE_ENV = "PERFSITE_RENDER_CACHE"
 # generator.site.chooser_page.DATA_FOLDER and page_base.REPORTS_DIR (mkdocs loads this file, it imports neither)
@@ -312,10 +315,27 @@ def _link_or_copy_file(source_path: str, output_path: str) -> None:
         _original_copy_file(source_path, output_path)
 
 
+# mkdocs' process need not collect its pages, navigation and search index at exit (see generator.cli.app.main).
+atexit.register(gc.freeze)
 _original_copy_file = mkdocs_utils.copy_file
 mkdocs_utils.copy_file = _link_or_copy_file
 _original_build_page = mkdocs_build._build_page
 mkdocs_build._build_page = _build_page
+
+
+def _render(page: Any, config: Any, files: Any) -> None:
+    """mkdocs' Page.render (Markdown to HTML), skipped for a page the render cache holds: on_page_markdown
+    emptied its Markdown and on_page_content puts the stored HTML, table of contents, title and anchors back,
+    so setting up a Markdown converter with every extension for it (a tenth of a rebuild's mkdocs time) is
+    work for nothing."""
+    if getattr(page, "perfsite_render_hit", None) is not None:
+        page.content = ""
+        return
+    _original_render(page, config, files)
+
+
+_original_render = Page.render
+Page.render = _render
 
 
 def _pending(folder: Path, key: str, entry: dict[str, Any]) -> None:
