@@ -18,15 +18,17 @@ def _build_command(project: Path, results: str, site: str) -> list[str]:
 
 
 def _mkdocs_children_of(config: Path) -> list[int]:
-    """Processes still running mkdocs on this project's build config."""
+    """Processes still running mkdocs on this project's build config: the build's mkdocs process
+    (generator/site/mkdocs_runner.py) once it was given the config and moved into its folder."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                folder = os.readlink(entry / "cwd")
             except OSError:
                 continue
-            if "mkdocs" in cmdline and str(config) in cmdline:
+            if "mkdocs" in cmdline and folder == str(config.parent):
                 found.append(int(entry.name))
     return found
 

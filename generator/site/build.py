@@ -7,10 +7,13 @@ navigation and the site's scripts. The build never runs a model and never touche
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,7 @@ from generator.errors import SiteError
 from generator.results.location import StoreRoot, is_url, local_path, shown
 from generator.results.store import ResultsDir, find_experiments
 from generator.results.stores import store_roots
-from generator.site import charts, incremental, publish, vendor
+from generator.site import charts, incremental, mkdocs_runner, publish, vendor
 from generator.site import render_cache as render_cache_hooks
 from generator.site.pages import (
     REPORTS_DIR,
@@ -95,6 +98,12 @@ def _build_into(staging: Path, roots: tuple[StoreRoot, ...], project_root: Path,
                 baseline: str | None, trend: int | None) -> None:
     """Pages into <project>/.perfsite/build (each experiment's from the page cache where it is unchanged,
     generator.site.incremental; an experiment in several stores is one), then mkdocs into `staging`."""
+    with _mkdocs_started(project_root / ".perfsite" / "cache" / "render", project_root) as mkdocs:
+        _pages_then_mkdocs(mkdocs, staging, roots, project_root, say, baseline, trend)
+
+
+def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[StoreRoot, ...], project_root: Path,
+                       say: Progress, baseline: str | None, trend: int | None) -> None:
     found = _experiment_folders(roots, say)
     parent = _parent_config(project_root)
     parent_config = _read_config(parent)
@@ -118,7 +127,7 @@ def _build_into(staging: Path, roots: tuple[StoreRoot, ...], project_root: Path,
     pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
-    _run_mkdocs(config, project_root / ".perfsite" / "cache" / "render")
+    _run_mkdocs(mkdocs, config, project_root / ".perfsite" / "cache" / "render")
 
 
 def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]) -> Path:
@@ -369,16 +378,33 @@ def _merged_list(items: list[Any], required: list[Any], parent: Path, key: str) 
     return list(items) + missing
 
 
-def _run_mkdocs(config: Path, render_cache: Path) -> None:
-    """mkdocs build --strict, with perfsite's render cache (generator.site.render_cache) for unchanged pages."""
+@contextlib.contextmanager
+def _mkdocs_started(render_cache: Path, cwd: Path) -> Iterator[subprocess.Popen]:
+    """mkdocs' process, started now and waiting for its configuration (generator.site.mkdocs_runner), with
+    perfsite's render cache (generator.site.render_cache) for unchanged pages; killed if the build ends first."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", render_cache_hooks.CACHE_ENV: str(render_cache)}
-    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)]
     render_cache.mkdir(parents=True, exist_ok=True)
-    done = processes.run(command, cwd=config.parent, env=env, text=True)
-    render_cache_hooks.commit(render_cache, done.returncode == 0)
-    if done.returncode != 0:
-        output = (done.stdout + done.stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
+    # -P: the script's folder (generator/site, whose modules have names such as pages and charts) stays off
+    # sys.path.
+    proc = processes.start([sys.executable, "-P", str(Path(mkdocs_runner.__file__))], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env, text=True)
+    with proc:
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, render_cache: Path) -> None:
+    """mkdocs build --strict of `config`, in the process _mkdocs_started started."""
+    job = {"cwd": str(config.parent), "args": ["build", "--strict", "--config-file", str(config)]}
+    stdout, stderr = mkdocs.communicate(json.dumps(job) + "\n")
+    render_cache_hooks.commit(render_cache, mkdocs.returncode == 0)
+    if mkdocs.returncode != 0:
+        output = (stdout + stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
         raise SiteError(
-            f"mkdocs build --strict failed (exit status {done.returncode}) for {config}. Broken links or "
+            f"mkdocs build --strict failed (exit status {mkdocs.returncode}) for {config}. Broken links or "
             f"other warnings in the project's docs/ or mkdocs.yml fail the build; mkdocs said:\n{output}"
         )
