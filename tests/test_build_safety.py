@@ -19,7 +19,7 @@ def _build_command(project: Path, results: str, site: str) -> list[str]:
 
 def _mkdocs_children_of(config: Path) -> list[int]:
     """Processes still running mkdocs on this project's build config: the build's mkdocs process
-    (generator/site/mkdocs_runner.py) once it was given the config and moved into its folder."""
+    (generator/site/mkdocs_runner.py) once it was given the config and moved into the project's folder."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -28,7 +28,7 @@ def _mkdocs_children_of(config: Path) -> list[int]:
                 folder = os.readlink(entry / "cwd")
             except OSError:
                 continue
-            if "mkdocs" in cmdline and folder == str(config.parent):
+            if "mkdocs" in cmdline and folder == str(config.parents[2]):  # <project>/.perfsite/build/mkdocs.yml
                 found.append(int(entry.name))
     return found
 

@@ -369,3 +369,41 @@ def test_control_and_bidi_characters_from_models_show_escaped_in_pages():
     invisible in copied text and able to reorder a line): pages show them as the terminal does."""
     assert md_text("conv\x1b[2J\x07") == "conv&#92;x1b&#91;2J&#92;x07"
     assert md_paragraphs("a\u202eb\x00") == ["a&#92;u202eb&#92;x00"]
+
+
+def test_a_rebuild_shows_changed_front_matter_hooks_and_snippets_and_reads_custom_dir_from_the_project(tmp_path):
+    """The render cache keeps a page's HTML and output; what else a page is made of must reach a rebuild: its
+    front matter, the project's hooks (their source is part of the key), and files a Markdown extension reads
+    (with pymdownx.snippets configured nothing is cached). Relative paths are the project's: the theme's
+    custom_dir and snippets' base_path (mkdocs works in the project's folder)."""
+    (tmp_path / "results").mkdir()
+    for folder in ("docs", "overrides", "includes"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "overrides" / "main.html").write_text(
+        '{% extends "base.html" %}{% block footer %}<p id="override">OVERRIDE</p>{% endblock %}')
+    (tmp_path / "hooks.py").write_text("def on_page_content(html, **kwargs):\n    return html + '<p>HOOK-1</p>'\n")
+    notes = tmp_path / "docs" / "notes.md"
+    notes.write_text("---\ndescription: DESCRIPTION-1\n---\n# Notes\n\nText.\n")
+    config = ("site_name: t\nuse_directory_urls: false\ntheme: {name: material, font: false, custom_dir: overrides}\n"
+              "hooks: [hooks.py]\n")
+    (tmp_path / "mkdocs.yml").write_text(config)
+
+    def built() -> str:
+        build_site(tmp_path / "results", tmp_path / "site", tmp_path)
+        return (tmp_path / "site" / "notes.html").read_text()
+
+    first = built()
+    assert "DESCRIPTION-1" in first and "HOOK-1" in first and 'id="override"' in first
+    assert any((tmp_path / ".perfsite" / "cache" / "render" / "entries").iterdir())  # the cache is in use
+    notes.write_text(notes.read_text().replace("DESCRIPTION-1", "DESCRIPTION-2"))
+    (tmp_path / "hooks.py").write_text((tmp_path / "hooks.py").read_text().replace("HOOK-1", "HOOK-2"))
+    second = built()
+    assert "DESCRIPTION-2" in second and "HOOK-2" in second and "HOOK-1" not in second
+
+    snippets = "markdown_extensions:\n  - pymdownx.snippets: {base_path: [includes]}\n"
+    (tmp_path / "mkdocs.yml").write_text(config + snippets)
+    notes.write_text(notes.read_text() + '\n--8<-- "part.md"\n')
+    (tmp_path / "includes" / "part.md").write_text("SNIPPET-1\n")
+    assert "SNIPPET-1" in built()
+    (tmp_path / "includes" / "part.md").write_text("SNIPPET-2\n")
+    assert "SNIPPET-2" in built()

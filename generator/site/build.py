@@ -98,7 +98,7 @@ def _build_into(staging: Path, roots: tuple[StoreRoot, ...], project_root: Path,
                 baseline: str | None, trend: int | None) -> None:
     """Pages into <project>/.perfsite/build (each experiment's from the page cache where it is unchanged,
     generator.site.incremental; an experiment in several stores is one), then mkdocs into `staging`."""
-    with _mkdocs_started(project_root / ".perfsite" / "cache" / "render", project_root) as mkdocs:
+    with _mkdocs_started(project_root / ".perfsite" / "cache" / "render") as mkdocs:
         _pages_then_mkdocs(mkdocs, staging, roots, project_root, say, baseline, trend)
 
 
@@ -127,7 +127,7 @@ def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[Sto
     pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
-    _run_mkdocs(mkdocs, config, project_root / ".perfsite" / "cache" / "render")
+    _run_mkdocs(mkdocs, config, project_root, project_root / ".perfsite" / "cache" / "render")
 
 
 def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]) -> Path:
@@ -335,6 +335,9 @@ def _write_config(
     if isinstance(theme, dict) and theme.get("name") == "material":
         features = list(theme.get("features") or [])
         config["theme"] = {"features": features + [f for f in REQUIRED_FEATURES if f not in features]}
+    # A theme's custom_dir is relative to the project's mkdocs.yml; mkdocs would read it beside this file.
+    if isinstance(theme, dict) and isinstance(theme.get("custom_dir"), str):
+        config.setdefault("theme", {})["custom_dir"] = str((parent.parent / theme["custom_dir"]).resolve())
     # The render cache's hooks after the project's own (a child config replaces the list: paths made absolute).
     own_hooks = [str((parent.parent / str(h)).resolve()) for h in parent_config.get("hooks") or []]
     config["hooks"] = own_hooks + [render_cache_hooks.__file__]
@@ -379,15 +382,16 @@ def _merged_list(items: list[Any], required: list[Any], parent: Path, key: str) 
 
 
 @contextlib.contextmanager
-def _mkdocs_started(render_cache: Path, cwd: Path) -> Iterator[subprocess.Popen]:
+def _mkdocs_started(render_cache: Path) -> Iterator[subprocess.Popen]:
     """mkdocs' process, started now and waiting for its configuration (generator.site.mkdocs_runner), with
-    perfsite's render cache (generator.site.render_cache) for unchanged pages; killed if the build ends first."""
+    perfsite's render cache (generator.site.render_cache) for unchanged pages; killed if the build ends first.
+    It waits in the render cache's folder and builds in the project's (_run_mkdocs)."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", render_cache_hooks.CACHE_ENV: str(render_cache)}
     render_cache.mkdir(parents=True, exist_ok=True)
     # -P: the script's folder (generator/site, whose modules have names such as pages and charts) stays off
     # sys.path.
     proc = processes.start([sys.executable, "-P", str(Path(mkdocs_runner.__file__))], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=render_cache, env=env, text=True)
     with proc:
         try:
             yield proc
@@ -397,9 +401,11 @@ def _mkdocs_started(render_cache: Path, cwd: Path) -> Iterator[subprocess.Popen]
                 proc.wait()
 
 
-def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, render_cache: Path) -> None:
-    """mkdocs build --strict of `config`, in the process _mkdocs_started started."""
-    job = {"cwd": str(config.parent), "args": ["build", "--strict", "--config-file", str(config)]}
+def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, project_root: Path, render_cache: Path) -> None:
+    """mkdocs build --strict of `config`, in the process _mkdocs_started started, in the project's folder, as a
+    user runs mkdocs: paths Markdown extensions resolve from the working folder (pymdownx.snippets'
+    base_path, say) are the project's, not the build folder's."""
+    job = {"cwd": str(project_root), "args": ["build", "--strict", "--config-file", str(config)]}
     stdout, stderr = mkdocs.communicate(json.dumps(job) + "\n")
     render_cache_hooks.commit(render_cache, mkdocs.returncode == 0)
     if mkdocs.returncode != 0:

@@ -4,15 +4,17 @@ Markdown, place, file set and configuration are unchanged is not converted to HT
 Converting the Markdown of the report pages (long tables) and indexing their HTML for search are most of the
 time of `mkdocs build`. Both depend only on the page's Markdown source and path, on the names of the site's
 files (links are resolved and checked against them), and on the configuration (Markdown extensions and their
-settings, URL style, the search plugin's settings, mkdocs, Material and this file). A hash of those names an
+settings, URL style, the search plugin's settings, mkdocs, Material, this file and the project's own hooks),
+as long as every Markdown extension converts a page from its own text (SELF_CONTAINED; with pymdownx.snippets,
+say, a page also depends on the files it includes, and nothing is cached). A hash of those names an
 entry of the render cache (the folder in PERFSITE_RENDER_CACHE, set by generator.site.build): the HTML, table
 of contents, title, anchors and links to other pages' anchors of the page, and its search index entries. On
 a hit the page's Markdown is replaced by nothing before conversion and the stored results are put back, so
 mkdocs renders the page's template, validates anchors and writes the search index as it would have. A page's
 finished output (its template drawn around the HTML) is kept too, keyed by the render key, the navigation as
-drawn and the whole configuration: where none of them changed and nothing but the search plugin takes part in a
-page's output, the page is written as stored (_build_page). Anchor checks, the search index and every page whose
-output is not stored are made on every build.
+drawn, the page's front matter and the whole configuration: where none of them changed and nothing but the
+search plugin takes part in a page's output, the page is written as stored (_build_page). Anchor checks, the
+search index and every page whose output is not stored are made on every build.
 
 mkdocs converts one page after another. So that a full build converts on every core, `on_nav` forks children
 that convert and index shares of the pages (by size) into pending entries, which the build's own mkdocs
@@ -53,6 +55,20 @@ TEMPLATES = "templates"  # Jinja's compiled theme templates (on_env)
 _state: dict[str, Any] = {"config": "", "files": "", "used": set(), "reaped": set()}
 MAX_PROCESSES = 4  # converting pages at once (a forked child each but one)
 _original_add_entry = SearchIndex.add_entry_from_context
+# Markdown extensions that convert a page from its own text alone: Python-Markdown's, and PyMdown's but those
+# that read other files (snippets includes them, b64 embeds images). With any other extension configured, a
+# page's HTML may depend on files the cache cannot see (a changed snippet file left the page as it was), so
+# pages are converted on every build (_self_contained).
+SELF_CONTAINED = frozenset({
+    "abbr", "admonition", "attr_list", "codehilite", "def_list", "extra", "fenced_code", "footnotes",
+    "legacy_attrs", "legacy_em", "md_in_html", "meta", "nl2br", "sane_lists", "smarty", "tables", "toc",
+    "wikilinks",
+    *(f"pymdownx.{name}" for name in (
+        "arithmatex", "betterem", "blocks.admonition", "blocks.caption", "blocks.definition", "blocks.details",
+        "blocks.html", "blocks.tab", "caret", "critic", "details", "emoji", "escapeall", "extra", "fancylists",
+        "highlight", "inlinehilite", "keys", "magiclink", "mark", "pathconverter", "progressbar", "quotes",
+        "saneheaders", "smartsymbols", "striphtml", "superfences", "tabbed", "tasklist", "tilde")),
+})
 
 
 def _folder() -> Path | None:
@@ -69,14 +85,29 @@ def on_config(config: Any) -> Any:
         "directory_urls": config["use_directory_urls"],
         "search": json.dumps(dict(search.config) if search else {}, sort_keys=True, default=str),
         "versions": [mkdocs.__version__, markdown_package.__version__, _material_version()],
-        "hooks": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+        # This file and the project's own hooks (a page's HTML passes through their on_page_content).
+        "hooks": [_file_hash(Path(__file__)), *(_file_hash(getattr(module, "__file__", None))
+                                               for module in (config["hooks"] or {}).values())],
     }
     enabled = search is not None and search.config.get("enabled", True)
     _state.update(config=json.dumps(signature, sort_keys=True), used=set(), reaped=set(), search_plugin=search,
-                  search=search if enabled else None)
+                  search=search if enabled else None, self_contained=_self_contained(config))
     _state.update(renders_alone=_renders_alone(config), site=_site_signature(config))
     _state.pop("nav", None)
     return config
+
+
+def _file_hash(path: str | Path | None) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else "unknown"
+    except OSError:
+        return "unreadable"
+
+
+def _self_contained(config: Any) -> bool:
+    """Whether every Markdown extension converts a page from its text alone (SELF_CONTAINED)."""
+    return all(isinstance(e, str) and e.removeprefix("markdown.extensions.") in SELF_CONTAINED
+               for e in config["markdown_extensions"])
 
 
 def _material_version() -> str:
@@ -98,7 +129,7 @@ def on_nav(nav: Any, config: Any, files: Any) -> Any:
     that warned in a child is left to this process, which warns (and fails a strict build) as it would have.
     mkdocs converts one page after another, and converting and indexing are most of a big site's build."""
     processes = min(os.cpu_count() or 1, MAX_PROCESSES)
-    if _folder() is None or processes < 2 or not hasattr(os, "fork"):
+    if _folder() is None or not _state.get("self_contained") or processes < 2 or not hasattr(os, "fork"):
         return nav
     shares = _shares([f.page for f in files.documentation_pages() if f.page is not None], processes)
     for share in shares[1:]:
@@ -173,7 +204,7 @@ def on_env(env: Any, config: Any, files: Any) -> Any:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     folder = _folder()
-    if folder is None:
+    if folder is None or not _state.get("self_contained"):
         return markdown
     text = "\0".join((_state["config"], _state["files"], page.file.src_uri, markdown))
     key = hashlib.sha256(text.encode()).hexdigest()
@@ -261,14 +292,16 @@ def _build_page(page: Any, config: Any, doc_files: Any, nav: Any, env: Any, dirt
 
 def _output_key(page: Any, config: Any, nav: Any) -> str | None:
     """The key of a page's output: its render key (Markdown, place, file set, Markdown configuration), its
-    template, the whole configuration and the navigation as drawn (every entry's title and address); None
+    front matter, the whole configuration and the navigation as drawn (every entry's title and address); None
     when the page's output is not cached (no render key, or other plugins or templates take part)."""
     render_key = getattr(page, "perfsite_render_key", None)
     if render_key is None or not _state.get("renders_alone"):
         return None
     if "nav" not in _state:  # the same for every page of a build: titles are known once pages are read
         _state["nav"] = hashlib.sha256(json.dumps(_nav_items(nav.items)).encode()).hexdigest()
-    text = "\0".join(("output", _state["site"], _state["nav"], render_key, str(page.meta.get("template"))))
+    # The page's front matter (its description, title, template...) is drawn by the template, not converted.
+    meta = json.dumps(page.meta, sort_keys=True, default=str)
+    text = "\0".join(("output", _state["site"], _state["nav"], render_key, meta))
     key = hashlib.sha256(text.encode()).hexdigest()
     _state["used"].add(key)
     return key
