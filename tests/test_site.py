@@ -407,3 +407,16 @@ def test_a_rebuild_shows_changed_front_matter_hooks_and_snippets_and_reads_custo
     assert "SNIPPET-1" in built()
     (tmp_path / "includes" / "part.md").write_text("SNIPPET-2\n")
     assert "SNIPPET-2" in built()
+
+
+def test_a_plugin_that_is_not_installed_is_named_with_the_projects_mkdocs_yml(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins:\n  - search\n  - nosuchplugin\n")
+    with pytest.raises(SiteError) as raised:
+        build_site(tmp_path / "results", tmp_path / "site", tmp_path)
+    message = str(raised.value)
+    assert message.startswith("mkdocs refused the site's configuration: Config value 'plugins': The "
+                              '"nosuchplugin" plugin is not installed.'), message
+    assert f"inherits {tmp_path / 'mkdocs.yml'}: fix the setting there" in message and "\n" not in message
+    assert "Broken links" not in message

@@ -47,6 +47,7 @@ REQUIRED_EXTENSIONS = ("admonition", "tables", "toc", "md_in_html", "abbr", "pym
 REQUIRED_PLUGINS = ("search", "offline")
 REQUIRED_FEATURES = ("toc.integrate",)
 MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
+CONFIG_ERROR = "Aborted with a configuration error!"  # mkdocs' words when its configuration does not validate
 
 
 def build_site(
@@ -127,7 +128,18 @@ def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[Sto
     pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
-    _run_mkdocs(mkdocs, config, project_root, project_root / ".perfsite" / "cache" / "render")
+    _run_mkdocs(mkdocs, config, parent, project_root, project_root / ".perfsite" / "cache" / "render")
+
+
+def _config_error(parent: Path, config: Path, output: str) -> str:
+    """One paragraph for a configuration mkdocs refused (a plugin that is not installed, a theme setting):
+    the project's mkdocs.yml named, mkdocs' own error lines quoted."""
+    said = [" ".join(line.split()).removeprefix("ERROR - ").removeprefix("ERROR -")
+            for line in output.splitlines() if line.lstrip().startswith("ERROR")]
+    return (f"mkdocs refused the site's configuration: {'; '.join(said) or output.strip()}. perfsite's build "
+            f"configuration ({config}) inherits {parent}: fix the setting there (a plugin or Markdown extension "
+            "must be installed in the environment perfsite runs in, e.g. with pip). Nothing was rendered into the "
+            "site; the previous site, if any, is as it was.")
 
 
 def _docs_source(project_root: Path, parent: Path, parent_config: dict[str, Any]) -> Path:
@@ -401,7 +413,8 @@ def _mkdocs_started(render_cache: Path) -> Iterator[subprocess.Popen]:
                 proc.wait()
 
 
-def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, project_root: Path, render_cache: Path) -> None:
+def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, parent: Path, project_root: Path,
+                render_cache: Path) -> None:
     """mkdocs build --strict of `config`, in the process _mkdocs_started started, in the project's folder, as a
     user runs mkdocs: paths Markdown extensions resolve from the working folder (pymdownx.snippets'
     base_path, say) are the project's, not the build folder's."""
@@ -410,6 +423,8 @@ def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, project_root: Path, rend
     render_cache_hooks.commit(render_cache, mkdocs.returncode == 0)
     if mkdocs.returncode != 0:
         output = (stdout + stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
+        if CONFIG_ERROR in output:
+            raise SiteError(_config_error(parent, config, output))
         raise SiteError(
             f"mkdocs build --strict failed (exit status {mkdocs.returncode}) for {config}. Broken links or "
             f"other warnings in the project's docs/ or mkdocs.yml fail the build; mkdocs said:\n{output}"
