@@ -520,3 +520,29 @@ def test_ctrl_c_caught_inside_an_evaluated_string_still_exits_130_under_python_m
                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 130, (done.returncode, done.stderr)
     assert "Interrupted" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_ctrl_c_python_had_to_ignore_is_raised_again(tmp_path):
+    # A KeyboardInterrupt raised in a weakref callback (as when Ctrl-C lands in the import system's module-lock
+    # callback) cannot propagate: Python printed "Exception ignored" and the command ran on to its end.
+    (tmp_path / "ignored_interrupt.py").write_text(
+        "import sys, time, weakref\n"
+        "import generator.cli\n"
+        "cli = sys.modules['generator.cli.app']\n"
+        "class Thing: pass\n"
+        "def interrupted(**kwargs):\n"
+        "    thing = Thing()\n"
+        "    def callback(_):\n"
+        "        raise KeyboardInterrupt\n"
+        "    ref = weakref.ref(thing, callback)\n"
+        "    del thing\n"
+        "    time.sleep(5)\n"
+        "    print('ran on to the end')\n"
+        "cli.app = interrupted\n"
+        "sys.argv = ['perfsite', 'build']\n"
+        "cli.main()\n")
+    done = subprocess.run([sys.executable, "ignored_interrupt.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 130, (done.returncode, done.stdout, done.stderr)
+    assert "ran on to the end" not in done.stdout and "Exception ignored" not in done.stderr, done.stderr
+    assert "Interrupted" in done.stderr, done.stderr
