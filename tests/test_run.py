@@ -9,6 +9,7 @@ import sys
 import time
 
 import pandas as pd
+import pytest
 from support.cli import perfsite, write_spec
 
 from generator.results.store import load_experiment
@@ -181,6 +182,7 @@ def test_transformer_example_runs_with_a_seq_len_sweep(tmp_path, example_models)
     assert set(trials["status"]) == {"ok"}
 
 
+@pytest.mark.quiet  # an A/A verdict of a quick-mode paired run (tiers.py): beside the other worker, once "slower"
 def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
     from generator.runner.orchestrate import run_paired
 
