@@ -21,7 +21,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 PR_SET_PDEATHSIG = 1
 
@@ -111,23 +111,29 @@ def clean_stale_tempdirs(prefix: str, parent: str | None = None) -> list[Path]:
 # a signal mask outlives exec.
 
 
-def start(command: list[str], **popen_kwargs: Any) -> subprocess.Popen:
-    """subprocess.Popen with die_with_parent, SIGINT held while forking: a Ctrl-C meanwhile is raised here, once
-    the child exists, and the child is then killed (it would die with us anyway)."""
+@contextlib.contextmanager
+def _interrupt_held() -> Iterator[None]:
+    """SIGINT held blocked in the main thread for the block (a fork); a Ctrl-C meanwhile is raised on leaving it."""
     held = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
     before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None
     try:
-        proc = subprocess.Popen(command, preexec_fn=die_with_parent, **popen_kwargs)
-    except BaseException:
-        if held:
-            signal.pthread_sigmask(signal.SIG_SETMASK, before)
-        raise
-    try:
+        yield
+    finally:
         if held:
             signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a pending Ctrl-C is raised now
+
+
+def start(command: list[str], **popen_kwargs: Any) -> subprocess.Popen:
+    """subprocess.Popen with die_with_parent, SIGINT held while forking: a Ctrl-C meanwhile is raised here, once
+    the child exists, and the child is then killed (it would die with us anyway)."""
+    proc = None
+    try:
+        with _interrupt_held():
+            proc = subprocess.Popen(command, preexec_fn=die_with_parent, **popen_kwargs)
     except BaseException:
-        proc.kill()
-        proc.wait()
+        if proc is not None:
+            proc.kill()
+            proc.wait()
         raise
     return proc
 
@@ -149,26 +155,34 @@ def fork_call(work: Callable[[], None]) -> int | None:
     """Run `work` in a forked child that dies with this process, and return the child's pid (wait for it with
     `forked_ok`); None where this system cannot fork. The child leaves with os._exit: status 0 when `work`
     returned, 1 when it raised (it prints nothing: the caller does the work itself then, and reports what it
-    raises). SIGINT is held while forking, as in `start`."""
+    raises). SIGINT is held while forking, as in `start`: a Ctrl-C meanwhile is raised here, the child killed."""
     if not hasattr(os, "fork"):
         return None
-    held = threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask")
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if held else None
-    _remember_forking_pid()
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            die_with_parent()
-            work()
-            status = 0
-        except BaseException:  # the parent does the work again and reports the error itself
-            pass
-        finally:
-            os._exit(status)
-    if held:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a pending Ctrl-C is raised now
+    pid = None
+    try:
+        with _interrupt_held():
+            _remember_forking_pid()
+            pid = os.fork()
+            if pid == 0:
+                _forked_child(work)
+    except BaseException:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
     return pid
+
+
+def _forked_child(work: Callable[[], None]) -> NoReturn:
+    status = 1
+    try:
+        die_with_parent()
+        work()
+        status = 0
+    except BaseException:  # the parent does the work again and reports the error itself
+        pass
+    finally:
+        os._exit(status)
 
 
 def forked_ok(pid: int) -> bool:
