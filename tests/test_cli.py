@@ -430,6 +430,24 @@ def test_a_broken_pipe_of_another_pipe_is_an_error_not_a_reader_gone():
         os.close(write_end)
 
 
+def test_run_of_several_specs_checks_every_one_before_measuring_any(tmp_path, monkeypatch):
+    """`perfsite run a.yaml b.yaml` measured a, then found that b's input does not fit its model: the error came
+    minutes late, after a run the user may not have wanted without b. Every spec is planned first now."""
+    from typer.testing import CliRunner
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    for name, shape in (("a", "[batch, 4]"), ("b", "[batch, 5]")):
+        write_spec(tmp_path, f"name: {name}\nmodels:\n  fp32: {{path: models/tiny.onnx}}\ninputs:\n"
+                             f"  x: {{shape: {shape}}}\n", name=f"{name}.yaml")
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(app, ["run", "a.yaml", "b.yaml", "--quick"])
+    assert out.exit_code == 1 and " ".join(str(out.exception).split()).startswith(
+        f"{tmp_path / 'b.yaml'}: inputs.x: shape [batch, 5] has 5 on axis 1 where the model fixes 4."), out.output
+    assert not (tmp_path / "results").exists()  # a was not measured
+
+
 def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, capsys):
     """`perfsite validate specs/` checked every spec in the folder, and `perfsite run specs/` refused the folder
     (`specs` is a folder, not a spec file). Both take it now, for its `*.yaml` and `*.yml` files; and both refuse

@@ -7,6 +7,7 @@ and exit status 1; any other exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import gc
 import json
 import math
@@ -137,10 +138,15 @@ def run(
     # A folder stands for its specs, as for `perfsite validate`: every spec is read before anything is measured.
     loaded_specs = [load_spec(spec_path, allow_outside=allow_outside) for spec_path in spec_files(specs)]
     _check_distinct_names(loaded_specs, results)
-    for loaded in loaded_specs:
-        root = results or _default_results(loaded.path.parent)
-        options = RunOptions(results_dir=join(root, loaded.spec.name), force=force, only=only, dry_run=dry_run,
-                             quick=quick, ray=ray, target=target)
+    runs = [(loaded, RunOptions(results_dir=join(results or _default_results(loaded.path.parent), loaded.spec.name),
+                                force=force, only=only, dry_run=dry_run, quick=quick, ray=ray, target=target))
+            for loaded in loaded_specs]
+    # Every later spec is planned before the first one measures (models checked, versions built into their
+    # cache, inputs made at every configuration): its mistakes are reported now, not after minutes of measuring.
+    for loaded, options in runs[1:] if not dry_run else ():
+        with ProgressBar(loaded.spec.name) as bar:
+            measure(loaded, dataclasses.replace(options, dry_run=True), bar)
+    for loaded, options in runs:
         with ProgressBar(loaded.spec.name) as bar:
             summary = measure(loaded, options, bar)
         (print_dry_run if dry_run else print_run_summary)(summary)

@@ -43,6 +43,7 @@ from generator.runner.orchestrate import (
 )
 from generator.runner.ray_address import ALLOWED, AUTO, check_ray_address, check_ray_head
 from generator.runner.sides import PlannedTrial, Progress, RunOptions, RunSummary, SilentProgress
+from generator.runner.sweep import check_feeds
 from generator.spec import LoadedSpec
 from generator.versions import ModelVersion, prepare_versions
 
@@ -120,6 +121,7 @@ def plan_fan_out(loaded: LoadedSpec, options: RunOptions, progress: Progress) ->
     check_one_spec_per_name(results, loaded)
     trials = sweep_trials(loaded, options.only)
     versions = prepare_versions(loaded, models_cache(loaded, options, progress), progress=progress.message)
+    check_feeds(loaded, {name: v.path for name, v in versions.items()}, trials)
     files = _shipped_files(loaded, versions)
     stored = frozenset() if options.force else frozenset(stored_keys(results, progress))
     jobs = [GroupJob(loaded, config, group, target, versions, tuple(files), keyed_inputs(loaded), settings, quick,

@@ -53,7 +53,7 @@ from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, Silen
     SilentProgress,
     now,
 )
-from generator.runner.sweep import SweepContext
+from generator.runner.sweep import SweepContext, check_feeds
 from generator.spec import LoadedSpec, spec_to_json
 from generator.versions import prepare_versions
 from generator.versions.cache import file_sha256
@@ -188,6 +188,7 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     preexisting = stored_keys(results, progress)
     stored = set() if options.force else preexisting
     planned = [PlannedTrial(t, keys[t], keys[t] in stored) for t in trials]
+    check_feeds(loaded, {name: v.path for name, v in versions.items()}, [p.trial for p in planned if not p.stored])
     estimate_s = estimate_trial_s(settings) * sum(not p.stored for p in planned)
     summary = RunSummary(spec.name, results.path, planned, estimate_s)
     return Side(loaded, results, env, versions, settings, quick, "", summary, preexisting, label,

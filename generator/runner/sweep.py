@@ -11,13 +11,14 @@ import contextlib
 import dataclasses
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from generator.errors import RunError
-from generator.plan import Configuration
+from generator.plan import Configuration, Trial
 from generator.processes import owned_tempdir
 from generator.results import clean, intervals
 from generator.results.store import TrialFiles
@@ -25,10 +26,34 @@ from generator.runner import aggregate, agreement, children
 from generator.runner.locks import TrialLock
 from generator.runner.protocol import WorkerJob
 from generator.runner.sides import PlannedTrial, Progress, Side, now
+from generator.spec import LoadedSpec
 
 # Random input batches drawn (seeds 1..N) besides the trial's own for the output agreement check: top-1
 # agreement on one batch of one item says little, and a model run costs far less than a process start.
 AGREEMENT_EXTRA_BATCHES = 2
+
+
+def trial_feeds(loaded: LoadedSpec, model_path: Path, trial: Trial, seed: int = 0) -> dict[str, np.ndarray]:
+    """The input arrays of one trial (generator.inputs.make_feeds); an input the model refuses is an error that
+    names the version and configuration too, as every trial of that pair would fail alike."""
+    from generator.inputs import make_feeds
+
+    try:
+        return make_feeds(loaded, model_path, trial.config.binding(), seed=seed)
+    except RunError as e:
+        raise RunError(f"{e} (version {trial.version}, configuration {trial.config.label})") from e
+
+
+def check_feeds(loaded: LoadedSpec, model_paths: Mapping[str, Path], trials: Iterable[Trial]) -> None:
+    """Build the inputs of every (version, configuration) to measure once, and drop them: a shape, type or file
+    the model refuses at a configuration the sweep reaches late (batch 8 of a model fixed at batch 1) fails the
+    plan, and `--dry-run`, instead of the run after minutes of measuring the configurations before it."""
+    seen: set[tuple[str, tuple]] = set()
+    for trial in trials:
+        key = (trial.version, tuple(sorted(trial.config.binding().items())))
+        if key not in seen:
+            seen.add(key)
+            trial_feeds(loaded, model_paths[trial.version], trial)
 
 
 @dataclass
@@ -97,16 +122,9 @@ class SweepContext:
                    state.side.settings["budget_s"])
 
     def _feeds(self, tmp: Path, state: _TrialState) -> Path | None:
-        from generator.inputs import make_feeds
-
         p, side = state.planned, state.side
         path = tmp / f"{state.tag}-{p.key}.feeds.npz"
-        try:
-            feeds = make_feeds(side.loaded, side.versions[p.trial.version].path, p.trial.config.binding(), seed=0)
-        except RunError as e:
-            # The same inputs fail for every trial of this version: report it once, clearly, and stop.
-            raise RunError(f"{e} (version {p.trial.version}, configuration {p.trial.config.label})") from e
-        np.savez(path, **feeds)
+        np.savez(path, **trial_feeds(side.loaded, side.versions[p.trial.version].path, p.trial))
         return path
 
     def _job(self, tmp: Path, state: _TrialState, mode: str, tag: str) -> WorkerJob:
@@ -169,14 +187,12 @@ class SweepContext:
         return state.outputs
 
     def _extra_feeds(self, tmp: Path, state: _TrialState) -> list[Path]:
-        from generator.inputs import make_feeds
-
         p, side = state.planned, state.side
         with np.load(state.feeds, allow_pickle=False) as npz:
             base = {name: npz[name] for name in npz.files}
         paths = []
         for seed in range(1, AGREEMENT_EXTRA_BATCHES + 1):
-            feeds = make_feeds(side.loaded, side.versions[p.trial.version].path, p.trial.config.binding(), seed=seed)
+            feeds = trial_feeds(side.loaded, side.versions[p.trial.version].path, p.trial, seed)
             if agreement.same_arrays(feeds, base):
                 break  # fixed values and files: every seed gives the same batch, which would count twice
             paths.append(tmp / f"{state.tag}-{p.key}.feeds{seed}.npz")
