@@ -652,6 +652,8 @@ def _check_damage_message(row: Row) -> None:
     _refused(row.result, str(damaged), "is not readable Parquet",
              f"allowed in {damaged.parent}: Parquet files written by perfsite",
              f"trials/{damaged.name}", f"nodes/{damaged.name}", "measures it again")
+    # A first build that fails leaves no empty site folder, which looked like a site built with nothing in it.
+    assert not (row.project / "site").exists()
 
 
 @row_setup

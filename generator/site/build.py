@@ -68,23 +68,53 @@ def build_site(
         if not find_experiments(root):  # also refuses a results root that is missing or a file
             say(f"Warning: no experiment under {shown(root)}: an experiment is a folder holding trials/ (the "
                 "layout `perfsite run --results` writes); the site has the docs only")
-    with publish.build_lock(project_root, say):
-        publish.check_target(site_dir)  # again under the lock: another build may have just written it
-        _check_writable(site_dir, "the site", "Choose a writable folder with --site DIR")
-        _check_writable(site_dir.parent, "the site's staging folder beside it", "Choose a --site DIR in a "
-                        "writable folder")
-        _check_writable(project_root / ".perfsite", "the build folder", "Run `perfsite build` from a writable "
-                        "project")
-        staging = publish.staging_dir(site_dir)
-        try:
-            _build_into(staging, roots, project_root, say, baseline, trend)
-            kept = publish.publish(staging, site_dir)
-            if kept:
-                say(f"Kept {len(kept)} entr{'y' if len(kept) == 1 else 'ies'} of {site_dir} that perfsite did not "
-                    f"write: {', '.join(kept[:8])}{' …' if len(kept) > 8 else ''}")
-        finally:
-            publish.discard(staging)
+    made = _missing_folders(site_dir)  # the checks below make them; removed again if the build fails
+    try:
+        with publish.build_lock(project_root, say):
+            _check_and_publish(roots, site_dir, project_root, say, baseline, trend)
+    except BaseException:
+        _remove_if_empty(made)
+        raise
     return site_dir
+
+
+def _check_and_publish(roots: Sequence[StoreRoot], site_dir: Path, project_root: Path, say: Progress,
+                       baseline: str | None, trend: int | None) -> None:
+    """Under the build lock: the site's folders checked, the site built into a staging folder and published."""
+    publish.check_target(site_dir)  # again under the lock: another build may have just written it
+    _check_writable(site_dir, "the site", "Choose a writable folder with --site DIR")
+    _check_writable(site_dir.parent, "the site's staging folder beside it", "Choose a --site DIR in a "
+                    "writable folder")
+    _check_writable(project_root / ".perfsite", "the build folder", "Run `perfsite build` from a writable "
+                    "project")
+    staging = publish.staging_dir(site_dir)
+    try:
+        _build_into(staging, roots, project_root, say, baseline, trend)
+        kept = publish.publish(staging, site_dir)
+        if kept:
+            say(f"Kept {len(kept)} entr{'y' if len(kept) == 1 else 'ies'} of {site_dir} that perfsite did not "
+                f"write: {', '.join(kept[:8])}{' …' if len(kept) > 8 else ''}")
+    finally:
+        publish.discard(staging)
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and its ancestors that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    """Undo the folders a failed build made for its site (deepest first), stopping at one that holds anything:
+    a first build that fails leaves no empty site folder behind to look like a built one."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _site_path(site_dir: Path) -> Path:
