@@ -140,3 +140,19 @@ def test_no_test_module_imports_another():
             found += [f"{path.relative_to(ROOT)}:{node.lineno} imports {name}" for name in names
                       if set(name.split(".")) & test_modules]
     assert not found, found
+
+
+def test_the_mkdocs_hooks_are_imported_by_mkdocs_alone_and_share_their_names_with_the_build():
+    """generator.site.render_cache patches mkdocs and Material when imported: only mkdocs loads it (by path, in
+    its own process). It imports nothing of perfsite's, so the two names the build shares with it are written
+    twice, in it and in generator.site.render_cache_files: the same values."""
+    from generator.site import render_cache_files
+
+    graph = _graph()
+    assert not sorted(m for m, imported in graph.items() if "generator.site.render_cache" in imported)
+    assert not graph["generator.site.render_cache"]
+    tree = ast.parse((PACKAGE / "site" / "render_cache.py").read_text(encoding="utf-8"))
+    values = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+              if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
+    assert values["CACHE_ENV"] == render_cache_files.CACHE_ENV and values["USED"] == render_cache_files.USED
+    assert render_cache_files.HOOKS.is_file()

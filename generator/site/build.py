@@ -24,8 +24,7 @@ from generator.errors import SiteError
 from generator.results.location import StoreRoot, is_url, local_path, shown
 from generator.results.store import ResultsDir, find_experiments
 from generator.results.stores import store_roots
-from generator.site import charts, incremental, mkdocs_runner, publish, vendor
-from generator.site import render_cache as render_cache_hooks
+from generator.site import charts, incremental, mkdocs_runner, publish, render_cache_files, vendor
 from generator.site.pages import (
     REPORTS_DIR,
     Page,
@@ -382,7 +381,7 @@ def _write_config(
         config.setdefault("theme", {})["custom_dir"] = str((parent.parent / theme["custom_dir"]).resolve())
     # The render cache's hooks after the project's own (a child config replaces the list: paths made absolute).
     own_hooks = [str((parent.parent / str(h)).resolve()) for h in parent_config.get("hooks") or []]
-    config["hooks"] = own_hooks + [render_cache_hooks.__file__]
+    config["hooks"] = own_hooks + [str(render_cache_files.HOOKS)]
     polyfills = list((parent_config.get("extra") or {}).get("polyfills") or [])
     config["extra"] = {"polyfills": polyfills + [p for p in vendor.polyfills() if p not in polyfills]}
     path = build_dir / "mkdocs.yml"
@@ -428,7 +427,7 @@ def _mkdocs_started(render_cache: Path) -> Iterator[subprocess.Popen]:
     """mkdocs' process, started now and waiting for its configuration (generator.site.mkdocs_runner), with
     perfsite's render cache (generator.site.render_cache) for unchanged pages; killed if the build ends first.
     It waits in the render cache's folder and builds in the project's (_run_mkdocs)."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", render_cache_hooks.CACHE_ENV: str(render_cache)}
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", render_cache_files.CACHE_ENV: str(render_cache)}
     render_cache.mkdir(parents=True, exist_ok=True)
     # -P: the script's folder (generator/site, whose modules have names such as pages and charts) stays off
     # sys.path.
@@ -450,7 +449,7 @@ def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, parent: Path, project_ro
     base_path, say) are the project's, not the build folder's."""
     job = {"cwd": str(project_root), "args": ["build", "--strict", "--config-file", str(config)]}
     stdout, stderr = mkdocs.communicate(json.dumps(job) + "\n")
-    render_cache_hooks.commit(render_cache, mkdocs.returncode == 0)
+    render_cache_files.commit(render_cache, mkdocs.returncode == 0)
     if mkdocs.returncode != 0:
         output = (stdout + stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
         if CONFIG_ERROR in output:

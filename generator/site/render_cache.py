@@ -47,10 +47,13 @@ from mkdocs import utils as mkdocs_utils
 from mkdocs.commands import build as mkdocs_build
 from mkdocs.structure.pages import Page
 
+# The names the build shares with this file, also in generator.site.render_cache_files, which the build imports
+# instead of this file (importing this file patches mkdocs; mkdocs loads it by path, and it imports nothing of
+# perfsite's, whose package would import the whole generator); tests/test_site.py checks that they agree.
 CACHE_ENV = "PERFSITE_RENDER_CACHE"
 # generator.site.chooser_page.DATA_FOLDER and page_base.REPORTS_DIR (mkdocs loads this file, it imports neither)
 DATA_FOLDER, REPORTS_DIR = "choose", "reports"
-USED = "used.json"
+USED = "used.json"  # the entries this build used: the others are dropped when it succeeds
 TEMPLATES = "templates"  # Jinja's compiled theme templates (on_env)
 _state: dict[str, Any] = {"config": "", "files": "", "used": set(), "reaped": set()}
 MAX_PROCESSES = 4  # converting pages at once (a forked child each but one)
@@ -384,20 +387,3 @@ def on_post_build(config: Any) -> None:
     folder = _folder()
     if folder is not None:
         (folder / USED).write_text(json.dumps(sorted(_state["used"])))
-
-
-def commit(folder: Path, succeeded: bool) -> None:
-    """After mkdocs: on success, move the pending entries into the cache and drop entries this build did not
-    use; on failure, drop the pending ones."""
-    pending, entries = folder / "pending", folder / "entries"
-    entries.mkdir(parents=True, exist_ok=True)
-    if succeeded:
-        for entry in pending.iterdir() if pending.is_dir() else ():
-            entry.replace(entries / entry.name)
-        used = set(json.loads((folder / USED).read_text())) if (folder / USED).is_file() else set()
-        for entry in entries.iterdir():
-            if entry.name not in used:
-                entry.unlink()
-    for entry in pending.iterdir() if pending.is_dir() else ():
-        entry.unlink()
-    (folder / USED).unlink(missing_ok=True)
