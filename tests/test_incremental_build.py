@@ -174,3 +174,21 @@ def _files(folder: Path) -> dict[str, bytes]:
 def test_a_forked_call_says_whether_its_work_returned():
     assert processes.forked_ok(processes.fork_call(lambda: None))
     assert not processes.forked_ok(processes.fork_call(lambda: 1 / 0))
+
+
+def test_a_script_that_calls_build_site_unguarded_fails_with_the_fix_instead_of_hanging(tmp_path):
+    """The page workers import the main module: a script calling build_site at its top level called it again
+    in every worker, which waited for the build lock the script held, for good. Now the worker refuses, the
+    build fails, and both messages say to guard the call."""
+    _two_experiments(tmp_path / "results")
+    (tmp_path / ".git").mkdir()
+    script = tmp_path / "make_site.py"
+    script.write_text("from pathlib import Path\nfrom generator.site import build_site\n"
+                      "build_site(Path('results'), Path('site'), Path('.'))\n")
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    err = " ".join(run.stderr.split())
+    assert run.returncode == 1, run.stderr
+    assert (f"SiteError: build_site was called while a page worker of a build imported the script {script}: the "
+            "call runs again in every worker. Allowed: a call guarded by `if __name__ == \"__main__\":`") in err
+    assert err.endswith(f"SiteError: {incremental.BROKEN_WORKER}"), err
+    assert not (tmp_path / "site").exists()

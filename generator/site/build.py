@@ -57,6 +57,7 @@ def build_site(
     generator.results.stores) and the project's docs into a static site in site_dir; with `baseline` (a results
     folder or git:REF) a changes page, with `trend` N a trend page over the last N commits that changed the
     (first local) results folder (generator.site.changes_page)."""
+    _refuse_in_a_worker()
     say = progress or (lambda _text: None)
     roots = store_roots(results_root)
     project_root, site_dir = Path(project_root).resolve(), _site_path(Path(site_dir))
@@ -75,6 +76,20 @@ def build_site(
         _remove_if_empty(made)
         raise
     return site_dir
+
+
+def _refuse_in_a_worker() -> None:
+    """A script calling build_site without `if __name__ == "__main__":` is imported again by each of the build's
+    page workers (multiprocessing imports the main module as `__mp_main__` in every start method but fork),
+    which called build_site again and waited for the build lock the script holds: the build hung for good."""
+    # In a worker, runpy runs the script as a module named __mp_main__ (in the parent, multiprocessing files the
+    # main module, named __main__, under that key too).
+    script = sys.modules.get("__mp_main__")
+    if getattr(script, "__name__", None) == "__mp_main__":
+        raise SiteError(f"build_site was called while a page worker of a build imported the script "
+                        f"{getattr(script, '__file__', None) or '(unknown)'}: the call runs again in "
+                        "every worker. Allowed: a call guarded by `if __name__ == \"__main__\":`, as for any use of "
+                        "Python's multiprocessing.")
 
 
 def _check_and_publish(roots: Sequence[StoreRoot], site_dir: Path, project_root: Path, say: Progress,

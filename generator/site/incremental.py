@@ -40,6 +40,7 @@ workers are forks of a server started with the environment of its first use, per
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.process
 import contextlib
 import hashlib
 import json
@@ -54,6 +55,7 @@ from pathlib import Path
 
 import generator
 from generator import processes
+from generator.errors import SiteError
 from generator.results.location import StoreRoot, local_path, open_location, shown
 from generator.results.store import ExperimentResults, load_experiment
 from generator.results.stores import merge
@@ -140,6 +142,12 @@ def _entry_folder(cache: Path, parts: Parts, slug: str, code: str) -> Path:
     return cache / (key if key is not None else f"{UNCACHED}{slug}")
 
 
+BROKEN_WORKER = ("A worker process generating the experiments' pages ended before it finished: it was killed (out "
+                 "of memory?), or, in a script that calls build_site, it imported the script and failed there (its "
+                 "error is printed above; guard the call with `if __name__ == \"__main__\":`). Nothing was "
+                 "published; the site is as it was.")
+
+
 def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
     # Experiments with a folder on an object store in this process (module docstring), the others in a pool.
     remote = [m for m in missing if any(local_path(p) is None for p in m[0])]
@@ -161,8 +169,11 @@ def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
     local = sorted(local, key=lambda m: -_stored_bytes(m[0]))
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         futures = [pool.submit(generate_entry, parts, slug, str(folder)) for parts, slug, folder in local]
-        for future in futures:
-            future.result()  # a worker's PerfsiteError (a damaged results file) reaches the CLI as raised
+        try:
+            for future in futures:
+                future.result()  # a worker's PerfsiteError (a damaged results file) reaches the CLI as raised
+        except concurrent.futures.process.BrokenProcessPool as e:
+            raise SiteError(BROKEN_WORKER) from e
 
 
 def _stored_bytes(parts: Parts) -> int:
