@@ -58,6 +58,34 @@ def test_regression_verdict_layers_and_exit_codes(tmp_path, monkeypatch):
     check_snapshot("regression.md", text)
 
 
+def test_a_configuration_that_failed_in_the_candidate_is_a_regression_with_its_reason(tmp_path, monkeypatch):
+    """It was listed as "only in the baseline (not compared)", and the diff passed (exit 0 with --fail-on
+    regression), also when the rest of the candidate was fine. A failure the other way is a fix, named too."""
+    sides(tmp_path, Side(), Side(seed=1, failed=(4,)))
+    monkeypatch.chdir(tmp_path)
+    text, code_ = diff_command("baseline", "candidate", fail_on="regression", json_out=tmp_path / "v.json")
+    assert code_ == 2 and text.startswith(
+        "**perfsite diff: failed**: 1 configuration the baseline measured failed in the candidate (below); of 1 "
+        "measured in both, none got slower.")
+    assert ("Failed in the candidate (measured in the baseline):\n\n- cnn · fp32 · b4 t1 c1: `Fail: "
+            "[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Reshape node. Name:'/head/"
+            "Reshape<script>alert(1)</script>\\|'x'' Input shape:{4,4}`") in text
+    assert "Only in the" not in text and diff_command("baseline", "candidate")[1] == 0
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["verdict"] == "failed" and verdict["exit_code"] == 2 and verdict["only_baseline"] == []
+    assert [f["name"] for f in verdict["failed_in_candidate"]] == ["cnn · fp32 · b4 t1 c1"]
+    # Every configuration failed in the candidate: the same verdict, not "nothing to compare" (a user error).
+    sides(tmp_path / "all", Side(), Side(failed=(1, 4)))
+    text, code_ = diff_command("all/baseline", "all/candidate", fail_on="regression")
+    assert code_ == 2 and text.startswith("**perfsite diff: failed**: 2 configurations the baseline measured "
+                                          "failed in the candidate (below).")
+    # Mended in the candidate: named, and no regression.
+    sides(tmp_path / "fixed", Side(failed=(4,)), Side(seed=1))
+    text, code_ = diff_command("fixed/baseline", "fixed/candidate", fail_on="regression")
+    assert code_ == 0 and text.startswith("**perfsite diff: no significant change** in any of 1 configuration")
+    assert "Failed in the baseline, measured in the candidate:\n\n- cnn · fp32 · b4 t1 c1: `Fail:" in text
+
+
 def test_identical_results_show_no_change(tmp_path):
     base, cand = sides(tmp_path, Side(), Side(seed=1))
     text, code_ = diff_command(base, cand, fail_on="regression")

@@ -179,8 +179,10 @@ def test_writer_killed_at_random_moments_leaves_only_whole_trials(tmp_path):
     assert len(_assert_whole(experiment)) > before  # the writers did finish trials between the kills
 
 
-def test_bad_input_found_mid_sweep_keeps_finished_trials(tmp_path):
-    """`any` takes any width, `fixed` only 4: the sweep's second width stops the run, the first one is kept."""
+def test_bad_input_at_a_later_configuration_is_found_before_measuring(tmp_path):
+    """`any` takes any width, `fixed` only 4: the sweep's second width used to stop the run after the first
+    width was measured (kept). The inputs of every configuration are made when the sweep is planned now, so the
+    run stops before measuring or writing anything, and the version that takes every width runs whole."""
     (tmp_path / "models").mkdir()
     _free_width_model(tmp_path / "models" / "any.onnx")
     matmul_model(tmp_path / "models" / "fixed.onnx", before="Relu")
@@ -199,14 +201,11 @@ def test_bad_input_found_mid_sweep_keeps_finished_trials(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     message = " ".join(result.stderr.split())
     assert f"{spec}: inputs.x: shape [batch, width] has 5 on axis 1 where the model fixes 4" in message
-    assert "version fixed" in message
-    trials = _assert_whole(tmp_path / "results" / "midway")
-    assert sorted(trials["version"]) == ["any", "fixed"] and set(trials["dims"]) == {'{"width": 4}'}
-    assert set(trials["status"]) == {"ok"}
-    # The finished trials are reused: the version that takes every width completes with one new trial.
+    assert "(version fixed, configuration b1 t1 c1 width=5)" in message
+    assert not (tmp_path / "results").exists()
     again = perfsite("run", "spec.yaml", "--results", "results", "--only", "version=any", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "1 measured, 1 already stored" in again.stdout
+    assert "2 measured, 0 already stored" in again.stdout
 
 
 def _workers_of(project: Path) -> list[int]:

@@ -1,7 +1,8 @@
 """`perfsite diff BASELINE CANDIDATE`: compare two sets of results and answer with a verdict and an exit code.
 
 Exit codes CI can tell apart: 0 no regression (or not asked to fail), 1 user error (PerfsiteError, from the
-CLI), 2 a significant regression beyond the thresholds with `--fail-on regression`, 3 not comparable
+CLI), 2 a significant regression beyond the thresholds, or a configuration of the baseline that failed in the
+candidate, with `--fail-on regression`, 3 not comparable
 (different environments without --allow-env-mismatch, nothing measured in both, or too noisy to tell).
 """
 
@@ -16,7 +17,7 @@ from generator.cli.terminal import write_output
 from generator.diff.export import EXPORT_FORMATS
 from generator.diff.report import markdown_summary, verdict_json
 from generator.diff.sources import load_side, open_source
-from generator.diff.verdict import NOT_COMPARABLE, SLOWER, DiffResult, diff_experiments
+from generator.diff.verdict import FAILED, NOT_COMPARABLE, SLOWER, DiffResult, diff_experiments
 from generator.errors import PerfsiteError
 from generator.terminal_text import safe
 
@@ -47,7 +48,7 @@ def diff_command(
         base, cand = load_side(base_src), load_side(cand_src)
         result = diff_experiments(base, cand, (base_src.short, cand_src.short),
                                   (latency_ratio, throughput_ratio), allow_env_mismatch)
-    if not result.trials:
+    if not result.trials and not result.failed_in_candidate:
         raise PerfsiteError(_nothing_shared(result))
     code = exit_code(result.verdict, fail_on)
     # Layer names in the summary come from models: no escape sequence reaches a terminal or a PR comment.
@@ -109,9 +110,11 @@ def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Pat
 
 
 def exit_code(verdict: str, fail_on: str | None) -> int:
+    """A configuration that failed in the candidate is a regression (exit 2 with --fail-on regression): no
+    figure of it could be slower, and a pull request that breaks a configuration must not pass."""
     if verdict == NOT_COMPARABLE:
         return EXIT_NOT_COMPARABLE
-    if verdict == SLOWER and fail_on == "regression":
+    if verdict in (SLOWER, FAILED) and fail_on == "regression":
         return EXIT_REGRESSION
     return EXIT_OK
 

@@ -9,19 +9,22 @@ layers that changed, `generator.diff.report` writes the Markdown summary and the
 from generator.diff.layers import LayerChange, LayerDiff
 from generator.diff.sources import ResultsSource, SourceError, load_side, open_source
 from generator.diff.verdict import (
+    FAILED,
     FASTER,
     NO_CHANGE,
     NOT_COMPARABLE,
     SLOWER,
     DiffResult,
     EnvDifference,
+    FailedConfig,
     Thresholds,
     TrialDiff,
     diff_experiments,
 )
 
 __all__ = [
-    "FASTER", "NO_CHANGE", "NOT_COMPARABLE", "SLOWER", "DiffResult", "EnvDifference", "LayerChange",
+    "FAILED", "FASTER", "NO_CHANGE", "NOT_COMPARABLE", "SLOWER", "DiffResult", "EnvDifference", "FailedConfig",
+    "LayerChange",
     "LayerDiff", "ResultsSource", "SourceError", "Thresholds", "TrialDiff", "diff_experiments", "load_side",
     "open_source",
 ]

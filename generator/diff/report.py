@@ -18,7 +18,7 @@ from typing import Any
 from generator.analysis.records_compare import RatioCI
 from generator.diff.layers import LayerChange
 from generator.diff.noise import PAIRED_ADVICE
-from generator.diff.verdict import FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff
+from generator.diff.verdict import FAILED, FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff
 from generator.numbers import json_safe, num
 
 MAX_TABLE_ROWS = 30  # configurations in the table; a PR comment has a size limit and readers a patience one
@@ -29,7 +29,7 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # a figure inside a note
 
 def markdown_summary(result: DiffResult, site_url: str | None = None) -> str:
     """The whole summary: verdict line, sides, table, top regressions and improvements, notes, links."""
-    parts = [verdict_line(result), _sides(result), _env_block(result), _table(result),
+    parts = [verdict_line(result), _sides(result), _failures(result), _env_block(result), _table(result),
              _details("Top regressions", result.regressions), _details("Top improvements", result.improvements),
              _one_side(result), _notes(result), _links(result, site_url)]
     return "\n\n".join(p for p in parts if p).rstrip() + "\n"
@@ -39,6 +39,10 @@ def verdict_line(result: DiffResult) -> str:
     """The first line: the verdict and why, in one sentence."""
     n = len(result.trials)
     counted = f"of {n} configuration{'s' if n != 1 else ''} measured in both"
+    if result.verdict == FAILED:
+        k = len(result.failed_in_candidate)
+        return (f"**perfsite diff: failed**: {k} configuration{'s' if k != 1 else ''} the baseline measured "
+                f"failed in the candidate (below){_and_also(result)}.")
     if result.verdict == NOT_COMPARABLE:
         return f"**perfsite diff: not comparable**: {_why_not_comparable(result)}"
     if result.verdict == SLOWER:
@@ -48,6 +52,33 @@ def verdict_line(result: DiffResult) -> str:
         k = len(result.improvements)
         return f"**perfsite diff: faster**: {k} {counted} got faster, none slower ({_limits(result)})."
     return f"**perfsite diff: no significant change** in any {counted} ({_limits(result)})."
+
+
+def _and_also(result: DiffResult) -> str:
+    """What the configurations measured on both sides say besides, for the line of a failed diff."""
+    regressions = len(result.regressions)
+    if regressions:
+        return f"; {regressions} of {len(result.trials)} measured in both got slower"
+    return f"; of {len(result.trials)} measured in both, none got slower" if result.trials else ""
+
+
+def _failures(result: DiffResult) -> str:
+    """Each configuration that failed on one side and was measured on the other, with the reason the failing
+    side recorded (from onnxruntime or the model: a code span)."""
+    lines = []
+    for title, failed in (("Failed in the candidate (measured in the baseline)", result.failed_in_candidate),
+                          ("Failed in the baseline, measured in the candidate", result.failed_in_baseline)):
+        if failed:
+            lines += [f"{title}:", ""]
+            lines += [f"- {cell(f.name)}: {code(_shortened(f.error))}" for f in failed[:MAX_TABLE_ROWS]]
+            if len(failed) > MAX_TABLE_ROWS:
+                lines.append(f"- and {len(failed) - MAX_TABLE_ROWS} more (in the JSON verdict file)")
+            lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _shortened(error: str, most: int = 300) -> str:
+    return error if len(error) <= most else error[: most - 1] + "…"
 
 
 def _why_not_comparable(result: DiffResult) -> str:

@@ -43,6 +43,7 @@ from generator.results.store import ExperimentResults
 from generator.spec.model import Regression
 
 SLOWER, FASTER, NO_CHANGE, NOT_COMPARABLE = "slower", "faster", "no significant change", "not comparable"
+FAILED = "failed"  # overall: a configuration the baseline measured failed in the candidate
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,15 @@ class TrialDiff:
 
 
 @dataclass(frozen=True)
+class FailedConfig:
+    """A configuration one side measured and the other tried and failed (its latest trial, with the reason)."""
+
+    name: str  # "experiment · version · configuration"
+    error: str
+    trial_key: str
+
+
+@dataclass(frozen=True)
 class DiffResult:
     """The whole diff; `verdict` is the overall one (see the module docstring)."""
 
@@ -111,6 +121,10 @@ class DiffResult:
     env_differences: tuple[EnvDifference, ...]
     allow_env_mismatch: bool
     notes: tuple[str, ...] = ()
+    # Measured (ok) in the baseline, every trial failed in the candidate: a regression no ratio shows. And the
+    # other way round, a configuration the candidate mended.
+    failed_in_candidate: tuple[FailedConfig, ...] = ()
+    failed_in_baseline: tuple[FailedConfig, ...] = ()
 
     @property
     def regressions(self) -> tuple[TrialDiff, ...]:
@@ -184,7 +198,11 @@ def _beyond(point: float, limit: float) -> bool:
     return point > max(limit, 1.0 / limit) or point < min(limit, 1.0 / limit)
 
 
-def overall_verdict(trials: tuple[TrialDiff, ...], env_blocked: bool) -> str:
+def overall_verdict(trials: tuple[TrialDiff, ...], env_blocked: bool, failed: bool = False) -> str:
+    """`failed` (a configuration of the baseline failed in the candidate) comes first: a crash is news even
+    where the machines differ."""
+    if failed:
+        return FAILED
     if env_blocked or not trials:
         return NOT_COMPARABLE
     verdicts = {t.verdict for t in trials}
@@ -210,21 +228,42 @@ def diff_experiments(
     trials: list[TrialDiff] = []
     only_base: list[str] = []
     only_cand: list[str] = []
+    failed: tuple[list[FailedConfig], list[FailedConfig]] = ([], [])
     for cand_exp in candidate:
         base_exp = base.get(cand_exp.name)
         cand_rows = _ok_by_config(cand_exp)
         base_rows = _ok_by_config(base_exp) if base_exp is not None else {}
-        only_cand += [_label(cand_exp.name, rows[0]) for key, rows in cand_rows.items() if key not in base_rows]
-        only_base += [_label(cand_exp.name, rows[0]) for key, rows in base_rows.items() if key not in cand_rows]
+        cand_failed = _failed_by_config(cand_exp, cand_rows)
+        base_failed = _failed_by_config(base_exp, base_rows) if base_exp is not None else {}
+        failed[0].extend(f for key, f in cand_failed.items() if key in base_rows)
+        failed[1].extend(f for key, f in base_failed.items() if key in cand_rows)
+        only_cand += [_label(cand_exp.name, rows[0]) for key, rows in cand_rows.items() if key not in base_rows
+                      and key not in base_failed]
+        only_base += [_label(cand_exp.name, rows[0]) for key, rows in base_rows.items() if key not in cand_rows
+                      and key not in cand_failed]
         spec_limits = thresholds_for(cand_exp.spec.regression, *limits)
         for key in sorted(cand_rows.keys() & base_rows.keys(), key=str):
             a, b = _pick_pair(base_rows[key], cand_rows[key])
             trials.append(diff_trial(base_exp, a, cand_exp, b, spec_limits))
     only_base += _experiments_only_in(baseline, candidate)
     env, result = _unique_differences(trials), tuple(trials)
-    return DiffResult(labels[0], labels[1], overall_verdict(result, bool(env) and not allow_env_mismatch), result,
-                      tuple(sorted(only_base)), tuple(sorted(only_cand)), env, allow_env_mismatch,
-                      _side_notes(trials))
+    verdict = overall_verdict(result, bool(env) and not allow_env_mismatch, bool(failed[0]))
+    return DiffResult(labels[0], labels[1], verdict, result, tuple(sorted(only_base)), tuple(sorted(only_cand)),
+                      env, allow_env_mismatch, _side_notes(trials),
+                      *(tuple(sorted(f, key=lambda c: c.name)) for f in failed))
+
+
+def _failed_by_config(exp: ExperimentResults, ok: dict[tuple, list[pd.Series]]) -> dict[tuple, FailedConfig]:
+    """Configurations with no ok trial whose latest trial failed, by the key `_ok_by_config` uses: what the
+    side tried to measure and could not (a crash, a timeout, an input the model refused at that size)."""
+    out: dict[tuple, FailedConfig] = {}
+    tried = exp.trials[exp.trials["status"] == "failed"]
+    for _, row in tried.sort_values(["finished_at", "trial_key"], kind="stable").iterrows():
+        key = _config_key(row)
+        if key not in ok:
+            error = " ".join(str(clean(row.get("error")) or "no reason was recorded").split())
+            out[key] = FailedConfig(_label(exp.name, row), error, str(row["trial_key"]))
+    return out
 
 
 def _spread(row: pd.Series) -> float | None:

@@ -49,6 +49,7 @@ class Side:
     seed: int = 0
     process_factors: tuple[float, ...] = (0.99, 1.0, 1.01, 1.0, 0.995)  # each process's latency vs the median
     pair_id: str | None = None  # the same on both sides: measured in one paired run
+    failed: tuple[int, ...] = ()  # batch sizes whose trial failed (onnxruntime refused the input)
 
 
 def spec_dict(side: Side) -> dict:
@@ -70,9 +71,21 @@ def write_side(root: Path, side: Side) -> Path:
         key = hashlib.sha256(f"{side}-{batch}".encode()).hexdigest()[:20]
         rng = np.random.default_rng(side.seed * 100 + n)
         row = trial_row(key, side, batch, sha, median_ms)
+        if batch in side.failed:
+            rd.write_trial(TrialFiles(trial=failed_row(row, batch), processes=[], latencies=[], nodes=[]))
+            continue
         rd.write_trial(TrialFiles(trial=row, processes=processes(key, side, batch, median_ms),
                                   latencies=latencies(key, side, median_ms, rng), nodes=nodes(key, side, median_ms)))
     return root
+
+
+def failed_row(row: dict, batch: int) -> dict:
+    """The trial row of a configuration that failed, as the runner writes one: no figures, the reason."""
+    figures = ("latency_headline_ms", "latency_p50_ms", "throughput_ips", "processes", "cores_used", "profiled",
+               "profile_iterations")
+    return {k: v for k, v in row.items() if k not in figures} | {
+        "status": "failed", "error": f"Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while "
+                                     f"running Reshape node. Name:'/head/Reshape{PAYLOAD}' Input shape:{{{batch},4}}"}
 
 
 def trial_row(key: str, side: Side, batch: int, sha: str, median_ms: float) -> dict:
