@@ -505,3 +505,35 @@ def test_a_whole_run_slower_by_the_machine_is_not_called_slower():
     text, code = diff_command(str(data / "run-0"), str(data / "run-4"), fail_on="regression")
     assert code == 3 and text.startswith("**perfsite diff: not comparable**"), text
     assert "None got slower" in text and "| slower |" not in text
+
+
+def test_a_spec_in_one_checkout_only_is_measured_on_its_side_and_named(tmp_path):
+    """`--measure` measured only the specs both checkouts hold: an experiment a pull request added was neither
+    measured nor mentioned. It is measured on its side alone now, and the summary names it as such."""
+    from support.cli import write_spec
+    from support.models import matmul_model
+
+    from generator.runner.paired import measure_paired
+
+    spec = "name: {name}\nmodels:\n  fp32: {{path: models/tiny.onnx}}\ninputs:\n  x: {{shape: [batch, 4]}}\n" \
+           "measure: {{repeats: 2, budget_s: 0.01}}\n"
+    for side, names in (("base", ("tiny",)), ("head", ("tiny", "added"))):
+        (tmp_path / side / "models").mkdir(parents=True)
+        matmul_model(tmp_path / side / "models" / "tiny.onnx")
+        for name in names:
+            write_spec(tmp_path / side, spec.format(name=name), f"{name}.yaml")
+    labels: list[str] = []
+
+    class Said:
+        def __init__(self, label: str) -> None:
+            labels.append(label)
+
+        def __getattr__(self, _name: str):
+            return lambda *args, **kwargs: None
+
+    run = measure_paired(tmp_path / "base", tmp_path / "head", ["*.yaml"], tmp_path / "store", quick=True,
+                         progress=Said)
+    assert labels == ["tiny (paired)", "added (candidate only)"]
+    assert [s.experiment for s in run.one_sided] == ["added"] and len(run.one_sided[0].measured) == 1
+    text, _ = diff_command(str(run.baseline_results), str(run.candidate_results))
+    assert "Only in the candidate (not compared): added · fp32 · b1 t1 c1." in text

@@ -93,7 +93,7 @@ def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Pat
     bars: list[ProgressBar] = []
 
     def progress(name: str) -> ProgressBar:
-        bars.append(ProgressBar(f"{name} (paired)").__enter__())
+        bars.append(ProgressBar(name).__enter__())
         return bars[-1]
 
     try:
@@ -101,9 +101,8 @@ def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Pat
     finally:
         for bar in bars:
             bar.__exit__(None, None, None)
-    for pair in run.summaries:
-        for summary in pair:
-            print_run_summary(summary)
+    for summary in (*(s for pair in run.summaries for s in pair), *run.one_sided):
+        print_run_summary(summary)
     if run.interrupted:
         raise KeyboardInterrupt
     return str(run.baseline_results), str(run.candidate_results)

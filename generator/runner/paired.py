@@ -8,7 +8,8 @@ STORE/baseline/<name> and STORE/candidate/<name>, ordinary results folders that 
 `perfsite build` read (the pairing is stored in each trial's `pair_id`). A pair stops measuring as soon as its
 paired interval settles the verdict at the diff's latency threshold, or reaches `measure.target`, or spends
 `measure.budget_s`: identical models stop once the interval is inside the threshold, a large change once the
-interval excludes 1.
+interval excludes 1. A spec that only one checkout holds (an experiment the pull request adds or removes) is
+measured on its side alone, after the pairs, so that the diff names it as measured on one side only.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import PerfsiteError
-from generator.runner.orchestrate import Progress, RunOptions, RunSummary, run_paired
+from generator.runner.orchestrate import Progress, RunOptions, RunSummary, run_experiment, run_paired
 from generator.spec import LoadedSpec, load_spec
 
 SIDES = ("baseline", "candidate")
@@ -32,10 +33,12 @@ class PairedRun:
     baseline_results: Path
     candidate_results: Path
     summaries: tuple[tuple[RunSummary, RunSummary], ...]
+    one_sided: tuple[RunSummary, ...] = ()  # specs only one checkout holds, each measured on its side
 
     @property
     def interrupted(self) -> bool:
-        return any(s.interrupted for pair in self.summaries for s in pair)
+        return any(s.interrupted for pair in self.summaries for s in pair) or any(
+            s.interrupted for s in self.one_sided)
 
 
 def spec_files(folder: Path, patterns: Sequence[str]) -> list[Path]:
@@ -64,9 +67,10 @@ def spec_files(folder: Path, patterns: Sequence[str]) -> list[Path]:
 def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], store: Path, quick: bool = False,
                    progress: Callable[[str], Progress] | None = None,
                    latency_ratio: float | None = None) -> PairedRun:
-    """Measure every spec both checkouts hold, paired (module docstring); `progress(name)` gives the progress
-    reporter of one experiment. Each pair measures until its interval is within `measure.target` or settles
-    the diff's verdict at `latency_ratio` (default: the candidate spec's `regression.latency_ratio`)."""
+    """Measure every spec both checkouts hold, paired (module docstring), then each spec one checkout holds on
+    its side; `progress(label)` gives the progress reporter of one experiment ("NAME (paired)", "NAME
+    (candidate only)"). Each pair measures until its interval is within `measure.target` or settles the diff's
+    verdict at `latency_ratio` (default: the candidate spec's `regression.latency_ratio`)."""
     specs = [_by_name(spec_files(Path(folder), patterns)) for folder in (baseline, candidate)]
     common = [name for name in specs[1] if name in specs[0]]
     if not common:
@@ -78,11 +82,19 @@ def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], sto
         threshold = latency_ratio or specs[1][name].spec.regression.latency_ratio
         options = tuple(RunOptions(results_dir=root / name, quick=quick, force=True,
                                    decide_latency_ratio=threshold) for root in roots)
-        pair = run_paired(specs[0][name], specs[1][name], options, progress(name) if progress else None)
+        pair = run_paired(specs[0][name], specs[1][name], options, progress(f"{name} (paired)") if progress else None)
         summaries.append(pair)
         if any(s.interrupted for s in pair):
-            break
-    return PairedRun(roots[0], roots[1], tuple(summaries))
+            return PairedRun(roots[0], roots[1], tuple(summaries))
+    one_sided = []
+    for side, (mine, theirs) in enumerate(((specs[0], specs[1]), (specs[1], specs[0]))):
+        for name in (n for n in mine if n not in theirs):
+            options = RunOptions(results_dir=roots[side] / name, quick=quick, force=True)
+            label = f"{name} ({SIDES[side]} only)"
+            one_sided.append(run_experiment(mine[name], options, progress(label) if progress else None))
+            if one_sided[-1].interrupted:
+                return PairedRun(roots[0], roots[1], tuple(summaries), tuple(one_sided))
+    return PairedRun(roots[0], roots[1], tuple(summaries), tuple(one_sided))
 
 
 def _by_name(paths: list[Path]) -> dict[str, LoadedSpec]:
