@@ -537,3 +537,14 @@ def test_a_spec_in_one_checkout_only_is_measured_on_its_side_and_named(tmp_path)
     assert [s.experiment for s in run.one_sided] == ["added"] and len(run.one_sided[0].measured) == 1
     text, _ = diff_command(str(run.baseline_results), str(run.candidate_results))
     assert "Only in the candidate (not compared): added · fp32 · b1 t1 c1." in text
+
+
+def test_the_same_stored_trial_on_both_sides_is_said_not_called_unchanged_in_silence(tmp_path):
+    """`perfsite diff git:HEAD results` without a `perfsite run` before it compared each trial with itself and
+    said "no significant change": true of the numbers, silent about the candidate nobody measured."""
+    base, _ = sides(tmp_path, Side(), Side(seed=1))
+    text, code_ = diff_command(base, base)
+    assert code_ == 0 and text.startswith("**perfsite diff: no significant change**")
+    assert ("- For every configuration, the baseline and the candidate are the same stored trial (one trial key): "
+            "nothing was measured again for the candidate") in text
+    assert "same stored trial" not in diff_command(*sides(tmp_path / "two", Side(), Side(seed=1)))[0]

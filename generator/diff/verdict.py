@@ -417,4 +417,17 @@ def _trial_notes(a: pd.Series, b: pd.Series) -> tuple[str, ...]:
 
 def _side_notes(trials: list[TrialDiff]) -> tuple[str, ...]:
     flagged = sorted({t.latency_ratio.note for t in trials if t.latency_ratio.note})
-    return tuple(f"Some intervals deserve less trust: {note}." for note in flagged)
+    return _same_trial_note(trials) + tuple(f"Some intervals deserve less trust: {note}." for note in flagged)
+
+
+def _same_trial_note(trials: list[TrialDiff]) -> tuple[str, ...]:
+    """Both sides hold the very same stored trial (one trial key): nothing was measured for the candidate, as
+    when `perfsite diff git:main results` runs without a `perfsite run` before it. "No change" would be true of
+    the numbers and say nothing about the candidate."""
+    same = [t for t in trials if t.baseline_key == t.candidate_key]
+    if not same:
+        return ()
+    which = "every configuration" if len(same) == len(trials) else f"{len(same)} of {len(trials)} configurations"
+    return (f"For {which}, the baseline and the candidate are the same stored trial (one trial key): nothing "
+            "was measured again for the candidate, so these show no change by construction. Measure the candidate "
+            "first (`perfsite run`), or compare with `perfsite diff --measure`.",)
