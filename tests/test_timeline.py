@@ -95,6 +95,23 @@ def test_a_loop_body_called_twice_splits_its_operations():
     assert [e.node_name for e in counted_events(tl)] == ["body", "body"]  # the Loop's work is its body's
 
 
+def test_a_matmul_reads_its_weights_though_onnxruntime_reports_no_parameter_size():
+    """onnxruntime gives MatMul's weight no parameter size: a batch-1 256x256 MatMul moved 2 KiB by its figures
+    and came out compute-bound, where it streams 256 KiB of weights (0.5 operations per byte, memory-bound on
+    any machine). The static weight bytes stand in where the node has a static analysis."""
+    rows = pd.DataFrame([
+        {"exec_order": 0, "node_name": "mm", "op_type": "MatMul", "start_us": 0.0, "dur_us": 5.0,
+         "activation_bytes": 1024, "parameter_bytes": 0, "output_bytes": 1024},
+        {"exec_order": 1, "node_name": "conv", "op_type": "Conv", "start_us": 5.0, "dur_us": 5.0,
+         "activation_bytes": 100, "parameter_bytes": 3000, "output_bytes": 100},
+    ]).assign(model_run_us=10.0)
+    tl = timeline_from_table(rows, {"mm": 131072.0}, {"mm": 262144.0})
+    assert [e.moved_bytes for e in tl.events] == [1024 + 262144 + 1024, 100 + 3000 + 100]
+    details = layer_details(tl, peak_gflops=237.0, bandwidth_gbs=54.0)  # ridge: 4.4 operations per byte
+    assert details[0].bound == "memory"
+    assert timeline_from_table(rows, {"mm": 131072.0}).events[0].moved_bytes == 2048  # without: as reported
+
+
 def test_temporal_statistics_conserve_bytes_and_operations():
     events = (
         _event(0, "a", 0.0, 10.0, read=1000, written=500, flops=3e4),

@@ -167,6 +167,7 @@ class LayerResult:
     efficiency: float | None  # achieved / attainable
     far_below: bool
     pool_share: float | None
+    weight_bytes: float = 0.0  # static (the timeline's traffic takes them from here too: module docstring)
 
     @property
     def ops(self) -> float:
@@ -228,6 +229,6 @@ def _layer_result(node: pd.Series, sums: dict[str, float] | None, trial: TrialSu
         params=counts["params"], bytes=traffic, intensity=intensity, achieved_gops=achieved,
         attainable_gops=attainable, efficiency=efficiency,
         far_below=efficiency is not None and efficiency < FAR_BELOW_EFFICIENCY and share >= FAR_BELOW_MIN_SHARE,
-        pool_share=as_float(node.get("pool_share")),
+        pool_share=as_float(node.get("pool_share")), weight_bytes=counts["weight_bytes"],
     )
 

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 class TimelineEvent:
     """One kernel call of the inference. Times in µs from the inference's model_run start.
 
-    ``read_bytes`` is onnxruntime's activation + parameter size of the call (None when it reported neither),
+    ``read_bytes`` is onnxruntime's activation size of the call + its weights (the static analysis' bytes where
+    the node has one, else onnxruntime's parameter size; None when neither size is known),
     ``written_bytes`` its output size; ``flops`` the static operations (FLOPs + integer operations) attributed
     to this executed node, when known. Names and op types are untrusted text.
     """
@@ -130,29 +131,38 @@ def _row(order: int, n: NodeEvent, run: ProfileRun, index: int) -> dict[str, Any
     }
 
 
-def timeline_from_table(rows: pd.DataFrame, flops_by_node: Mapping[str, float] | None = None) -> Timeline:
+def timeline_from_table(rows: pd.DataFrame, flops_by_node: Mapping[str, float] | None = None,
+                        weights_by_node: Mapping[str, float] | None = None) -> Timeline:
     """The timeline of one trial from its rows of the ``timeline`` table (any order; empty gives an empty
     timeline). ``flops_by_node`` maps an executed node name to its operations per inference; a node called
-    several times in the inference (a Loop body) has them split evenly between its calls."""
+    several times in the inference (a Loop body) has them split evenly between its calls. ``weights_by_node``
+    maps it to the bytes of its weights (static analysis), which each call reads: onnxruntime reports no
+    parameter size for MatMul's weight, nor for any prepacked weight, so that a MatMul streaming 256 KiB of
+    weights for a 1 KiB input looked compute-bound; its reported parameter size stands where none is known, and
+    a call onnxruntime gave no activation size stays without a size (its weights alone are not its traffic)."""
     if rows.empty:
         return Timeline((), 0.0, 0.0)
     rows = rows.sort_values("exec_order", kind="stable")
     calls = Counter(rows["node_name"].astype(str))
-    events = tuple(_event(r, flops_by_node or {}, calls) for r in rows.to_dict("records"))
+    events = tuple(_event(r, flops_by_node or {}, calls, weights_by_node or {}) for r in rows.to_dict("records"))
     model_run = _float(rows["model_run_us"].iloc[0])
     kernel_sum = float(sum(e.dur_us for e in events if e.parent is None))
     return Timeline(events, model_run if model_run is not None else kernel_sum, kernel_sum)
 
 
-def _event(r: Mapping[str, Any], flops_by_node: Mapping[str, float], calls: Counter) -> TimelineEvent:
+def _event(r: Mapping[str, Any], flops_by_node: Mapping[str, float], calls: Counter,
+           weights_by_node: Mapping[str, float]) -> TimelineEvent:
     name = str(r["node_name"])
     flops = _float(flops_by_node.get(name))
+    weights, activation = weights_by_node.get(name), _int(r.get("activation_bytes"))
+    # Weights alone are not the call's traffic: where onnxruntime reported no sizes, it stays unknown.
+    parameter = _int(r.get("parameter_bytes")) if weights is None or activation is None else int(weights)
     return TimelineEvent(
         exec_order=int(r["exec_order"]), node_name=name, op_type=str(r["op_type"]),
         provider=_str(r.get("provider")), parent=_str(r.get("parent")), thread_id=_int(r.get("thread_id")),
         start_us=float(r["start_us"]), dur_us=float(r["dur_us"]), pool_share=_float(r.get("pool_share")),
         input_shapes=_str(r.get("input_shapes")) or "[]", output_shapes=_str(r.get("output_shapes")) or "[]",
-        read_bytes=_read_bytes(_int(r.get("activation_bytes")), _int(r.get("parameter_bytes"))),
+        read_bytes=_read_bytes(activation, parameter),
         written_bytes=_int(r.get("output_bytes")),
         flops=flops / calls[name] if flops is not None else None,
     )

@@ -119,7 +119,7 @@ class LayerDetail:
     parent: str | None
     dur_us: float  # measured
     flops: float | None  # operations (FLOPs + integer operations), static analysis
-    moved_bytes: int | None  # read + written, onnxruntime's sizes
+    moved_bytes: int | None  # read + written: onnxruntime's activation sizes and the static weight bytes
     data_time_us: float | None  # moved_bytes ÷ measured bandwidth
     compute_time_us: float | None  # flops ÷ measured peak
     bound: str  # "compute", "memory" or "unknown"

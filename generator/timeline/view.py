@@ -53,15 +53,15 @@ class TimelineView:
 def timeline_view(timeline: pd.DataFrame, trial_key: str, layers: Sequence[LayerResult],
                   limits: Roofline) -> TimelineView | None:
     """The view of one trial from the ``timeline`` table, or None when it has no rows (results written
-    before the table existed, or a failed profiled pass). Operations per executed node come from the
-    profile's layer results (top-level nodes with a static analysis); the compute limit is the INT8 peak when
+    before the table existed, or a failed profiled pass). Operations and weight bytes per executed node come
+    from the profile's layer results (top-level nodes with a static analysis); the compute limit is the INT8 peak when
     those nodes do more integer than float operations, else the FP32 peak (both scaled to the trial's
     threads)."""
     rows = trial_rows(timeline, trial_key)
     if rows.empty:
         return None
     flops = {r.node_name: r.ops for r in layers if r.analysed}
-    tl = timeline_from_table(rows, flops)
+    tl = timeline_from_table(rows, flops, {r.node_name: r.weight_bytes for r in layers if r.analysed})
     integer = sum(r.int_ops for r in layers) > sum(r.flops for r in layers)
     peak = limits.peak(integer)
     bandwidth = limits.bandwidth_gbs
