@@ -174,6 +174,42 @@ def unmatched_values(trials: Sequence[Trial], only: str | None, axes: Sequence[s
     return [f"{k}={v}" for k, vals in filters.items() for v in sorted(vals) if v not in planned.get(k, set())]
 
 
+def only_for_each(plans: Sequence[tuple[str, Sequence[Trial], Sequence[str]]], only: str) -> list[str | None]:
+    """`--only` over several specs, each given as (its path, its planned trials, its sweep axes): the filter
+    selects across them. Returns, per spec, the part of `only` that applies to it (its items whose value some
+    of its trials have), or None for a spec none of whose trials matches every key (it is skipped: `--only
+    seq_len=32` over the quickstart and a transformer measures the transformer only). An item no spec has is
+    an error, as for one spec: a misspelt value must not quietly narrow the run."""
+    items = [i.strip() for i in only.split(",") if i.strip()]
+    known = sorted({"version", *(a for _, _, axes in plans for a in axes)})
+    parse_only(only, known)  # KEY=VALUE with a key some spec has
+    out: list[str | None] = []
+    found: set[str] = set()
+    for _, trials, axes in plans:
+        mine = [i for i in items if i.partition("=")[0].strip() in ("version", *axes)]
+        present = [i for i in mine if not unmatched_values(trials, i, axes)]
+        found.update(present)
+        # Every key must keep a value this spec plans: a key whose values it lacks leaves none of its trials.
+        keys = {i.partition("=")[0].strip() for i in items}
+        applies = keys == {i.partition("=")[0].strip() for i in present}
+        out.append(",".join(present) if applies and filter_trials(trials, ",".join(present), axes) else None)
+    missing = [i for i in items if i not in found]
+    if missing:
+        keys = sorted({i.partition("=")[0].strip() for i in missing})
+        offers = [f"{key} in {path}: {', '.join(_planned_values(trials, key))}" for path, trials, axes in plans
+                  for key in keys if key in ("version", *axes)]
+        raise RunError(f"--only {only!r}: no planned trial of any spec has {', '.join(missing)}. The specs "
+                       f"plan {'; '.join(offers)}.")
+    if all(part is None for part in out):
+        raise RunError(f"--only {only!r} leaves no trial to run: no spec has a trial that matches every key "
+                       f"({', '.join(path for path, _, _ in plans)}).")
+    return out
+
+
+def _planned_values(trials: Sequence[Trial], key: str) -> list[str]:
+    return list(dict.fromkeys(str({"version": t.version, **t.config.as_dict()}.get(key)) for t in trials))
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 

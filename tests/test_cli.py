@@ -448,6 +448,37 @@ def test_run_of_several_specs_checks_every_one_before_measuring_any(tmp_path, mo
     assert not (tmp_path / "results").exists()  # a was not measured
 
 
+def test_only_selects_across_several_specs_is_repeatable_and_never_empty(tmp_path, monkeypatch):
+    """Over several specs `--only` had to hold for each (a sweep axis of one spec was an unknown key for the
+    other, and the error named neither); a second --only replaced the first, and `--only ""` ran everything."""
+    from typer.testing import CliRunner
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    models = "models:\n  fp32: {path: models/tiny.onnx}\n  other: {path: models/tiny.onnx}\ninputs:\n"
+    write_spec(tmp_path, f"name: a\n{models}  x: {{shape: [batch, 4]}}\nsweep: {{batch: [1, 2]}}\n", name="a.yaml")
+    write_spec(tmp_path, f"name: b\n{models}  x: {{shape: [n, 4]}}\nsweep: {{n: [3, 4]}}\n", name="b.yaml")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+
+    def dry(*only: str):
+        out = runner.invoke(app, ["run", "a.yaml", "b.yaml", "--dry-run", "--quick",
+                                  *(w for o in only for w in ("--only", o))])
+        return out.exit_code, " ".join(out.output.split()), " ".join(str(out.exception or "").split())
+
+    code, text, _ = dry("n=3")
+    assert code == 0 and f"Skipped {tmp_path / 'a.yaml'}: none of its trials matches --only 'n=3'." in text
+    assert "b: 2 trials" in text and "a: " not in text.replace("Skipped", "")
+    code, text, _ = dry("version=fp32", "batch=2")  # repeated: joined, so b (no batch axis) is left out
+    assert code == 0 and "a: 1 trial" in text and f"Skipped {tmp_path / 'b.yaml'}" in text
+    code, _, error = dry("n=5")
+    assert code == 1 and error == (f"--only 'n=5': no planned trial of any spec has n=5. The specs plan n in "
+                                   f"{tmp_path / 'b.yaml'}: 3, 4.")
+    code, _, error = dry("")
+    assert code == 1 and error.startswith("--only is empty (''): it selects nothing to narrow.")
+
+
 def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, capsys):
     """`perfsite validate specs/` checked every spec in the folder, and `perfsite run specs/` refused the folder
     (`specs` is a folder, not a spec file). Both take it now, for its `*.yaml` and `*.yml` files; and both refuse

@@ -96,7 +96,9 @@ def run(
     ] = None,
     force: Annotated[bool, typer.Option(help="Measure again trials that are already stored.")] = False,
     only: Annotated[
-        str | None, typer.Option(help="Run only matching trials, e.g. version=fp32,batch=1 (same key twice: either).")
+        list[str] | None, typer.Option(help="Run only matching trials, e.g. version=fp32,batch=1 (same key twice: "
+                                            "either); repeated, its items are joined. With several specs, the "
+                                            "trials of every spec that match.")
     ] = None,
     dry_run: Annotated[bool, typer.Option(help="List the trials and an estimated duration; measure nothing.")] = False,
     quick: Annotated[
@@ -136,11 +138,12 @@ def run(
 
     interrupted = False
     # A folder stands for its specs, as for `perfsite validate`: every spec is read before anything is measured.
+    only_text = _only_option(only)
     loaded_specs = [load_spec(spec_path, allow_outside=allow_outside) for spec_path in spec_files(specs)]
     _check_distinct_names(loaded_specs, results)
     runs = [(loaded, RunOptions(results_dir=join(results or _default_results(loaded.path.parent), loaded.spec.name),
-                                force=force, only=only, dry_run=dry_run, quick=quick, ray=ray, target=target))
-            for loaded in loaded_specs]
+                                force=force, only=part, dry_run=dry_run, quick=quick, ray=ray, target=target))
+            for loaded, part in _only_per_spec(loaded_specs, only_text)]
     # Every later spec is planned before the first one measures (models checked, versions built into their
     # cache, inputs made at every configuration): its mistakes are reported now, not after minutes of measuring.
     for loaded, options in runs[1:] if not dry_run else ():
@@ -155,6 +158,32 @@ def run(
             break
     if interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _only_option(only: list[str] | None) -> str | None:
+    """--only given once or more (joined), refused when empty: `--only "$FILTER"` with the variable unset ran
+    every trial, and a second --only replaced the first without a word."""
+    if only is None:
+        return None
+    if any(not part.strip() for part in only):
+        raise RunError("--only is empty (''): it selects nothing to narrow. Allowed: KEY=VALUE items separated by "
+                       "commas, e.g. --only version=fp32,batch=1; leave --only out to run every trial.")
+    return ",".join(part.strip() for part in only)
+
+
+def _only_per_spec(loaded_specs: list, only: str | None) -> list[tuple[Any, str | None]]:
+    """Each spec with the part of --only that applies to it; with several specs, those none of whose trials
+    match are left out, said on stderr (generator.plan.only_for_each)."""
+    if only is None or len(loaded_specs) < 2:
+        return [(loaded, only) for loaded in loaded_specs]
+    from generator.plan import only_for_each, plan_trials, sweep_axes
+
+    parts = only_for_each([(str(s.path), plan_trials(s.spec), list(sweep_axes(s.spec.sweep)))
+                           for s in loaded_specs], only)
+    for loaded, part in zip(loaded_specs, parts, strict=True):
+        if part is None:
+            typer.echo(f"Skipped {loaded.path}: none of its trials matches --only {only!r}.", err=True)
+    return [(loaded, part) for loaded, part in zip(loaded_specs, parts, strict=True) if part is not None]
 
 
 def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
