@@ -479,6 +479,24 @@ def test_only_selects_across_several_specs_is_repeatable_and_never_empty(tmp_pat
     assert code == 1 and error.startswith("--only is empty (''): it selects nothing to narrow.")
 
 
+def test_a_dry_run_gives_the_duration_a_busy_machine_may_take(tmp_path, monkeypatch):
+    """The estimate counted each trial's minimum processes only: "about 6 s" for a run that took 50 s on a busy
+    machine, where trials measure until measure.budget_s. The upper end is said too."""
+    from typer.testing import CliRunner
+
+    monkeypatch.delenv("PERFSITE_QUICK")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    write_spec(tmp_path, "name: a\nmodels:\n  fp32: {path: models/tiny.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n"
+                         "sweep: {batch: [1, 2]}\nmeasure: {budget_s: 30}\n")
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(app, ["run", "spec.yaml", "--dry-run"])
+    assert out.exit_code == 0, out.output
+    assert "2 to measure, about 13 s (up to 1 min 02 s if every trial needs its whole measure.budget_s)" in \
+        " ".join(out.output.split())
+
+
 def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, capsys):
     """`perfsite validate specs/` checked every spec in the folder, and `perfsite run specs/` refused the folder
     (`specs` is a folder, not a spec file). Both take it now, for its `*.yaml` and `*.yml` files; and both refuse

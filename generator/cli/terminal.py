@@ -88,8 +88,12 @@ def print_dry_run(summary: RunSummary) -> None:
         key = p.key or "set by the measuring node"
         table.add_row(p.trial.version, p.trial.config.label, key, "stored" if p.stored else "to measure")
     out.print(table)
+    longest = summary.longest_s or 0.0
+    # On a busy machine trials measure on until measure.budget_s: the minimum alone said 6 s of a 50 s run.
+    upto = (f" (up to {_duration(longest)} if every trial needs its whole measure.budget_s)"
+            if longest > 1.5 * summary.estimate_s else "")
     out.print(
-        f"{len(summary.to_measure)} to measure, about {_duration(summary.estimate_s)}; "
+        f"{len(summary.to_measure)} to measure, about {_duration(summary.estimate_s)}{upto}; "
         f"results in {summary.results_dir}"
     )
 

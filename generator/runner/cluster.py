@@ -35,6 +35,7 @@ from generator.runner.orchestrate import (
     estimate_trial_s,
     is_quick,
     keyed_inputs,
+    longest_trial_s,
     measure_settings,
     models_cache,
     start_run,
@@ -128,7 +129,8 @@ def plan_fan_out(loaded: LoadedSpec, options: RunOptions, progress: Progress) ->
                      stored, "", generator.__version__)
             for target in targets for config, group in _by_configuration(trials)]
     planned = [PlannedTrial(t, "", False) for job in jobs for t in job.trials]
-    summary = RunSummary(loaded.spec.name, results.path, planned, estimate_trial_s(settings) * len(planned))
+    summary = RunSummary(loaded.spec.name, results.path, planned, estimate_trial_s(settings) * len(planned),
+                         longest_s=longest_trial_s(settings) * len(planned))
     return FanOut(loaded, results, jobs, files, summary)
 
 

@@ -115,6 +115,12 @@ def estimate_trial_s(settings: dict, startup_s: float = 0.7) -> float:
     return settings["repeats"] * (startup_s + timed) + startup_s + 0.3
 
 
+def longest_trial_s(settings: dict, startup_s: float = 0.7) -> float:
+    """One trial that measures until its budget is spent (adaptive rounds on a noisy machine), profiled pass
+    included: what a dry run gives as the upper end of its estimate."""
+    return max(estimate_trial_s(settings, startup_s), settings["budget_s"] + startup_s + 0.3)
+
+
 def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress | None = None) -> RunSummary:
     """Plan the sweep, skip stored trials, measure the rest; see the module docstring for the order."""
     progress = progress or SilentProgress()
@@ -189,8 +195,9 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     stored = set() if options.force else preexisting
     planned = [PlannedTrial(t, keys[t], keys[t] in stored) for t in trials]
     check_feeds(loaded, {name: v.path for name, v in versions.items()}, [p.trial for p in planned if not p.stored])
-    estimate_s = estimate_trial_s(settings) * sum(not p.stored for p in planned)
-    summary = RunSummary(spec.name, results.path, planned, estimate_s)
+    to_measure = sum(not p.stored for p in planned)
+    summary = RunSummary(spec.name, results.path, planned, estimate_trial_s(settings) * to_measure,
+                         longest_s=longest_trial_s(settings) * to_measure)
     return Side(loaded, results, env, versions, settings, quick, "", summary, preexisting, label,
                  options.decide_latency_ratio)
 

@@ -74,6 +74,7 @@ class RunSummary:
     skipped_locked: list[str] = field(default_factory=list)
     interrupted: bool = False
     exhausted: list[str] = field(default_factory=list)  # trials stopped by their budget, unconverged
+    longest_s: float | None = None  # every trial to measure spending its whole measure.budget_s
 
     @property
     def to_measure(self) -> list[PlannedTrial]:
