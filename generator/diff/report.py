@@ -143,7 +143,29 @@ def _table(result: DiffResult) -> str:
     if hidden:
         rows += ["", f"{hidden} more configuration{'s' if hidden != 1 else ''} with no significant change "
                      "are in the JSON verdict file."]
+    apart = [t.name for t in shown if _columns_disagree(t)]
+    if apart:
+        rows += ["", "The change is measured process by process (each measurement process's figure, as the "
+                     "verdict judges it); the baseline and candidate columns pool every clean request of a trial. "
+                     "The two disagree where a trial's processes disagree, as for "
+                     f"{', '.join(cell(n) for n in apart[:MAX_LISTED])}{' …' if len(apart) > MAX_LISTED else ''}."]
     return "\n".join(rows)
+
+
+def _columns_disagree(t: TrialDiff, tolerance: float = 0.05) -> bool:
+    """The Change column and the ratio of the two figure columns differ by more than `tolerance` (log scale),
+    or point opposite ways: a noisy trial's pooled figure and its processes' figures tell different stories."""
+    pairs = [(t.latency_baseline_ms, t.latency_candidate_ms, t.latency_ratio)]
+    if t.throughput_ratio is not None:
+        pairs.append((t.throughput_baseline_ips, t.throughput_candidate_ips, t.throughput_ratio))
+    for base, cand, ratio in pairs:
+        if not (base and cand and base > 0 and cand > 0 and ratio.point > 0 and math.isfinite(ratio.point)):
+            continue
+        columns = math.log(cand / base)
+        change = math.log(ratio.point)
+        if abs(columns - change) > tolerance or (columns * change < 0 and abs(columns - change) > 0.01):
+            return True
+    return False
 
 
 def change_text(ratio: RatioCI | None) -> str:
