@@ -537,6 +537,19 @@ def test_a_spec_in_one_checkout_only_is_measured_on_its_side_and_named(tmp_path)
     assert [s.experiment for s in run.one_sided] == ["added"] and len(run.one_sided[0].measured) == 1
     text, _ = diff_command(str(run.baseline_results), str(run.candidate_results))
     assert "Only in the candidate (not compared): added · fp32 · b1 t1 c1." in text
+    # Another comparison into the same store, whose baseline `tiny` measures another model: refused before
+    # measuring, in the paired run's terms (it was a message about --results, which diff does not take).
+    (tmp_path / "other" / "models").mkdir(parents=True)
+    matmul_model(tmp_path / "other" / "models" / "tiny.onnx", before="Relu")
+    write_spec(tmp_path / "other", spec.format(name="tiny") + "description: another\n", "tiny.yaml")
+    with pytest.raises(PerfsiteError) as refused:
+        measure_paired(tmp_path / "other", tmp_path / "head", ["*.yaml"], tmp_path / "store", quick=True)
+    assert " ".join(str(refused.value).split()) == (
+        f"The paired store {tmp_path / 'store'} holds, in {tmp_path / 'store' / 'baseline' / 'tiny'}, trials an "
+        f"earlier paired run measured with the spec {tmp_path / 'base' / 'tiny.yaml'}, also named `tiny` but "
+        f"measuring other models than {tmp_path / 'other' / 'tiny.yaml'}. Allowed: one experiment per name in a "
+        f"store: give this comparison its own --store DIR, or delete {tmp_path / 'store' / 'baseline' / 'tiny'} "
+        "(a paired store holds nothing but those runs' results).")
 
 
 def test_the_same_stored_trial_on_both_sides_is_said_not_called_unchanged_in_silence(tmp_path):

@@ -255,11 +255,19 @@ def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
     The other spec counts only while it exists, still has this name, says something else and measures none of
     this spec's model files: a spec moved, copied, edited or checked out twice (sharing its models) stays the
     same experiment."""
+    other = other_spec_named_alike(results, loaded)
+    if other is not None:
+        raise RunError(same_name_message(loaded.path, other, loaded.spec.name, results.path))
+
+
+def other_spec_named_alike(results: ResultsDir, loaded: LoadedSpec) -> Path | None:
+    """The spec of another experiment with this spec's name that wrote into `results` (check_one_spec_per_name
+    says when one counts), or None."""
     from generator.spec import load_spec
 
     runs = results.read_table("runs") if results.has_table("runs") else None
     if runs is None or "spec_path" not in runs:
-        return
+        return None
     for other in sorted(set(runs["spec_path"].dropna()) - {str(loaded.path)}):
         try:
             theirs = load_spec(Path(other), allow_outside=True)
@@ -267,7 +275,8 @@ def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
             continue
         same_name = theirs.spec.name == loaded.spec.name
         if same_name and theirs.sha256 != loaded.sha256 and not theirs.same_experiment(loaded):
-            raise RunError(same_name_message(loaded.path, Path(other), loaded.spec.name, results.path))
+            return Path(other)
+    return None
 
 
 def same_name_message(mine: Path, theirs: Path, name: str, folder: Path | None) -> str:

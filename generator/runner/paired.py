@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import PerfsiteError
-from generator.runner.orchestrate import Progress, RunOptions, RunSummary, run_experiment, run_paired
+from generator.results.store import ResultsDir
+from generator.runner.orchestrate import (
+    Progress,
+    RunOptions,
+    RunSummary,
+    other_spec_named_alike,
+    run_experiment,
+    run_paired,
+)
 from generator.spec import LoadedSpec, load_spec
 
 SIDES = ("baseline", "candidate")
@@ -77,6 +85,9 @@ def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], sto
         raise PerfsiteError(f"No experiment is in both checkouts: {baseline} has {_names(specs[0])}, "
                             f"{candidate} has {_names(specs[1])}. --measure compares specs with the same `name:`.")
     roots = tuple(Path(store) / side for side in SIDES)
+    for name in common:  # before anything is measured
+        for side, root in enumerate(roots):
+            _check_store(root / name, specs[side][name], store)
     summaries = []
     for name in common:
         threshold = latency_ratio or specs[1][name].spec.regression.latency_ratio
@@ -95,6 +106,20 @@ def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], sto
             if one_sided[-1].interrupted:
                 return PairedRun(roots[0], roots[1], tuple(summaries), tuple(one_sided))
     return PairedRun(roots[0], roots[1], tuple(summaries), tuple(one_sided))
+
+
+def _check_store(folder: Path, loaded: LoadedSpec, store: Path) -> None:
+    """The paired store keeps what earlier paired runs measured: one of other checkouts, whose spec of this
+    name measures other models, would mix two experiments in one folder (the runner refuses it). Said here in
+    the paired run's terms, with its own option (`--store`), rather than as a results folder given with
+    --results, which `diff` does not take."""
+    other = other_spec_named_alike(ResultsDir(folder), loaded)
+    if other is not None:
+        raise PerfsiteError(
+            f"The paired store {store} holds, in {folder}, trials an earlier paired run measured with the spec "
+            f"{other}, also named `{loaded.spec.name}` but measuring other models than {loaded.path}. Allowed: "
+            f"one experiment per name in a store: give this comparison its own --store DIR, or delete {folder} "
+            "(a paired store holds nothing but those runs' results).")
 
 
 def _by_name(paths: list[Path]) -> dict[str, LoadedSpec]:
