@@ -92,6 +92,14 @@ def inside_scratch(path: Path) -> Path | None:
     return None
 
 
+def experiment_holding(path: Path) -> Path | None:
+    """The experiment results folder (it holds `trials/` and `specs/`) that `path` is inside, if any: a command
+    that reads no store (`perfsite count`, `perfsite profile`, `perfsite diff git:A git:B`) must not write into
+    one either."""
+    return next((p for p in Path(os.path.realpath(path)).parents if (p / "trials").is_dir() and (p / "specs").is_dir()),
+                None)
+
+
 def _real(path: Path) -> Path:
     """The real absolute path (symlinks resolved); SpecError for paths the OS cannot even represent."""
     try:

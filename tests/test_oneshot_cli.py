@@ -328,12 +328,18 @@ def test_a_model_without_inputs_or_an_empty_file_is_refused_before_measuring(tmp
     (".perfsite/cache/pages/x", "--out .perfsite/cache/pages/x: it is inside {tmp}/.perfsite/cache, perfsite's own "
                                 "scratch folder"),
     ("scratch-link", "--out scratch-link: it is inside {tmp}/.perfsite/build, perfsite's own scratch folder"),
+    # A results store, as `count --json`, `diff --json` and `query --output` refuse it: the report sat among the
+    # trials, and `query` read it as one.
+    ("results/tiny/trials", "--out results/tiny/trials: it is inside {tmp}/results/tiny, an experiment's results "
+                            "folder that `perfsite run` writes"),
 ])
 def test_an_unusable_out_folder_is_refused_before_measuring(tmp_path, monkeypatch, capsys, out, message):
     dynamic_conv_model(tmp_path / "conv.onnx")
     (tmp_path / "afile").write_text("a file")
     (tmp_path / "taken" / "conv.perf.html").mkdir(parents=True)
     (tmp_path / "scratch-link").symlink_to(tmp_path / ".perfsite" / "build")  # a link to a folder not made yet
+    for table in ("trials", "specs"):
+        (tmp_path / "results" / "tiny" / table).mkdir(parents=True)
     text = _refused_before_measuring(monkeypatch, capsys, tmp_path, "conv.onnx", "--dim", "H=8", "--dim", "W=8",
                                      "--out", out)
     assert message.format(tmp=tmp_path) in text, text

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from generator.errors import PerfsiteError
 from generator.numbers import counted
+from generator.paths import experiment_holding
 from generator.plan import Trial
 from generator.runner.orchestrate import RunSummary
 from generator.terminal_text import safe
@@ -143,17 +144,11 @@ def check_output_files(outputs: dict[str, Path | None], inputs: dict[str, Path] 
                 raise PerfsiteError(f"{option} {path} is inside {role}, which this command reads: a file written "
                                     "there would replace or sit among the results perfsite stores. Nothing was "
                                     f"measured or written. Allowed: a file outside every results store for {option}.")
-        experiment = _experiment_holding(Path(key))
+        experiment = experiment_holding(Path(key))
         if experiment is not None:
             raise PerfsiteError(f"{option} {path} is inside {experiment}, an experiment's results folder that "
                                 "`perfsite run` writes: a file written there could replace a trial's. Nothing was "
                                 f"measured or written. Allowed: a file outside every results store for {option}.")
-
-
-def _experiment_holding(path: Path) -> Path | None:
-    """The experiment results folder (it holds `trials/` and `specs/`) that `path` is inside, if any: a command
-    that reads no store (`perfsite count`, `perfsite diff git:A git:B`) must not write into one either."""
-    return next((p for p in path.parents if (p / "trials").is_dir() and (p / "specs").is_dir()), None)
 
 
 def write_output(path: Path, text: str) -> None:

@@ -32,7 +32,7 @@ from generator.oneshot.shapes import (
 )
 from generator.oneshot.text import summary_text
 from generator.oneshot.trial import ProfileOptions
-from generator.paths import inside_scratch
+from generator.paths import experiment_holding, inside_scratch
 from generator.processes import owned_tempdir
 
 TEST_FAULT_ENV = "PERFSITE_TEST_FAULT"  # "render": the page fails after the JSON is written (tests)
@@ -109,6 +109,11 @@ def check_output_folder(json_path: Path, html_path: Path, given: bool) -> None:
                            "build` empties: the report would be lost. Allowed: --out with a folder you can write to "
                            "(created if missing) outside .perfsite/build and .perfsite/cache, or, by default, the "
                            "current folder.")
+    if (experiment := experiment_holding(json_path)) is not None:
+        raise ResultsError(f"{where}: it is inside {experiment}, an experiment's results folder that `perfsite "
+                           "run` writes: the report would sit among its trials, where `perfsite build` and `perfsite "
+                           "query` read every file. Nothing was measured. Allowed: --out with a folder outside every "
+                           "results store.")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):  # mode bits do not tell: root, ACLs, read-only mounts
