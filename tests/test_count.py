@@ -108,7 +108,8 @@ def test_cli_prints_the_verdict_writes_json_and_markdown_and_exits_2(models, tmp
                    "--markdown", str(tmp_path / "v.md"))
     assert out.returncode == 2, out.stderr
     assert out.stdout.startswith("## perfsite count: slower")
-    assert "| baseline | base.onnx |" in out.stdout and "| candidate | slower.onnx |" in out.stdout
+    assert "| baseline | `base.onnx` | `x float32 [" in out.stdout and "| candidate | `slower.onnx` |" in out.stdout
+    assert "fed different inputs" not in out.stdout
     assert (tmp_path / "v.md").read_text() == out.stdout
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["verdict"] == SLOWER and verdict["exit_code"] == 2 and verdict["ratio"] > 1.05
@@ -162,3 +163,22 @@ def test_counts_that_vary_more_than_the_threshold_are_not_comparable():
     assert varying.instructions == 1030 and round(varying.spread_pct, 2) == 9.71
     assert judged.verdict == NOT_COMPARABLE and "candidate" in judged.reason
     assert compare_counts(result, "base", "candidate", threshold=1.1).verdict == NO_CHANGE
+
+
+def test_the_summary_names_each_models_inputs_and_says_when_they_differ():
+    """Two models with different inputs were compared without a word (114× "slower"), and a file named
+    weird_in.onnx was printed as weird&#95;in.onnx in the terminal."""
+    from generator.counting.count import describe_feeds
+    from generator.counting.report import count_markdown
+
+    small = describe_feeds({"x": np.zeros((1, 256), np.float32)})
+    cnn = describe_feeds({"input": np.zeros((1, 3, 64, 64), np.float32), "mask": np.zeros((1, 8), np.int64)})
+    assert cnn == "input float32 [1, 3, 64, 64]; mask int64 [1, 8]"
+    result = CountResult((VersionCount("baseline", Path("weird_in.onnx"), (1000,), small),
+                          VersionCount("candidate", Path("cnn.onnx"), (114000,), cnn)), iterations=1, warmup=1,
+                         marker_instructions=10.0, valgrind="3.19.0", onnxruntime="1.32.0", seconds=1.0)
+    text = count_markdown(result, compare_counts(result, "baseline", "candidate", threshold=1.01))
+    assert "| baseline | `weird_in.onnx` | `x float32 [1, 256]` | 1,000 |" in text
+    assert "| candidate | `cnn.onnx` | `input float32 [1, 3, 64, 64]; mask int64 [1, 8]` | 114,000 |" in text
+    assert "The two models were fed different inputs (above): the ratio compares the work of each on its own " \
+           "inputs, not the same work done two ways." in text

@@ -44,6 +44,7 @@ class VersionCount:
     name: str
     model_path: Path
     counts: tuple[int, ...]  # instructions of each counted inference, in the order counted
+    inputs: str = ""  # what each inference was fed: "x float32 [1, 256]; mask int64 [1, 8]"
     instructions: float = field(init=False)
     spread_pct: float = field(init=False)
 
@@ -94,10 +95,16 @@ def count_instructions(versions: Mapping[str, Path], feeds: Mapping[str, Mapping
         seconds = time.monotonic() - started
         dumps = read_dumps(work)
         worker_out = json.loads((work / "result.json").read_text())
-    counted = tuple(VersionCount(name, Path(versions[name]), _counts(dumps, str(i), iterations))
-                    for i, name in enumerate(names))
+    counted = tuple(VersionCount(name, Path(versions[name]), _counts(dumps, str(i), iterations),
+                                 describe_feeds(feeds[name])) for i, name in enumerate(names))
     return CountResult(counted, iterations, warmup, float(statistics.median(_counts(dumps, EMPTY, iterations))),
                        valgrind_version(valgrind), worker_out["onnxruntime"], seconds)
+
+
+def describe_feeds(feeds: Mapping[str, np.ndarray]) -> str:
+    """The inputs of one inference as a reader compares them: name, element type and shape of each."""
+    return "; ".join(f"{name} {array.dtype} [{', '.join(str(d) for d in array.shape)}]"
+                     for name, array in feeds.items())
 
 
 def _write_job(work: Path, versions: Mapping[str, Path], feeds: Mapping[str, Mapping[str, np.ndarray]],

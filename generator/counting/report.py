@@ -9,22 +9,29 @@ from typing import Any
 
 from generator.counting.count import CountResult
 from generator.counting.verdict import CountVerdict
+from generator.diff.report import code
 from generator.site.escape import md_text
 from generator.terminal_text import safe
 
 
 def count_markdown(result: CountResult, verdict: CountVerdict) -> str:
-    """A heading with the verdict, one table row per version, and how the counts were taken."""
-    rows = [f"| {md_text(safe(v.name))} | {md_text(safe(v.model_path.name))} | {v.instructions:,.0f} "
-            f"| {v.spread_pct:.3f} % |" for v in (verdict.baseline, verdict.candidate)]
+    """A heading with the verdict, one table row per version (its model file and inputs in code spans: inert in
+    Markdown, readable in a terminal), and how the counts were taken."""
+    versions = (verdict.baseline, verdict.candidate)
+    rows = [f"| {md_text(safe(v.name))} | {code(safe(v.model_path.name))} | {code(safe(v.inputs or 'unknown'))} | "
+            f"{v.instructions:,.0f} | {v.spread_pct:.3f} % |" for v in versions]
+    differ = ([] if versions[0].inputs == versions[1].inputs else
+              ["", "The two models were fed different inputs (above): the ratio compares the work of each on its "
+                   "own inputs, not the same work done two ways."])
     return "\n".join([
         f"## perfsite count: {verdict.verdict}",
         "",
         f"Candidate / baseline: **{verdict.ratio:.4f}** ({verdict.reason}).",
         "",
-        "| version | model | instructions per inference (median) | spread |",
-        "|---|---|---:|---:|",
+        "| version | model | inputs | instructions per inference (median) | spread |",
+        "|---|---|---|---:|---:|",
         *rows,
+        *differ,
         "",
         f"{result.iterations} counted inferences per version after {result.warmup} warm-up runs, in one valgrind "
         f"{result.valgrind or '(version unknown)'} process (callgrind), onnxruntime {result.onnxruntime}, "
@@ -43,7 +50,7 @@ def count_json(result: CountResult, verdict: CountVerdict, exit_code: int) -> di
         "ratio": verdict.ratio,
         "threshold": verdict.threshold,
         "exit_code": exit_code,
-        "versions": [{"role": role, "name": v.name, "model": str(v.model_path),
+        "versions": [{"role": role, "name": v.name, "model": str(v.model_path), "inputs": v.inputs,
                       "instructions_per_inference": v.instructions, "spread_pct": v.spread_pct,
                       "counts": list(v.counts)}
                      for role, v in (("baseline", verdict.baseline), ("candidate", verdict.candidate))],
