@@ -393,6 +393,19 @@ def test_csv_and_markdown_forms(store, monkeypatch, capsys):
     assert out.splitlines()[3].startswith(f"| `fp32` | {len(fp32)} | {fp32['latency_p50_ms'].max():.6g} | `")
 
 
+def test_a_csv_file_keeps_values_exact_while_the_terminal_shows_them_safe(store, tmp_path, monkeypatch, capsys):
+    """`--format csv --output FILE` wrote a newline as a space and ESC as the text `\\x1b`: a node name did not
+    round-trip, though nothing reaches a terminal from a file."""
+    sql = "SELECT 'l1' || chr(10) || 'l2' AS z, chr(27) || 'x' AS w"
+    code, _, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store), "--format", "csv",
+                            "--output", str(tmp_path / "z.csv"))
+    assert code == 0, err
+    with open(tmp_path / "z.csv", newline="", encoding="utf-8") as f:
+        assert list(csv.reader(f)) == [["z", "w"], ["l1\nl2", "\x1bx"]]
+    code, out, _ = run_main(monkeypatch, capsys, "query", sql, "--results", str(store), "--format", "csv")
+    assert out == "z,w\nl1 l2,\\x1bx\n"  # the terminal: one line a row, control characters escaped
+
+
 def test_output_file(store, tmp_path, monkeypatch, capsys):
     target = tmp_path / "answers" / "versions.json"
     code, out, err = run_main(monkeypatch, capsys, "query", "SELECT DISTINCT version FROM trials ORDER BY 1",

@@ -2,8 +2,8 @@
 
 Values come from results that others wrote (version names, node names, hostnames, error messages): in the table,
 CSV and Markdown forms every cell goes through `safe` (control characters escaped, one line per row); JSON
-escapes them itself (`ensure_ascii`). Table and Markdown round numbers to 6 significant digits for reading;
-CSV and JSON keep every digit.
+escapes them itself (`ensure_ascii`). A CSV *file* (`--output`) keeps values exact, quoted as CSV quotes them.
+Table and Markdown round numbers to 6 significant digits for reading; CSV and JSON keep every digit.
 """
 
 from __future__ import annotations
@@ -36,9 +36,11 @@ def query_command(sql: str, results: str, fmt: str, output: Path | None) -> str:
         folder = local_path(results)
         check_output_files({"--output": output}, stores={f"the results store {folder}": folder} if folder else None)
     answer = run_query(results, sql)
-    text = FORMATS[fmt](answer)
     if output is None:
-        return text
+        return FORMATS[fmt](answer)
+    # A CSV file is read by programs, not shown: values as stored (the csv module quotes a newline), so that
+    # a node name round-trips. The other forms are for reading and stay as on the terminal.
+    text = csv_text(answer, raw=True) if fmt == "csv" else FORMATS[fmt](answer)
     from generator.cli.terminal import write_output  # imported on use: it brings the runner (half a second)
 
     write_output(output, text)
@@ -58,13 +60,15 @@ def table_text(answer: QueryResult) -> str:
     return "\n".join(line.rstrip() for line in lines) + f"\n({_rows(len(answer.rows))})\n"
 
 
-def csv_text(answer: QueryResult) -> str:
-    """RFC 4180 CSV with a header row; NULL is an empty field, lists and structs are JSON."""
+def csv_text(answer: QueryResult, raw: bool = False) -> str:
+    """RFC 4180 CSV with a header row; NULL is an empty field, lists and structs are JSON. For the terminal
+    every value is shown `safe` (one line, control characters escaped); `raw` (a file) keeps it exact."""
+    shown = (lambda text: text) if raw else safe
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     if answer.columns:
-        writer.writerow([safe(c) for c in answer.columns])
-    writer.writerows([safe(_exact(v)) if v is not None else "" for v in row] for row in answer.rows)
+        writer.writerow([shown(c) for c in answer.columns])
+    writer.writerows([shown(_exact(v)) if v is not None else "" for v in row] for row in answer.rows)
     return buffer.getvalue()
 
 
