@@ -572,3 +572,20 @@ def test_a_change_column_that_disagrees_with_the_figure_columns_is_explained(tmp
            "it); the baseline and candidate columns pool every clean request of a trial. The two disagree where a " \
            "trial's processes disagree, as for cnn · fp32 · b1 t1 c1, cnn · fp32 · b4 t1 c1." in text
     assert "process by process" not in diff_command(*sides(tmp_path / "calm", Side(), Side(seed=1)))[0]
+
+
+@pytest.mark.parametrize(("options", "start"), [
+    (["--quick"], "--quick would do nothing here: it shrinks the measurement --measure makes, and there is no "
+                  "--measure."),
+    (["--store", "s"], "--store would do nothing here: it names where --measure stores what it measures"),
+    (["--results", "r"], "--results would do nothing here: it names the folder a git:REF side reads, and "),
+])
+def test_options_that_would_do_nothing_are_refused(tmp_path, options, start):
+    """`diff A B --quick` compared the stored results as measured, its user believing in a quick measurement;
+    `--store` and `--results` were ignored as silently."""
+    base, cand = sides(tmp_path, Side(), Side(seed=1))
+    result = perfsite("diff", base, cand, *options)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and not result.stdout and message.startswith(f"error: {start}"), message
+    assert message.endswith("Allowed: --store and --quick with --measure, --results with a git:REF side; else "
+                            "leave the option out.")

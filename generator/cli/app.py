@@ -352,7 +352,8 @@ def diff(
         Path | None, typer.Option(help="The results folder git:REF reads (default: <project>/results).")
     ] = None,
     fail_on: Annotated[
-        str | None, typer.Option(help="`regression`: exit 2 when a configuration got significantly slower.")
+        str | None, typer.Option(help="`regression`: exit 2 when a configuration got significantly slower or "
+                                      "failed; `never` (the default): exit 0 then.")
     ] = None,
     latency_ratio: Annotated[
         float | None, typer.Option(help="Regression above this latency ratio (default: the spec's, 1.05).")
@@ -383,9 +384,11 @@ def diff(
 
     Exit status: 0 no regression, 1 user error, 2 regression (with --fail-on regression), 3 not comparable.
     """
-    from generator.cli.diff import diff_command, measure_sides
+    from generator.cli.diff import check_side_options, diff_command, measure_sides
     from generator.cli.terminal import check_output_files
 
+    check_side_options(baseline, candidate, measure, {"--store": store is not None, "--quick": quick,
+                                                      "--results": results is not None})
     check_output_files({"--markdown": markdown, "--json": json_out, "--benchmark-latency-json": benchmark_latency_json,
                         "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json},
                        stores=_diff_stores(baseline, candidate, measure, store))

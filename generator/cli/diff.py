@@ -62,6 +62,25 @@ def diff_command(
     return text, code
 
 
+def check_side_options(baseline: str, candidate: str, measure: list[str] | None, given: dict[str, bool]) -> None:
+    """Options that would do nothing for these sides are refused, not ignored: `--store` and `--quick` act only
+    with --measure, `--results` only where a side is git:REF (`diff a b --quick` compared stored results as
+    they were measured, while its user believed a quick measurement had been made)."""
+    git_side = any(side.startswith("git:") for side in (baseline, candidate))
+    why = {
+        "--store": None if measure else "it names where --measure stores what it measures, and there is no --measure",
+        "--quick": None if measure else "it shrinks the measurement --measure makes, and there is no --measure",
+        "--results": ("with --measure the two checkouts are measured into --store" if measure else
+                      None if git_side else f"it names the folder a git:REF side reads, and {baseline} and "
+                      f"{candidate} are results folders themselves"),
+    }
+    idle = [(option, reason) for option, reason in why.items() if given[option] and reason]
+    if idle:
+        option, reason = idle[0]
+        raise PerfsiteError(f"{option} would do nothing here: {reason}. Allowed: --store and --quick with "
+                            "--measure, --results with a git:REF side; else leave the option out.")
+
+
 def _nothing_shared(result: DiffResult) -> str:
     """Exit 3 means an interval that cannot decide (or machines that differ); no shared configuration at all
     is a question perfsite cannot answer, asked of the wrong folders: a user error."""
