@@ -17,11 +17,15 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 def safe(text: Any, width: int | None = None, lines: bool = False) -> str:
     """`text` with control characters escaped; newlines kept when `lines`, else joined with a space; cut to
-    `width` with an ellipsis."""
+    `width` with an ellipsis in the middle: names that share a long prefix (`/model/encoder/layers.11/…/MatMul`
+    and `…/Add`) differ at their end, and cut at the end they printed as identical rows."""
     out = _CONTROL.sub(_escape, str(text))
     if not lines:
         out = out.replace("\n", " ")
-    return out if width is None or len(out) <= width else out[: width - 1] + "…"
+    if width is None or len(out) <= width:
+        return out
+    head = (width - 1 + 1) // 2
+    return out[:head] + "…" + out[len(out) - (width - 1 - head):] if width > 1 else "…"
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -136,3 +136,14 @@ def test_the_report_prints_control_and_override_characters_as_visible_escapes():
     assert "<td>conv\\u202eevil\\x1b[31m</td>" in page
     assert '{"data":[{"node":"conv\\\\u202eevil\\\\x1b[31m"}]}' in page  # JSON of the visible escapes
     assert "\u202e" in page.split("</td>", 1)[1].split("}]}", 1)[1]  # the record: the name as it is
+
+
+def test_long_names_are_cut_in_the_middle_so_names_sharing_a_prefix_stay_apart():
+    """The terminal report cut node names at the end: `…/attention/self/query/MatMul` and `…/key/MatMul` under
+    one long prefix printed as identical rows."""
+    from generator.terminal_text import safe
+
+    prefix = "/model/encoder/layers.11/attention/self/"
+    cut = [safe(prefix + tail, 30) for tail in ("query/MatMul", "key/MatMul", "value/Add")]
+    assert cut == ["/model/encoder/…f/query/MatMul", "/model/encoder/…elf/key/MatMul", "/model/encoder/…self/value/Add"]
+    assert all(len(c) == 30 for c in cut) and safe("short", 30) == "short" and safe("a\x1bb", 2) == "a…"
