@@ -158,7 +158,10 @@ def test_missing_dims_exit_1_with_one_paragraph(tmp_path, env):
 @pytest.mark.parametrize(("args", "message"), [
     (["--dim", "H"], "is not NAME=VALUE"),
     (["--shape", "image=1,3,8,8"], "names the input 'image'"),
-    (["--provider", "cuda"], "--provider: the execution provider `cuda`"),
+    # The advice names the option, not a spec's sweep.provider or --only (which `profile` has neither of).
+    (["--provider", "cuda"], "--provider: the execution provider `cuda` (CUDAExecutionProvider) is not available in "
+                             "this onnxruntime build"),
+    (["--provider", "cuda"], "(e.g. onnxruntime-gpu for cuda), or choose --provider cpu."),
     (["--optimization-level", "max"], "--optimization-level is 'max'; allowed: disable, basic, extended, all"),
 ])
 def test_bad_options_exit_1(tmp_path, env, args, message):

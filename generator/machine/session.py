@@ -89,8 +89,9 @@ def _providers(name: object, where: str = "sweep.provider") -> list[str]:
         raise RunError(
             f"{where}: the execution provider `{name}` ({provider}) is not available in this onnxruntime build "
             f"({ort.__version__}); allowed here: {', '.join(usable)} (onnxruntime lists {', '.join(available)}). "
-            f"Install the onnxruntime package that ships it (e.g. onnxruntime-gpu for cuda), or remove `{name}` "
-            "from sweep.provider or leave it out with --only provider=..."
+            f"Install the onnxruntime package that ships it (e.g. onnxruntime-gpu for cuda), or "
+            + (f"choose --provider {' or '.join(usable)}." if where.startswith("--") else
+               f"remove `{name}` from sweep.provider or leave it out with --only provider=...")
         )
     return [provider] if provider == CPU_PROVIDER else [provider, CPU_PROVIDER]
 
