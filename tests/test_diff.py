@@ -589,3 +589,26 @@ def test_options_that_would_do_nothing_are_refused(tmp_path, options, start):
     assert result.returncode == 1 and not result.stdout and message.startswith(f"error: {start}"), message
     assert message.endswith("Allowed: --store and --quick with --measure, --results with a git:REF side; else "
                             "leave the option out.")
+
+
+def test_an_interrupted_paired_run_says_once_what_running_it_again_does(tmp_path, monkeypatch, capsys):
+    """Each side's summary said "run the same command again to measure the rest", twice, though a paired run
+    measures every pair again. The run's summaries stand in for a Ctrl-C in the middle of a real one."""
+    from generator.cli import diff as cli_diff
+    from generator.runner import paired
+    from generator.runner.sides import RunSummary
+
+    def interrupted(*_args, **_kwargs):
+        sides_ = tuple(RunSummary("tiny", tmp_path / side, [], 1.0, interrupted=True) for side in paired.SIDES)
+        return paired.PairedRun(tmp_path / "baseline", tmp_path / "candidate", (sides_,))
+
+    monkeypatch.setattr(paired, "measure_paired", interrupted)
+    for side in ("base", "head"):
+        (tmp_path / side).mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        cli_diff.measure_sides(str(tmp_path / "base"), str(tmp_path / "head"), ["*.yaml"], None)
+    said = capsys.readouterr()
+    err = said.err
+    assert "run the same command again to measure the rest" not in said.out + err
+    assert "tiny: 0 measured" in said.out + err  # the summaries are still printed
+    assert err.count("Interrupted: no diff was made. Running the same command again measures every pair again.") == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 from generator.cli.terminal import write_output
@@ -121,8 +122,11 @@ def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Pat
         for bar in bars:
             bar.__exit__(None, None, None)
     for summary in (*(s for pair in run.summaries for s in pair), *run.one_sided):
-        print_run_summary(summary)
+        print_run_summary(summary, interrupted_line=False)
     if run.interrupted:
+        # Pairs are measured again whole (both members in the same rounds): nothing is resumed.
+        print("Interrupted: no diff was made. Running the same command again measures every pair again.",
+              file=sys.stderr)
         raise KeyboardInterrupt
     return str(run.baseline_results), str(run.candidate_results)
 

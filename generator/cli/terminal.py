@@ -99,7 +99,9 @@ def print_dry_run(summary: RunSummary) -> None:
     )
 
 
-def print_run_summary(summary: RunSummary) -> None:
+def print_run_summary(summary: RunSummary, interrupted_line: bool = True) -> None:
+    """What a run measured, failed, left or stored; with `interrupted_line`, what an interruption means for
+    running the command again (a paired run says its own, once: generator.cli.diff)."""
     stored = len(summary.planned) - len(summary.to_measure)
     parts = [f"{len(summary.measured) - len(summary.failed)} measured", f"{stored} already stored"]
     if summary.failed:
@@ -113,7 +115,7 @@ def print_run_summary(summary: RunSummary) -> None:
         out.print(f"  {len(summary.exhausted)} trial(s) ran out of measuring budget before their interval reached "
                   f"the target (measure.budget_s): {', '.join(summary.exhausted[:5])}"
                   f"{' …' if len(summary.exhausted) > 5 else ''}", markup=False)
-    if summary.interrupted:
+    if summary.interrupted and interrupted_line:
         out.print("Interrupted: finished trials are kept; run the same command again to measure the rest.")
 
 
