@@ -7,7 +7,14 @@ import json
 import re
 
 import pytest
-from support.browser import assert_charts_drawn, assert_no_mark_outside_its_frame, column, html_pages, open_page
+from support.browser import (
+    assert_charts_drawn,
+    assert_no_mark_outside_its_frame,
+    column,
+    html_pages,
+    open_page,
+    visit_pages,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -63,13 +70,12 @@ def _spot(page) -> str | None:
 def test_every_compare_page_renders_without_errors_or_network(chromium, compare_site, compare_url):
     pages = [p for p in html_pages(compare_site) if "/compare-" in p]
     assert PAGE in pages and "reports/tiny-compare/compare-fp32-vs-best.html" in pages
-    for rel in pages:
-        context, page, visit = open_page(chromium, compare_url + rel)
+    for url, page, visit in visit_pages(chromium, [compare_url + rel for rel in pages]):
+        rel = url.removeprefix(compare_url)
         assert assert_charts_drawn(page, rel) == 5
         assert_no_mark_outside_its_frame(page, rel)
         assert not visit.errors, f"{rel}: console errors {visit.errors}"
         assert not visit.foreign_requests(), f"{rel}: {visit.foreign_requests()}"
-        context.close()
 
 
 def test_the_threshold_control_moves_the_sweet_spot_and_the_text_and_table_follow(results_page):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support.browser import assert_charts_drawn, assert_inert, hover_marks, html_pages, open_page
+from support.browser import assert_charts_drawn, assert_inert, hover_marks, html_pages, visit_pages
 from support.cli import perfsite, write_spec
 from support.models import PAYLOAD_INPUT, PAYLOAD_NODE_NAMES, payload_model
 
@@ -51,8 +51,8 @@ def test_payload_model_pages_show_the_text_and_run_nothing(chromium, payload_mod
     pages = html_pages(payload_model_site)
     assert {"reports/payload/index.html", "reports/payload/profile-fp32.html"} <= set(pages)
     with BackgroundServer(payload_model_site) as url:
-        for rel in pages:
-            context, page, visit = open_page(chromium, url + rel)
+        for address, page, visit in visit_pages(chromium, [url + rel for rel in pages]):
+            rel = address.removeprefix(url)
             assert_charts_drawn(page, rel)
             text = page.locator("article").inner_text() if page.locator("article").count() else ""
             if rel == "reports/payload/index.html":
@@ -68,4 +68,3 @@ def test_payload_model_pages_show_the_text_and_run_nothing(chromium, payload_mod
             assert_inert(page, f"{rel} (tooltips shown)", visit)
             assert not visit.errors, f"{rel}: console errors {visit.errors}"
             assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
-            context.close()

@@ -5,7 +5,7 @@ every test: the results carry hostile text (a node name, the description), which
 from __future__ import annotations
 
 import pytest
-from support.browser import assert_charts_drawn, column, open_page
+from support.browser import assert_charts_drawn, column, open_page, visit_pages
 from support.profile import EXPERIMENT, write_profile_results
 from support.results import PAYLOAD
 
@@ -27,8 +27,8 @@ def profile_url(tmp_path_factory):
 
 
 def test_profile_pages_draw_every_chart_without_errors(chromium, profile_url):
-    for rel in PAGES:
-        context, page, visit = open_page(chromium, profile_url + rel)
+    for url, page, visit in visit_pages(chromium, [profile_url + rel for rel in PAGES]):
+        rel = url.removeprefix(profile_url)
         charts = assert_charts_drawn(page, rel)
         assert charts == 3 * page.locator("h3", has_text="Model summary").count()
         roofline = page.locator('.perfsite-chart[data-chart^="chart-roofline-"]').first
@@ -36,7 +36,6 @@ def test_profile_pages_draw_every_chart_without_errors(chromium, profile_url):
         assert roofline.locator("svg .mark-symbol path").count() > 0, f"{rel}: no layer on the roofline"
         assert not visit.errors, f"{rel}: console errors {visit.errors}"
         assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
-        context.close()
 
 
 def test_the_layer_results_table_sorts(chromium, profile_url):
@@ -55,12 +54,11 @@ def test_the_layer_results_table_sorts(chromium, profile_url):
 
 
 def test_hostile_node_names_and_descriptions_stay_text(chromium, profile_url):
-    for rel in PAGES:
-        context, page, visit = open_page(chromium, profile_url + rel)
+    for url, page, visit in visit_pages(chromium, [profile_url + rel for rel in PAGES]):
+        rel = url.removeprefix(profile_url)
         assert page.locator("img[src='x']").count() == 0, rel
         assert page.locator("a[href^='javascript']").count() == 0, rel
         assert PAYLOAD.split(" | ")[0] in page.locator("article").inner_text(), rel
         page.locator("svg .mark-symbol path").first.hover(force=True)  # a tooltip with the node's name
         page.wait_for_timeout(100)
         assert not visit.dialogs and not visit.errors, f"{rel}: {visit.dialogs} {visit.errors}"
-        context.close()

@@ -16,6 +16,7 @@ from support.browser import (
     html_pages,
     open_layer,
     open_page,
+    visit_pages,
 )
 from support.cli import ROOT, perfsite
 
@@ -56,14 +57,13 @@ def test_quickstart_site_renders_every_chart_without_errors_or_network(chromium,
     # same scripts, no charts): test_built_pages_reference_no_network_resource reads every page's HTML.
     visited = [rel for rel in pages if rel.startswith("reports/") or rel in ("index.html", "methodology.html")]
     charts = 0
-    with BackgroundServer(quickstart_site) as url:
-        for rel in visited:
-            context, page, visit = open_page(chromium, url + rel)
+    with BackgroundServer(quickstart_site) as base:
+        for url, page, visit in visit_pages(chromium, [base + rel for rel in visited]):
+            rel = url.removeprefix(base)
             charts += assert_charts_drawn(page, rel)
             assert_no_mark_outside_its_frame(page, rel)
             assert not visit.errors, f"{rel}: console errors {visit.errors}"
             assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
-            context.close()
     assert charts >= 4  # the experiment chart and one op-time chart per version's profile
 
 

@@ -15,6 +15,7 @@ from support.browser import (
     hover_marks,
     html_pages,
     open_page,
+    visit_pages,
 )
 from support.results import PAYLOAD
 
@@ -24,8 +25,8 @@ def test_every_page_renders_its_charts_offline_without_errors(chromium, built_si
     pages = html_pages(built_site)
     assert "reports/cnn-int8/index.html" in pages and "reports/cnn-int8/profile-int8.html" in pages
     total = 0
-    for rel in pages:
-        context, page, visit = open_page(chromium, site_url + rel)
+    for url, page, visit in visit_pages(chromium, [site_url + rel for rel in pages]):
+        rel = url.removeprefix(site_url)
         charts = assert_charts_drawn(page, rel)
         total += charts
         assert_no_mark_outside_its_frame(page, rel)
@@ -33,7 +34,6 @@ def test_every_page_renders_its_charts_offline_without_errors(chromium, built_si
         assert any("vega-embed.min.js" in r for r in visit.requests) == (charts > 0), rel
         assert not visit.errors, f"{rel}: console errors {visit.errors}"
         assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
-        context.close()
     assert total >= 3  # the experiment's chart and one op-time chart per profile page
 
 
@@ -85,8 +85,8 @@ def test_charts_render_after_instant_navigation(chromium, instant_url):
 
 
 def test_payloads_in_results_show_as_text_and_never_run(chromium, payload_site, payload_url):
-    for rel in html_pages(payload_site):
-        context, page, visit = open_page(chromium, payload_url + rel)
+    for url, page, visit in visit_pages(chromium, [payload_url + rel for rel in html_pages(payload_site)]):
+        rel = url.removeprefix(payload_url)
         assert page.locator("img[src='x']").count() == 0, rel
         assert page.locator("a[href^='javascript']").count() == 0, rel
         if "profile" in rel or rel.endswith("cnn-int8/index.html"):
@@ -97,7 +97,6 @@ def test_payloads_in_results_show_as_text_and_never_run(chromium, payload_site, 
         hover_marks(page)
         assert not visit.dialogs, f"{rel}: a dialog fired: {visit.dialogs}"
         assert not visit.foreign_requests(), rel
-        context.close()
 
 
 def test_searching_for_a_payload_lists_it_as_text(chromium, payload_url):
