@@ -558,9 +558,20 @@ def test_the_same_stored_trial_on_both_sides_is_said_not_called_unchanged_in_sil
     base, _ = sides(tmp_path, Side(), Side(seed=1))
     text, code_ = diff_command(base, base)
     assert code_ == 0 and text.startswith("**perfsite diff: no significant change**")
-    assert ("- For every configuration, the baseline and the candidate are the same stored trial (one trial key): "
-            "nothing was measured again for the candidate") in text
-    assert "same stored trial" not in diff_command(*sides(tmp_path / "two", Side(), Side(seed=1)))[0]
+    assert ("- For every configuration, the baseline and the candidate are the same stored measurement (one trial, "
+            "run and finish time): nothing was measured again for the candidate") in text
+    assert "same stored" not in diff_command(*sides(tmp_path / "two", Side(), Side(seed=1)))[0]
+    # Measured again under the same trial key (`perfsite run --force`): another measurement, no note.
+    import shutil
+
+    again = tmp_path / "again"
+    shutil.copytree(base, again)
+    for file in (again / EXPERIMENT / "trials").glob("*.parquet"):
+        table = pq.read_table(file)
+        column = table.schema.get_field_index("finished_at")
+        pq.write_table(table.set_column(column, "finished_at", pa.array(["2026-01-05T12:00:00Z"] * len(table))),
+                       file)
+    assert "same stored" not in diff_command(base, str(again))[0]
 
 
 def test_a_change_column_that_disagrees_with_the_figure_columns_is_explained(tmp_path):

@@ -88,6 +88,9 @@ class TrialDiff:
     notes: tuple[str, ...] = ()
     model_changed: bool = True  # the model files' sha256 differ
     paired: bool = False  # measured in one paired run, compared round by round
+    # The very same stored measurement on both sides (one trial key, run and finish time): `--force` measures
+    # a trial again under its key, so the key alone does not say it.
+    same_measurement: bool = False
     # Each side's own 95 % interval (same bootstraps as the ratios): the changes page draws them.
     latency_baseline_ci: tuple[float, float] | None = None
     latency_candidate_ci: tuple[float, float] | None = None
@@ -301,6 +304,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         env_differences=env_differences(base_exp, a, cand_exp, b),
         notes=_trial_notes(a, b) + noise_notes(side_a, side_b) + why,
         paired=pair,
+        same_measurement=all(str(a.get(c)) == str(b.get(c)) for c in ("trial_key", "run_id", "finished_at")),
         model_changed=str(a["model_sha256"]) != str(b["model_sha256"]),
         latency_baseline_ci=boot_a.interval(), latency_candidate_ci=boot_b.interval(),
         throughput_baseline_ci=thr_a.interval() if thr_a else None,
@@ -421,13 +425,14 @@ def _side_notes(trials: list[TrialDiff]) -> tuple[str, ...]:
 
 
 def _same_trial_note(trials: list[TrialDiff]) -> tuple[str, ...]:
-    """Both sides hold the very same stored trial (one trial key): nothing was measured for the candidate, as
+    """Both sides hold the very same stored measurement: nothing was measured for the candidate, as
     when `perfsite diff git:main results` runs without a `perfsite run` before it. "No change" would be true of
     the numbers and say nothing about the candidate."""
-    same = [t for t in trials if t.baseline_key == t.candidate_key]
+    same = [t for t in trials if t.same_measurement]
     if not same:
         return ()
     which = "every configuration" if len(same) == len(trials) else f"{len(same)} of {len(trials)} configurations"
-    return (f"For {which}, the baseline and the candidate are the same stored trial (one trial key): nothing "
+    return (f"For {which}, the baseline and the candidate are the same stored measurement (one trial, run and "
+             "finish time): nothing "
             "was measured again for the candidate, so these show no change by construction. Measure the candidate "
             "first (`perfsite run`), or compare with `perfsite diff --measure`.",)
