@@ -88,6 +88,15 @@ def test_out_of_memory_trial_is_recorded_and_the_sweep_goes_on(two_versions):
     assert list(trials["status"]) == ["ok", "ok", "failed", "failed"]  # healthy b1 b2, victim b1 b2
     assert trials.loc["victim", "error"].str.contains("ran out of memory").all()
     assert (trials.loc["healthy", "throughput_ips"] > 0).all()
+    # Every trial of a run failed: exit 1 (it was 0, and a CI job that measured nothing passed), stored all the same.
+    alone = perfsite("run", "spec.yaml", "--results", "results", "--only", "version=victim,batch=1", "--force",
+                     cwd=two_versions, env=env)
+    message = " ".join(alone.stderr.split())
+    assert alone.returncode == 1 and "Traceback" not in alone.stderr, alone.stderr
+    assert ("error: No trial could be measured: the one trial to measure failed (the first, victim b1 t1 c1: the "
+            "measurement process ran out of memory") in message, message
+    assert message.endswith("The failures are stored and the site shows them; fix the model or the spec's inputs "
+                            "and run again.")
 
 
 def _start(project: Path) -> subprocess.Popen:

@@ -149,15 +149,33 @@ def run(
     for loaded, options in runs[1:] if not dry_run else ():
         with ProgressBar(loaded.spec.name) as bar:
             measure(loaded, dataclasses.replace(options, dry_run=True), bar)
+    summaries = []
     for loaded, options in runs:
         with ProgressBar(loaded.spec.name) as bar:
             summary = measure(loaded, options, bar)
+        summaries.append(summary)
         (print_dry_run if dry_run else print_run_summary)(summary)
         interrupted = summary.interrupted
         if interrupted:
             break
     if interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+    _refuse_nothing_measured([summary for summary in summaries if not dry_run])
+
+
+def _refuse_nothing_measured(summaries: list) -> None:
+    """Exit 1 when trials were to be measured and every one failed: a CI job whose model crashes at every
+    configuration passed (exit 0, "0 measured, 1 failed"). Some failures among measured trials are results, as
+    the sweep goes on past them; the failures are stored either way, and the site shows them."""
+    tried = [s for s in summaries if s.failed or s.measured]
+    if not tried or any(len(s.measured) > len(s.failed) for s in tried):
+        return
+    label, reason = tried[0].failed[0]
+    count = sum(len(s.failed) for s in tried)
+    which = "the one trial to measure failed" if count == 1 else f"all {count} trials to measure failed"
+    raise RunError(f"No trial could be measured: {which} (the first, {label}: {' '.join(reason.split())[:300]}). "
+                   "The failures are stored and the site shows them; fix the model or the spec's inputs and run "
+                   "again.")
 
 
 def _only_option(only: list[str] | None) -> str | None:
