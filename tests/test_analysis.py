@@ -129,6 +129,13 @@ def test_process_spread_over_measurement_processes(results, trials):
     assert spread.processes == 3
     assert spread.latency_median_max_ms / spread.latency_median_min_ms == pytest.approx(1.31 / 0.99)
     assert P.process_spread(results.processes, "no-such-trial") is None
+    # Clean throughput where stored (the headline's own figure), the raw one where not.
+    rows = results.processes[results.processes["trial_key"] == trial.trial_key]
+    clean = results.processes.assign(clean_throughput_ips=results.processes["throughput_ips"] * 1.5)
+    clean.loc[rows.index[0], "clean_throughput_ips"] = None
+    mixed = P.process_spread(clean, trial.trial_key)
+    expected = [rows["throughput_ips"].iloc[0], *(rows["throughput_ips"].iloc[1:] * 1.5)]
+    assert (mixed.throughput_min_ips, mixed.throughput_max_ips) == pytest.approx((min(expected), max(expected)))
 
 
 def test_environments_and_last_run(results):

@@ -99,7 +99,8 @@ TRIALS = (
     _c("latency_min_ms", F64, "ms", "fastest request"),
     _c("latency_max_ms", F64, "ms", "slowest request"),
     _c("latency_headline_ms", F64, "ms", "latency at the spec's percentile (the figure charts use)"),
-    _c("throughput_ips", F64, "items/s", "items completed / wall time, median over processes"),
+    _c("throughput_ips", F64, "items/s", "median over the usable processes of their clean throughput (processes."
+       "clean_throughput_ips; over every process's items / wall time when none is usable)"),
     _c("iterations", I64, "requests", "timed requests over all processes"),
     _c("duration_s", F64, "s", "timed wall time over all processes"),
     _c("cv", F64, "ratio", "coefficient of variation of request latency (std / mean)"),
