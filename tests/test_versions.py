@@ -343,3 +343,20 @@ def test_a_damaged_cached_model_is_built_again_not_a_traceback(tmp_path: Path) -
         assert prepare() == ["building int8 (quantize dynamic) again: its cached file was damaged"]
         assert cached.read_bytes() == whole
     assert prepare() == []
+
+
+@pytest.mark.parametrize(("version", "message"), [
+    # An op type the model lacks (a PyTorch name here): nothing quantized for it, refused like exclude_nodes.
+    ("{from: fp32, quantize: {mode: dynamic, op_types: [Conv2d]}}",
+     "models.int8.quantize.op_types: the model {cnn} has no node of type 'Conv2d', so nothing would be quantized "
+     "for it. Did you mean Conv? Allowed: ONNX op types the model has ("),
+    # Nothing onnxruntime's dynamic quantizer takes (the CNN's ops but Conv): it left the model as it was, which
+    # every page would have called INT8.
+    ("{from: fp32, quantize: {mode: dynamic, op_types: [Relu]}}",
+     "models.int8.quantize: quantizing version 'fp32' (dynamic) changed no node: its op types ("),
+])
+def test_a_quantize_transform_that_quantizes_nothing_is_refused(project: Path, version: str, message: str) -> None:
+    text = f"name: q\nmodels:\n  fp32: {{path: models/cnn.onnx}}\n  int8: {version}\n" + CNN_INPUTS
+    with pytest.raises(ModelError) as err:
+        prepare_versions(_loaded(project, text), project / "cache")
+    assert message.format(cnn=project / "models" / "cnn.onnx") in " ".join(str(err.value).split())

@@ -7,6 +7,7 @@ or read from ``calibration.data`` (an ``.npz`` with one array per model input, f
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ class FeedsReader(CalibrationDataReader):
 
 
 class QuantizeTransform:
-    code_version = f"quantize-1/onnxruntime-{onnxruntime.__version__}"
+    code_version = f"quantize-2/onnxruntime-{onnxruntime.__version__}"  # 2: a model it left as it was is refused
 
     def label(self, options: Any) -> str:
         return f"quantize({options.mode})"
@@ -62,6 +63,12 @@ class QuantizeTransform:
     def apply(self, src: Path, dst: Path, options: Any, context: TransformContext) -> None:
         model_in = _preprocess(src, context) if getattr(options, "preprocess", False) else src
         excluded = _checked_exclude_nodes(src, model_in, options, context)
+        _check_op_types(src, options, context)
+        self._quantize(src, model_in, dst, options, context, excluded)
+        _check_quantized(src, dst, options, context)
+
+    def _quantize(self, src: Path, model_in: Path, dst: Path, options: Any, context: TransformContext,
+                  excluded: list[str]) -> None:
         common = {
             "op_types_to_quantize": list(options.op_types) if options.op_types else None,
             "per_channel": bool(options.per_channel),
@@ -186,6 +193,55 @@ def _preprocess(src: Path, context: TransformContext) -> Path:
             "ran with skip_symbolic_shape=True."
         )
     return out
+
+
+# Node types a quantizer adds (QDQ pairs, integer kernels, onnxruntime's fused quantized ops): a quantized model
+# holds more of them than its source, or the transform quantized nothing.
+QUANTIZED_OPS = frozenset({
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearConv",
+    "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
+    "QLinearGlobalAveragePool", "QLinearConcat", "QLinearSoftmax", "QLinearWhere", "QGemm", "QAttention",
+    "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "DynamicQuantizeLSTM", "QEmbedLayerNormalization",
+})
+
+
+def _op_types(path: Path) -> Counter:
+    return Counter(n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node)
+
+
+def _check_op_types(src: Path, options: Any, context: TransformContext) -> None:
+    """`op_types` entries the model has no node of: onnxruntime quantizes nothing for them without a word
+    (`op_types: [Conv]` on a transformer, or a PyTorch name such as `Conv2d`), like a misspelt exclude_nodes."""
+    wanted = list(getattr(options, "op_types", None) or [])
+    present = _op_types(src)
+    unknown = [t for t in wanted if t not in present]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(present), n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ModelError(
+            f"{context.loaded.path}: {context.field}.op_types: the model {src} has no node of type {unknown[0]!r}, "
+            f"so nothing would be quantized for it.{hint} Allowed: ONNX op types the model has "
+            f"({', '.join(sorted(present))}).")
+
+
+def _check_quantized(src: Path, dst: Path, options: Any, context: TransformContext) -> None:
+    """A quantized version whose model gained no quantized node is its source under another name, which every
+    page would then call INT8: refused. onnxruntime's dynamic quantizer leaves an FP16 model as it is."""
+    before, after = _op_types(src), _op_types(dst)
+    if sum(after[t] for t in QUANTIZED_OPS) > sum(before[t] for t in QUANTIZED_OPS):
+        return
+    fp16 = any(init.data_type == onnx.TensorProto.FLOAT16
+               for init in onnx.load(str(src), load_external_data=False).graph.initializer)
+    source = getattr(context.loaded.spec.models.get(context.version), "from_", None)
+    named = f"version {source!r}" if source else str(src)
+    why = (f"{named} holds FP16 weights, which onnxruntime's {options.mode} quantizer leaves as they are: quantize "
+           "the FP32 version instead (`from:` it), beside the FP16 one" if fp16 else
+           f"its op types ({', '.join(sorted(before))}) gave onnxruntime's quantizer nothing to quantize"
+           + (f" among op_types {list(options.op_types)}" if getattr(options, "op_types", None) else "")
+           + " (already quantized, or only ops it does not quantize)")
+    raise ModelError(
+        f"{context.loaded.path}: {context.field}: quantizing {named} ({options.mode}) changed no node: {why}. "
+        "Allowed: a quantize transform that quantizes at least one node.")
 
 
 def _checked_exclude_nodes(src: Path, model_in: Path, options: Any, context: TransformContext) -> list[str]:
