@@ -90,7 +90,11 @@ def test_identical_results_show_no_change(tmp_path):
     base, cand = sides(tmp_path, Side(), Side(seed=1))
     text, code_ = diff_command(base, cand, fail_on="regression")
     assert code_ == 0 and text.startswith("**perfsite diff: no significant change**")
-    assert "| no significant change |" in text and "Top regressions" not in text
+    assert "| no significant change |" in text and "Top regressions" not in text and "quick mode" not in text
+    # Both sides quick (a `--quick` preview in CI): said in the notes, as every page says it.
+    text, _ = diff_command(*sides(tmp_path / "quick", Side(quick=True), Side(seed=1, quick=True)))
+    assert ("- For every configuration, a side was measured in quick mode (`--quick` or PERFSITE_QUICK, a preview): "
+            "warm-up and measurement were shrunk, so the figures are rough") in text
 
 
 def test_thresholds_from_spec_and_command_line(tmp_path):
@@ -332,6 +336,11 @@ def test_trend_follows_each_figure_over_the_commits(repo):
     assert "| cnn | fp32 · b1 t1 c1 |" in page.markdown and "| &#43;10.0% |" in page.markdown
     assert "<b>" not in page.markdown and "drift &#60;b&#62;1&#60;/b&#62;" in page.markdown
     assert 'data-chart="chart-trend-latency-1"' in page.markdown
+    assert "Quick mode" not in page.markdown
+    import dataclasses
+
+    quick = trend_page(commits, [dataclasses.replace(p, quick=p.position == 2) for p in points], 10).markdown
+    assert '!!! warning "Quick mode"\n    2 of the 6 points below were measured in quick mode' in quick
 
 
 def test_a_damaged_file_in_an_old_commit_is_skipped_by_the_trend_not_fatal(repo):

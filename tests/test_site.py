@@ -139,6 +139,13 @@ def test_quick_mode_and_all_failed_trials_are_reported(tmp_path):
     assert '!!! warning "Quick mode"' in (docs / "index.md").read_text()
     assert '!!! warning "Quick mode"' in (docs / "cnn-int8" / "index.md").read_text()
     assert "ok (quick)" in (docs / "cnn-int8" / "index.md").read_text()
+    # Every page that gives verdicts or figures says it, the chooser too (it did not), and `perfsite compare`.
+    for page in ("choose.md", "profile-fp32.md"):
+        assert '!!! warning "Quick mode"' in (docs / "cnn-int8" / page).read_text(), page
+    from generator.cli.compare import compare_command
+
+    said = compare_command(tmp_path / "quick", "fp32", "int8")
+    assert "trials were measured in quick mode (a preview): their figures are rough" in said
     write_results(tmp_path / "failed", only_failed=True)
     site = build_site(tmp_path / "failed", tmp_path / "site-failed", tmp_path)
     overview = (docs / "cnn-int8" / "index.md").read_text()

@@ -7,6 +7,7 @@ replaced so that a node name cannot move the cursor or recolour the terminal.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,6 +85,11 @@ def compare_command(results_root: Path, a: str, b: str | None = None, config: st
     against a in stored results, at `config` (`batch=1,threads=2`; default: A's sweet spot), as text."""
     results = load_experiment(experiment_dir(results_root, experiment))
     comparison = compare_versions(results, a, b, parse_config(config))
+    quick = int(results.trials["quick"].fillna(False).astype(bool).sum()) if "quick" in results.trials else 0
+    if quick:  # as the pages' "Quick mode" box says it
+        comparison = dataclasses.replace(comparison, notes=(
+            *comparison.notes, f"{quick} of {len(results.trials)} trials were measured in quick mode (a preview): "
+                               "their figures are rough; measure without --quick before drawing conclusions"))
     return format_comparison(comparison, results.name)
 
 

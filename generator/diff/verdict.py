@@ -91,6 +91,7 @@ class TrialDiff:
     # The very same stored measurement on both sides (one trial key, run and finish time): `--force` measures
     # a trial again under its key, so the key alone does not say it.
     same_measurement: bool = False
+    quick: bool = False  # either side measured in quick mode (a preview): rough figures
     # Each side's own 95 % interval (same bootstraps as the ratios): the changes page draws them.
     latency_baseline_ci: tuple[float, float] | None = None
     latency_candidate_ci: tuple[float, float] | None = None
@@ -305,6 +306,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         notes=_trial_notes(a, b) + noise_notes(side_a, side_b) + why,
         paired=pair,
         same_measurement=all(str(a.get(c)) == str(b.get(c)) for c in ("trial_key", "run_id", "finished_at")),
+        quick=bool(clean(a.get("quick"))) or bool(clean(b.get("quick"))),
         model_changed=str(a["model_sha256"]) != str(b["model_sha256"]),
         latency_baseline_ci=boot_a.interval(), latency_candidate_ci=boot_b.interval(),
         throughput_baseline_ci=thr_a.interval() if thr_a else None,
@@ -421,7 +423,17 @@ def _trial_notes(a: pd.Series, b: pd.Series) -> tuple[str, ...]:
 
 def _side_notes(trials: list[TrialDiff]) -> tuple[str, ...]:
     flagged = sorted({t.latency_ratio.note for t in trials if t.latency_ratio.note})
-    return _same_trial_note(trials) + tuple(f"Some intervals deserve less trust: {note}." for note in flagged)
+    return (_same_trial_note(trials) + _quick_note(trials)
+            + tuple(f"Some intervals deserve less trust: {note}." for note in flagged))
+
+
+def _quick_note(trials: list[TrialDiff]) -> tuple[str, ...]:
+    quick = sum(t.quick for t in trials)
+    if not quick:
+        return ()
+    which = "every configuration" if quick == len(trials) else f"{quick} of {len(trials)} configurations"
+    return (f"For {which}, a side was measured in quick mode (`--quick` or PERFSITE_QUICK, a preview): warm-up and "
+            "measurement were shrunk, so the figures are rough; measure without it before drawing conclusions.",)
 
 
 def _same_trial_note(trials: list[TrialDiff]) -> tuple[str, ...]:

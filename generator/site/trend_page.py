@@ -51,6 +51,7 @@ class TrendPoint:
     latency_ms: float
     throughput_ips: float | None
     noisy: bool
+    quick: bool = False  # measured in quick mode (a preview): the page says so
 
     @property
     def series(self) -> str:
@@ -106,7 +107,7 @@ def trend_points(experiments: list[ExperimentResults], commit: Commit, position:
                 position=position, experiment=exp.name, version=str(row["version"]),
                 config_label=str(row["config_label"]), percentile=str(clean(row.get("percentile")) or "p90"),
                 latency_ms=float(row["latency_headline_ms"]), throughput_ips=clean(row.get("throughput_ips")),
-                noisy=bool(clean(row.get("noisy"))),
+                noisy=bool(clean(row.get("noisy"))), quick=bool(clean(row.get("quick"))),
             ))
     return out
 
@@ -179,4 +180,4 @@ def trend_page(commits: list[Commit], points: list[TrendPoint], last: int,
         sections.append({"experiment": exp, "charts": charts})
     return render(template_env(), "trend.md.j2", TREND_PATH, "Trend over commits", True, commits=commits,
                   sections=sections, changes=series_changes(points), last=last, signed_pct=signed_pct,
-                  skipped=list(skipped))
+                  skipped=list(skipped), quick=sum(p.quick for p in points), total=len(points))

@@ -50,6 +50,7 @@ class Side:
     process_factors: tuple[float, ...] = (0.99, 1.0, 1.01, 1.0, 0.995)  # each process's latency vs the median
     pair_id: str | None = None  # the same on both sides: measured in one paired run
     failed: tuple[int, ...] = ()  # batch sizes whose trial failed (onnxruntime refused the input)
+    quick: bool = False  # measured in quick mode
 
 
 def spec_dict(side: Side) -> dict:
@@ -94,7 +95,7 @@ def trial_row(key: str, side: Side, batch: int, sha: str, median_ms: float) -> d
         "spec_sha256": sha, "version": side.version, "model_sha256": hashlib.sha256(repr(side.added).encode())
         .hexdigest(), "batch": batch, "threads": 1, "concurrency": 1, "optimization_level": "all",
         "provider": "cpu", "spinning": True, "inter_op_threads": 1, "dims": "{}",
-        "config_label": f"b{batch} t1 c1", "status": "ok", "quick": False, "percentile": "p90",
+        "config_label": f"b{batch} t1 c1", "status": "ok", "quick": side.quick, "percentile": "p90",
         "latency_headline_ms": median_ms * 1.05, "latency_p50_ms": median_ms, "throughput_ips": 1000 * batch /
         median_ms, "processes": 5, "cores_used": 1.0, "cores_expected": 1.0, "noisy": False, "profiled": True,
         "profile_iterations": 10, "started_at": side.finished, "finished_at": side.finished,
