@@ -836,15 +836,24 @@ def test_an_explicit_int_tag_on_other_text_is_a_spec_error(spec_file):
 
 
 def test_validate_takes_one_experiment_given_twice_as_run_does(project: Path) -> None:
-    """`perfsite validate spec.yaml spec.yaml` (or a link to it beside it, or a copy measuring the same model)
-    said the specs "share the name; rename one" while `perfsite run` measured them as the one experiment they
-    are. Both commands now follow one rule (LoadedSpec.same_experiment)."""
+    """`perfsite validate spec.yaml spec.yaml` (or a link to it beside it, or a copy) said the specs "share the
+    name; rename one" while `perfsite run` measured them as the one experiment they are. Both commands follow
+    one rule: the same file or the same text is one spec. An edited copy measuring the same model stays the
+    experiment over time (LoadedSpec.same_experiment), but given with the original to one command it would
+    write both into one folder, their versions and settings mixed under one description: refused (a hostile
+    tour's `run .` over a.yaml and b.yaml, 2026-11-27)."""
     folder = project / "experiments"
     spec = folder / "a.yaml"
     spec.write_text(MINIMAL)
     (folder / "link.yaml").symlink_to(spec)
-    (folder / "copy.yaml").write_text(MINIMAL.replace("dtype: float32", "dtype: float32, range: [0, 1]"))
+    (folder / "copy.yaml").write_text(MINIMAL)
     loaded = validate_specs([spec, spec, folder / "link.yaml", folder / "copy.yaml"])
     assert [s.spec.name for s in loaded] == ["tiny"] * 4
-    assert loaded[0].same_experiment(loaded[3]) and not loaded[0].same_experiment(
+    edited = folder / "edited.yaml"
+    edited.write_text(MINIMAL.replace("dtype: float32", "dtype: float32, range: [0, 1]"))
+    with pytest.raises(SpecError) as err:
+        validate_specs([spec, edited])
+    assert " ".join(str(err.value).split()).startswith(
+        f"Specs `{spec}` and `{edited}` both have `name: tiny` and say different things: measured in one command")
+    assert loaded[0].same_experiment(load_spec(edited)) and not loaded[0].same_experiment(
         load_spec_text(MINIMAL.replace("tiny.onnx", "other.onnx"), folder / "other.yaml"))

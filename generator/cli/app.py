@@ -208,6 +208,7 @@ def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
     """Two specs of one `perfsite run` that share a name (and a results root) would write into one folder."""
     from generator.results.location import is_url, join
     from generator.runner.orchestrate import same_name_message
+    from generator.spec.loader import same_name_at_once
 
     seen: dict[tuple[str, object], object] = {}
     for loaded in loaded_specs:
@@ -217,6 +218,8 @@ def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
         if not first.same_experiment(loaded):
             raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name,
                                              join(root, loaded.spec.name)))
+        if not first.same_file(loaded):
+            raise RunError(same_name_at_once(first, loaded))
 
 
 @app.command()

@@ -251,12 +251,26 @@ class LoadedSpec:
                     found.add(self.model_file(name).resolve())
         return found
 
+    def same_file(self, other: LoadedSpec) -> bool:
+        """The same spec twice in one command: one file (given twice, or through a link), or the same text."""
+        return os.path.realpath(self.path) == os.path.realpath(other.path) or self.sha256 == other.sha256
+
     def same_experiment(self, other: LoadedSpec) -> bool:
         """Whether two specs are one experiment, as two specs of one name in a results folder must be: the same
         file (given twice, or through a link), or specs that measure a model file in common (a spec moved,
         copied, edited or checked out twice)."""
         return (os.path.realpath(self.path) == os.path.realpath(other.path)
                 or bool(self.model_files() & other.model_files()))
+
+
+def same_name_at_once(first: LoadedSpec, other: LoadedSpec) -> str:
+    """Two different specs of one name given to one command: over time, an edited or copied spec stays its
+    experiment (same_experiment), but two at once would both write into one results folder, mixing their
+    versions and settings under one description."""
+    return (f"Specs `{first.path}` and `{other.path}` both have `name: {first.spec.name}` and say different things: "
+            "measured in one command they would write into one results folder, and its pages would mix their "
+            "versions and settings under one description. Allowed: one spec per name in a command; rename one of "
+            "them (`name:`), or leave the other one out.")
 
 
 # A spec is YAML written by hand, a few kilobytes; data goes in input files. The cap is read, not asked of the file
@@ -407,6 +421,8 @@ def validate_specs(paths: Iterable[Path | str], allow_outside: bool = False) -> 
                           f"different model files: in {item.root / 'results' / item.spec.name} a site would show "
                           "one experiment mixing two unrelated models. Allowed: one spec per name in a results "
                           "folder; rename one of them (`name:`), or run it with its own --results DIR.")
+        elif not first.same_file(item):
+            errors.append(same_name_at_once(first, item))
     if errors:
         raise SpecError("\n".join(errors))
     return loaded
