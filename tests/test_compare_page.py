@@ -246,6 +246,10 @@ def test_a_pair_that_cannot_be_compared_gets_a_page_saying_why(recorded):
     assert page.path == "reports/tiny-compare/compare-int8-dyn-vs-fp32.md"
     assert '!!! failure "These versions cannot be compared"' in page.markdown
     assert "int8-dyn" in page.markdown and "no successful trial" in page.markdown
+    # The builder's folder is not published (the page and the search index): the experiment is named instead.
+    from generator.site.escape import md_text
+
+    assert md_text(str(recorded.path)) not in page.markdown and "the results of tiny-compare" in page.markdown
 
 
 def test_compare_file_names_depend_on_the_spec_only(view):

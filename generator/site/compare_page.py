@@ -240,8 +240,11 @@ def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
         try:
             c = compare_versions(view.results, pair.a, pair.b, config, ctx=view.context)
         except ResultsError as e:
+            # Written for the terminal, the reason names the results folder by its path on the machine that
+            # built the site: a published page (and its search index) says "this experiment's results" instead.
+            reason = str(e).replace(str(view.results.path), f"the results of {view.results.name}")
             pages.append(render(env, "compare_failed.md.j2", f"{REPORTS_DIR}/{view.slug}/{link.path}",
-                                link.title, e=view, reason=str(e)))
+                                link.title, e=view, reason=reason))
             continue
         pages.append(compare_page(env, view, c, link, bool(pair.config)))
     return pages
