@@ -386,6 +386,9 @@ def test_a_spec_file_without_end_or_far_beyond_a_hand_written_one_is_refused(tmp
             ["`compare[0].b`", "`int8-statc` is not a version", "did you mean `int8-static`?"],
         ),
         ("{a: fp32}", "{a: fp32, b: fp32}", ["`compare[1].b`", "compared with itself"]),
+        # The same pair twice made the same page twice (`-2` suffixed), accepted without a word.
+        ("{a: fp32}", "{a: fp32, b: int8-static}",
+         ["`compare[1]`", "the same pair as compare entry 1: it would give the same page twice; remove one"]),
         (
             "fp32:        {path: models/cnn.onnx}",
             "fp32: {from: half, quantize: {mode: dynamic}}",
@@ -857,3 +860,11 @@ def test_validate_takes_one_experiment_given_twice_as_run_does(project: Path) ->
         f"Specs `{spec}` and `{edited}` both have `name: tiny` and say different things: measured in one command")
     assert loaded[0].same_experiment(load_spec(edited)) and not loaded[0].same_experiment(
         load_spec_text(MINIMAL.replace("tiny.onnx", "other.onnx"), folder / "other.yaml"))
+
+
+def test_a_compare_entry_without_b_in_a_one_version_spec_is_refused(spec_file: Path) -> None:
+    """`compare: [{a: fp32}]` with one version passed validate; the page then said "cannot be compared"."""
+    with pytest.raises(SpecError) as err:
+        _load(spec_file, MINIMAL + "compare:\n  - {a: fp32}\n")
+    assert "`compare[0].a`: no other version to compare with: `b` left out picks the best other version, and the " \
+           "spec has one version; add a version to `models`" in " ".join(str(err.value).split())

@@ -380,5 +380,11 @@ def _compare_issues(pairs: tuple[ComparePair, ...], models: dict[str, ModelSpec]
                 issues.append(Issue(("compare", i, side), _not_a_version(version, models)))
         if pair.a == pair.b:
             issues.append(Issue(("compare", i, "b"), "a version compared with itself; name another version"))
+        elif pair.b is None and len(models) < 2:
+            issues.append(Issue(("compare", i, "a"), "no other version to compare with: `b` left out picks the best "
+                                "other version, and the spec has one version; add a version to `models`"))
         issues += _selection_item_issues(("compare", i, "config"), pair.config or {}, axes)
+        if pair in pairs[:i]:
+            issues.append(Issue(("compare", i), f"the same pair as compare entry {pairs.index(pair) + 1}: it would "
+                                "give the same page twice; remove one"))
     return issues
