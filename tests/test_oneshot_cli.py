@@ -18,7 +18,8 @@ from support.cli import perfsite
 from support.models import dynamic_conv_model
 
 from generator.oneshot.schema import profile_schema_errors
-from generator.oneshot.text import num
+from generator.oneshot.text import NAME_WIDTH, num
+from generator.terminal_text import safe
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_printed_figures_equal_the_json(cnn_run):
     for row, layer in zip(rows, s["slowest_layers"], strict=True):
         *_, dur, share, bound = row.split()
         assert (dur, share, bound) == (num(layer["dur_us"]), num(layer["share_pct"]), layer["bound"])
-        assert row.strip().startswith(layer["node"][:40])
+        assert row.strip().startswith(safe(layer["node"], NAME_WIDTH))  # a long name cut in its middle
     assert f"wrote         {data['files']['json']}" in out and f"wrote         {data['files']['html']}" in out
 
 
