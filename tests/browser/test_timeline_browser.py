@@ -22,9 +22,12 @@ PAGE = "reports/timeline/profile-fp32.html"
 
 @pytest.fixture(scope="module")
 def timeline_site(tmp_path_factory, example_models):
+    """The real run's experiment (`timeline`) and the recorded one with a sub-graph (`cnn-profile`), in one site:
+    one mkdocs build for the module instead of one per fixture."""
     root = tmp_path_factory.mktemp("timeline-site")
     results = run_cnn_experiment(root / "project", example_models["cnn"])
-    return build_site(results.parent, root / "site", root / "project")
+    write_timeline_results(root / "recorded")
+    return build_site([results.parent, root / "recorded"], root / "site", root / "project")
 
 
 @pytest.fixture(scope="module")
@@ -83,17 +86,14 @@ def test_trace_and_data_downloads(chromium, timeline_url):
     context.close()
 
 
-def test_subgraph_calls_draw_in_their_own_row_under_the_thread(chromium, tmp_path):
-    (tmp_path / "project").mkdir()
-    write_timeline_results(tmp_path / "results")
-    with BackgroundServer(build_site(tmp_path / "results", tmp_path / "site", tmp_path / "project")) as url:
-        context, page, visit = open_page(chromium, url + "reports/cnn-profile/profile-fp32.html")
-        assert_charts_drawn(page, "profile-fp32")
-        lanes = page.evaluate("document.querySelector('[data-chart=\"chart-timeline-1\"]').__perfsiteView"
-                              ".scale('timeline_1_y').domain()")
-        assert lanes == ["thread 1", "thread 1 · sub-graph"]
-        labels = page.evaluate("Array.from(document.querySelectorAll('[data-chart=\"chart-timeline-1\"] svg text'))"
-                               ".map(t => t.textContent)")
-        assert "thread 1 · sub-graph" in labels
-        assert not visit.errors, visit.errors
-        context.close()
+def test_subgraph_calls_draw_in_their_own_row_under_the_thread(chromium, timeline_url):
+    context, page, visit = open_page(chromium, timeline_url + "reports/cnn-profile/profile-fp32.html")
+    assert_charts_drawn(page, "profile-fp32")
+    lanes = page.evaluate("document.querySelector('[data-chart=\"chart-timeline-1\"]').__perfsiteView"
+                          ".scale('timeline_1_y').domain()")
+    assert lanes == ["thread 1", "thread 1 · sub-graph"]
+    labels = page.evaluate("Array.from(document.querySelectorAll('[data-chart=\"chart-timeline-1\"] svg text'))"
+                           ".map(t => t.textContent)")
+    assert "thread 1 · sub-graph" in labels
+    assert not visit.errors, visit.errors
+    context.close()
