@@ -497,6 +497,25 @@ def test_a_dry_run_gives_the_duration_a_busy_machine_may_take(tmp_path, monkeypa
         " ".join(out.output.split())
 
 
+def test_nothing_measured_is_judged_on_trials_stored_ok_also_when_ray_lost_some():
+    """A Ray task lost again and again puts its trials in `failed` only (never stored): two trials measured
+    and three lost was "all 3 trials failed … the failures are stored". Only no trial stored ok is refused."""
+    from generator.cli.app import _refuse_nothing_measured
+    from generator.errors import RunError
+    from generator.runner.sides import RunSummary
+
+    ray = RunSummary("e", "r", [], 1.0, measured=["k1", "k2"], failed=[("b1", "lost")] * 3, unstored_failures=3)
+    assert ray.ok_count == 2
+    _refuse_nothing_measured([ray])  # no error
+    lost = RunSummary("e", "r", [], 1.0, failed=[("b1 t1 c1 (any node)", "the Ray task failed")], unstored_failures=1)
+    with pytest.raises(RunError) as err:
+        _refuse_nothing_measured([lost])
+    assert str(err.value).endswith("Nothing was stored; fix the model or the spec's inputs and run again.")
+    local = RunSummary("e", "r", [], 1.0, measured=["k1"], failed=[("b1 t1 c1", "SIGSEGV")])
+    with pytest.raises(RunError, match="the one trial to measure failed .* The failures are stored"):
+        _refuse_nothing_measured([local])
+
+
 def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, capsys):
     """`perfsite validate specs/` checked every spec in the folder, and `perfsite run specs/` refused the folder
     (`specs` is a folder, not a spec file). Both take it now, for its `*.yaml` and `*.yml` files; and both refuse

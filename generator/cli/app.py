@@ -168,14 +168,15 @@ def _refuse_nothing_measured(summaries: list) -> None:
     configuration passed (exit 0, "0 measured, 1 failed"). Some failures among measured trials are results, as
     the sweep goes on past them; the failures are stored either way, and the site shows them."""
     tried = [s for s in summaries if s.failed or s.measured]
-    if not tried or any(len(s.measured) > len(s.failed) for s in tried):
+    if not tried or any(s.ok_count > 0 for s in tried):
         return
     label, reason = tried[0].failed[0]
     count = sum(len(s.failed) for s in tried)
     which = "the one trial to measure failed" if count == 1 else f"all {count} trials to measure failed"
+    stored = ("The failures are stored and the site shows them" if any(len(s.failed) > s.unstored_failures
+                                                                     for s in tried) else "Nothing was stored")
     raise RunError(f"No trial could be measured: {which} (the first, {label}: {' '.join(reason.split())[:300]}). "
-                   "The failures are stored and the site shows them; fix the model or the spec's inputs and run "
-                   "again.")
+                   f"{stored}; fix the model or the spec's inputs and run again.")
 
 
 def _only_option(only: list[str] | None) -> str | None:

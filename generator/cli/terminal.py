@@ -103,7 +103,7 @@ def print_run_summary(summary: RunSummary, interrupted_line: bool = True) -> Non
     """What a run measured, failed, left or stored; with `interrupted_line`, what an interruption means for
     running the command again (a paired run says its own, once: generator.cli.diff)."""
     stored = len(summary.planned) - len(summary.to_measure)
-    parts = [f"{len(summary.measured) - len(summary.failed)} measured", f"{stored} already stored"]
+    parts = [f"{summary.ok_count} measured", f"{stored} already stored"]
     if summary.failed:
         parts.append(f"{len(summary.failed)} failed")
     if summary.skipped_locked:

@@ -259,6 +259,7 @@ def _collect(ray: Any, fan: FanOut, index: int, ref: Any, progress: Progress) ->
     except ray.exceptions.RayError as e:  # the worker or node died more often than MAX_RETRIES
         reason = f"the Ray task measuring it failed {MAX_RETRIES + 1} times: {str(e).strip().splitlines()[0]}"
         fan.summary.failed += [(f"{t.label} ({where})", reason) for t in job.trials]
+        fan.summary.unstored_failures += len(job.trials)
         for t in job.trials:
             progress.trial_done(t, "failed")
         return

@@ -75,6 +75,14 @@ class RunSummary:
     interrupted: bool = False
     exhausted: list[str] = field(default_factory=list)  # trials stopped by their budget, unconverged
     longest_s: float | None = None  # every trial to measure spending its whole measure.budget_s
+    # Failures never stored (a Ray task lost again and again): in `failed` but not in `measured`, where a stored
+    # failure is in both.
+    unstored_failures: int = 0
+
+    @property
+    def ok_count(self) -> int:
+        """Trials measured and stored ok."""
+        return len(self.measured) - (len(self.failed) - self.unstored_failures)
 
     @property
     def to_measure(self) -> list[PlannedTrial]:
