@@ -71,6 +71,10 @@ def test_a_configuration_that_failed_in_the_candidate_is_a_regression_with_its_r
             "[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Reshape node. Name:'/head/"
             "Reshape<script>alert(1)</script>\\|'x'' Input shape:{4,4}`") in text
     assert "Only in the" not in text and diff_command("baseline", "candidate")[1] == 0
+    # Without --fail-on, the configurations compared still decide the status: on other machines, exit 3.
+    sides(tmp_path / "env", Side(), Side(seed=1, failed=(4,), env=dict(OTHER_ENV)))
+    assert diff_command("env/baseline", "env/candidate")[1] == 3
+    assert diff_command("env/baseline", "env/candidate", fail_on="regression")[1] == 2
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["verdict"] == "failed" and verdict["exit_code"] == 2 and verdict["only_baseline"] == []
     assert [f["name"] for f in verdict["failed_in_candidate"]] == ["cnn · fp32 · b4 t1 c1"]

@@ -52,6 +52,10 @@ def diff_command(
     if not result.trials and not result.failed_in_candidate:
         raise PerfsiteError(_nothing_shared(result))
     code = exit_code(result.verdict, fail_on)
+    if result.verdict == FAILED and code == EXIT_OK and result.trials:
+        # Not failed on (no --fail-on regression): what the compared configurations say decides, as without
+        # the failure; machines that differ or an interval that cannot decide still exit 3.
+        code = exit_code(result.verdict_of_the_compared, fail_on)
     # Layer names in the summary come from models: no escape sequence reaches a terminal or a PR comment.
     text = safe(markdown_summary(result, site_url), lines=True)
     if markdown_out is not None:

@@ -131,6 +131,12 @@ class DiffResult:
     failed_in_baseline: tuple[FailedConfig, ...] = ()
 
     @property
+    def verdict_of_the_compared(self) -> str:
+        """The overall verdict of the configurations measured on both sides, failures left out: a `failed`
+        diff whose compared configurations are not comparable still exits 3 without --fail-on regression."""
+        return overall_verdict(self.trials, bool(self.env_differences) and not self.allow_env_mismatch)
+
+    @property
     def regressions(self) -> tuple[TrialDiff, ...]:
         """Slower configurations, largest latency change first."""
         return tuple(sorted((t for t in self.trials if t.verdict == SLOWER), key=lambda t: -_badness(t)))
