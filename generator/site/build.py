@@ -80,16 +80,18 @@ def build_site(
 
 def _refuse_in_a_worker() -> None:
     """A script calling build_site without `if __name__ == "__main__":` is imported again by each of the build's
-    page workers (multiprocessing imports the main module as `__mp_main__` in every start method but fork),
-    which called build_site again and waited for the build lock the script holds: the build hung for good."""
-    # In a worker, runpy runs the script as a module named __mp_main__ (in the parent, multiprocessing files the
-    # main module, named __main__, under that key too).
-    script = sys.modules.get("__mp_main__")
-    if getattr(script, "__name__", None) == "__mp_main__":
-        raise SiteError(f"build_site was called while a page worker of a build imported the script "
-                        f"{getattr(script, '__file__', None) or '(unknown)'}: the call runs again in "
-                        "every worker. Allowed: a call guarded by `if __name__ == \"__main__\":`, as for any use of "
-                        "Python's multiprocessing.")
+    page workers (multiprocessing runs the main module as `__mp_main__` in every start method but fork), which
+    called build_site again and waited for the build lock the script holds: the build hung for good. Refused
+    when the call comes from that import, the script's top level; a call from a function in any worker is
+    anyone's business."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__mp_main__":
+            raise SiteError(f"build_site was called while a page worker of a build imported the script "
+                            f"{frame.f_globals.get('__file__') or '(unknown)'}: the call runs again in every worker. "
+                            "Allowed: a call guarded by `if __name__ == \"__main__\":`, as for any use of Python's "
+                            "multiprocessing.")
+        frame = frame.f_back
 
 
 def _check_and_publish(roots: Sequence[StoreRoot], site_dir: Path, project_root: Path, say: Progress,
