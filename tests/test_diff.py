@@ -71,6 +71,12 @@ def test_a_configuration_that_failed_in_the_candidate_is_a_regression_with_its_r
             "[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Reshape node. Name:'/head/"
             "Reshape<script>alert(1)</script>\\|'x'' Input shape:{4,4}`") in text
     assert "Only in the" not in text and diff_command("baseline", "candidate")[1] == 0
+    # A store that also keeps an older ok trial of that configuration (a reused paired store, a results folder
+    # measured again): its latest trial failing is what counts; the old ok one stood for it, exit 0.
+    write_side(tmp_path / "again", Side(seed=1))
+    write_side(tmp_path / "again", Side(seed=2, failed=(4,), finished="2026-01-05T12:00:00Z"))
+    text, code_ = diff_command("baseline", "again", fail_on="regression")
+    assert code_ == 2 and "Failed in the candidate (measured in the baseline):\n\n- cnn · fp32 · b4 t1 c1" in text
     # Without --fail-on, the configurations compared still decide the status: on other machines, exit 3.
     sides(tmp_path / "env", Side(), Side(seed=1, failed=(4,), env=dict(OTHER_ENV)))
     assert diff_command("env/baseline", "env/candidate")[1] == 3

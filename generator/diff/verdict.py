@@ -264,15 +264,18 @@ def diff_experiments(
 
 
 def _failed_by_config(exp: ExperimentResults, ok: dict[tuple, list[pd.Series]]) -> dict[tuple, FailedConfig]:
-    """Configurations with no ok trial whose latest trial failed, by the key `_ok_by_config` uses: what the
-    side tried to measure and could not (a crash, a timeout, an input the model refused at that size)."""
+    """Configurations whose latest trial failed (a crash, a timeout, out of memory), by the key `_ok_by_config`
+    uses; each is taken out of `ok`, whose older trial of it would otherwise stand for a measurement that now
+    fails (a store keeps its earlier runs: a reused paired store, a results folder measured again)."""
     out: dict[tuple, FailedConfig] = {}
     tried = exp.trials[exp.trials["status"] == "failed"]
     for _, row in tried.sort_values(["finished_at", "trial_key"], kind="stable").iterrows():
         key = _config_key(row)
-        if key not in ok:
+        if key not in ok or str(row["finished_at"]) > str(ok[key][-1]["finished_at"]):
             error = " ".join(str(clean(row.get("error")) or "no reason was recorded").split())
             out[key] = FailedConfig(_label(exp.name, row), error, str(row["trial_key"]))
+    for key in out:
+        ok.pop(key, None)
     return out
 
 
