@@ -556,6 +556,13 @@ def test_a_spec_in_one_checkout_only_is_measured_on_its_side_and_named(tmp_path)
     assert [s.experiment for s in run.one_sided] == ["added"] and len(run.one_sided[0].measured) == 1
     text, _ = diff_command(str(run.baseline_results), str(run.candidate_results))
     assert "Only in the candidate (not compared): added · fp32 · b1 t1 c1." in text
+    # A one-sided spec whose input its model refuses is planned before the pairs: refused before anything is
+    # measured, not after them.
+    write_spec(tmp_path / "head", spec.format(name="broken").replace("[batch, 4]", "[batch, 5]"), "broken.yaml")
+    with pytest.raises(PerfsiteError, match=r"broken\.yaml: inputs\.x: shape \[batch, 5\] has 5 on axis 1"):
+        measure_paired(tmp_path / "base", tmp_path / "head", ["*.yaml"], tmp_path / "store2", quick=True)
+    assert not (tmp_path / "store2").exists()
+    (tmp_path / "head" / "broken.yaml").unlink()
     # Another comparison into the same store, whose baseline `tiny` measures another model: refused before
     # measuring, in the paired run's terms (it was a message about --results, which diff does not take).
     (tmp_path / "other" / "models").mkdir(parents=True)

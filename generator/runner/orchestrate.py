@@ -121,10 +121,14 @@ def longest_trial_s(settings: dict, startup_s: float = 0.7) -> float:
     return max(estimate_trial_s(settings, startup_s), settings["budget_s"] + startup_s + 0.3)
 
 
-def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress | None = None) -> RunSummary:
-    """Plan the sweep, skip stored trials, measure the rest; see the module docstring for the order."""
+def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress | None = None,
+                   check_targets: bool = True) -> RunSummary:
+    """Plan the sweep, skip stored trials, measure the rest; see the module docstring for the order.
+    `check_targets` False: measured here whatever the spec's `targets:` say, as a paired run measures (the
+    specs a paired diff measures on one side only)."""
     progress = progress or SilentProgress()
-    check_local(loaded, options)
+    if check_targets:
+        check_local(loaded, options)
     side = _prepare_side(loaded, options, progress)
     summary = side.summary
     if options.dry_run:

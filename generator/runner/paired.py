@@ -85,9 +85,17 @@ def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], sto
         raise PerfsiteError(f"No experiment is in both checkouts: {baseline} has {_names(specs[0])}, "
                             f"{candidate} has {_names(specs[1])}. --measure compares specs with the same `name:`.")
     roots = tuple(Path(store) / side for side in SIDES)
-    for name in common:  # before anything is measured
+    one_side = [(side, name) for side, (mine, theirs) in enumerate(((specs[0], specs[1]), (specs[1], specs[0])))
+                for name in mine if name not in theirs]
+    # Before anything is measured: every store folder, and the plan of each spec one checkout holds (the pairs
+    # are planned by run_paired itself), so that none of them fails the diff after minutes of measuring.
+    for name in common:
         for side, root in enumerate(roots):
             _check_store(root / name, specs[side][name], store)
+    for side, name in one_side:
+        _check_store(roots[side] / name, specs[side][name], store)
+        run_experiment(specs[side][name], _one_side_options(roots[side] / name, quick, dry_run=True),
+                       check_targets=False)
     summaries = []
     for name in common:
         threshold = latency_ratio or specs[1][name].spec.regression.latency_ratio
@@ -98,14 +106,17 @@ def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], sto
         if any(s.interrupted for s in pair):
             return PairedRun(roots[0], roots[1], tuple(summaries))
     one_sided = []
-    for side, (mine, theirs) in enumerate(((specs[0], specs[1]), (specs[1], specs[0]))):
-        for name in (n for n in mine if n not in theirs):
-            options = RunOptions(results_dir=roots[side] / name, quick=quick, force=True)
-            label = f"{name} ({SIDES[side]} only)"
-            one_sided.append(run_experiment(mine[name], options, progress(label) if progress else None))
-            if one_sided[-1].interrupted:
-                return PairedRun(roots[0], roots[1], tuple(summaries), tuple(one_sided))
+    for side, name in one_side:
+        label = f"{name} ({SIDES[side]} only)"
+        one_sided.append(run_experiment(specs[side][name], _one_side_options(roots[side] / name, quick),
+                                        progress(label) if progress else None, check_targets=False))
+        if one_sided[-1].interrupted:
+            break
     return PairedRun(roots[0], roots[1], tuple(summaries), tuple(one_sided))
+
+
+def _one_side_options(folder: Path, quick: bool, dry_run: bool = False) -> RunOptions:
+    return RunOptions(results_dir=folder, quick=quick, force=True, dry_run=dry_run)
 
 
 def _check_store(folder: Path, loaded: LoadedSpec, store: Path) -> None:
