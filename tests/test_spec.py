@@ -388,7 +388,7 @@ def test_a_spec_file_without_end_or_far_beyond_a_hand_written_one_is_refused(tmp
         ("{a: fp32}", "{a: fp32, b: fp32}", ["`compare[1].b`", "compared with itself"]),
         # The same pair twice made the same page twice (`-2` suffixed), accepted without a word.
         ("{a: fp32}", "{a: fp32, b: int8-static}",
-         ["`compare[1]`", "the same pair as compare entry 1: it would give the same page twice; remove one"]),
+         ["`compare[1]`", "the same pair as compare[0]: it would give the same page twice; remove one"]),
         (
             "fp32:        {path: models/cnn.onnx}",
             "fp32: {from: half, quantize: {mode: dynamic}}",

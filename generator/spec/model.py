@@ -385,6 +385,6 @@ def _compare_issues(pairs: tuple[ComparePair, ...], models: dict[str, ModelSpec]
                                 "other version, and the spec has one version; add a version to `models`"))
         issues += _selection_item_issues(("compare", i, "config"), pair.config or {}, axes)
         if pair in pairs[:i]:
-            issues.append(Issue(("compare", i), f"the same pair as compare entry {pairs.index(pair) + 1}: it would "
-                                "give the same page twice; remove one"))
+            issues.append(Issue(("compare", i), f"the same pair as compare[{pairs.index(pair)}]: it would give the "
+                                "same page twice; remove one"))
     return issues
