@@ -145,7 +145,8 @@ def test_quick_mode_and_all_failed_trials_are_reported(tmp_path):
     from generator.cli.compare import compare_command
 
     said = compare_command(tmp_path / "quick", "fp32", "int8")
-    assert "trials were measured in quick mode (a preview): their figures are rough" in said
+    assert "note: measured in quick mode (a preview: warm-up and measurement shrunk), so the figures are rough: " \
+           "fp32 at b1 t2 c1, int8 at b1 t2 c1; measure without --quick" in said
     write_results(tmp_path / "failed", only_failed=True)
     site = build_site(tmp_path / "failed", tmp_path / "site-failed", tmp_path)
     overview = (docs / "cnn-int8" / "index.md").read_text()

@@ -97,6 +97,7 @@ def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] 
     comparison = Comparison(
         a=a, b=b, config_label=ta.config_label if ta else None, config=config_dict(ta) if ta else None,
         a_trial_key=ta.trial_key if ta else None, b_trial_key=tb.trial_key if tb else None,
+        quick=tuple(f"{t.version} at {t.config_label}" for t in (ta, tb) if t is not None and t.quick),
         b_was_default=b_was_default, points=points, sweet_spots=spots,
         latency_ratio=timing.latency, throughput_ratio=timing.throughput, timings=timing.timings,
         layer_types=layer_type_rows(match.executed_a, match.executed_b, timing.reference, iterations_of(ta),

@@ -235,3 +235,4 @@ class Comparison:
     # A's and B's profiled time against their measured median (generator.analysis.accounting), for the lines
     # under the layer-level tables; None without complete profiled figures.
     accounting: tuple[TimeAccounting | None, TimeAccounting | None] = (None, None)
+    quick: tuple[str, ...] = ()  # "version at configuration" of each compared trial measured in quick mode

@@ -7,7 +7,6 @@ replaced so that a node name cannot move the cursor or recolour the terminal.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,11 +84,6 @@ def compare_command(results_root: Path, a: str, b: str | None = None, config: st
     against a in stored results, at `config` (`batch=1,threads=2`; default: A's sweet spot), as text."""
     results = load_experiment(experiment_dir(results_root, experiment))
     comparison = compare_versions(results, a, b, parse_config(config))
-    quick = int(results.trials["quick"].fillna(False).astype(bool).sum()) if "quick" in results.trials else 0
-    if quick:  # as the pages' "Quick mode" box says it
-        comparison = dataclasses.replace(comparison, notes=(
-            *comparison.notes, f"{quick} of {len(results.trials)} trials were measured in quick mode (a preview): "
-                               "their figures are rough; measure without --quick before drawing conclusions"))
     return format_comparison(comparison, results.name)
 
 
@@ -126,7 +120,10 @@ def _header(c: Comparison, experiment: str | None) -> list[str]:
             lines.append(f"Other configurations both ran: {safe(', '.join(c.other_configs))}")
     else:
         lines.append("A and B have no successful configuration in common: no layer-level comparison.")
-    return lines + [f"note: {safe(n)}" for n in c.notes]
+    quick = ([f"note: measured in quick mode (a preview: warm-up and measurement shrunk), so the figures are "
+              f"rough: {safe(', '.join(c.quick))}; measure without --quick before drawing conclusions"]
+             if c.quick else [])
+    return lines + quick + [f"note: {safe(n)}" for n in c.notes]
 
 
 def _timing(t: VersionTiming | None, latency: bool) -> str:

@@ -359,7 +359,7 @@ def spec_from_json(data: str | bytes | Mapping[str, Any], source: str = "stored 
         raise SpecError(f"The {source} must be a JSON object, not a {type(data).__name__}.")
     data = dict(data)
     try:
-        return Spec.model_validate(data)
+        return Spec.model_validate(data, context={"stored": True})
     except ValidationError as err:
         raise SpecError(format_problems(f"`{source}`", collect_problems(err, data, Spec), {})) from None
     except RecursionError:

@@ -14,7 +14,7 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, Strict, model_validator
+from pydantic import ConfigDict, Field, Strict, ValidationInfo, model_validator
 
 from generator.processes import MAX_PROCESS_SECONDS
 from generator.spec.errors_fmt import Issue, fail, suggest
@@ -237,13 +237,15 @@ class Spec(Record):
     )
 
     @model_validator(mode="after")
-    def _cross_field_rules(self) -> Spec:
+    def _cross_field_rules(self, info: ValidationInfo) -> Spec:
         axes = self.sweep.axes()
         issues = [*_version_issues(self.models), *_placeholder_issues(self.inputs, self.sweep)]
         issues += _size_issues(self.sweep, len(self.models))
         issues += _selection_issues("exclude", self.exclude, axes, allow_empty=False)
         issues += _selection_issues("profile", self.profile, axes, allow_empty=True)
-        issues += _compare_issues(self.compare, self.models, axes)
+        # A stored spec (spec_from_json) skips the rules added after results were stored under it: results
+        # measured then must stay readable; the pages say what those rules would refuse.
+        issues += _compare_issues(self.compare, self.models, axes, stored=bool((info.context or {}).get("stored")))
         if not issues:  # the sweep is within MAX_TRIALS and every exclude entry names axes and values it has
             issues = _nothing_left_issues(self.exclude, axes)
         if issues:
@@ -371,7 +373,8 @@ def _selection_item_issues(loc: tuple, item: dict[str, Any], axes: dict[str, tup
     return issues
 
 
-def _compare_issues(pairs: tuple[ComparePair, ...], models: dict[str, ModelSpec], axes: dict) -> list[Issue]:
+def _compare_issues(pairs: tuple[ComparePair, ...], models: dict[str, ModelSpec], axes: dict,
+                    stored: bool = False) -> list[Issue]:
     issues = []
     for i, pair in enumerate(pairs):
         for side in ("a", "b"):
@@ -380,11 +383,11 @@ def _compare_issues(pairs: tuple[ComparePair, ...], models: dict[str, ModelSpec]
                 issues.append(Issue(("compare", i, side), _not_a_version(version, models)))
         if pair.a == pair.b:
             issues.append(Issue(("compare", i, "b"), "a version compared with itself; name another version"))
-        elif pair.b is None and len(models) < 2:
+        elif pair.b is None and len(models) < 2 and not stored:
             issues.append(Issue(("compare", i, "a"), "no other version to compare with: `b` left out picks the best "
                                 "other version, and the spec has one version; add a version to `models`"))
         issues += _selection_item_issues(("compare", i, "config"), pair.config or {}, axes)
-        if pair in pairs[:i]:
+        if pair in pairs[:i] and not stored:
             issues.append(Issue(("compare", i), f"the same pair as compare[{pairs.index(pair)}]: it would give the "
                                 "same page twice; remove one"))
     return issues
