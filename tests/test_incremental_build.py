@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -192,14 +193,23 @@ def test_a_script_that_calls_build_site_unguarded_fails_with_the_fix_instead_of_
             "call runs again in every worker. Allowed: a call guarded by `if __name__ == \"__main__\":`") in err
     assert err.endswith(f"SiteError: {incremental.BROKEN_WORKER}"), err
     assert not (tmp_path / "site").exists()
-    # Guarded, a function of the script may build, also in a process the script spawns (the refusal looked at
-    # the process, not at where the call came from, and refused it). One experiment is enough for that.
-    shutil.rmtree(tmp_path / "results" / "other-cnn")
-    script.write_text("from pathlib import Path\nimport multiprocessing\nfrom generator.site import build_site\n\n"
-                      "def build(site):\n    build_site(Path('results'), Path(site), Path('.'))\n\n"
-                      "if __name__ == '__main__':\n"
-                      "    child = multiprocessing.get_context('spawn').Process(target=build, args=('site',))\n"
-                      "    child.start()\n    child.join()\n    raise SystemExit(child.exitcode)\n")
-    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    assert (tmp_path / "site" / "index.html").is_file()
+
+
+def test_only_the_worker_import_of_a_script_is_refused_not_a_call_from_its_functions(monkeypatch):
+    """The refusal looked at the process (any spawn or forkserver worker) and refused a guarded script's own
+    worker that builds a site; it looks at where the call comes from: the script run as `__mp_main__`, at its
+    top level. Both cases in this process, the script's code run as multiprocessing runs it."""
+    import pytest
+
+    from generator.errors import SiteError
+
+    code = "from generator.site.build import _refuse_in_a_worker\n{body}"
+    with pytest.raises(SiteError, match=r"imported the script /s/make_site\.py: the call runs again"):
+        exec(code.format(body="_refuse_in_a_worker()"), {"__name__": "__mp_main__", "__file__": "/s/make_site.py"})
+    scope = {"__name__": "__mp_main__", "__file__": "/s/make_site.py"}
+    exec(code.format(body="def build():\n    _refuse_in_a_worker()\n"), scope)
+    # In a worker the imported script stays in sys.modules under `__mp_main__`, named so, for good.
+    script = types.ModuleType("__mp_main__")
+    monkeypatch.setitem(sys.modules, "__mp_main__", script)
+    scope["build"]()  # a function of the script, called in a worker: no refusal
+    exec(code.format(body="_refuse_in_a_worker()"), {"__name__": "__main__"})  # the script itself
