@@ -516,6 +516,26 @@ def test_nothing_measured_is_judged_on_trials_stored_ok_also_when_ray_lost_some(
         _refuse_nothing_measured([local])
 
 
+def test_urls_where_a_local_folder_is_read_are_refused_without_their_credentials(tmp_path):
+    """`compare --results`, a side of `diff` and `build --baseline` read local folders only: given an
+    `s3://KEY:SECRET@bucket/path` URL they folded it into `s3:/…`, called it a missing folder and printed the
+    secret. And `s3://bucket//path` was written under keys nothing could read back."""
+    url = "s3://AKIAX:TopSecret@perf/main"
+    (tmp_path / "r").mkdir()
+    for args, what in ((["compare", "--a", "a", "--results", url], "`perfsite compare --results`"),
+                       (["diff", url, "r"], "A side of `perfsite diff` (and `build --baseline`)"),
+                       (["build", "--results", "r", "--baseline", url], "`perfsite build --baseline`")):
+        out = perfsite(*args, cwd=tmp_path)
+        message = " ".join(out.stderr.split())
+        assert out.returncode == 1 and "TopSecret" not in out.stderr + out.stdout, out.stderr
+        assert message.startswith(f"error: {what} reads a results folder on this machine, and s3://perf/main is a "
+                                  "URL. Allowed: a local folder; copy the store first"), message
+    out = perfsite("query", "select 1", "--results", "s3://perf//twice", cwd=tmp_path)
+    assert out.returncode == 1 and " ".join(out.stderr.split()).startswith(
+        "error: The results store s3://perf//twice has an empty path segment (`//`), which an object store keeps "
+        "in its keys: what is written there is not found again."), out.stderr
+
+
 def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, capsys):
     """`perfsite validate specs/` checked every spec in the folder, and `perfsite run specs/` refused the folder
     (`specs` is a folder, not a spec file). Both take it now, for its `*.yaml` and `*.yml` files; and both refuse

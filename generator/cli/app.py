@@ -264,6 +264,10 @@ def build(
     from generator.paths import project_root
     from generator.site import build_site
 
+    if baseline is not None and not baseline.startswith("git:"):  # before anything is read or rendered
+        from generator.results.location import refuse_url
+
+        refuse_url(baseline, "`perfsite build --baseline`")
     root = project_root(Path.cwd())
     out = build_site(results or [root / "results"], site or root / "site", root, progress=_echo_err,
                      baseline=baseline, trend=trend)
@@ -313,7 +317,9 @@ def compare(
     b: Annotated[
         str | None, typer.Option("--b", help="Version B (default: the best throughput under the latency threshold).")
     ] = None,
-    results: Annotated[Path | None, typer.Option(help="Results root (default: <project>/results).")] = None,
+    # Text, not Path: a Path folds `s3://` into `s3:/`, and the message quoted a URL's credentials as a folder.
+    results: Annotated[str | None, typer.Option(help="Results root, a local folder (default: <project>/results).")
+                       ] = None,
     config: Annotated[
         str | None, typer.Option(help="Layer sections at e.g. batch=1,threads=2 (default: A's sweet spot).")
     ] = None,
@@ -323,8 +329,11 @@ def compare(
 ) -> None:
     """Compare two versions from stored results in the terminal: ratios with 95% intervals, layer types, kernels."""
     from generator.cli.compare import compare_command
+    from generator.results.location import refuse_url
 
-    root = results if results is not None else _default_results(Path.cwd())
+    if results is not None:
+        refuse_url(results, "`perfsite compare --results`")
+    root = Path(results) if results is not None else _default_results(Path.cwd())
     typer.echo(compare_command(root, a, b, config, experiment), nl=False)
 
 
@@ -371,7 +380,7 @@ def diff(
         help="Results folder, or git:REF (the results committed at REF); with --measure a checkout folder.")],
     candidate: Annotated[str, typer.Argument(help="Results folder, or git:REF; with --measure a checkout folder.")],
     results: Annotated[
-        Path | None, typer.Option(help="The results folder git:REF reads (default: <project>/results).")
+        str | None, typer.Option(help="The results folder git:REF reads (default: <project>/results).")
     ] = None,
     fail_on: Annotated[
         str | None, typer.Option(help="`regression`: exit 2 when a configuration got significantly slower or "
@@ -408,9 +417,12 @@ def diff(
     """
     from generator.cli.diff import check_side_options, diff_command, measure_sides
     from generator.cli.terminal import check_output_files
+    from generator.results.location import refuse_url
 
     check_side_options(baseline, candidate, measure, {"--store": store is not None, "--quick": quick,
                                                       "--results": results is not None})
+    if results is not None:
+        refuse_url(results, "`perfsite diff --results` (the folder a git:REF side reads)")
     check_output_files({"--markdown": markdown, "--json": json_out, "--benchmark-latency-json": benchmark_latency_json,
                         "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json},
                        stores=_diff_stores(baseline, candidate, measure, store))
@@ -419,7 +431,8 @@ def diff(
                                             site_url)
     exports = {"github-action-benchmark-latency": benchmark_latency_json, "bencher": bencher_json,
                "github-action-benchmark-throughput": benchmark_throughput_json}
-    text, code = diff_command(baseline, candidate, results, fail_on, latency_ratio, throughput_ratio,
+    text, code = diff_command(baseline, candidate, Path(results) if results else None, fail_on, latency_ratio,
+                              throughput_ratio,
                               allow_env_mismatch, markdown, json_out, site_url,
                               exports={fmt: path for fmt, path in exports.items() if path is not None})
     typer.echo(text, nl=False)

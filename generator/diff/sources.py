@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import PerfsiteError, ResultsError
+from generator.results.location import refuse_url
 
 GIT_PREFIX = "git:"
 GIT_TIMEOUT_S = 120
@@ -58,6 +59,7 @@ def open_source(text: str, results: Path) -> Iterator[ResultsSource]:
                           "`perfsite run --results DIR`, or `git:REF` for the results committed at a git revision "
                           "(e.g. git:main).")
     if not is_git_source(text):
+        refuse_url(text, "A side of `perfsite diff` (and `build --baseline`)")
         path = Path(text)
         if not os.path.isdir(path):
             raise SourceError(

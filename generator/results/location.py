@@ -57,6 +57,17 @@ def shown(root: StoreRoot) -> str:
     return _USERINFO.sub(r"\1", str(root))
 
 
+def refuse_url(text: str, what: str) -> None:
+    """A local-folder option or argument given a URL (`s3://…`): one paragraph naming it without its secret,
+    before a Path folds `s3://` into `s3:/` and the message quotes the user's credentials as a missing folder.
+    `what` says which option takes folders only."""
+    if _URL.match(text) or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/[^/]", text):
+        raise ResultsError(f"{what} reads a results folder on this machine, and {shown(text)} is a URL. Allowed: a "
+                         "local folder; copy the store first (for example `aws s3 sync s3://bucket/path DIR`), "
+                         "then give DIR. `perfsite run`, `perfsite build --results` and `perfsite query` take "
+                         "URLs (docs/stores.md).")
+
+
 def _scrubbed(text: str, url: str) -> str:
     """A backend's message with the URL's `user:password` part (which it may quote) cut out."""
     match = _USERINFO.match(url)
@@ -80,6 +91,11 @@ def local_path(root: StoreRoot) -> Path | None:
         return Path(root)
     match = _URL.match(str(root))
     if match["scheme"].lower() not in ("file", "local"):
+        # `s3://bucket//path`: object stores keep the empty segment in the key (`/path/...`) and list it as
+        # another folder, so results were written where no later run, build or query found them.
+        if "//" in match["rest"].rstrip("/"):
+            raise ResultsError(f"The results store {shown(root)} has an empty path segment (`//`), which an object "
+                               f"store keeps in its keys: what is written there is not found again. {ALLOWED}")
         return None
     return _file_url_path(str(root), match["rest"])
 

@@ -17,6 +17,7 @@ import altair as alt
 from generator.diff.report import change_text, grouped_notes, signed_pct
 from generator.diff.sources import load_side, open_source
 from generator.diff.verdict import FASTER, SLOWER, DiffResult, TrialDiff, diff_experiments
+from generator.results.location import shown
 from generator.results.store import ExperimentResults
 from generator.site.charts import _round, chart_block
 from generator.site.page_base import REPORTS_DIR, Page, render, template_env
@@ -145,7 +146,7 @@ def history_pages(
 
     pages = []
     if baseline:
-        progress(f"Comparing with the baseline {baseline}")
+        progress(f"Comparing with the baseline {shown(baseline)}")
         pages += baseline_changes_pages(baseline, results_root, experiments)
     if trend:
         progress(f"Reading the results of the last {trend} commits that changed {results_root}")
