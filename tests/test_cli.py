@@ -536,6 +536,15 @@ def test_urls_where_a_local_folder_is_read_are_refused_without_their_credentials
         "in its keys: what is written there is not found again."), out.stderr
 
 
+@pytest.mark.parametrize("command", [["run", "spec.yaml", "--dry-run"], ["query", "select 1"]])
+def test_results_given_twice_to_a_one_store_command_is_refused(tmp_path, command):
+    """`query … --results r1 --results r2` read r2 only, and `run` measured into the last one, without a word."""
+    out = perfsite(*command, "--results", "r1", "--results", "r2", cwd=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert " ".join(out.stderr.split()).startswith("error: Invalid value for '--results': given 2 times (r1, r2); "
+                                                   "this command takes one store"), out.stderr
+
+
 def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, capsys):
     """`perfsite validate specs/` checked every spec in the folder, and `perfsite run specs/` refused the folder
     (`specs` is a folder, not a spec file). Both take it now, for its `*.yaml` and `*.yml` files; and both refuse

@@ -77,6 +77,20 @@ def _store_option(value: str | list[str] | None) -> str | list[str] | None:
     return value
 
 
+def _one_store(value: list[str] | None) -> str | None:
+    """--results of a command that writes or reads one store, given as a list so that a repeat is seen: a
+    second --results replaced the first without a word (`query … --results r1 --results r2` read r2 only)."""
+    if not value:
+        return None
+    if len(value) > 1:
+        from generator.results.location import shown
+
+        raise typer.BadParameter(f"given {len(value)} times ({', '.join(shown(v) for v in value)}); this command "
+                                 "takes one store (`perfsite build` is the one that reads several)",
+                                 param_hint="'--results'")
+    return value[0]
+
+
 def _default_results(start: Path) -> Path:
     from generator.paths import project_root
 
@@ -90,9 +104,9 @@ def run(
     specs: Annotated[list[str], typer.Argument(help="Experiment spec files (YAML), or folders of them.",
                                                 show_default=False)],
     results: Annotated[
-        str | None, typer.Option(metavar="DIR_OR_URL", callback=_store_option,
-                                 help="Results root, a folder or a URL such as s3://bucket/results; each "
-                                      "experiment goes to ROOT/<spec name>/ (default: <project>/results).")
+        list[str] | None, typer.Option(metavar="DIR_OR_URL", callback=_store_option,
+                                       help="Results root, a folder or a URL such as s3://bucket/results; each "
+                                            "experiment goes to ROOT/<spec name>/ (default: <project>/results).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Measure again trials that are already stored.")] = False,
     only: Annotated[
@@ -127,6 +141,7 @@ def run(
     from generator.runner.ray_address import check_ray_address, check_target_name
     from generator.spec import load_spec, spec_files
 
+    results = _one_store(results)
     check_ray_address(ray)  # the words first: before a spec is read or a model built
     check_target_name(target)
     if ray is not None:
@@ -491,7 +506,7 @@ def query(
     sql: Annotated[str, typer.Argument(
         help="SQL (DuckDB) over the views trials, processes, latencies, nodes, layers, agreement, timeline, "
         "environments, runs and history (columns: docs/query.md).", show_default=False)],
-    results: Annotated[str | None, typer.Option(
+    results: Annotated[list[str] | None, typer.Option(
         callback=_store_option,
         help="Results store: a folder, or an fsspec URL such as s3://bucket/results (default: <project>/results)."
     )] = None,
@@ -501,7 +516,8 @@ def query(
     """Ask the results store a question in SQL: every experiment, commit and machine at once (DuckDB, read-only)."""
     from generator.cli.query import query_command
 
-    store = results if results is not None else str(_default_results(Path.cwd()))
+    given = _one_store(results)
+    store = given if given is not None else str(_default_results(Path.cwd()))
     typer.echo(safe(query_command(sql, store, format_, output), lines=True), nl=False)  # values are anyone's
 
 
