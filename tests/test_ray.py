@@ -294,3 +294,39 @@ def test_address_that_is_not_a_ray_head(project, tmp_path):
     assert "the address of a running Ray head as `ray start --head` prints it" in message
     assert [line for line in run.stderr.splitlines() if line.startswith("[")] == []  # "[date W pid] rpc_client.h"
     assert took < 30 and not (tmp_path / "r").exists()
+
+
+def test_groups_whose_target_lost_its_only_node_are_failed_not_waited_for_forever():
+    """The only node offering a target died mid-run: Ray kept its group pending for good and the run hung with
+    no message. The run's waiting loop looks at the cluster's live nodes; a target missing at two looks in a row
+    has its groups cancelled and their trials reported failed (never stored). The cluster's answers are stood
+    in for here: killing a node of the module's cluster would take it from the other tests."""
+    from types import SimpleNamespace
+
+    from generator.plan import Configuration
+    from generator.runner import cluster as C
+    from generator.runner.sides import RunSummary
+
+    class Cluster:
+        def __init__(self) -> None:
+            self.alive = [{"Alive": True, "Resources": {C.NODE_RESOURCE: 1.0, f"{C.TARGET_PREFIX}x86": 1.0}}]
+            self.cancelled: list[str] = []
+
+        def nodes(self) -> list[dict]:
+            return self.alive
+
+        def cancel(self, ref: str, force: bool) -> None:
+            self.cancelled.append(ref)
+
+    trial = SimpleNamespace(label="a b1 t1 c1")
+    jobs = [SimpleNamespace(target=t, config=Configuration(), trials=(trial,)) for t in ("x86", "arm")]
+    fan = SimpleNamespace(jobs=jobs, summary=RunSummary("e", "r", [], 1.0))
+    progress = SimpleNamespace(trial_done=lambda *_: None)
+    ray, pending = Cluster(), {"ref-x86": 0, "ref-arm": 1}
+    gone = C._drop_orphans(ray, fan, pending, set(), progress)  # first look: arm missing, not yet given up
+    assert gone == {"arm"} and set(pending) == {"ref-x86", "ref-arm"} and not ray.cancelled
+    C._drop_orphans(ray, fan, pending, gone, progress)  # second look: cancelled, failed, never stored
+    assert ray.cancelled == ["ref-arm"] and set(pending) == {"ref-x86"}
+    assert fan.summary.failed == [("a b1 t1 c1 (b1 t1 c1 on arm)", "no live node of the cluster offers target arm any "
+                                   "more (its node left the cluster while the run waited for it)")]
+    assert fan.summary.unstored_failures == 1 and fan.summary.ok_count == 0

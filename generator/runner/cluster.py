@@ -49,6 +49,9 @@ from generator.spec import LoadedSpec
 from generator.versions import ModelVersion, prepare_versions
 
 NODE_RESOURCE = "perfsite_node"
+# How often a run waiting for its groups looks whether their targets still have a live node (two looks in a
+# row without one cancel the groups: Ray would keep them pending for good).
+NODE_CHECK_S = 10.0
 TARGET_PREFIX = "target:"
 # A task asks for this much of its target: enough to route it, too little to limit how many tasks the target's
 # nodes run (NODE_RESOURCE alone does that, one per node).
@@ -231,15 +234,48 @@ def _measure(ray: Any, fan: FanOut, progress: Progress, nodes: dict[str | None, 
         pending[options.remote(job, *[refs[f] for f in job.files])] = i
     parallel = max(1, min(sum(nodes.values()), len(fan.jobs)))
     progress.start(len(fan.summary.planned), fan.summary.estimate_s / parallel)
+    gone: set[str | None] = set()  # targets no live node offered at the last look
     try:
         while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            _collect(ray, fan, pending.pop(done[0]), done[0], progress)
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=NODE_CHECK_S)
+            if done:
+                _collect(ray, fan, pending.pop(done[0]), done[0], progress)
+                continue
+            gone = _drop_orphans(ray, fan, pending, gone, progress)
     except KeyboardInterrupt:
         for ref in pending:
             ray.cancel(ref, force=True)
         fan.summary.interrupted = True
     fan.summary.planned = _planned(fan)
+
+
+def _live_targets(ray: Any) -> set[str | None]:
+    """The targets some live measuring node offers (None: any measuring node)."""
+    measuring = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    measuring = [r for r in measuring if r.get(NODE_RESOURCE, 0) >= 1]
+    return {None} if not measuring else {None, *(k[len(TARGET_PREFIX):] for r in measuring for k in r
+                                                 if k.startswith(TARGET_PREFIX))}
+
+
+def _drop_orphans(ray: Any, fan: FanOut, pending: dict, gone: set[str | None], progress: Progress) -> set:
+    """Groups waiting for a target that no live node has offered at two looks in a row (its only node left the
+    cluster): Ray would keep them pending for good, the run waiting with them. They are cancelled and their
+    trials reported failed, never stored; the others go on. Returns the targets missing at this look."""
+    live = _live_targets(ray)
+    missing = {fan.jobs[i].target for i in pending.values()} - live
+    for ref, i in list(pending.items()):
+        job = fan.jobs[i]
+        if job.target in missing and job.target in gone:
+            ray.cancel(ref, force=True)
+            del pending[ref]
+            where = f"{job.config.label} on {job.target or 'any node'}"
+            reason = (f"no live node of the cluster offers target {job.target or '(any)'} any more (its node left "
+                      "the cluster while the run waited for it)")
+            fan.summary.failed += [(f"{t.label} ({where})", reason) for t in job.trials]
+            fan.summary.unstored_failures += len(job.trials)
+            for t in job.trials:
+                progress.trial_done(t, "failed")
+    return missing
 
 
 def _resources(target: str | None) -> dict[str, float]:
