@@ -289,3 +289,14 @@ def test_a_store_whose_backend_connects_when_opened_is_one_paragraph_without_the
                                            "endpoint cannot be reached") as refused:
         open_filesystem("ftp://u:s3cr3tPW@127.0.0.1:1/x")  # port 1: the connection is refused at once
     assert "s3cr3tPW" not in str(refused.value)
+
+
+def test_a_store_spelt_two_ways_is_read_once(tmp_path, monkeypatch):
+    """`build --results r1 --results ./r1/ --results <absolute r1>` read one store three times and noted each of
+    its trials as "stored both in r1/tiny and in r1/tiny"; a URL with and without its last slash likewise."""
+    from generator.results.stores import store_roots
+
+    (tmp_path / "r1").mkdir()
+    monkeypatch.chdir(tmp_path)
+    given = ["r1", "./r1/", str(tmp_path / "r1"), "s3://perf/main/", "s3://perf/main", "r2"]
+    assert store_roots(given) == ("r1", "s3://perf/main/", "r2")

@@ -9,19 +9,25 @@ tables always come from the store its `trials` row came from, so a trial is neve
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from generator.results.location import StoreRoot, shown
+from generator.results.location import StoreRoot, is_url, shown
 from generator.results.store import TRIAL_TABLES, ExperimentResults
 
 
 def store_roots(results: StoreRoot | Sequence[StoreRoot]) -> tuple[StoreRoot, ...]:
-    """One root or several, as a tuple in the order given, each named once."""
+    """One root or several, as a tuple in the order given, each store once however it is spelt (`r1`, `./r1/`
+    and its absolute path; a URL with and without its last slash): a store given twice was read as two, and
+    each of its trials named as "stored both in r1/tiny and in r1/tiny"."""
     roots = (results,) if isinstance(results, str | Path) else results
-    return tuple(dict.fromkeys(roots))
+    seen: dict[str, StoreRoot] = {}
+    for root in roots:
+        seen.setdefault(str(root).rstrip("/") if is_url(root) else os.path.realpath(root), root)
+    return tuple(seen.values())
 
 
 def merge_by_name(experiments: Sequence[ExperimentResults]) -> tuple[list[ExperimentResults], list[str]]:
