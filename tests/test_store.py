@@ -300,3 +300,20 @@ def test_a_store_spelt_two_ways_is_read_once(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     given = ["r1", "./r1/", str(tmp_path / "r1"), "s3://perf/main/", "s3://perf/main", "r2"]
     assert store_roots(given) == ("r1", "s3://perf/main/", "r2")
+
+
+def test_folders_of_one_name_in_two_stores_that_share_no_version_are_said_to(tmp_path):
+    """Two unrelated experiments that share a name (in two stores) were merged without a word, and the page
+    called one store's trials "versions no longer in its newest spec"."""
+    from support.diff import EXPERIMENT, Side, write_side
+
+    from generator.results.store import load_experiment
+    from generator.results.stores import merge
+
+    first = load_experiment(write_side(tmp_path / "r1", Side()) / EXPERIMENT)
+    other = load_experiment(write_side(tmp_path / "r7", Side(version="c")) / EXPERIMENT)
+    _, notes = merge([first, other])
+    assert notes == [f"{tmp_path / 'r7' / EXPERIMENT} and {tmp_path / 'r1' / EXPERIMENT} share the name cnn but no "
+                     "version name (c against fp32): two different experiments? They are shown as one; give one of "
+                     "them another `name:` (and results folder) to show them apart."]
+    assert merge([first, load_experiment(write_side(tmp_path / "r2", Side(seed=3)) / EXPERIMENT)])[1] == []

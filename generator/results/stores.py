@@ -55,6 +55,7 @@ def merge(parts: Sequence[ExperimentResults]) -> tuple[ExperimentResults, list[s
                 notes.append(_twice(both, earlier, part))
             keys -= earlier_keys
         kept.append(keys)
+    notes += _unrelated(parts)
     trials = pd.concat([_only(p.trials, k) for p, k in zip(parts, kept, strict=True)], ignore_index=True)
     trials = trials.sort_values(["finished_at", "trial_key"], kind="stable").reset_index(drop=True)
     newest = next(p for p in parts if trials["trial_key"].iloc[-1] in set(p.trials["trial_key"]))
@@ -67,6 +68,18 @@ def merge(parts: Sequence[ExperimentResults]) -> tuple[ExperimentResults, list[s
         problems=tuple(dict.fromkeys(q for p in parts for q in p.problems)),
         incomplete={k: v for p, keys in zip(parts, kept, strict=True) for k, v in p.incomplete.items() if k in keys},
     ), notes
+
+
+def _unrelated(parts: Sequence[ExperimentResults]) -> list[str]:
+    """Folders of one name in two stores that share no version name: more likely two experiments that happen to
+    share a name than one measured in two places. Merged as one all the same (the rule for a name), but said:
+    the pages would otherwise call one store's trials "versions no longer in its newest spec"."""
+    first = set(parts[0].trials["version"].astype(str))
+    return [f"{shown(p.path)} and {shown(parts[0].path)} share the name {parts[0].name} but no version name "
+            f"({', '.join(sorted(set(p.trials['version'].astype(str)))) or 'none'} against "
+            f"{', '.join(sorted(first)) or 'none'}): two different experiments? They are shown as one; give one "
+            "of them another `name:` (and results folder) to show them apart."
+            for p in parts[1:] if first and not first & set(p.trials["version"].astype(str))]
 
 
 def _twice(keys: set[str], first: ExperimentResults, second: ExperimentResults) -> str:
