@@ -7,6 +7,7 @@ PERFSITE_UPDATE_SNAPSHOTS=1) and built once with mkdocs --strict beside the over
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import replace
@@ -81,6 +82,21 @@ def test_target_names_label_machines_and_a_shared_name_gets_the_fingerprint_pref
     assert "arm-server" in {m.label for m in machines(results.environments, trials)}
     # The float `trials.target` (measure.target) is never taken for a name.
     assert all(m.targets == () for m in machines(results.environments, results.trials))
+
+
+def test_all_trials_name_the_target_each_was_measured_on(results):
+    """Trials of two targets measured on identical nodes were two rows of one version and configuration with
+    different figures and nothing to tell them apart: the table gets a Target column when any trial has one."""
+    plain = site_pages.experiment_pages(template_env(), experiment_view(results, "tiny-compare"))[0].markdown
+    assert "| Target |" not in plain
+    on_arm = results.trials["env_id"].isin(results.environments.loc[
+        results.environments["cpu_model"] == ARM["cpu_model"], "env_id"])
+    trials = results.trials.assign(target_name=[("arm-server" if a else None) for a in on_arm])
+    view = experiment_view(dataclasses.replace(results, trials=trials), "tiny-compare")
+    page = site_pages.experiment_pages(template_env(), view)[0].markdown
+    rows = [line for line in page.splitlines() if line.startswith("| fp32 | b1 t1 c1 |")]
+    assert "| Version | Configuration | Target | Environment |" in page
+    assert any("| arm-server |" in r for r in rows) and any("| — |" in r for r in rows), rows
 
 
 def test_cpu_models_are_shortened_readably():

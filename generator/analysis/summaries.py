@@ -98,6 +98,7 @@ class TrialSummary:
     budget_exhausted: bool = False
     measuring_s: float | None = None
     profile_iterations: int | None = None  # inferences the profiled pass's statistics are over, as stored
+    target_name: str | None = None  # the kind of machine a Ray run measured it on (`--target`, `targets:`)
 
     @property
     def ok(self) -> bool:
@@ -150,6 +151,7 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         preempted_share=_float(row.get("preempted_share")), ci_halfwidth=_float(row.get("ci_halfwidth")),
         target=_float(row.get("target")), budget_exhausted=bool(clean(row.get("budget_exhausted"))),
         measuring_s=_float(row.get("measuring_s")), profile_iterations=_int(row.get("profile_iterations")),
+        target_name=clean(row.get("target_name")),
     )
 
 

@@ -44,7 +44,8 @@ def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page
                                             view.percentile, view.spec.latency_threshold_ms)
     block = charts.chart_block("chart-latency-throughput", chart) if view.ok_trials else ""
     page = render(env, "experiment.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.name, True, e=view,
-                  chart=block, multi_env=len(view.environments) > 1, line_axis=charts.line_axis(view.trials),
+                  chart=block, multi_env=len(view.environments) > 1,
+                  multi_target=any(t.target_name for t in view.trials), line_axis=charts.line_axis(view.trials),
                   compares=compare_page.compare_links(view), chooser=view.chooser)
     return [page]
 
