@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -216,12 +216,15 @@ def _check_op_types(src: Path, options: Any, context: TransformContext) -> None:
     present = _op_types(src)
     unknown = [t for t in wanted if t not in present]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(present), n=3)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ModelError(
             f"{context.loaded.path}: {context.field}.op_types: the model {src} has no node of type {unknown[0]!r}, "
-            f"so nothing would be quantized for it.{hint} Allowed: ONNX op types the model has "
-            f"({', '.join(sorted(present))}).")
+            f"so nothing would be quantized for it.{_did_you_mean(unknown[0], present)} Allowed: ONNX op types the "
+            f"model has ({', '.join(sorted(present))}).")
+
+
+def _did_you_mean(word: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(known), n=3)
+    return f" Did you mean {', '.join(close)}?" if close else ""
 
 
 def _check_quantized(src: Path, dst: Path, options: Any, context: TransformContext) -> None:
@@ -253,11 +256,10 @@ def _checked_exclude_nodes(src: Path, model_in: Path, options: Any, context: Tra
         names.update(n.name for n in onnx.load(str(path), load_external_data=False).graph.node)
     unknown = [n for n in excluded if n not in names]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(names), n=3)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ModelError(
             f"{context.loaded.path}: {context.field}.exclude_nodes: the model {src} has no node named "
-            f"{unknown[0]!r}.{hint} Names are the nodes' `name` fields, e.g. as shown by Netron."
+            f"{unknown[0]!r}.{_did_you_mean(unknown[0], names)} Names are the nodes' `name` fields, e.g. as shown "
+            "by Netron."
         )
     return excluded
 
