@@ -440,20 +440,23 @@ def _quick_note(trials: list[TrialDiff]) -> tuple[str, ...]:
     quick = sum(t.quick for t in trials)
     if not quick:
         return ()
-    which = "every configuration" if quick == len(trials) else f"{quick} of {len(trials)} configurations"
-    return (f"For {which}, a side was measured in quick mode (`--quick` or PERFSITE_QUICK, a preview): warm-up and "
-            "measurement were shrunk, so the figures are rough; measure without it before drawing conclusions.",)
+    return (f"For {_how_many(quick, len(trials))}, a side was measured in quick mode (`--quick` or PERFSITE_QUICK, "
+            "a preview): warm-up and measurement were shrunk, so the figures are rough; measure without it before "
+            "drawing conclusions.",)
 
 
 def _same_trial_note(trials: list[TrialDiff]) -> tuple[str, ...]:
     """Both sides hold the very same stored measurement: nothing was measured for the candidate, as
     when `perfsite diff git:main results` runs without a `perfsite run` before it. "No change" would be true of
     the numbers and say nothing about the candidate."""
-    same = [t for t in trials if t.same_measurement]
+    same = sum(t.same_measurement for t in trials)
     if not same:
         return ()
-    which = "every configuration" if len(same) == len(trials) else f"{len(same)} of {len(trials)} configurations"
-    return (f"For {which}, the baseline and the candidate are the same stored measurement (one trial, run and "
-             "finish time): nothing "
-            "was measured again for the candidate, so these show no change by construction. Measure the candidate "
-            "first (`perfsite run`), or compare with `perfsite diff --measure`.",)
+    return (f"For {_how_many(same, len(trials))}, the baseline and the candidate are the same stored measurement "
+            "(one trial, run and finish time): nothing was measured again for the candidate, so these show no "
+            "change by construction. Measure the candidate first (`perfsite run`), or compare with `perfsite diff "
+            "--measure`.",)
+
+
+def _how_many(count: int, total: int) -> str:
+    return "every configuration" if count == total else f"{count} of {total} configurations"

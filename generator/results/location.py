@@ -63,9 +63,9 @@ def refuse_url(text: str, what: str) -> None:
     `what` says which option takes folders only."""
     if _URL.match(text) or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/[^/]", text):
         raise ResultsError(f"{what} reads a results folder on this machine, and {shown(text)} is a URL. Allowed: a "
-                         "local folder; copy the store first (for example `aws s3 sync s3://bucket/path DIR`), "
-                         "then give DIR. `perfsite run`, `perfsite build --results` and `perfsite query` take "
-                         "URLs (docs/stores.md).")
+                           "local folder; copy the store first (for example `aws s3 sync s3://bucket/path DIR`), "
+                           "then give DIR. `perfsite run`, `perfsite build --results` and `perfsite query` take "
+                           "URLs (docs/stores.md).")
 
 
 def _scrubbed(text: str, url: str) -> str:

@@ -202,14 +202,23 @@ def _cannot_connect(address: str, why: str) -> str:
 
 def check_nodes(ray: Any, targets: set[str | None], address: str) -> dict[str | None, int]:
     """How many live nodes can measure each target; none is an error naming what the cluster offers."""
-    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
-    measuring = [r for r in nodes if r.get(NODE_RESOURCE, 0) >= 1]
-    offered = sorted({k[len(TARGET_PREFIX):] for r in measuring for k in r if k.startswith(TARGET_PREFIX)})
+    alive, measuring = _measuring_nodes(ray)
+    offered = sorted(_offered(measuring))
     counts = {t: sum(1 for r in measuring if t is None or TARGET_PREFIX + t in r) for t in targets}
     for target, n in sorted(counts.items(), key=lambda item: str(item[0])):
         if n == 0:
-            raise RunError(_no_node_message(target, address, offered, len(nodes)))
+            raise RunError(_no_node_message(target, address, offered, alive))
     return counts
+
+
+def _measuring_nodes(ray: Any) -> tuple[int, list[dict[str, float]]]:
+    """How many nodes are alive, and the resources of those perfsite may measure on."""
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    return len(nodes), [r for r in nodes if r.get(NODE_RESOURCE, 0) >= 1]
+
+
+def _offered(measuring: list[dict[str, float]]) -> set[str]:
+    return {k[len(TARGET_PREFIX):] for r in measuring for k in r if k.startswith(TARGET_PREFIX)}
 
 
 def _no_node_message(target: str | None, address: str, offered: list[str], alive: int) -> str:
@@ -251,10 +260,7 @@ def _measure(ray: Any, fan: FanOut, progress: Progress, nodes: dict[str | None, 
 
 def _live_targets(ray: Any) -> set[str | None]:
     """The targets some live measuring node offers (None: any measuring node)."""
-    measuring = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
-    measuring = [r for r in measuring if r.get(NODE_RESOURCE, 0) >= 1]
-    return {None} if not measuring else {None, *(k[len(TARGET_PREFIX):] for r in measuring for k in r
-                                                 if k.startswith(TARGET_PREFIX))}
+    return {None, *_offered(_measuring_nodes(ray)[1])}
 
 
 def _drop_orphans(ray: Any, fan: FanOut, pending: dict, gone: set[str | None], progress: Progress) -> set:
