@@ -526,6 +526,41 @@ def test_a_whole_run_slower_by_the_machine_is_not_called_slower():
     assert "None got slower" in text and "| slower |" not in text
 
 
+def test_a_side_whose_every_request_was_preempted_is_not_comparable_not_a_verdict(tmp_path):
+    """A candidate 1.5 times slower whose every request a neighbour preempted: no process kept enough clean
+    requests, and its figures fall back to every request for the pages. That fallback decided the verdict
+    ("slower", exit 2, and "no change" in a hostile user's run on a busy machine); a side needs two processes
+    with enough clean requests (docs/ci.md), so it is not comparable, and the note says why."""
+    import shutil
+
+    import pandas as pd
+
+    data = Path(__file__).parent / "data" / "drift-aa" / "run-0"
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    shutil.copytree(data, base)
+    shutil.copytree(data, cand)
+    def edit(table: Path, change) -> None:  # keeps the file's schema metadata (perfsite's version)
+        (path,) = table.glob("*.parquet")
+        frame = pd.read_parquet(path)
+        change(frame)
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(
+            pq.read_schema(path).metadata), path)
+
+    def slower_and_preempted(lat: pd.DataFrame) -> None:
+        lat["latency_ms"] *= 1.5
+        lat["run_delay_ms"] = lat["latency_ms"]
+
+    edit(base / "tiny" / "latencies", lambda lat: lat.__setitem__("run_delay_ms", 0.0))
+    edit(cand / "tiny" / "latencies", slower_and_preempted)
+    # Another measurement, not the baseline's own (the diff says when both sides are one measurement).
+    edit(cand / "tiny" / "trials", lambda t: t.__setitem__("finished_at", "2026-11-25T14:00:00+00:00"))
+    text, code = diff_command(str(base), str(cand), fail_on="regression")
+    assert code == 3 and text.startswith("**perfsite diff: not comparable**"), text
+    processes = len(pd.read_parquet(next((cand / "tiny" / "processes").glob("*.parquet"))))
+    assert (f"only 0 of {processes} measurement processes of the candidate kept enough clean (not preempted) "
+            "requests") in " ".join(text.split()), text
+
+
 def test_a_spec_in_one_checkout_only_is_measured_on_its_side_and_named(tmp_path):
     """`--measure` measured only the specs both checkouts hold: an experiment a pull request added was neither
     measured nor mentioned. It is measured on its side alone now, and the summary names it as such."""

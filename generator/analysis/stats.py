@@ -57,6 +57,10 @@ class ProcessSamples:
     latencies_ms: tuple[np.ndarray, ...]  # every (clean) request of each process
     throughput_ips: tuple[float, ...]  # each process's items / wall time (same order; clean when known)
     rounds: tuple[int, ...] = ()  # each process's interleaving round (same order), when stored
+    # The clean requests of the processes that kept enough of them (process_samples with preemption known and
+    # at least one such process); False: every request of every process, which serves a page's figures but
+    # must not decide a verdict when preemption was known (generator.diff.noise).
+    judged_clean: bool = False
 
     @property
     def processes(self) -> int:
@@ -96,7 +100,7 @@ def process_samples(processes: pd.DataFrame, latencies: pd.DataFrame, trial_key:
     values = tuple(requests[p][1] if judged_clean else requests[p][0] for p in order)
     column = "clean_throughput_ips" if judged_clean else "throughput_ips"
     throughput = tuple(_float(_get(by_process.get(p), column, "throughput_ips")) for p in order)
-    return ProcessSamples(values, throughput, tuple(_round(by_process.get(p)) for p in order))
+    return ProcessSamples(values, throughput, tuple(_round(by_process.get(p)) for p in order), judged_clean)
 
 
 def _round(row) -> int:

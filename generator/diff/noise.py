@@ -67,7 +67,10 @@ def side_samples(exp: ExperimentResults, row: pd.Series) -> SideSamples:
     procs = exp.processes[exp.processes["trial_key"] == key]
     if preemption_known(row):
         samples = process_samples(exp.processes, exp.latencies, key, True)
-        return SideSamples(samples, len(procs), len(procs) - samples.processes, True)
+        # No process kept enough clean requests: the samples fell back to every request, preempted ones
+        # included, which must not decide; every process counts as left out, so the side is not judgeable.
+        usable = samples.processes if samples.judged_clean else 0
+        return SideSamples(samples, len(procs), len(procs) - usable, True)
     starved = starved_processes(procs, clean(row.get("cores_expected")))
     if not starved or len(procs) - len(starved) < MIN_PROCESSES or 2 * len(starved) > len(procs):
         return SideSamples(process_samples(exp.processes, exp.latencies, key), len(procs), len(starved))
