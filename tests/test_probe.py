@@ -184,3 +184,17 @@ def test_a_reprobe_keeps_the_better_figures_and_says_so(tmp_path, monkeypatch):
     assert again.peak_gflops_fp32 == 30.0 and again.bandwidth_gbs == 1.0
     assert "re-probed after a layer exceeded the earlier limits" in again.limits_quality
     assert probe.cached_limits(tmp_path, env.fingerprint, quick=True).reprobed
+
+
+def test_a_quick_reprobe_of_a_full_probe_still_serves_a_full_run(tmp_path, monkeypatch):
+    """A quick run re-probed a full probe: the cache was marked quick, so the next full run (a CI diff) probed
+    the machine from scratch again, about 9 s on a busy runner."""
+    env = capture_environment()
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): _fake(quick, 10.0))
+    probe.ensure_limits(env, quick=False, cache_dir=tmp_path)
+    probe.reprobe(env, quick=True, cache_dir=tmp_path)
+    cached = probe.cached_limits(tmp_path, env.fingerprint, quick=False)
+    assert cached is not None and cached.reprobed and not cached.quick
+    probe.reprobe(env, quick=True, cache_dir=tmp_path / "quick-only")
+    assert probe.cached_limits(tmp_path / "quick-only", env.fingerprint, quick=False) is None
+

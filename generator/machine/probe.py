@@ -110,10 +110,13 @@ def probe_machine(quick: bool, threads: int | None = None, isa: tuple[str, ...] 
 
 
 def best_of(a: MachineLimits, b: MachineLimits) -> MachineLimits:
-    """Each figure the higher of two probes (a shared machine only ever slows a probe down); the rest from `b`."""
+    """Each figure the higher of two probes (a shared machine only ever slows a probe down); the rest from `b`,
+    but for `quick`: the figures are at least a full probe's when either was one, so a quick run's re-probe
+    of a full probe leaves it good enough for a full run (which otherwise probed the machine all over again)."""
     int8 = max((x for x in (a.peak_gops_int8, b.peak_gops_int8) if x is not None), default=None)
     return dataclasses.replace(b, peak_gflops_fp32=max(a.peak_gflops_fp32, b.peak_gflops_fp32),
-                               peak_gops_int8=int8, bandwidth_gbs=max(a.bandwidth_gbs, b.bandwidth_gbs))
+                               peak_gops_int8=int8, bandwidth_gbs=max(a.bandwidth_gbs, b.bandwidth_gbs),
+                               quick=a.quick and b.quick)
 
 
 @dataclass
