@@ -236,6 +236,14 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
     model = base.read_bytes()
     for table in ("trials", "specs"):
         (tmp_path / "results" / "tiny" / table).mkdir(parents=True)
+    # Two checkouts for `diff --measure`: its outputs must not replace a spec or a file a spec names.
+    for side in ("co-base", "co-cand"):
+        (tmp_path / side / "e" / "models").mkdir(parents=True)
+        matmul_model(tmp_path / side / "e" / "models" / "tiny.onnx")
+        (tmp_path / side / "e" / "x.npy").write_bytes(b"not read before the check")
+        (tmp_path / side / "e" / "s.yaml").write_text("name: s\nmodels: {fp32: {path: models/tiny.onnx}}\n"
+                                                      "inputs: {x: {file: x.npy}}\n")
+    checkouts = {p: p.read_bytes() for p in (tmp_path / "co-base").rglob("*") if p.is_file()}
     cases = [
         (["count", "models/base.onnx", "models/cand.onnx", "--json", "models/base.onnx"],
          "error: --json models/base.onnx is the baseline model, which this command reads: writing there would "
@@ -255,6 +263,17 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
         (["diff", "a", "b", "--measure", "e/*.yaml", "--markdown", "b/.perfsite/paired/out.txt"],
          "error: --markdown b/.perfsite/paired/out.txt is inside the store b/.perfsite/paired of the measured "
          "results, which this command reads"),
+        # A measured diff read its specs and wrote the verdict over one (`--json experiments/s.yaml`), exit 0.
+        (["diff", "co-base", "co-cand", "--measure", "e/*.yaml", "--quick", "--json", "co-cand/e/s.yaml"],
+         "error: --json co-cand/e/s.yaml is the candidate's spec co-cand/e/s.yaml, which this command reads: "
+         "writing there would replace it. Nothing was measured or written."),
+        (["diff", "co-base", "co-cand", "--measure", "e/*.yaml", "--markdown", "co-base/e/models/tiny.onnx"],
+         "error: --markdown co-base/e/models/tiny.onnx is the file at `models.fp32.path` in the baseline's spec "
+         "co-base/e/s.yaml, which this command reads: writing there would replace it. Nothing was measured or "
+         "written."),
+        (["diff", "co-base", "co-cand", "--measure", "e/*.yaml", "--bencher-json", "co-cand/e/x.npy"],
+         "error: --bencher-json co-cand/e/x.npy is the file at `inputs.x.file` in the candidate's spec "
+         "co-cand/e/s.yaml, which this command reads"),
         # A command that reads no store does not write into one either (an experiment folder: trials/, specs/).
         (["count", "models/base.onnx", "models/cand.onnx", "--json", "results/tiny/trials/K.parquet"],
          f"error: --json results/tiny/trials/K.parquet is inside {tmp_path}/results/tiny, an experiment's results "
@@ -267,6 +286,8 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
         assert out.returncode == 1 and "Traceback" not in out.stderr and flat.startswith(first_words), (args, flat)
     assert base.read_bytes() == model and not (tmp_path / "out.txt").exists()
     assert not list((tmp_path / "results").rglob("*.*"))
+    assert {p: p.read_bytes() for p in (tmp_path / "co-base").rglob("*") if p.is_file()} == checkouts
+    assert not (tmp_path / "co-cand" / ".perfsite").exists()  # nothing measured
 
 
 def test_only_with_one_value_the_spec_lacks_is_refused_not_dropped(tmp_path):

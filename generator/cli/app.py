@@ -430,7 +430,7 @@ def diff(
 
     Exit status: 0 no regression, 1 user error, 2 regression (with --fail-on regression), 3 not comparable.
     """
-    from generator.cli.diff import check_side_options, diff_command, measure_sides
+    from generator.cli.diff import check_side_options, diff_command, measure_sides, measured_files
     from generator.cli.terminal import check_output_files
     from generator.results.location import refuse_url
 
@@ -438,10 +438,13 @@ def diff(
                                                       "--results": results is not None})
     if results is not None:
         refuse_url(results, "`perfsite diff --results` (the folder a git:REF side reads)")
-    check_output_files({"--markdown": markdown, "--json": json_out, "--benchmark-latency-json": benchmark_latency_json,
-                        "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json},
-                       stores=_diff_stores(baseline, candidate, measure, store))
+    outputs = {"--markdown": markdown, "--json": json_out, "--benchmark-latency-json": benchmark_latency_json,
+               "--benchmark-throughput-json": benchmark_throughput_json, "--bencher-json": bencher_json}
+    check_output_files(outputs, stores=_diff_stores(baseline, candidate, measure, store))
     if measure:
+        # The specs and the files they name are read only by a measured diff; checked before anything is measured.
+        if any(path is not None for path in outputs.values()):
+            check_output_files(outputs, inputs=measured_files(baseline, candidate, measure))
         baseline, candidate = measure_sides(baseline, candidate, measure, store, quick, latency_ratio,
                                             site_url)
     exports = {"github-action-benchmark-latency": benchmark_latency_json, "bencher": bencher_json,

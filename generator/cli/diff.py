@@ -109,10 +109,7 @@ def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Pat
 
     _check_options(None, latency_ratio, None)  # before measuring, not after
     _check_site_url(site_url)
-    for side in (baseline, candidate):
-        if side.startswith("git:"):
-            raise PerfsiteError(f"With --measure, BASELINE and CANDIDATE are checkouts (folders), not {side}: "
-                                "add one with `git worktree add --detach DIR REF` and pass DIR.")
+    _check_checkouts(baseline, candidate)
     folder = store if store is not None else Path(candidate) / ".perfsite" / "paired"
     bars: list[ProgressBar] = []
 
@@ -133,6 +130,23 @@ def measure_sides(baseline: str, candidate: str, patterns: list[str], store: Pat
               file=sys.stderr)
         raise KeyboardInterrupt
     return str(run.baseline_results), str(run.candidate_results)
+
+
+def measured_files(baseline: str, candidate: str, patterns: list[str]) -> dict[str, Path]:
+    """With --measure, the files the two checkouts' specs are read from and name, by role (for
+    generator.cli.terminal.check_output_files): `--json experiments/s.yaml` wrote the verdict over a spec it
+    had just measured."""
+    from generator.runner.paired import files_read
+
+    _check_checkouts(baseline, candidate)
+    return files_read(Path(baseline), Path(candidate), patterns)
+
+
+def _check_checkouts(baseline: str, candidate: str) -> None:
+    for side in (baseline, candidate):
+        if side.startswith("git:"):
+            raise PerfsiteError(f"With --measure, BASELINE and CANDIDATE are checkouts (folders), not {side}: "
+                                "add one with `git worktree add --detach DIR REF` and pass DIR.")
 
 
 def exit_code(verdict: str, fail_on: str | None) -> int:

@@ -72,6 +72,19 @@ def spec_files(folder: Path, patterns: Sequence[str]) -> list[Path]:
     return found
 
 
+def files_read(baseline: Path, candidate: Path, patterns: Sequence[str]) -> dict[str, Path]:
+    """What a paired run reads, by role (for messages): each checkout's spec files the globs match and the files
+    they name (models, calibration data, input files). An output option naming one of them must be refused
+    before anything is measured: the run would replace the spec or the model it had just measured."""
+    read: dict[str, Path] = {}
+    for side, folder in zip(SIDES, (baseline, candidate), strict=True):
+        for path in spec_files(Path(folder), patterns):
+            read[f"the {side}'s spec {path}"] = path
+            for field, named in load_spec(path).named_files().items():
+                read[f"the file at `{field}` in the {side}'s spec {path}"] = named
+    return read
+
+
 def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], store: Path, quick: bool = False,
                    progress: Callable[[str], Progress] | None = None,
                    latency_ratio: float | None = None) -> PairedRun:

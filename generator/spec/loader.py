@@ -251,6 +251,15 @@ class LoadedSpec:
                     found.add(self.model_file(name).resolve())
         return found
 
+    def named_files(self) -> dict[str, Path]:
+        """Every project file the spec names (model files, calibration data, input files), resolved, by its YAML
+        path (`models.fp32.path`); one that cannot be resolved is left out: the stage that reads it names it."""
+        found = {}
+        for loc, rel in _spec_paths(self.spec):
+            with contextlib.suppress(SpecError):
+                found[yaml_path(loc)] = self.resolve(rel, yaml_path(loc))
+        return found
+
     def same_file(self, other: LoadedSpec) -> bool:
         """The same spec twice in one command: one file (given twice, or through a link), or the same text."""
         return os.path.realpath(self.path) == os.path.realpath(other.path) or self.sha256 == other.sha256
