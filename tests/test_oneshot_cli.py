@@ -373,6 +373,44 @@ def test_a_missing_external_data_file_is_refused_before_the_machine_is_probed(tm
     assert "peak and bandwidth" not in text
 
 
+def test_a_report_file_perfsite_did_not_write_is_refused_before_measuring(tmp_path, monkeypatch, capsys):
+    """`echo mine > conv.perf.json; perfsite profile conv.onnx` replaced the user's file (and a page of theirs
+    named conv.perf.html), exit 0, as `perfsite example-models` refuses to do with a cnn.onnx of theirs."""
+    from generator.cli import main
+
+    dynamic_conv_model(tmp_path / "conv.onnx")
+    monkeypatch.chdir(tmp_path)
+    theirs = {"conv.perf.json": "mine\n", "conv.perf.html": "<!DOCTYPE html>\n<h1>mine</h1>\n"}
+    for name, text in theirs.items():
+        (tmp_path / name).write_text(text)
+        monkeypatch.setattr(sys, "argv", ["perfsite", "profile", "conv.onnx", "--dim", "H=8", "--dim", "W=8"])
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        err = " ".join(capsys.readouterr().err.split())
+        assert exit_.value.code == 1 and "Traceback" not in err and "Measuring" not in err, err
+        assert err.startswith(f"error: {tmp_path / name} already exists and is not a report perfsite wrote; writing "
+                              "the profile there would replace it. Nothing was measured. Allowed: remove or rename "
+                              "that file, or write the report elsewhere with --out DIR; a conv.perf.json or "
+                              "conv.perf.html an earlier `perfsite profile` wrote is replaced."), err
+        assert (tmp_path / name).read_text() == text
+        (tmp_path / name).unlink()
+    (tmp_path / "conv.perf.json").symlink_to(tmp_path / "conv.onnx")  # replaced by the report, not written through
+    with pytest.raises(SystemExit):
+        main()
+    assert f"error: {tmp_path / 'conv.perf.json'} is a symbolic link, which the report would replace;" in " ".join(
+        capsys.readouterr().err.split())
+
+
+def test_a_report_perfsite_wrote_is_replaced(cnn_run, tmp_path):
+    """The other side of the refusal above: the JSON and page of an earlier `perfsite profile` are its own."""
+    from generator.oneshot import check_output_folder
+
+    _, _, cwd = cnn_run
+    for name in ("cnn.perf.json", "cnn.perf.html"):
+        shutil.copy(cwd / name, tmp_path / name)
+    check_output_folder(tmp_path / "cnn.perf.json", tmp_path / "cnn.perf.html", given=True)
+
+
 def test_a_scalar_model_is_profiled_and_a_page_that_fails_keeps_the_json(tmp_path, env):
     """Rank-0 input and output: the compute chart's bins are all 0 (its limit was divided by the highest bin, a
     ZeroDivisionError after the measurement). Then a page that fails to render (the test hook) keeps the JSON,

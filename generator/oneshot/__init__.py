@@ -21,6 +21,7 @@ from typing import Any
 
 from generator.errors import ResultsError, RunError
 from generator.oneshot.files import InputFile, describe, parse_input_files
+from generator.oneshot.owned import check_replaceable
 from generator.oneshot.shapes import (
     ResolvedInputs,
     ShapeError,
@@ -96,7 +97,8 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
 
 def check_output_folder(json_path: Path, html_path: Path, given: bool) -> None:
     """Refuse, before anything is measured, a report folder that cannot be created or written and a report
-    path that is a folder: otherwise the measurement would be lost at the end (ResultsError)."""
+    path that is a folder: otherwise the measurement would be lost at the end (ResultsError); and a file at a
+    report's path that perfsite did not write, which the report would replace (generator.oneshot.owned)."""
     folder = json_path.parent
     where = f"--out {folder}" if given else f"the current folder {folder} (no --out given)"
     allowed = "Allowed: --out with a folder you can write to (created if missing) or, by default, the current folder."
@@ -124,6 +126,8 @@ def check_output_folder(json_path: Path, html_path: Path, given: bool) -> None:
         if os.path.isdir(path):
             raise ResultsError(f"{where}: {path} is a folder, and the report is written to that path. Move or "
                                f"rename it, or choose another folder. {allowed}")
+        check_replaceable(path, f"a {json_path.name} or {html_path.name} an earlier `perfsite profile` wrote is "
+                                "replaced")
 
 
 def _inputs(model_path: Path, dims: Sequence[str], shapes: Sequence[str],
