@@ -620,6 +620,60 @@ def test_example_models_go_to_the_project_from_any_folder_of_it(tmp_path, monkey
     assert not (tmp_path / "experiments" / "experiments").exists()
 
 
+def _empty_value_command_lines() -> list[tuple[list[str], str]]:
+    """For every command and every parameter that takes a value (read from the app, so new ones are covered),
+    the command line giving it an empty word, with the option as the message names it; the parameters whose
+    command refuses an empty value in words of its own (generator.cli.empty_values.OWN_REFUSAL) are left out."""
+    import typer
+
+    from generator.cli import app
+    from generator.cli.empty_values import OWN_REFUSAL
+
+    cases = []
+    for name, command in typer.main.get_command(app).commands.items():
+        arguments = [p for p in command.params if p.param_type_name == "argument"]
+        given = ["x"] * len(arguments)
+        for i, param in enumerate(arguments):
+            if (name, param.name) not in OWN_REFUSAL:
+                cases.append(([name, *given[:i], "", *given[i + 1:]], param.name.upper()))
+        for option in (p for p in command.params if p.param_type_name == "option" and not p.is_flag):
+            if (name, option.name) not in OWN_REFUSAL:
+                cases.append(([name, *given, f"{option.opts[0]}="], option.opts[0]))
+                if option.opts[0] not in OPTIONAL_VALUES:
+                    cases.append(([name, *given, option.opts[0], " "], option.opts[0]))
+    return cases
+
+
+def test_an_empty_value_is_refused_by_the_name_of_its_option(tmp_path, monkeypatch, capsys):
+    """`--out "$DIR"` with the variable unset: typer made "" the current folder (`example-models ""` wrote the
+    models there, `compare --results ""` read it as the store, `diff --json ""` said "Cannot write ."), and a
+    text option tested for truth was ignored (`compare --config ""`, `build --baseline ""` built no changes
+    page). Every command refuses it, naming the option, before anything runs."""
+    from generator.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    cases = _empty_value_command_lines()
+    assert len(cases) > 60  # every command and option, not a sample
+    for args, named in cases:
+        monkeypatch.setattr(sys, "argv", ["perfsite", *args])
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        err = capsys.readouterr().err.strip()
+        flat = " ".join(err.split())
+        assert exit_.value.code == 1 and "Traceback" not in err and "\n\n" not in err, (args, err)
+        word = " " if " " in args else ""
+        assert flat.startswith(f"error: Invalid value for '{named}': got {word!r}, which names "), (args, flat)
+        assert flat.endswith(f"Run `perfsite {args[0]} --help` for the arguments and options it takes."), flat
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(sys, "argv", ["perfsite", "compare", "--a", "fp32", "--config", ""])
+    with pytest.raises(SystemExit):
+        main()
+    assert " ".join(capsys.readouterr().err.split()) == (
+        "error: Invalid value for '--config': got '', which names nothing (an unset variable in a script?); "
+        "allowed: a value for --config (Layer sections at e.g. batch=1,threads=2 (default: A's sweet spot)), or "
+        "no --config at all. Run `perfsite compare --help` for the arguments and options it takes.")
+
+
 @pytest.mark.parametrize("args", [["run", "spec.yaml", "--dry-run"], ["build", "--site", "site"],
                                   ["query", "SELECT 1"]])
 def test_an_empty_results_option_is_refused_not_read_as_some_folder(tmp_path, monkeypatch, capsys, args):

@@ -26,9 +26,9 @@ import typer
 
 import generator
 from generator.bounds import MAX_ITERATIONS, MAX_THREADS, MAX_WARMUP
+from generator.cli.empty_values import PerfsiteGroup, click_exceptions
 from generator.cli.pipes import (
     OutputClosed,
-    PipeSafeGroup,
     exit_output_closed,
     raise_output_closed_from_rich,
     standard_output_closed,
@@ -44,7 +44,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    cls=PipeSafeGroup,  # a reader that stops reading ends perfsite quietly with 141 (generator.cli.pipes)
+    # A reader that stops reading ends perfsite quietly with 141 (generator.cli.pipes); an empty value is refused
+    # by its option's name (generator.cli.empty_values).
+    cls=PerfsiteGroup,
 )
 
 EXIT_INTERRUPTED = 130
@@ -65,16 +67,6 @@ def _main(
     ] = False,
 ) -> None:
     """perfsite: is the INT8 version really faster, where does the time go, and did this change make it slower?"""
-
-
-def _store_option(value: str | list[str] | None) -> str | list[str] | None:
-    """--results as typed: an empty word (`--results "$RESULTS"` with the variable unset) named the default store
-    for `run`, the current folder for `build` and nothing for `query`; it names no store, so it is refused."""
-    for word in value if isinstance(value, list) else [value]:
-        if word is not None and not word.strip():
-            raise typer.BadParameter(f"got {word!r}, which names no store; allowed: a results folder or a URL such as "
-                                     "s3://bucket/results, or no --results at all for <project>/results")
-    return value
 
 
 def _one_store(value: list[str] | None) -> str | None:
@@ -104,7 +96,7 @@ def run(
     specs: Annotated[list[str], typer.Argument(help="Experiment spec files (YAML), or folders of them.",
                                                 show_default=False)],
     results: Annotated[
-        list[str] | None, typer.Option(metavar="DIR_OR_URL", callback=_store_option,
+        list[str] | None, typer.Option(metavar="DIR_OR_URL",
                                        help="Results root, a folder or a URL such as s3://bucket/results; each "
                                             "experiment goes to ROOT/<spec name>/ (default: <project>/results).")
     ] = None,
@@ -263,7 +255,7 @@ def schema() -> None:
 @app.command()
 def build(
     results: Annotated[list[str] | None, typer.Option(
-        metavar="DIR_OR_URL", callback=_store_option,
+        metavar="DIR_OR_URL",
         help="Results store to render: a folder or a URL such as s3://bucket/results (default: <project>/results). "
              "Repeat it to render several stores into one site; a trial stored in two counts once.")] = None,
     site: Annotated[Path | None, typer.Option(help="Where to write the site (default: <project>/site).")] = None,
@@ -510,7 +502,6 @@ def query(
         help="SQL (DuckDB) over the views trials, processes, latencies, nodes, layers, agreement, timeline, "
         "environments, runs and history (columns: docs/query.md).", show_default=False)],
     results: Annotated[list[str] | None, typer.Option(
-        callback=_store_option,
         help="Results store: a folder, or an fsspec URL such as s3://bucket/results (default: <project>/results)."
     )] = None,
     format_: Annotated[str, typer.Option("--format", help="Answer as table, csv, json or markdown.")] = "table",
@@ -661,7 +652,7 @@ def _main() -> None:
     except Exception as e:  # click's usage errors arrive here in non-standalone mode
         if type(e).__name__ == "NoArgsIsHelpError":
             sys.exit(0)  # plain `perfsite` (or a group without its command) asks for the help just printed
-        if isinstance(e, _click_exceptions()):
+        if isinstance(e, click_exceptions()):
             # Usage errors are user errors: one paragraph and exit 1, keeping 2 and 3 for `perfsite diff`.
             typer.echo(_paragraph(f"error: {_usage_message(e)}"), err=True)
             sys.exit(1)
@@ -699,20 +690,6 @@ def _usage_message(e: Exception) -> str:
 def _user_error(e: PerfsiteError) -> None:
     typer.echo(_paragraph(f"error: {e}"), err=True)
     sys.exit(e.exit_code)
-
-
-def _click_exceptions() -> tuple[type[Exception], ...]:
-    """Click's error class, and typer's own copy of it: typer 0.26 and later parse with `typer._click`, whose
-    ClickException is not click's (../shared/NOTES.md), so catching click's alone let every usage error out
-    as a traceback."""
-    import click
-
-    classes: list[type[Exception]] = [click.ClickException]
-    try:
-        from typer._click.exceptions import ClickException as TyperClickException
-    except ImportError:  # a typer that uses click itself
-        return tuple(classes)
-    return (*classes, TyperClickException)
 
 
 def _paragraph(text: str) -> str:
