@@ -21,22 +21,6 @@ from support.results import PAYLOAD
 
 pytestmark = pytest.mark.browser
 
-def test_every_page_renders_its_charts_offline_without_errors(chromium, built_site, site_url):
-    pages = html_pages(built_site)
-    assert "reports/cnn-int8/index.html" in pages and "reports/cnn-int8/profile-int8.html" in pages
-    total = 0
-    for url, page, visit in visit_pages(chromium, [site_url + rel for rel in pages]):
-        rel = url.removeprefix(site_url)
-        charts = assert_charts_drawn(page, rel)
-        total += charts
-        assert_no_mark_outside_its_frame(page, rel)
-        # The chart library is fetched only where a chart is drawn.
-        assert any("vega-embed.min.js" in r for r in visit.requests) == (charts > 0), rel
-        assert not visit.errors, f"{rel}: console errors {visit.errors}"
-        assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
-    assert total >= 3  # the experiment's chart and one op-time chart per profile page
-
-
 def test_clicking_a_header_sorts_the_trials_table(chromium, site_url):
     context, page, visit = open_page(chromium, site_url + "reports/cnn-int8/index.html")
     table = page.locator("article table", has=page.locator("th", has_text="Throughput (items/s)")).last
@@ -84,9 +68,22 @@ def test_charts_render_after_instant_navigation(chromium, instant_url):
     context.close()
 
 
-def test_payloads_in_results_show_as_text_and_never_run(chromium, payload_site, payload_url):
-    for url, page, visit in visit_pages(chromium, [payload_url + rel for rel in html_pages(payload_site)]):
+def test_every_page_renders_its_charts_offline_and_payloads_in_results_show_as_text_and_never_run(
+        chromium, payload_site, payload_url):
+    """Every page of the site of tests/support/results.py, whose names carry hostile payloads: its charts drawn
+    inside their frames, no console error, no request leaving 127.0.0.1, the chart library fetched only where a
+    chart is drawn, and every payload shown as text. (One visit of each page for both: the payload site has
+    every page of the plain one.)"""
+    pages = html_pages(payload_site)
+    assert "reports/cnn-int8/index.html" in pages and "reports/cnn-int8/profile-int8.html" in pages
+    total = 0
+    for url, page, visit in visit_pages(chromium, [payload_url + rel for rel in pages]):
         rel = url.removeprefix(payload_url)
+        charts = assert_charts_drawn(page, rel)
+        total += charts
+        assert_no_mark_outside_its_frame(page, rel)
+        assert any("vega-embed.min.js" in r for r in visit.requests) == (charts > 0), rel
+        assert not visit.errors, f"{rel}: console errors {visit.errors}"
         assert page.locator("img[src='x']").count() == 0, rel
         assert page.locator("a[href^='javascript']").count() == 0, rel
         if "profile" in rel or rel.endswith("cnn-int8/index.html"):
@@ -96,7 +93,8 @@ def test_payloads_in_results_show_as_text_and_never_run(chromium, payload_site, 
             assert PAYLOAD.split(" | ")[0] in page.locator('[data-section="kernels"]').inner_text(), rel
         hover_marks(page)
         assert not visit.dialogs, f"{rel}: a dialog fired: {visit.dialogs}"
-        assert not visit.foreign_requests(), rel
+        assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
+    assert total >= 3  # the experiment's chart and one op-time chart per profile page
 
 
 def test_searching_for_a_payload_lists_it_as_text(chromium, payload_url):
