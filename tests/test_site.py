@@ -9,8 +9,9 @@ from pathlib import Path
 import markdown
 import pytest
 import yaml
-from support.cli import ROOT
+from support.cli import ROOT, perfsite
 from support.results import PAYLOAD, write_results
+from support.site import folder_links, network_references
 
 from generator.errors import SiteError
 from generator.site import build_site
@@ -52,8 +53,8 @@ def test_builds_every_page_with_the_packaged_config(built):
     assert 'src="../../assets/perfsite/perfsite.js"' in html
     # The 830 KB chart library is loaded by perfsite.js on pages with a chart, not by every page.
     assert "vendor/vega" not in html and "vendor/vega" not in (site / "index.html").read_text()
-    assert "fonts.googleapis" not in html and "https://" not in re.sub(r'"\$schema":"[^"]*"', "", html).split(
-        "<footer")[0].split('<div class="md-content"')[1]
+    for page in site.rglob("*.html"):
+        assert not network_references(page.read_text()), page
 
 
 def test_generated_nav_lists_reports_per_experiment(built):
@@ -105,7 +106,8 @@ def test_a_project_nav_orders_its_docs_and_reports_follow_its_home(tmp_path, res
     assert nav[0] == {"Home": "index.md"} and list(nav[1]) == ["Reports"]
     assert nav[2] == {"Guide": [{"Spec": "spec.md"}, {"Architecture": "architecture.md"}]}
     assert nav[1]["Reports"][0] == {"All reports": "reports/index.md"}
-    assert (site / "architecture" / "index.html").is_file()  # this mkdocs.yml keeps directory URLs
+    # This mkdocs.yml leaves use_directory_urls out: links to .html files all the same (mkdocs' default is folders).
+    assert (site / "architecture.html").is_file() and not (site / "architecture").exists()
     assert (site / "reports" / "cnn-int8" / "index.html").is_file()
 
 
@@ -201,6 +203,86 @@ def test_missing_results_root_is_a_user_error(tmp_path):
     with pytest.raises(Exception) as info:
         build_site(tmp_path / "nope", tmp_path / "site", tmp_path)
     assert "does not exist" in str(info.value) and info.type.__name__ == "ResultsError"
+
+
+# Project mkdocs.yml files that leave perfsite's settings out: `theme: {name: material}` loaded Google Fonts and
+# linked folders, a file without `theme:` got mkdocs' own theme (highlight.js from cdnjs) and `theme: material`
+# replaced the packaged theme whole.
+LACKING = {
+    "material-without-font": "site_name: X\ntheme:\n  name: material\n",
+    "no-theme": "site_name: X\n",
+    "theme-as-a-word": "site_name: X\ntheme: material\nextra_css: [ours.css]\n",
+}
+
+
+@pytest.mark.parametrize("config", LACKING.values(), ids=LACKING)
+def test_a_project_config_lacking_the_offline_settings_still_builds_an_offline_site(tmp_path, results_root, config):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text("# Guide\n\n[Reports](reports/index.md)\n")
+    (tmp_path / "docs" / "ours.css").write_text("body {}\n")
+    (tmp_path / "mkdocs.yml").write_text(config)
+    site = build_site(results_root, tmp_path / "site", tmp_path)
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) >= 8 and (site / "guide.html").is_file()
+    assert (site / "reports" / "cnn-int8" / "index.html").is_file()
+    for page in pages:
+        html = page.read_text()
+        assert not network_references(html), (page, network_references(html))
+        assert not folder_links(html), (page, folder_links(html))
+    index = (site / "index.html").read_text()
+    assert 'href="reports/index.html"' in index and "assets/javascripts/bundle." in index  # Material's script
+    assert (site / "search" / "search_index.js").is_file()  # the offline plugin: search from disk too
+    theme = _config(tmp_path)["theme"]
+    assert theme["name"] == "material" and theme["font"] is False and "toc.integrate" in theme["features"]
+    if "theme:" not in config:  # the packaged theme whole: its palette (dark mode) and features
+        assert "palette" in theme and "navigation.prune" in theme["features"]
+
+
+# Settings that break the promise, and the words of the error that names them.
+REFUSED = {
+    "other-theme": ("theme: {name: readthedocs}", "`theme.name: readthedocs` cannot be used for perfsite's site",
+                    "Allowed for theme.name: `material` (mkdocs-material), or leave it out"),
+    "other-theme-as-a-word": ("theme: mkdocs", "`theme.name: mkdocs` cannot be used",
+                              "mkdocs' own theme loads highlight.js from a CDN"),
+    "web-font": ("theme: {name: material, font: {text: Roboto}}", "`theme.font: {text: Roboto}` cannot be used",
+                 "Google Fonts", "Allowed for theme.font: `false` (the reader's system fonts), or leave it out"),
+    "directory-urls": ("use_directory_urls: true", "`use_directory_urls: true` cannot be used",
+                       "a file listing when the site is opened from disk",
+                       "Allowed for use_directory_urls: `false` (links to .html files), or leave it out"),
+    "repository-button": ("repo_url: https://github.com/o/r", "`repo_url: https://github.com/o/r` cannot be used",
+                          "stars and forks from its host's API"),
+    "analytics": ("extra: {analytics: {provider: google, property: G-X}}", "`extra.analytics: {property: G-X, "
+                  "provider: google}` cannot be used"),
+    "cdn-script": ("extra_javascript: [ours.js, {path: 'https://cdn.example.org/lib/mathjax.js', async: true}]",
+                   "`extra_javascript` names https://cdn.example.org/lib/mathjax.js, which the built site would "
+                   "download on every page view", "e.g. assets/mathjax.js"),
+    "cdn-style": ("extra_css: ['//cdn.example.org/a.css']", "`extra_css` names //cdn.example.org/a.css"),
+    "remote-logo": ("theme: {name: material, logo: 'https://example.org/logo.png'}",
+                    "`theme.logo` names https://example.org/logo.png"),
+}
+
+
+@pytest.mark.parametrize("refused", REFUSED.values(), ids=REFUSED)
+def test_a_project_config_that_would_take_the_site_online_is_refused_naming_the_setting(tmp_path, results_root,
+                                                                                        refused):
+    setting, *words = refused
+    (tmp_path / "mkdocs.yml").write_text(f"site_name: X\n{setting}\n")
+    with pytest.raises(SiteError) as raised:
+        build_site(results_root, tmp_path / "site", tmp_path)
+    message = str(raised.value)
+    assert message.startswith(f"{tmp_path / 'mkdocs.yml'}: `"), message
+    assert all(w in message for w in words), message
+    assert "opens from disk (file://); change or remove that setting" in message and "\n" not in message
+    assert not (tmp_path / "site").exists()
+
+
+def test_the_command_line_refuses_a_web_font_with_one_paragraph(tmp_path, results_root):
+    (tmp_path / "mkdocs.yml").write_text("site_name: X\ntheme:\n  name: material\n  font:\n    text: Roboto\n")
+    out = perfsite("build", "--results", str(results_root), "--site", "site", cwd=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert " ".join(out.stderr.split()).startswith(f"error: {tmp_path / 'mkdocs.yml'}: `theme.font: {{text: "
+                                                   "Roboto}` cannot be used for perfsite's site: Material would "
+                                                   "load its fonts from Google Fonts"), out.stderr
 
 
 def test_packaged_config_is_offline_and_readable():

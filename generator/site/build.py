@@ -24,7 +24,7 @@ from generator.errors import SiteError
 from generator.results.location import StoreRoot, is_url, local_path, shown
 from generator.results.store import ResultsDir, find_experiments
 from generator.results.stores import store_roots
-from generator.site import charts, incremental, mkdocs_runner, publish, render_cache_files, vendor
+from generator.site import charts, incremental, mkdocs_runner, offline_settings, publish, render_cache_files, vendor
 from generator.site.pages import (
     REPORTS_DIR,
     Page,
@@ -154,6 +154,7 @@ def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[Sto
     found = _experiment_folders(roots, say)
     parent = _parent_config(project_root)
     parent_config = _read_config(parent)
+    offline_settings.check_project_config(parent, parent_config)
     build_dir = project_root / ".perfsite" / "build"
     if build_dir.exists():
         shutil.rmtree(build_dir)
@@ -381,36 +382,30 @@ def _write_config(
         "INHERIT": str(parent), "docs_dir": str(build_dir / "docs"), "site_dir": str(site_dir), "nav": nav,
     }
     for key, required in (("extra_javascript", vendor.extra_javascript()), ("extra_css", vendor.extra_css()),
-                          ("markdown_extensions", list(REQUIRED_EXTENSIONS)),
-                          ("plugins", _required_plugins(parent_config))):
+                          ("markdown_extensions", list(REQUIRED_EXTENSIONS)), ("plugins", list(REQUIRED_PLUGINS))):
         merged = _merged_list(parent_config.get(key) or [], required, parent, key)
         if merged is not None:
             config[key] = merged
-    # Search from a site opened from disk: the offline plugin inlines the index, the vendored shim runs the
-    # search worker (mkdocs merges `extra` dicts from INHERIT, but a list is replaced: keep the parent's).
+    # Links to .html files and the Material theme without web fonts, whatever the project's file leaves out
+    # (generator.site.offline_settings has refused other values).
+    packaged = _read_config(templates_dir() / "mkdocs.base.yml")
+    config.update(offline_settings.required_settings(parent_config, packaged))
+    theme, own_theme = config["theme"], parent_config.get("theme")
     # Report pages are long and their tables wide: the table of contents goes into the left navigation.
-    theme = parent_config.get("theme")
-    if isinstance(theme, dict) and theme.get("name") == "material":
-        features = list(theme.get("features") or [])
-        config["theme"] = {"features": features + [f for f in REQUIRED_FEATURES if f not in features]}
+    theme["features"] += [f for f in REQUIRED_FEATURES if f not in theme["features"]]
     # A theme's custom_dir is relative to the project's mkdocs.yml; mkdocs would read it beside this file.
-    if isinstance(theme, dict) and isinstance(theme.get("custom_dir"), str):
-        config.setdefault("theme", {})["custom_dir"] = str((parent.parent / theme["custom_dir"]).resolve())
+    if isinstance(own_theme, dict) and isinstance(own_theme.get("custom_dir"), str):
+        theme["custom_dir"] = str((parent.parent / own_theme["custom_dir"]).resolve())
     # The render cache's hooks after the project's own (a child config replaces the list: paths made absolute).
     own_hooks = [str((parent.parent / str(h)).resolve()) for h in parent_config.get("hooks") or []]
     config["hooks"] = own_hooks + [str(render_cache_files.HOOKS)]
+    # Search from a site opened from disk: the offline plugin inlines the index, the vendored shim runs the
+    # search worker (mkdocs merges `extra` dicts from INHERIT, but a list is replaced: keep the parent's).
     polyfills = list((parent_config.get("extra") or {}).get("polyfills") or [])
     config["extra"] = {"polyfills": polyfills + [p for p in vendor.polyfills() if p not in polyfills]}
     path = build_dir / "mkdocs.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
-
-
-def _required_plugins(parent_config: dict[str, Any]) -> list[str]:
-    """Search, and offline search where pages link .html files (opened from disk): a project whose
-    mkdocs.yml asks for directory URLs serves its site over HTTP, and the offline plugin would turn them off."""
-    offline = parent_config.get("use_directory_urls", True) is False
-    return list(REQUIRED_PLUGINS) if offline else [p for p in REQUIRED_PLUGINS if p != "offline"]
 
 
 def _entry_name(item: Any) -> Any:
@@ -475,3 +470,4 @@ def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, parent: Path, project_ro
             f"mkdocs build --strict failed (exit status {mkdocs.returncode}) for {config}. Broken links or "
             f"other warnings in the project's docs/ or mkdocs.yml fail the build; mkdocs said:\n{output}"
         )
+

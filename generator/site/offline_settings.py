@@ -1,0 +1,119 @@
+"""What a project's mkdocs.yml may not change: the settings that keep the built site offline and working from disk.
+
+perfsite promises a site that makes no request outside itself and opens from ``file://``. A project's
+mkdocs.yml is inherited by the build's configuration (generator.site.build), so without these settings a
+project file with `theme: {name: material}` loaded Google Fonts and linked folders (`reports/x/`, a file
+listing from disk), and one without `theme:` got mkdocs' own theme, which loads highlight.js from a CDN.
+
+A setting the project leaves out is set here (`required_settings`). A setting the project gives another value is
+refused, one paragraph naming the file, the key and what is allowed (`check_project_config`), rather than
+overridden with a warning: the site would then differ from what the project's file says, a warning scrolls
+past unread in CI, and an override can break the rest of the file (a readthedocs `custom_dir` under Material).
+Removing or changing one line is the fix, and the file then says what the site is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from generator.errors import SiteError
+
+THEME = "material"
+ADVICE = ("The site perfsite builds makes no request outside itself and opens from disk (file://); change or "
+          "remove that setting (perfsite sets what is left out).")
+
+
+@dataclass(frozen=True)
+class Rule:
+    key: str  # the setting's path in mkdocs.yml, dotted
+    allowed: Callable[[Any], bool]  # whether a value the project gives keeps the promise
+    harm: str  # why a value that is not allowed breaks the promise
+    allowed_text: str  # what the error says is allowed
+
+
+def _is_false(value: Any) -> bool:
+    return value is False
+
+
+def _never(_value: Any) -> bool:
+    return False  # a key allowed only when left out
+
+
+# A registry of the settings perfsite refuses other values of (the URL-valued resources are checked apart).
+RULES: tuple[Rule, ...] = (
+    Rule("theme.name", lambda v: v == THEME, "perfsite's pages are made for the Material theme (their layout, "
+         "search from disk; mkdocs' own theme loads highlight.js from a CDN)",
+         f"`{THEME}` (mkdocs-material), or leave it out"),
+    Rule("theme.font", _is_false, "Material would load its fonts from Google Fonts on every page view",
+         "`false` (the reader's system fonts), or leave it out"),
+    Rule("use_directory_urls", _is_false, "pages would link folders (`reports/x/`), which a browser shows as a "
+         "file listing when the site is opened from disk", "`false` (links to .html files), or leave it out"),
+    Rule("repo_url", _never, "Material would fetch the repository's stars and forks from its host's API on every "
+         "page view", "leave it out (link the repository from a page of your docs instead)"),
+    Rule("extra.analytics", _never, "the pages would load an analytics script from the network on every page view",
+         "leave it out"),
+)
+# Settings naming files the pages load: a URL there is a download on every page view.
+RESOURCE_KEYS = ("extra_javascript", "extra_css", "extra.polyfills", "theme.logo", "theme.favicon")
+
+
+def check_project_config(path: Path, config: dict[str, Any]) -> None:
+    """Refuse a project mkdocs.yml whose settings would make the site load from the network or break from disk."""
+    if isinstance(config.get("theme"), str):  # `theme: readthedocs`, mkdocs' short form of `theme: {name: ...}`
+        config = {**config, "theme": {"name": config["theme"]}}
+    for rule in RULES:
+        found, value = _lookup(config, rule.key)
+        if found and not rule.allowed(value):
+            raise SiteError(f"{path}: `{rule.key}: {_shown(value)}` cannot be used for perfsite's site: "
+                            f"{rule.harm}. Allowed for {rule.key}: {rule.allowed_text}. {ADVICE}")
+    for key in RESOURCE_KEYS:
+        for url in _urls(_lookup(config, key)[1]):
+            raise SiteError(f"{path}: `{key}` names {url}, which the built site would download on every page "
+                            f"view. Allowed in {key}: files of the site (download it once into your docs "
+                            f"folder and name it by its path there, e.g. assets/{_file_name(url)}). {ADVICE}")
+
+
+def required_settings(config: dict[str, Any], packaged: dict[str, Any]) -> dict[str, Any]:
+    """The settings the build's configuration adds over the project's (`config`, checked): links to .html files,
+    and the Material theme without web fonts, its `features` list as the project's file has it (the build adds
+    to that list, which a child configuration replaces whole). A project without a theme gets the packaged one
+    (`packaged`: site_templates/mkdocs.base.yml, parsed), palette and features included."""
+    theme = config.get("theme")
+    if theme is None:
+        packaged_theme = packaged["theme"]
+        features = list(packaged_theme.get("features") or [])
+        return {"use_directory_urls": False, "theme": {**packaged_theme, "features": features}}
+    features = list(theme.get("features") or []) if isinstance(theme, dict) else []
+    # `name` too: mkdocs merges a child's theme into the parent's only where both are mappings (`theme: material`).
+    return {"use_directory_urls": False, "theme": {"name": THEME, "font": False, "features": features}}
+
+
+def _lookup(config: dict[str, Any], dotted: str) -> tuple[bool, Any]:
+    value: Any = config
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def _urls(value: Any) -> list[str]:
+    """The entries of a resource setting (a path, a list of paths or of mappings with `path`) that are URLs of
+    another host: http(s), or protocol-relative (`//cdn.example/x.js`)."""
+    entries = value if isinstance(value, list) else [value]
+    names = [e.get("path") if isinstance(e, dict) else e for e in entries]
+    return [n for n in names if isinstance(n, str) and (urlsplit(n).scheme in ("http", "https") or n.startswith("//"))]
+
+
+def _file_name(url: str) -> str:
+    return urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1] or "file"
+
+
+def _shown(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True).strip().removesuffix("...").strip()
