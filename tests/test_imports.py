@@ -156,3 +156,10 @@ def test_the_mkdocs_hooks_are_imported_by_mkdocs_alone_and_share_their_names_wit
               if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
     assert values["CACHE_ENV"] == render_cache_files.CACHE_ENV and values["USED"] == render_cache_files.USED
     assert render_cache_files.HOOKS.is_file()
+    # generator.site.choice_links, mkdocs' other hook, imports nothing either; its names are the pages'.
+    from generator.site import build, choice_links, chooser_page, page_base
+
+    assert not graph["generator.site.choice_links"]
+    assert not sorted(m for m, imported in graph.items() if "generator.site.choice_links" in imported)
+    assert (choice_links.REPORTS_DIR, choice_links.CHOOSER_PAGE) == (page_base.REPORTS_DIR, chooser_page.CHOOSER_PAGE)
+    assert build.CHOICE_LINKS_HOOKS == Path(choice_links.__file__)

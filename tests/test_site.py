@@ -10,6 +10,7 @@ import markdown
 import pytest
 import yaml
 from support.cli import ROOT, perfsite
+from support.compare import write_compare_results
 from support.results import PAYLOAD, write_results
 from support.site import folder_links, network_references
 
@@ -168,6 +169,28 @@ def test_broken_links_in_docs_fail_with_mkdocs_output(tmp_path, results_root):
     (tmp_path / "docs" / "guide.md").write_text("# Guide\n\n[missing](nowhere.md)\n")
     with pytest.raises(SiteError, match=r"(?s)mkdocs build --strict failed.*nowhere\.md"):
         build_site(results_root, tmp_path / "site", tmp_path)
+
+
+def test_a_failed_build_quotes_mkdocs_warnings_only_and_no_notice_about_generated_pages(tmp_path):
+    """A compare page links the chooser with its choice in the fragment (`choose.md#a=fp32&…`), which mkdocs'
+    anchor check took for a missing anchor: an INFO line per compare page quoted in the error of a build failed
+    by the project's own broken link, and a failed build for a project asking for `validation: {anchors: warn}`.
+    Those links are not checked (generator.site.choice_links), the project's own anchors still are, and the
+    error quotes mkdocs' warnings without its INFO lines (the staging folder it cleaned, ...)."""
+    write_compare_results(tmp_path / "results")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\n[missing](nowhere.md) and [there](#no-such-heading)\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nvalidation: {anchors: warn}\n")
+    with pytest.raises(SiteError) as raised:
+        build_site(tmp_path / "results", tmp_path / "site", tmp_path)
+    message = str(raised.value)
+    quoted = message.split("mkdocs said:\n", 1)[1].splitlines()
+    assert quoted[-1] == "Aborted with 2 warnings in strict mode!", message
+    assert [line.split(" -  ")[0].strip() for line in quoted[:-1]] == ["WARNING", "WARNING"], message
+    assert "'nowhere.md'" in message and "'#no-such-heading'" in message
+    assert "INFO" not in message and "choose.md" not in message and ".site.perfsite-new" not in message
+    assert (tmp_path / ".perfsite" / "build" / "docs" / "reports" / "tiny-compare" / "compare-fp32-vs-best.md"
+            ).read_text().count("(choose.md#a=fp32&") == 1  # the page does link its pair in the chooser
 
 
 def test_a_broken_link_converted_by_a_child_process_still_fails_the_build(tmp_path, results_root):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,7 +46,10 @@ REQUIRED_EXTENSIONS = ("admonition", "tables", "toc", "md_in_html", "abbr", "pym
 # mkdocs-material's offline plugin: search works on a site opened from disk (file://), with vendor.POLYFILLS.
 REQUIRED_PLUGINS = ("search", "offline")
 REQUIRED_FEATURES = ("toc.integrate",)
+# mkdocs hooks after the render cache's: links carrying the chooser's state are not anchors to check.
+CHOICE_LINKS_HOOKS = Path(__file__).with_name("choice_links.py")
 MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
+MKDOCS_LEVEL = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) +-  ")  # how mkdocs starts a logged message
 CONFIG_ERROR = "Aborted with a configuration error!"  # mkdocs' words when its configuration does not validate
 
 
@@ -398,7 +402,7 @@ def _write_config(
         theme["custom_dir"] = str((parent.parent / own_theme["custom_dir"]).resolve())
     # The render cache's hooks after the project's own (a child config replaces the list: paths made absolute).
     own_hooks = [str((parent.parent / str(h)).resolve()) for h in parent_config.get("hooks") or []]
-    config["hooks"] = own_hooks + [str(render_cache_files.HOOKS)]
+    config["hooks"] = own_hooks + [str(render_cache_files.HOOKS), str(CHOICE_LINKS_HOOKS)]
     # Search from a site opened from disk: the offline plugin inlines the index, the vendored shim runs the
     # search worker (mkdocs merges `extra` dicts from INHERIT, but a list is replaced: keep the parent's).
     polyfills = list((parent_config.get("extra") or {}).get("polyfills") or [])
@@ -463,7 +467,8 @@ def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, parent: Path, project_ro
     stdout, stderr = mkdocs.communicate(json.dumps(job) + "\n")
     render_cache_files.commit(render_cache, mkdocs.returncode == 0)
     if mkdocs.returncode != 0:
-        output = (stdout + stderr).strip()[-MKDOCS_OUTPUT_TAIL:]
+        # mkdocs logs to stderr and prints its last word ("Aborted with 1 warnings in strict mode!") to stdout.
+        output = _without_info(stderr + "\n" + stdout).strip()[-MKDOCS_OUTPUT_TAIL:]
         if CONFIG_ERROR in output:
             raise SiteError(_config_error(parent, config, output))
         raise SiteError(
@@ -471,3 +476,19 @@ def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, parent: Path, project_ro
             f"other warnings in the project's docs/ or mkdocs.yml fail the build; mkdocs said:\n{output}"
         )
 
+
+def _without_info(output: str) -> str:
+    """mkdocs' output without its INFO messages (each a line `INFO    -  …` and the lines that continue it): they
+    never fail a build, and quoted in the error they read as more problems to fix ("Cleaning site directory",
+    the staging folder it builds into, notes on pages). Warnings, errors and anything else (a plugin's
+    traceback) are kept."""
+    kept, in_info = [], False
+    for line in output.splitlines():
+        level = MKDOCS_LEVEL.match(line)
+        if level:
+            in_info = level.group(1) in ("DEBUG", "INFO")
+        elif line[:1].strip():  # a line of its own, not indented under a message
+            in_info = False
+        if not in_info:
+            kept.append(line)
+    return "\n".join(line for line in kept if line.strip())  # blank lines too: mkdocs' last word starts with one
