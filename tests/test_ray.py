@@ -276,24 +276,40 @@ def test_cannot_connect(project, tmp_path):
     assert "Connection refused" in run.stderr and "docs/ray.md" in run.stderr
 
 
-def test_address_that_is_not_a_ray_head(project, tmp_path):
-    """A port that accepts connections and never answers: refused within seconds (Ray's own connection retried
-    for minutes), before any model version is built, without Ray's log lines, and with nothing written."""
+@pytest.fixture(scope="module", autouse=True)
+def silent_head(project, tmp_path_factory, _probe_cache):
+    """`perfsite run --ray` at a port that accepts connections and never answers, started with the module's
+    first test: its wait of several seconds for an answer overlaps the other tests instead of adding to them.
+    (socket, process, start time, results folder)"""
+    results = tmp_path_factory.mktemp("silent-head") / "r"
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()  # the kernel completes connections in the backlog: no accept() needed
         port = server.getsockname()[1]
-        started = time.monotonic()
-        run = perfsite("run", "spec.yaml", "--results", str(tmp_path / "r"), "--ray", f"127.0.0.1:{port}",
-                       cwd=project, timeout=60)
-        took = time.monotonic() - started
+        run = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", "spec.yaml", "--results", str(results),
+                                "--ray", f"127.0.0.1:{port}"], cwd=project, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PERFSITE_CACHE_DIR": str(_probe_cache), "PERFSITE_QUICK": "1"})
+        try:
+            yield port, run, time.monotonic(), results
+        finally:
+            run.kill()
+            run.communicate()
+
+
+def test_address_that_is_not_a_ray_head(silent_head):
+    """A port that accepts connections and never answers: refused within seconds (Ray's own connection retried
+    for minutes), before any model version is built, without Ray's log lines, and with nothing written."""
+    port, proc, started, results = silent_head
+    run = _finish(proc)
+    took = time.monotonic() - started
     message = " ".join(run.stderr.split())
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert message.startswith(f"error: Cannot connect to the Ray cluster at 127.0.0.1:{port}: it accepts "
                               "connections but did not answer within 5 s"), message
     assert "the address of a running Ray head as `ray start --head` prints it" in message
     assert [line for line in run.stderr.splitlines() if line.startswith("[")] == []  # "[date W pid] rpc_client.h"
-    assert took < 30 and not (tmp_path / "r").exists()
+    assert took < 30 and not results.exists()
 
 
 def test_groups_whose_target_lost_its_only_node_are_failed_not_waited_for_forever():
