@@ -52,9 +52,11 @@ def test_run_writes_every_table_skips_stored_trials_and_measures_only_an_added_b
     assert list(exp.spec.models) == ["fp32", "int8"]
     again = _run(cnn_project)
     assert again.measured == [] and len(again.planned) == 4 and all(p.stored for p in again.planned)
-    # A batch size added to the spec: only its trials are measured (one sweep serves both checks).
+    # A batch size added to the spec: only its trials are measured (one sweep serves both checks). Measured with
+    # their two processes only (budget_s is not part of a trial key, so the stored trials stay stored).
     spec = cnn_project / "spec.yaml"
-    spec.write_text(spec.read_text().replace("batch: [1, 2]", "batch: [1, 2, 3]"))
+    spec.write_text(spec.read_text().replace("batch: [1, 2]", "batch: [1, 2, 3]").replace(
+        "profile_iterations: 2}", "profile_iterations: 2, budget_s: 0.01}"))
     summary = _run(cnn_project)
     measured = {p.trial.config.batch for p in summary.planned if p.key in summary.measured}
     assert measured == {3} and len(summary.measured) == 2
@@ -96,13 +98,13 @@ def test_crashing_trial_is_recorded_and_the_sweep_goes_on(lean_cnn_project, monk
 
 def test_hanging_trial_times_out(cnn_project, monkeypatch):
     spec = cnn_project / "spec.yaml"
-    limits = "profile_iterations: 2, max_seconds: 1, timeout_s: 3}"
+    limits = "profile_iterations: 2, max_seconds: 0.5, timeout_s: 1.5}"  # a process that hangs costs timeout_s
     spec.write_text(spec.read_text().replace("profile_iterations: 2}", limits))
     monkeypatch.setenv("PERFSITE_TEST_FAULT", "hang")
     monkeypatch.setenv("PERFSITE_TEST_FAULT_VERSION", "cnn.onnx")
     _run(cnn_project, only="batch=1,version=fp32")
     row = pd.read_parquet(cnn_project / "results" / "tiny" / "trials").iloc[0]
-    assert row["status"] == "failed" and "timed out after 3 s" in row["error"]
+    assert row["status"] == "failed" and "timed out after 1.5 s" in row["error"], row["error"]
 
 
 def _wait_for_trials(folder, count, proc, limit_s=120):
