@@ -736,3 +736,25 @@ def test_a_ctrl_c_python_had_to_ignore_is_raised_again(tmp_path):
     assert done.returncode == 130, (done.returncode, done.stdout, done.stderr)
     assert "ran on to the end" not in done.stdout and "Exception ignored" not in done.stderr, done.stderr
     assert "Interrupted" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("command", [["run", "spec.yaml", "--quick"], ["build", "--results", "r"],
+                                     ["query", "select 1"]])
+def test_a_store_in_the_process_memory_is_refused_before_measuring(tmp_path, command):
+    """`run --results memory://bucket/x` measured into fsspec's in-process filesystem, printed "Results in
+    memory://bucket/x/tiny", exited 0 and kept nothing: the next `build` found no such store."""
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    out = perfsite(*command, "--results", "memory://bucket/x", cwd=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert " ".join(out.stderr.split()).startswith(
+        "error: --results memory://bucket/x names a store in this process's memory, gone when the command ends: "
+        "nothing written there would be found again"), out.stderr
+    assert "Allowed for --results: a local folder, or an fsspec URL" in " ".join(out.stderr.split())
+    assert not (tmp_path / "results").exists() and not (tmp_path / ".perfsite").exists()  # nothing measured
+    from generator.errors import ResultsError
+    from generator.results.location import open_location
+
+    with pytest.raises(ResultsError, match="in this process's memory"):  # the library's one door to a store, too
+        open_location("memory://bucket/x/tiny")

@@ -69,6 +69,17 @@ def _main(
     """perfsite: is the INT8 version really faster, where does the time go, and did this change make it slower?"""
 
 
+def _store_option(value: str | list[str] | None) -> str | list[str] | None:
+    """--results as typed: a store that cannot outlive the process (memory://) is refused before a spec is read
+    (the store opens later, at the spec's folder). An empty word is refused by generator.cli.empty_values."""
+    from generator.results.location import refuse_in_process
+
+    for word in value if isinstance(value, list) else [value]:
+        if word is not None and word.strip():
+            refuse_in_process(word)
+    return value
+
+
 def _one_store(value: list[str] | None) -> str | None:
     """--results of a command that writes or reads one store, given as a list so that a repeat is seen: a
     second --results replaced the first without a word (`query … --results r1 --results r2` read r2 only)."""
@@ -96,7 +107,7 @@ def run(
     specs: Annotated[list[str], typer.Argument(help="Experiment spec files (YAML), or folders of them.",
                                                 show_default=False)],
     results: Annotated[
-        list[str] | None, typer.Option(metavar="DIR_OR_URL",
+        list[str] | None, typer.Option(metavar="DIR_OR_URL", callback=_store_option,
                                        help="Results root, a folder or a URL such as s3://bucket/results; each "
                                             "experiment goes to ROOT/<spec name>/ (default: <project>/results).")
     ] = None,
@@ -255,7 +266,7 @@ def schema() -> None:
 @app.command()
 def build(
     results: Annotated[list[str] | None, typer.Option(
-        metavar="DIR_OR_URL",
+        metavar="DIR_OR_URL", callback=_store_option,
         help="Results store to render: a folder or a URL such as s3://bucket/results (default: <project>/results). "
              "Repeat it to render several stores into one site; a trial stored in two counts once.")] = None,
     site: Annotated[Path | None, typer.Option(help="Where to write the site (default: <project>/site).")] = None,
@@ -502,6 +513,7 @@ def query(
         help="SQL (DuckDB) over the views trials, processes, latencies, nodes, layers, agreement, timeline, "
         "environments, runs and history (columns: docs/query.md).", show_default=False)],
     results: Annotated[list[str] | None, typer.Option(
+        callback=_store_option,
         help="Results store: a folder, or an fsspec URL such as s3://bucket/results (default: <project>/results)."
     )] = None,
     format_: Annotated[str, typer.Option("--format", help="Answer as table, csv, json or markdown.")] = "table",

@@ -39,6 +39,9 @@ _TRANSPORT_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec", "g
 # What tells a rewritten object apart in fsspec's info(), by backend: S3's ETag, GCS's and Azure's etag, else a
 # modification time (local: mtime; S3: LastModified; Azure: last_modified; GCS: updated).
 CHANGE_MARKERS = ("ETag", "etag", "mtime", "LastModified", "last_modified", "updated")
+# fsspec protocols whose files live in this process's memory only: a store there is gone when the command ends
+# (`run --results memory://b/x` said "Results in memory://b/x/…" and the next `build` found nothing).
+IN_PROCESS_PROTOCOLS = ("memory",)
 ALLOWED = ("Allowed for --results: a local folder, or an fsspec URL such as s3://bucket/results (s3:// needs "
            "`pip install 'perfsite[s3]'`), with credentials and endpoint from the usual places (AWS_ACCESS_KEY_ID, "
            "AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, ~/.aws, fsspec's configuration; docs/stores.md).")
@@ -68,6 +71,16 @@ def refuse_url(text: str, what: str) -> None:
                            "URLs (docs/stores.md).")
 
 
+def refuse_in_process(root: StoreRoot) -> None:
+    """A store URL whose filesystem lives in this process only (IN_PROCESS_PROTOCOLS): refused, as `run` would
+    measure into it, report success and keep nothing."""
+    match = _URL.match(str(root)) if is_url(root) else None
+    if match and match["scheme"].lower() in IN_PROCESS_PROTOCOLS:
+        raise ResultsError(f"--results {shown(root)} names a store in this process's memory, gone when the command "
+                           "ends: nothing written there would be found again by `build`, `query` or the next `run`. "
+                           f"{ALLOWED}")
+
+
 def _scrubbed(text: str, url: str) -> str:
     """A backend's message with the URL's `user:password` part (which it may quote) cut out."""
     match = _USERINFO.match(url)
@@ -89,6 +102,7 @@ def local_path(root: StoreRoot) -> Path | None:
             raise ResultsError(f"The results store {shown(text)} is not a valid URL: a URL is written "
                                f"scheme://bucket/path (two slashes). {ALLOWED}")
         return Path(root)
+    refuse_in_process(root)
     match = _URL.match(str(root))
     if match["scheme"].lower() not in ("file", "local"):
         # `s3://bucket//path`: object stores keep the empty segment in the key (`/path/...`) and list it as
