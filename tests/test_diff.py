@@ -684,3 +684,16 @@ def test_an_interrupted_paired_run_says_once_what_running_it_again_does(tmp_path
     assert "run the same command again to measure the rest" not in said.out + err
     assert "tiny: 0 measured" in said.out + err  # the summaries are still printed
     assert err.count("Interrupted: no diff was made. Running the same command again measures every pair again.") == 1
+
+
+def test_the_exit_status_table_of_the_ci_page_is_the_codes():
+    """docs/ci.md gave exit 3 for "nothing measured on both sides", which is a user error (exit 1, as
+    test_nothing_in_common_is_a_user_error_not_exit_3 checks and docs/cli.md says)."""
+    from generator.cli.diff import EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_REGRESSION
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "ci.md").read_text()
+    table = page.split("### Exit status", 1)[1].split("\n\n", 2)[1]
+    rows = dict(re.findall(r"^\| (\d+) \| (.*) \|$", table, flags=re.M))
+    assert set(map(int, rows)) == {EXIT_OK, 1, EXIT_REGRESSION, EXIT_NOT_COMPARABLE}, rows
+    assert "share no version and configuration" in rows["1"]
+    assert "nothing measured" not in rows[str(EXIT_NOT_COMPARABLE)]
