@@ -307,6 +307,20 @@ def test_ctrl_c_during_a_query_is_interrupted_not_a_traceback(store):
     assert child.returncode == 130 and "Traceback" not in err and err.strip() == "Interrupted.", err
 
 
+def test_a_reader_that_stops_midway_ends_the_query_with_141(store):
+    """`perfsite query … | head -1` exited 0: the answer went out in one write, the pipe took 64 KB of it before
+    the reader left, and CPython's buffered stdout dropped the rest of a short write without an error. A real
+    pipe whose reader takes one line and goes, as `head -1` does: 141, as README and docs/cli.md promise (every
+    --format is written by the same call)."""
+    command = [sys.executable, "-m", "generator.cli", "query", "SELECT * FROM range(30000)", "--results",
+               str(store)]
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout.readline()  # the answer has started: the reader leaves in the middle of it
+    child.stdout.close()
+    err = child.stderr.read().decode(errors="backslashreplace")
+    assert child.wait(timeout=60) == 141 and err == "", (child.returncode, err)
+
+
 def test_extension_settings_are_off(store, monkeypatch, capsys):
     sql = ("SELECT current_setting('autoinstall_known_extensions') AS install, "
            "current_setting('autoload_known_extensions') AS load, current_setting('lock_configuration') AS locked")

@@ -29,6 +29,7 @@ from generator.bounds import MAX_ITERATIONS, MAX_THREADS, MAX_WARMUP
 from generator.cli.empty_values import PerfsiteGroup, click_exceptions
 from generator.cli.pipes import (
     OutputClosed,
+    echo_long,
     exit_output_closed,
     raise_output_closed_from_rich,
     standard_output_closed,
@@ -524,7 +525,7 @@ def query(
 
     given = _one_store(results)
     store = given if given is not None else str(_default_results(Path.cwd()))
-    typer.echo(safe(query_command(sql, store, format_, output), lines=True), nl=False)  # values are anyone's
+    echo_long(safe(query_command(sql, store, format_, output), lines=True))  # values are anyone's
 
 
 def _seconds_option(value: float) -> float:

@@ -21,10 +21,25 @@ from collections.abc import Iterator
 from typing import Any, NoReturn
 
 import rich.console
+import typer
 from typer.core import TyperGroup
 
 # What a shell reports for a process that SIGPIPE ended: 128 + the signal's number (13 on every Unix).
 EXIT_OUTPUT_CLOSED = 141
+
+
+# A pipe takes a write of at most PIPE_BUF bytes whole or not at all (POSIX). A longer one that the reader leaves
+# midway returns the part written, and CPython's buffered stdout drops the rest without an error: `perfsite query
+# … | head` wrote 600 KB in one call, lost all but 64 KB and exited 0, not 141. 1,024 characters are at most
+# 4,096 bytes in UTF-8, PIPE_BUF's smallest POSIX-allowed value being 512 and Linux's 4,096.
+WHOLE_WRITE_CHARS = getattr(select, "PIPE_BUF", 4096) // 4
+
+
+def echo_long(text: str) -> None:
+    """Write a long text to stdout in pieces a pipe takes whole, so that a reader that goes away midway is met
+    as a broken pipe (exit 141) and not as a short write Python ignores."""
+    for start in range(0, len(text), WHOLE_WRITE_CHARS):
+        typer.echo(text[start:start + WHOLE_WRITE_CHARS], nl=False)
 
 
 class OutputClosed(Exception):
