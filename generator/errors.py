@@ -69,3 +69,10 @@ class RayMissingError(PerfsiteError):
             "'perfsite[ray,cpu]'` (docs/ray.md). Every other command, and `perfsite run` without --ray, works "
             "without it."
         )
+
+
+def given_twice(option: str, key: str, first: object, second: object) -> str:
+    """The words for a repeated option that binds one key to two values (`--dim seq_len=8 --dim seq_len=16`):
+    the last one used to win without a word. Repeating one value is allowed, so only a conflict is refused."""
+    return (f"{option} gives {key} two values, {first} and {second} (in `{option} {key}=…` given twice); give "
+            "one value.")

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.cli import check_snapshots
+from support.cli import check_snapshots, perfsite
 from support.compare import PAYLOAD, sample_comparison, write_compare_results
 
 from generator.analysis import records_compare as R
@@ -201,6 +201,11 @@ def test_parse_config_types_values():
     assert parse_config(None) is None and parse_config(" ") is None
     with pytest.raises(PerfsiteError, match="is not KEY=VALUE"):
         parse_config("batch")
+    # `--config batch=1,batch=2` (and `--config batch=1 --config batch=2`, joined) compared at b2 without a word.
+    with pytest.raises(PerfsiteError, match=re.escape("--config gives batch two values, 1 and 2 (in `--config "
+                                                      "batch=…` given twice); give one value.")):
+        parse_config("batch=1,threads=1,batch=2")
+    assert parse_config("batch=1,batch=1") == {"batch": 1}
 
 
 def test_safe_removes_terminal_control_sequences():
@@ -231,6 +236,14 @@ def test_compare_command_on_recorded_results(tmp_path):
         compare_command(tmp_path, "int4")
     with pytest.raises(PerfsiteError, match="No experiment 'nope'"):
         compare_command(tmp_path, "fp32", experiment="nope")
+    # --config given twice: joined, so the conflict is seen (the last one won without a word).
+    twice = perfsite("compare", "--a", "fp32", "--results", str(tmp_path), "--config", "batch=1", "--config",
+                     "batch=2")
+    assert twice.returncode == 1 and " ".join(twice.stderr.split()) == (
+        "error: --config gives batch two values, 1 and 2 (in `--config batch=…` given twice); give one value.")
+    same = perfsite("compare", "--a", "fp32", "--b", "int8-static", "--results", str(tmp_path), "--config",
+                    "batch=1", "--config", "threads=1")
+    assert same.returncode == 0 and "Compared at b1 t1 c1" in same.stdout, same.stderr
 
 
 def _spec_with(spec: Spec, **fields) -> Spec:

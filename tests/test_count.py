@@ -127,6 +127,8 @@ def test_missing_model_file_is_one_paragraph(tmp_path, models):
 
 def test_bad_threshold_and_fail_on_are_user_errors(models):
     for args, said in ((["--threshold", "0.99"], "--threshold 0.99 must be a finite number above 1"),
+                       # the last --dim won without a word
+                       (["--dim", "batch=2", "--dim", "batch=4"], "--dim gives batch two values, 2 and 4"),
                        (["--threshold", "inf"], "--threshold inf must be a finite number above 1"),
                        (["--fail-on", "slower"], "--fail-on 'slower' is not known")):
         out = perfsite("count", str(models["base"]), str(models["slower"]), *args)

@@ -172,6 +172,25 @@ def test_bad_options_exit_1(tmp_path, env, args, message):
     assert message in " ".join(run.stderr.split()) and "Traceback" not in run.stderr
 
 
+def test_a_dim_or_shape_given_twice_with_two_values_is_refused(tmp_path, env):
+    """`--dim H=8 --dim H=16` profiled at 16 without a word (the last one won); `--shape` likewise. A repeat of
+    the same value is still allowed."""
+    model = dynamic_conv_model(tmp_path / "conv.onnx")
+    for args, said in ((["--dim", "W=8", "--dim", "H=8", "--dim", "H=16"],
+                        "--dim gives H two values, 8 and 16 (in `--dim H=…` given twice); give one value."),
+                       (["--shape", "x=1,3,8,8", "--shape", "x=1,3,8,9"],
+                        "--shape gives x two values, 1,3,8,8 and 1,3,8,9 (in `--shape x=…` given twice); give one "
+                        "value.")):
+        run = perfsite("profile", str(model), *args, cwd=tmp_path, env=env, timeout=120)
+        assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+        assert " ".join(run.stderr.split()) == f"error: {model}: {said}"
+    assert not list(tmp_path.glob("*.perf.*"))
+    from generator.oneshot.shapes import parse_dims, parse_shapes
+
+    assert parse_dims(["H=8", "H=8"], model) == {"H": 8}
+    assert parse_shapes(["x=1,3,8,8", "x=1,3,8,8"], model) == {"x": (1, 3, 8, 8)}
+
+
 def test_not_an_onnx_file_exits_1(tmp_path, env):
     (tmp_path / "model.onnx").write_bytes(b"PK\x03\x04 a zip, not a model")
     run = perfsite("profile", "model.onnx", cwd=tmp_path, env=env, timeout=120)

@@ -340,7 +340,8 @@ def compare(
     results: Annotated[str | None, typer.Option(help="Results root, a local folder (default: <project>/results).")
                        ] = None,
     config: Annotated[
-        str | None, typer.Option(help="Layer sections at e.g. batch=1,threads=2 (default: A's sweet spot).")
+        list[str] | None, typer.Option(metavar="KEY=VALUE,...", help="Layer sections at e.g. batch=1,threads=2 "
+                                       "(default: A's sweet spot); repeated, its items are joined.")
     ] = None,
     experiment: Annotated[
         str | None, typer.Option(help="Experiment name under the results root (needed when it holds several).")
@@ -353,7 +354,9 @@ def compare(
     if results is not None:
         refuse_url(results, "`perfsite compare --results`")
     root = Path(results) if results is not None else _default_results(Path.cwd())
-    typer.echo(compare_command(root, a, b, config, experiment), nl=False)
+    # A list, so that a repeat is seen: `--config batch=1 --config batch=2` compared at b2 without a word.
+    config_text = ",".join(config) if config else None
+    typer.echo(compare_command(root, a, b, config_text, experiment), nl=False)
 
 
 @app.command()
@@ -513,9 +516,10 @@ def query(
     sql: Annotated[str, typer.Argument(
         help="SQL (DuckDB) over the views trials, processes, latencies, nodes, layers, agreement, timeline, "
         "environments, runs and history (columns: docs/query.md).", show_default=False)],
-    results: Annotated[list[str] | None, typer.Option(
-        callback=_store_option,
-        help="Results store: a folder, or an fsspec URL such as s3://bucket/results (default: <project>/results)."
+    results: Annotated[list[str] | None, typer.Option(  # a list only so that a repeat is seen (_one_store)
+        metavar="DIR_OR_URL", callback=_store_option,
+        help="Results store: a folder, or an fsspec URL such as s3://bucket/results (default: <project>/results); "
+             "one store."
     )] = None,
     format_: Annotated[str, typer.Option("--format", help="Answer as table, csv, json or markdown.")] = "table",
     output: Annotated[Path | None, typer.Option(help="Write the answer to this file instead of the terminal.")] = None,

@@ -14,7 +14,7 @@ from typing import Any
 
 from generator.analysis.compare import compare_versions
 from generator.analysis.records_compare import Comparison, VersionTiming
-from generator.errors import ResultsError
+from generator.errors import ResultsError, given_twice
 from generator.numbers import num, pct
 from generator.results.store import find_experiments, load_experiment
 from generator.site.charts_compare import config_text
@@ -46,6 +46,8 @@ def parse_config(text: str | None) -> dict[str, Any] | None:
                 f"--config {text!r}: {item.strip()!r} is not KEY=VALUE. Give configuration axes and values "
                 "separated by commas, e.g. --config batch=1,threads=2."
             )
+        if config.get(key, _typed(value)) != _typed(value):
+            raise ResultsError(given_twice("--config", key, config[key], _typed(value)))
         config[key] = _typed(value)
     return config
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from generator.errors import ModelError, RunError
+from generator.errors import ModelError, RunError, given_twice
 from generator.inputs import ModelInput, describe_model_inputs, empty_axis_problem, format_input, make_feeds
 
 DEFAULT_BATCH = 1
@@ -61,6 +61,8 @@ def parse_dims(items: Sequence[str], model_path: Path) -> dict[str, int]:
                 f"{model_path}: --dim {item!r} is not NAME=VALUE with VALUE a positive integer; write for example "
                 "--dim seq_len=128 (NAME is a dim name the model declares, such as batch, seq_len or H)."
             )
+        if dims.get(match.group(1), value) != value:
+            raise ShapeError(f"{model_path}: {given_twice('--dim', match.group(1), dims[match.group(1)], value)}")
         dims[match.group(1)] = value
     return dims
 
@@ -77,7 +79,10 @@ def parse_shapes(items: Sequence[str], model_path: Path) -> dict[str, tuple[int,
                 f"{model_path}: --shape {item!r} is not INPUT=D1,D2,... with positive integer sizes; write for "
                 "example --shape input=1,3,224,224 (INPUT is the model's input name)."
             )
-        shapes[name] = tuple(int(s) for s in sizes if s is not None)
+        shape = tuple(int(s) for s in sizes if s is not None)
+        if shapes.get(name, shape) != shape:
+            raise ShapeError(f"{model_path}: {given_twice('--shape', name, _csv(shapes[name]), _csv(shape))}")
+        shapes[name] = shape
     return shapes
 
 
