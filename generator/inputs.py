@@ -320,7 +320,7 @@ def _from_value(feeder: _Feeder, name: str, value: Any, decl: ModelInput, dtype:
 
 
 def _from_file(feeder: _Feeder, name: str, spec: Any, decl: ModelInput, dtype: np.dtype) -> np.ndarray:
-    array = load_array_file(feeder.loaded, spec.file, getattr(spec, "key", None), f"inputs.{name}")
+    array = load_array_file(feeder.loaded, spec.file, getattr(spec, "key", None), spec_array_field(name))
     if not np.can_cast(array.dtype, dtype, casting="same_kind"):
         raise feeder.fail(
             name,
@@ -361,15 +361,28 @@ def fit_first_dim(array: np.ndarray, size: int) -> np.ndarray:
     return np.concatenate([array] * reps, axis=0)[:size]
 
 
-def load_array_file(loaded: Any, file: str, key: str | None, field: str) -> np.ndarray:
+class ArrayField(NamedTuple):
+    """Where an input's array file was named, in the words of that place, for its messages: a spec's
+    `inputs.x` (fields `file:` and `key:`) or the command line's `--input x=FILE.npz:KEY`."""
+
+    file: str  # how a message names the file: `inputs.x.file`, `--input x`
+    key: str  # how it names the .npz member
+    choose_key: str  # how to pick one of several members there
+
+
+def spec_array_field(name: str) -> ArrayField:
+    return ArrayField(f"inputs.{name}.file", f"inputs.{name}.key", "set `key:` to one of them")
+
+
+def load_array_file(loaded: Any, file: str, key: str | None, field: ArrayField) -> np.ndarray:
     """Read an array from a spec-relative ``.npy``, or ``.npz`` (member ``key``, or its only member)."""
-    path = loaded.resolve(file, f"{field}.file")
+    path = loaded.resolve(file, field.file)
     if not path.is_file():
         missing = "is a folder, not a .npy or .npz file" if path.is_dir() else "does not exist"
-        raise RunError(f"{loaded.path}: {field}.file: {path} {missing} (paths are relative to the spec file).")
+        raise RunError(f"{loaded.path}: {field.file}: {path} {missing} (paths are relative to the spec file).")
     def unreadable(e: Exception) -> RunError:
         why = "it holds Python objects, which perfsite does not unpickle" if "allow_pickle" in str(e) else str(e)
-        return RunError(f"{loaded.path}: {field}.file: {path} is not a readable .npy or .npz file "
+        return RunError(f"{loaded.path}: {field.file}: {path} is not a readable .npy or .npz file "
                         f"({type(e).__name__}: {why}). Allowed: numeric arrays saved with numpy.save or "
                         "numpy.savez.")
 
@@ -385,7 +398,7 @@ def load_array_file(loaded: Any, file: str, key: str | None, field: str) -> np.n
             key = keys[0]
         if key not in keys:
             raise RunError(
-                f"{loaded.path}: {field}.key: {path} holds the arrays {keys}; set `key:` to one of them"
+                f"{loaded.path}: {field.key}: {path} holds the arrays {keys}; {field.choose_key}"
                 + (f" (not {key!r})." if key is not None else ".")
             )
         try:

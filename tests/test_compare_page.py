@@ -236,6 +236,14 @@ def test_compare_command_on_recorded_results(tmp_path):
         compare_command(tmp_path, "int4")
     with pytest.raises(PerfsiteError, match="No experiment 'nope'"):
         compare_command(tmp_path, "fp32", experiment="nope")
+    # The advice speaks of where the configuration came from: --config here, a pair's `config:` in a spec.
+    with pytest.raises(PerfsiteError, match=r"Configurations of both: .*\. Name one of them with --config "
+                                            r"KEY=VALUE,\.\.\. \(any subset of its axes\)"):
+        compare_command(tmp_path, "fp32", "int8-static", "batch=7")
+    from generator.analysis.compare import compare_versions
+
+    with pytest.raises(PerfsiteError, match=r"Name one of them in the pair's `config:` \(any subset"):
+        compare_versions(load_experiment(tmp_path / "tiny-compare"), "fp32", "int8-static", {"batch": 7})
     # --config given twice: joined, so the conflict is seen (the last one won without a word).
     twice = perfsite("compare", "--a", "fp32", "--results", str(tmp_path), "--config", "batch=1", "--config",
                      "batch=2")

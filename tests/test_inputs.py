@@ -129,7 +129,7 @@ def test_npz_file_with_key(tmp_path: Path, model: Path) -> None:
     ids_feed = make_feeds(loaded, model, {"batch": 2, "seq_len": 4})["ids"]
     np.testing.assert_array_equal(ids_feed, [[1, 2, 3, 4]] * 2)
     missing = _loaded(tmp_path, _all_inputs(ids=_inp(file="data.npz")))
-    with pytest.raises(RunError, match=r"inputs\.ids\.key.*'ids', 'other'"):
+    with pytest.raises(RunError, match=r"inputs\.ids\.key.*'ids', 'other'\]; set `key:` to one of them\."):
         make_feeds(missing, model, {"batch": 2, "seq_len": 4})
 
 

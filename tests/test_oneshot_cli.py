@@ -164,6 +164,8 @@ def test_missing_dims_exit_1_with_one_paragraph(tmp_path, env):
                              "this onnxruntime build"),
     (["--provider", "cuda"], "(e.g. onnxruntime-gpu for cuda), or choose --provider cpu."),
     (["--optimization-level", "max"], "--optimization-level is 'max'; allowed: disable, basic, extended, all"),
+    # It said "Configuration field `provider` is 'CPU'", naming no option.
+    (["--provider", "CPU"], "error: --provider is 'CPU'; allowed: cpu, cuda,"),
 ])
 def test_bad_options_exit_1(tmp_path, env, args, message):
     model = dynamic_conv_model(tmp_path / "conv.onnx")
@@ -232,6 +234,10 @@ def test_real_inputs_from_npy_and_npz_files(tmp_path, env):
     ({"a.npy": (0, 3, 8, 8)}, ["--input", "x=a.npy"], "holds an array of shape [0, 3, 8, 8]; allowed"),
     ({"a.npy": (1, 3, 8, 8)}, ["--input", "x=a.npy", "--shape", "x=1,3,8,8"], "has both --input and --shape"),
     ({"a.npy": "complex"}, ["--input", "x=a.npy"], "holds complex128 data, which does not convert to float32"),
+    # The advice was the spec's ("`--input x.key`: … set `key:` to one of them"); the option has a syntax of its own.
+    ({"xs.npz": (1, 3, 8, 8)}, ["--input", "x=xs.npz"],
+     "--input x: {tmp}/xs.npz holds the arrays ['a', 'b']; name one as --input x=xs.npz:KEY."),
+    ({"xs.npz": (1, 3, 8, 8)}, ["--input", "x=xs.npz:c"], "name one as --input x=xs.npz:KEY (not 'c')."),
 ])
 def test_bad_input_files_exit_1_naming_the_option_and_the_file(tmp_path, monkeypatch, capsys, files, args, message):
     import sys
@@ -243,7 +249,10 @@ def test_bad_input_files_exit_1_naming_the_option_and_the_file(tmp_path, monkeyp
     model = dynamic_conv_model(tmp_path / "conv.onnx")
     for name, shape in files.items():
         array = np.ones((1, 3, 8, 8), np.complex128) if shape == "complex" else np.ones(shape, np.float32)
-        np.save(tmp_path / name, array)
+        if name.endswith(".npz"):
+            np.savez(tmp_path / name, a=array, b=array)
+        else:
+            np.save(tmp_path / name, array)
     # In-process through main(): each of these fails before anything is measured.
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["perfsite", "profile", str(model), *args])

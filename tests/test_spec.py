@@ -340,7 +340,10 @@ def test_a_spec_file_without_end_or_far_beyond_a_hand_written_one_is_refused(tmp
         ("repeats: 3", "repeats: 2.5", ["line 25", "`measure.repeats`", "expected an integer"]),
         ("spinning: [true]", "spinning: [1]", ["`sweep.spinning[0]`", "expected true or false"]),
         ("threads: [1, 2]", "threads: []", ["line 16", "`sweep.threads`", "at least 1 item"]),
-        ("threads: [1, 2]", "threads: [2, 2]", ["`sweep.threads[1]`", "listed twice"]),
+        ("threads: [1, 2]", "threads: [2, 2]", ["`sweep.threads[1]`", "listed twice; each value of a sweep axis"]),
+        # `targets` is no sweep axis: the message named one.
+        ("latency_threshold_ms: 20", "latency_threshold_ms: 20\ntargets: [a, a]",
+         ["`targets[1]`", "listed twice; each value of `targets` must be unique"]),
         ("threads: [1, 2]", "threads: 2", ["`sweep.threads`", "expected a list"]),
         ("provider: [cpu]", "provider: [cpux]", ["`sweep.provider[0]`", "'cuda'", "did you mean `cpu`?"]),
         ("seq_len: [64, 128]", "seq_len: [64, 0]", ["`sweep.seq_len[1]`", ">= 1"]),

@@ -17,6 +17,7 @@ import pandas as pd
 
 from generator.analysis.advice import AdviceInput, advise
 from generator.analysis.compare_choice import (
+    PAIR_CONFIG,
     CompareContext,
     check_version,
     choose_config,
@@ -65,11 +66,13 @@ def compare_pairs(exp: ExperimentResults) -> list[Comparison]:
 
 
 def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
-                     config: dict[str, Any] | None = None, ctx: CompareContext | None = None) -> Comparison:
+                     config: dict[str, Any] | None = None, ctx: CompareContext | None = None,
+                     config_where: str = PAIR_CONFIG) -> Comparison:
     """Version `b` against version `a` (see the module docstring for the defaults).
 
     Raises ResultsError when a version has no successful trial, when no other version exists to compare
-    with, or when `config` matches no configuration both versions ran (the message lists those that exist).
+    with, or when `config` matches no configuration both versions ran (the message lists those that exist
+    and, by `config_where`, how to name one where the user gave `config`).
     """
     ctx = ctx or compare_context(exp)  # one context for many comparisons shares its per-trial statistics
     # The compare pages, the chooser's version pairs and its default choice ask for some comparisons more
@@ -77,11 +80,12 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
     # configurations (the spec is strict), so the key holds each value's type.
     key = ("comparison", a, b, None if config is None else tuple((k, type(v).__name__, v) for k, v in config.items()))
     if key not in ctx.cache:
-        ctx.cache[key] = _compare(ctx, a, b, config)
+        ctx.cache[key] = _compare(ctx, a, b, config, config_where)
     return ctx.cache[key]
 
 
-def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] | None) -> Comparison:
+def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] | None,
+             config_where: str) -> Comparison:
     check_version(ctx, a, "A")
     b_was_default = b is None
     b, b_reason = default_b(ctx, a) if b is None else (b, None)
@@ -89,7 +93,7 @@ def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] 
     if a == b:
         raise ResultsError(f"A and B are both `{a}`: compare a version with another one.")
     spots = tuple(version_sweet_spot(ctx, v) for v in ctx.versions)
-    chosen, config_reason = choose_config(ctx, a, b, config)
+    chosen, config_reason = choose_config(ctx, a, b, config, config_where)
     ta, tb = (ctx.trials[a][chosen], ctx.trials[b][chosen]) if chosen is not None else (None, None)
     points = _points(ctx, spots, ta, tb)
     timing = _timings(ctx, ta, tb)

@@ -140,9 +140,16 @@ def _profiled_keys(ctx: CompareContext) -> set[str]:
     return ctx.cache[("profiled keys",)]
 
 
-def choose_config(ctx: CompareContext, a: str, b: str,
-                  wanted: dict[str, Any] | None) -> tuple[tuple | None, str | None]:
-    """The configuration of the layer-level sections, and why it was chosen when that needs saying."""
+# How a message tells the user to name a configuration, by where it came from: a spec's compare pair (its
+# `config:` field) or `perfsite compare --config`.
+PAIR_CONFIG = "in the pair's `config:`"
+OPTION_CONFIG = "with --config KEY=VALUE,..."
+
+
+def choose_config(ctx: CompareContext, a: str, b: str, wanted: dict[str, Any] | None,
+                  where: str = PAIR_CONFIG) -> tuple[tuple | None, str | None]:
+    """The configuration of the layer-level sections, and why it was chosen when that needs saying. `where`
+    says how the user names a configuration (PAIR_CONFIG, OPTION_CONFIG), for the message when none matches."""
     ta, tb = ctx.trials[a], ctx.trials[b]
     common = sorted((k for k in ta if k in tb), key=lambda k: (ta[k].sort_key(), ta[k].trial_key))
     profiled_keys = _profiled_keys(ctx)
@@ -153,7 +160,7 @@ def choose_config(ctx: CompareContext, a: str, b: str,
         _check_axes(ctx, wanted, list(ta.values()) + list(tb.values()))
         matches = [k for k in common if _matches(ta[k], wanted)]
         if not matches:
-            raise ResultsError(_no_config_message(ctx, a, b, wanted, common))
+            raise ResultsError(_no_config_message(ctx, a, b, wanted, common, where))
         return _best_config(ta, matches, profiled, ctx.threshold_ms), None
     if not common:
         return None, f"{a} and {b} have no successful configuration in common: nothing to compare side by side."
@@ -191,9 +198,10 @@ def _check_axes(ctx: CompareContext, wanted: dict[str, Any], trials: list[TrialS
                            f"axis of the trials in {ctx.exp.path}. Allowed: {', '.join(known)}.")
 
 
-def _no_config_message(ctx: CompareContext, a: str, b: str, wanted: dict[str, Any], common: list[tuple]) -> str:
+def _no_config_message(ctx: CompareContext, a: str, b: str, wanted: dict[str, Any], common: list[tuple],
+                       where: str) -> str:
     shown = ", ".join(f"{k}: {v}" for k, v in wanted.items())
     both = "; ".join(ctx.trials[a][k].config_label for k in common) or "none"
     return (f"The compare configuration {{{shown}}} matches no configuration that both `{a}` and `{b}` ran "
-            f"successfully in {ctx.exp.path}. Configurations of both: {both}. Name one of them in the pair's "
-            "`config:` (any subset of its axes), or run the experiment with that configuration.")
+            f"successfully in {ctx.exp.path}. Configurations of both: {both}. Name one of them {where} "
+            "(any subset of its axes), or run the experiment with that configuration.")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.analysis.compare import compare_versions
+from generator.analysis.compare_choice import OPTION_CONFIG
 from generator.analysis.records_compare import Comparison, VersionTiming
 from generator.errors import ResultsError, given_twice
 from generator.numbers import num, pct
@@ -85,7 +86,7 @@ def compare_command(results_root: Path, a: str, b: str | None = None, config: st
     """`perfsite compare`: compare version b (default: the best throughput under the latency threshold)
     against a in stored results, at `config` (`batch=1,threads=2`; default: A's sweet spot), as text."""
     results = load_experiment(experiment_dir(results_root, experiment))
-    comparison = compare_versions(results, a, b, parse_config(config))
+    comparison = compare_versions(results, a, b, parse_config(config), config_where=OPTION_CONFIG)
     return format_comparison(comparison, results.name)
 
 

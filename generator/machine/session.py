@@ -47,7 +47,7 @@ def session_options(config: Mapping[str, Any]) -> tuple[ort.SessionOptions, list
     so = ort.SessionOptions()
     so.intra_op_num_threads = int(config.get("threads", 1))
     so.graph_optimization_level = _lookup(OPTIMIZATION_LEVELS, config.get("optimization_level", "all"),
-                                          "optimization_level")
+                                          "Configuration field `optimization_level`")
     spin = "1" if config.get("spinning", True) else "0"
     # Both pools: spinning trades CPU burnt between requests for lower back-to-back latency (a sweep axis).
     so.add_session_config_entry("session.intra_op.allow_spinning", spin)
@@ -61,9 +61,10 @@ def session_options(config: Mapping[str, Any]) -> tuple[ort.SessionOptions, list
     return so, _providers(config.get("provider", "cpu"))
 
 
-def _lookup(table: Mapping[str, Any], value: object, field: str) -> Any:
+def _lookup(table: Mapping[str, Any], value: object, where: str) -> Any:
+    """`where` names the value as the user gave it: `--provider`, `spec.yaml: sweep.provider`."""
     if value not in table:
-        raise RunError(f"Configuration field `{field}` is {value!r}; allowed: {', '.join(table)}.")
+        raise RunError(f"{where} is {value!r}; allowed: {', '.join(table)}.")
     return table[value]
 
 
@@ -82,7 +83,7 @@ def check_providers(names: Iterable[str], where: str) -> None:
 
 
 def _providers(name: object, where: str = "sweep.provider") -> list[str]:
-    provider = _lookup(PROVIDERS, name, "provider")
+    provider = _lookup(PROVIDERS, name, where)
     available = ort.get_available_providers()
     if provider not in available:
         usable = sorted(short for short, full in PROVIDERS.items() if full in available)

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from generator.errors import RunError
-from generator.inputs import ModelInput, format_input, load_array_file
+from generator.inputs import ArrayField, ModelInput, format_input, load_array_file
 
 
 @dataclass(frozen=True)
@@ -35,14 +35,15 @@ def parse_input_files(items: Sequence[str], model_path: Path, declared: Sequence
     known = {d.name for d in declared}
     out: dict[str, InputFile] = {}
     for item in items:
-        name, path, key = _split(item, model_path)
+        name, typed, path, key = _split(item, model_path)
         if name not in known:
             inputs = "; ".join(format_input(d) for d in declared) or "no inputs"
             raise RunError(f"{model_path}: --input {item!r} names the input {name!r}, which the model does not "
                            f"have. It declares: {inputs}.")
         if name in out:
             raise RunError(f"{model_path}: --input gives the input {name!r} twice; give each input one file.")
-        array = load_array_file(_Here(model_path), str(path), key, f"--input {name}")
+        where = ArrayField(f"--input {name}", f"--input {name}", f"name one as --input {name}={typed}:KEY")
+        array = load_array_file(_Here(model_path), str(path), key, where)
         decl = next(d for d in declared if d.name == name)
         _check_shape(model_path, name, path, array, decl)
         out[name] = InputFile(name, path, key, tuple(int(n) for n in array.shape))
@@ -65,7 +66,8 @@ def _check_shape(model_path: Path, name: str, path: Path, array: np.ndarray, dec
                            f"{dim}; {allowed}.")
 
 
-def _split(item: str, model_path: Path) -> tuple[str, Path, str | None]:
+def _split(item: str, model_path: Path) -> tuple[str, str, Path, str | None]:
+    """NAME=FILE[.npz:KEY] as (NAME, FILE as typed, its absolute path, KEY or None)."""
     name, sep, rest = item.partition("=")
     file, _, key = rest.partition(".npz:") if ".npz:" in rest else (rest, "", "")
     file = file + ".npz" if key else file
@@ -76,7 +78,7 @@ def _split(item: str, model_path: Path) -> tuple[str, Path, str | None]:
     if not path.is_file():
         raise RunError(f"{model_path}: --input {name}: {path} does not exist; allowed: a .npy or .npz file "
                        "(a path relative to the current folder).")
-    return name, path, key or None
+    return name, file, path, key or None
 
 
 class _Here(SimpleNamespace):

@@ -7,6 +7,7 @@ that every record rejects the same things the same way: YAML `"4"` is not the si
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
@@ -103,23 +104,28 @@ AxisValue = Annotated[Flag | Annotated[int, Strict()] | Text, BeforeValidator(_c
 Selection = dict[Text, AxisValue]
 
 
-def _unique(values: tuple[Any, ...]) -> tuple[Any, ...]:
-    seen: set[tuple[type, Any]] = set()
-    for i, v in enumerate(values):
-        if (type(v), v) in seen:
-            fail(Issue((i,), "this value is listed twice; each value of a sweep axis must be unique", v))
-        seen.add((type(v), v))
-    return values
+def _unique(what: str) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A check that each value of a list is listed once; `what` names the list's values in the message (a
+    sweep axis, the targets), so that it speaks of the field the user wrote."""
+    def check(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        seen: set[tuple[type, Any]] = set()
+        for i, v in enumerate(values):
+            if (type(v), v) in seen:
+                fail(Issue((i,), f"this value is listed twice; each value of {what} must be unique", v))
+            seen.add((type(v), v))
+        return values
+
+    return check
 
 
 def axis(item: Any) -> Any:
     """A sweep axis: a non-empty list of unique values."""
-    return Annotated[tuple[item, ...], Field(min_length=1), AfterValidator(_unique)]
+    return Annotated[tuple[item, ...], Field(min_length=1), AfterValidator(_unique("a sweep axis"))]
 
 
-def unique_list(item: Any) -> Any:
-    """A list of unique values, possibly empty (the spec's `targets`)."""
-    return Annotated[tuple[item, ...], AfterValidator(_unique)]
+def unique_list(item: Any, what: str) -> Any:
+    """A list of unique values, possibly empty (the spec's `targets`); `what` names its values in messages."""
+    return Annotated[tuple[item, ...], AfterValidator(_unique(what))]
 
 
 class Record(BaseModel):

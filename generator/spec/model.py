@@ -48,7 +48,7 @@ from generator.spec.fields import (
 from generator.spec.sources import InputSpec, ModelSpec
 
 PlaceholderValues = axis(SizeValue)
-Targets = unique_list(Slug)
+Targets = unique_list(Slug, "`targets`")
 
 
 def _no_misspelt_axes(data: Any) -> Any:
