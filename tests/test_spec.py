@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -14,6 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from support.cli import perfsite
 
 import generator.spec as spec_package
 from generator.errors import PerfsiteError, SpecError
@@ -647,12 +649,18 @@ def test_docs_mention_every_field_of_every_model() -> None:
         assert allowed in docs
 
 
-def test_docs_example_is_a_valid_spec(spec_file: Path) -> None:
+def test_docs_example_is_a_valid_spec(spec_file: Path, example_models: dict[str, Path]) -> None:
+    """And one that plans against the example CNN: it fed a CNN and an OCR model one `inputs:` section with
+    inputs the CNN lacks (`ids`, `sr`, `img`), so `run --dry-run` refused it."""
     docs = (REPO / "docs" / "spec.md").read_text()
     blocks = re.findall(r"```yaml\n(.*?)```", docs, flags=re.S)
     assert blocks, "docs/spec.md has no yaml example"
     loaded = _load(spec_file, max(blocks, key=len))
     assert len(loaded.spec.models) >= 3
+    (spec_file.parent / "models").mkdir()
+    shutil.copy(example_models["cnn"], spec_file.parent / "models" / "cnn.onnx")
+    out = perfsite("run", str(spec_file), "--dry-run", cwd=spec_file.parent)
+    assert out.returncode == 0 and "to measure, about" in out.stdout, out.stderr
 
 
 # --- fuzz: nothing but PerfsiteError, whatever the text --------------------------------------------------
