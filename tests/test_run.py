@@ -170,6 +170,25 @@ def test_dry_run_lists_trials_and_measures_nothing(cnn_project):
     assert not (cnn_project / "r" / "tiny" / "trials").exists()
 
 
+def test_a_whatif_key_that_names_nothing_in_the_models_is_a_warning_at_planning(tmp_path):
+    """`whatif: {Cnov: 2}` passed validate and run; only the profile page said "Not found among the executed
+    nodes: Cnov". The graphs are known at planning: a key naming no op type, family or node is a warning with a
+    "did you mean" (a warning, as onnxruntime may run nodes as kernels of other names)."""
+    from support.models import matmul_model
+
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")  # one MatMul node, named `matmul`
+    write_spec(tmp_path, "name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n"
+                         "whatif: {MatMull: 2, matmul: 2, FusedMatMul: 2, MatMul: 2}\n")
+    out = perfsite("run", "spec.yaml", "--dry-run", cwd=tmp_path)
+    said = " ".join(out.stderr.split())
+    assert out.returncode == 0 and "1 to measure" in out.stdout, out.stderr
+    assert (f"Warning: {tmp_path / 'spec.yaml'}: whatif.MatMull: no op type, op family or node of the spec's "
+            "models is named 'MatMull', so its factor would speed up nothing (the profile pages would say it was "
+            "not found). Did you mean MatMul? Allowed: an op type the models have (MatMul), or a node name.") in said
+    assert said.count("Warning:") == 1, said  # a node name, a fused kernel of a present family, an op type: fine
+
+
 def test_transformer_example_runs_with_a_seq_len_sweep(tmp_path, example_models):
     (tmp_path / "models").mkdir()
     shutil.copy(example_models["transformer"], tmp_path / "models" / "transformer.onnx")

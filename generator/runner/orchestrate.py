@@ -54,6 +54,7 @@ from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, Silen
     now,
 )
 from generator.runner.sweep import SweepContext, check_feeds
+from generator.runner.whatif_check import whatif_warnings
 from generator.spec import LoadedSpec, spec_to_json
 from generator.versions import prepare_versions
 from generator.versions.cache import file_sha256
@@ -188,6 +189,8 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     # Before building versions: a provider this onnxruntime lacks would fail every trial that asks for it.
     check_providers({t.config.provider for t in trials}, f"{loaded.path}: sweep.provider")
     versions = prepare_versions(loaded, models_cache(loaded, options, progress), progress=progress.message)
+    for warning in whatif_warnings(loaded.path, spec.whatif, {name: v.path for name, v in versions.items()}):
+        progress.message(warning)
     inputs = keyed_inputs(loaded)
     keys = {
         t: trial_key(t, model_sha256=versions[t.version].sha256, inputs=inputs,
