@@ -39,6 +39,13 @@ def pct(share: float | None, decimals: int = 1) -> str:
     return f"{share * 100:.{decimals}f}%"
 
 
+def share_above(share: float, limit: float) -> str:
+    """A share known to exceed `limit`, as a percentage with the fewest decimals (up to 3) that show it above
+    `limit` shown whole: 0.052 over 0.05 is "5.2%", not "5%", which read "spread 5% > 5%" (a false comparison)."""
+    decimals = next((d for d in range(3) if round(share * 100, d) > round(limit * 100)), 3)
+    return f"{share * 100:.{decimals}f}%"
+
+
 def fixed(value: float | None, decimals: int = 2) -> str:
     """A figure with a fixed number of decimals (ratios, cores)."""
     if value is None or not math.isfinite(value):

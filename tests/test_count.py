@@ -184,3 +184,5 @@ def test_the_summary_names_each_models_inputs_and_says_when_they_differ():
     assert "| candidate | `cnn.onnx` | `input float32 [1, 3, 64, 64]; mask int64 [1, 8]` | 114,000 |" in text
     assert "The two models were fed different inputs (above): the ratio compares the work of each on its own " \
            "inputs, not the same work done two ways." in text
+    # It said "1 counted inferences per version after 1 warm-up runs".
+    assert "1 counted inference per version after 1 warm-up run, in one valgrind 3.19.0 process" in text

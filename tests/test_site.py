@@ -427,6 +427,9 @@ def test_an_oversubscribed_configuration_is_not_called_noisy_for_its_own_queuein
     assert noise_reasons(1.14, 0.02, 2.0, 2.0) == ["cv 114% ≥ 10%"]
     assert noise_reasons(1.14, 0.02, 2.0, 2.0, oversubscribed=True) == []
     assert noise_reasons(1.14, 0.29, 2.0, 2.0, oversubscribed=True) == ["process medians spread 29% > 5%"]
+    # Shown with the digits that make the comparison true: it read "process medians spread 5% > 5%".
+    assert noise_reasons(0.01, 0.052, 2.0, 2.0) == ["process medians spread 5.2% > 5%"]
+    assert noise_reasons(0.01, 0.0501, 2.0, 2.0) == ["process medians spread 5.01% > 5%"]
     row = pd.Series(trial_row("k1", "fp32", 1, 1, failed=False, noisy=False, n=1))
     fits = trial_summary(row)
     over = dataclasses.replace(fits, trial_key="k2", threads=2, concurrency=2, cores_expected=2.0, cv=1.14)

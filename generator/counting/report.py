@@ -10,6 +10,7 @@ from typing import Any
 from generator.counting.count import CountResult
 from generator.counting.verdict import CountVerdict
 from generator.diff.report import code
+from generator.numbers import counted
 from generator.site.escape import md_text
 from generator.terminal_text import safe
 
@@ -33,10 +34,11 @@ def count_markdown(result: CountResult, verdict: CountVerdict) -> str:
         *rows,
         *differ,
         "",
-        f"{result.iterations} counted inferences per version after {result.warmup} warm-up runs, in one valgrind "
-        f"{result.valgrind or '(version unknown)'} process (callgrind), onnxruntime {result.onnxruntime}, "
-        f"{result.threads} intra-op thread; every count includes ~{result.marker_instructions:,.0f} instructions "
-        f"of perfsite's marker and Python call. Counted in {result.seconds:.0f} s. Counts are not time: see "
+        f"{counted(result.iterations, 'counted inference')} per version after "
+        f"{counted(result.warmup, 'warm-up run')}, in one valgrind {result.valgrind or '(version unknown)'} "
+        f"process (callgrind), onnxruntime {result.onnxruntime}, {counted(result.threads, 'intra-op thread')}; "
+        f"every count includes ~{result.marker_instructions:,.0f} instructions of perfsite's marker and Python "
+        f"call. Counted in {result.seconds:.0f} s. Counts are not time: see "
         "perfsite's docs/count-mode.md.",
         "",
     ])

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from generator.numbers import share_above
 from generator.plan import Trial
 from generator.results import clean, intervals
 from generator.results.noise import NOISE_CORES_SHARE, NOISE_CV, NOISE_PREEMPTED_SHARE, NOISE_SPREAD
@@ -159,7 +160,7 @@ def noise_reasons(cv: float, spread: float, cores_used: float, cores_expected: f
     if cv >= NOISE_CV and not oversubscribed:
         reasons.append(f"cv {cv:.0%} ≥ {NOISE_CV:.0%}")
     if spread > NOISE_SPREAD:
-        reasons.append(f"process medians spread {spread:.0%} > {NOISE_SPREAD:.0%}")
+        reasons.append(f"process medians spread {share_above(spread, NOISE_SPREAD)} > {NOISE_SPREAD:.0%}")
     if preemption is None:
         if cores_used < NOISE_CORES_SHARE * cores_expected:
             reasons.append(f"cores used {cores_used:.2f} < {NOISE_CORES_SHARE} × {cores_expected:g}")
@@ -167,7 +168,8 @@ def noise_reasons(cv: float, spread: float, cores_used: float, cores_expected: f
     if preemption.usable < min(2, preemption.processes):
         reasons.append(f"{preemption.usable} of {preemption.processes} processes kept enough clean requests")
     if preemption.share > NOISE_PREEMPTED_SHARE:
-        reasons.append(f"{preemption.share:.0%} of requests preempted > {NOISE_PREEMPTED_SHARE:.0%}")
+        reasons.append(f"{share_above(preemption.share, NOISE_PREEMPTED_SHARE)} of requests preempted > "
+                       f"{NOISE_PREEMPTED_SHARE:.0%}")
     return reasons
 
 
