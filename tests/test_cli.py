@@ -670,7 +670,8 @@ def test_an_empty_value_is_refused_by_the_name_of_its_option(tmp_path, monkeypat
         main()
     assert " ".join(capsys.readouterr().err.split()) == (
         "error: Invalid value for '--config': got '', which names nothing (an unset variable in a script?); "
-        "allowed: a value for --config (Layer sections at e.g. batch=1,threads=2 (default: A's sweet spot)), or "
+        "allowed: a value for --config (Layer sections at e.g. batch=1,threads=2 (default: A's sweet spot); "
+        "repeated, its items are joined), or "
         "no --config at all. Run `perfsite compare --help` for the arguments and options it takes.")
 
 

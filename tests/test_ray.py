@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,7 +281,7 @@ def test_cannot_connect(project, tmp_path):
 def silent_head(project, tmp_path_factory, _probe_cache):
     """`perfsite run --ray` at a port that accepts connections and never answers, started with the module's
     first test: its wait of several seconds for an answer overlaps the other tests instead of adding to them.
-    (socket, process, start time, results folder)"""
+    (port, process, its run's duration once ended, results folder)"""
     results = tmp_path_factory.mktemp("silent-head") / "r"
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -290,8 +291,11 @@ def silent_head(project, tmp_path_factory, _probe_cache):
                                 "--ray", f"127.0.0.1:{port}"], cwd=project, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PERFSITE_CACHE_DIR": str(_probe_cache), "PERFSITE_QUICK": "1"})
+        started, ended = time.monotonic(), []  # when the run ended, seen by a thread: read after other tests
+        waiter = threading.Thread(target=lambda: (run.wait(), ended.append(time.monotonic())), daemon=True)
+        waiter.start()
         try:
-            yield port, run, time.monotonic(), results
+            yield port, run, lambda: (waiter.join(), ended[0] - started)[1], results
         finally:
             run.kill()
             run.communicate()
@@ -300,9 +304,9 @@ def silent_head(project, tmp_path_factory, _probe_cache):
 def test_address_that_is_not_a_ray_head(silent_head):
     """A port that accepts connections and never answers: refused within seconds (Ray's own connection retried
     for minutes), before any model version is built, without Ray's log lines, and with nothing written."""
-    port, proc, started, results = silent_head
+    port, proc, took_s, results = silent_head
     run = _finish(proc)
-    took = time.monotonic() - started
+    took = took_s()
     message = " ".join(run.stderr.split())
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert message.startswith(f"error: Cannot connect to the Ray cluster at 127.0.0.1:{port}: it accepts "
