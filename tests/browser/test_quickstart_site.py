@@ -19,7 +19,7 @@ from support.browser import (
     visit_pages,
 )
 from support.cli import ROOT, perfsite
-from support.site import network_references
+from support.site import loaded_from_elsewhere
 
 from generator.site.serve import BackgroundServer
 
@@ -71,7 +71,7 @@ def test_quickstart_site_renders_every_chart_without_errors_or_network(chromium,
 def test_built_pages_reference_no_network_resource(quickstart_site):
     # Every page, the hand-written documentation's too (some of which quote such URLs as text, in errors.md).
     for page in quickstart_site.rglob("*.html"):
-        assert network_references(page.read_text()) == [], page
+        assert loaded_from_elsewhere(page.read_text()) == [], page
 
 
 def test_profile_pages_switch_between_what_if_scenarios(chromium, quickstart_site):

@@ -36,6 +36,19 @@ def network_references(html: str) -> list[str]:
     return sorted({u for u in urls if not u.startswith(NOT_FETCHED)})
 
 
+# What an HTML page loads by itself: the source of an element, a style sheet or icon link, a CSS url() or @import.
+_LOADED = re.compile(r"""<(?:script|img|iframe|source|video|audio|embed|track|input)\b[^>]*?\ssrc=["']([^"']+)"""
+                     r"""|<link\b[^>]*?\shref=["']([^"']+)|url\(\s*["']?([^"')\s]+)|@import\s+["']([^"']+)""", re.I)
+
+
+def loaded_from_elsewhere(html: str) -> list[str]:
+    """The resources a page loads by its tags and styles from another host (absolute or protocol-relative
+    URLs): narrower than network_references, for prose pages that quote URLs as text (docs/errors.md names
+    a CDN script a project's config is refused for)."""
+    found = {next(g for g in m.groups() if g) for m in _LOADED.finditer(html)}
+    return sorted(u for u in found if u.startswith(("http://", "https://", "//")) and not u.startswith(NOT_FETCHED))
+
+
 def folder_links(html: str) -> list[str]:
     """The page's links to a folder of the site (`reports/x/`, `.`) rather than a file: opened from disk, a
     browser shows a file listing there. Links within the page (`#…`) and to other hosts are not looked at."""
