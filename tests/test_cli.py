@@ -150,6 +150,14 @@ def _malformed_command_lines() -> list[tuple[list[str], str]]:
     return cases
 
 
+def _main_exit(main, args: list[str], monkeypatch, capsys) -> tuple[int, str]:
+    """perfsite's main() in-process on `args`: its exit status and what it wrote to stderr."""
+    monkeypatch.setattr(sys, "argv", ["perfsite", *args])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    return exit_.value.code, capsys.readouterr().err.strip()
+
+
 def test_every_malformed_command_line_is_one_paragraph_and_exit_1(tmp_path, monkeypatch, capsys):
     """Walked in-process through main(): exit 1 (2 and 3 are diff verdicts), `error:`, one paragraph naming the
     problem and the command's --help, never a traceback."""
@@ -159,11 +167,8 @@ def test_every_malformed_command_line_is_one_paragraph_and_exit_1(tmp_path, monk
     cases = _malformed_command_lines()
     assert len(cases) > 60  # every command and option, not a sample
     for args, fragment in cases:
-        monkeypatch.setattr(sys, "argv", ["perfsite", *args])
-        with pytest.raises(SystemExit) as exit_:
-            main()
-        err = capsys.readouterr().err.strip()
-        assert exit_.value.code == 1, (args, err)
+        code, err = _main_exit(main, args, monkeypatch, capsys)
+        assert code == 1, (args, err)
         assert err.startswith("error: ") and "\n\n" not in err and "Traceback" not in err, (args, err)
         flat = " ".join(err.split())
         assert fragment in flat and "--help` for the arguments and options it takes." in flat, (args, err)
@@ -655,12 +660,9 @@ def test_an_empty_value_is_refused_by_the_name_of_its_option(tmp_path, monkeypat
     cases = _empty_value_command_lines()
     assert len(cases) > 60  # every command and option, not a sample
     for args, named in cases:
-        monkeypatch.setattr(sys, "argv", ["perfsite", *args])
-        with pytest.raises(SystemExit) as exit_:
-            main()
-        err = capsys.readouterr().err.strip()
+        code, err = _main_exit(main, args, monkeypatch, capsys)
         flat = " ".join(err.split())
-        assert exit_.value.code == 1 and "Traceback" not in err and "\n\n" not in err, (args, err)
+        assert code == 1 and "Traceback" not in err and "\n\n" not in err, (args, err)
         word = " " if " " in args else ""
         assert flat.startswith(f"error: Invalid value for '{named}': got {word!r}, which names "), (args, flat)
         assert flat.endswith(f"Run `perfsite {args[0]} --help` for the arguments and options it takes."), flat
