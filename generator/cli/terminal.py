@@ -59,8 +59,12 @@ class ProgressBar:
         # break inside the name; the terminal wraps instead, and a copied path stays whole.
         self.bar.console.print(safe(text, lines=True), markup=False, soft_wrap=True)
 
-    def start(self, total: int, estimate_s: float) -> None:
-        self.message(f"{self.experiment}: {counted(total, 'trial')} to measure, about {_duration(estimate_s)}")
+    def start(self, total: int, estimate_s: float, upper_bound: bool = False) -> None:
+        if upper_bound:
+            self.message(f"{self.experiment}: up to {counted(total, 'trial')} to measure, about "
+                         f"{_duration(estimate_s)} at most (each measuring node skips the trials it finds stored)")
+        else:
+            self.message(f"{self.experiment}: {counted(total, 'trial')} to measure, about {_duration(estimate_s)}")
         self.task = self.bar.add_task(self.experiment, total=total, last="")
 
     def trial_done(self, trial: Trial, status: str) -> None:

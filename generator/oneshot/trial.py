@@ -103,6 +103,6 @@ class _Progress(SilentProgress):
     def message(self, text: str) -> None:
         self.say(text)
 
-    def start(self, total: int, estimate_s: float) -> None:
+    def start(self, total: int, estimate_s: float, upper_bound: bool = False) -> None:
         self.say(f"Measuring {self.settings['min_iterations']} requests, then profiling "
                  f"{self.settings['profile_iterations']}...")

@@ -242,7 +242,7 @@ def _measure(ray: Any, fan: FanOut, progress: Progress, nodes: dict[str | None, 
         options = task.options(num_cpus=0, max_retries=MAX_RETRIES, resources=_resources(job.target))
         pending[options.remote(job, *[refs[f] for f in job.files])] = i
     parallel = max(1, min(sum(nodes.values()), len(fan.jobs)))
-    progress.start(len(fan.summary.planned), fan.summary.estimate_s / parallel)
+    progress.start(len(fan.summary.planned), fan.summary.estimate_s / parallel, upper_bound=True)
     gone: set[str | None] = set()  # targets no live node offered at the last look
     try:
         while pending:
@@ -314,7 +314,11 @@ def _collect(ray: Any, fan: FanOut, index: int, ref: Any, progress: Progress) ->
 def _report(fan: FanOut, job: GroupJob, result: GroupResult, where: str, progress: Progress) -> None:
     summary = fan.summary
     node = (result.node_id or "?")[:12]
-    progress.message(f"{where}: measured on node {node} ({result.hostname or 'unknown host'})")
+    host = result.hostname or "unknown host"
+    if result.measured or result.failed:
+        progress.message(f"{where}: measured on node {node} ({host})")
+    else:
+        progress.message(f"{where}: nothing to measure, node {node} ({host}) found its trials stored")
     if result.perfsite_version != job.perfsite_version:
         progress.message(f"Warning: node {node} runs perfsite {result.perfsite_version}, this machine "
                          f"{job.perfsite_version}; install the same version on every node.")

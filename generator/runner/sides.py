@@ -19,7 +19,9 @@ class Progress(Protocol):
     """What the runner reports; the CLI draws it. Library code never prints."""
 
     def message(self, text: str) -> None: ...
-    def start(self, total: int, estimate_s: float) -> None: ...
+    # upper_bound: a Ray run, whose trial keys come from the nodes that measure them, so the driver cannot tell
+    # which of `total` are stored already (a node skips those).
+    def start(self, total: int, estimate_s: float, upper_bound: bool = False) -> None: ...
     def trial_done(self, trial: Trial, status: str) -> None: ...
     def converging(self, label: str, halfwidth: float | None, target: float, spent_s: float,
                    budget_s: float) -> None: ...
@@ -29,7 +31,7 @@ class SilentProgress:
     def message(self, text: str) -> None:
         pass
 
-    def start(self, total: int, estimate_s: float) -> None:
+    def start(self, total: int, estimate_s: float, upper_bound: bool = False) -> None:
         pass
 
     def trial_done(self, trial: Trial, status: str) -> None:
