@@ -289,6 +289,8 @@ def test_a_store_whose_backend_connects_when_opened_is_one_paragraph_without_the
                                            "endpoint cannot be reached") as refused:
         open_filesystem("ftp://u:s3cr3tPW@127.0.0.1:1/x")  # port 1: the connection is refused at once
     assert "s3cr3tPW" not in str(refused.value)
+    assert "check the host and port in the URL, and the network" in str(refused.value)  # not AWS_ENDPOINT_URL
+    assert "AWS_ENDPOINT_URL" not in str(refused.value).split("Allowed")[0]
 
 
 def test_a_store_spelt_two_ways_is_read_once(tmp_path, monkeypatch):

@@ -197,8 +197,17 @@ def remote_failure(url: str, action: str, error: BaseException) -> ResultsError:
     elif name == "NoCredentialsError":
         why = "no credentials were found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile)"
     else:
-        why = f"the storage endpoint cannot be reached ({name}: {reason}); check AWS_ENDPOINT_URL and the network"
+        why = f"the storage endpoint cannot be reached ({name}: {reason}); check {_endpoint_setting(url)}"
     return ResultsError(f"Cannot {action} the results store {shown(url)}: {why}. {ALLOWED}")
+
+
+def _endpoint_setting(url: str) -> str:
+    """Where the endpoint of `url`'s store is set: AWS_ENDPOINT_URL for S3 (an S3-compatible server), the URL's
+    own host and port for every other protocol (ftp://, sftp://, ...), which AWS_ENDPOINT_URL does not touch."""
+    match = _URL.match(url)
+    if match and match["scheme"].lower() in ("s3", "s3a"):
+        return "AWS_ENDPOINT_URL (an S3-compatible server) and the network"
+    return "the host and port in the URL, and the network"
 
 
 @contextlib.contextmanager
