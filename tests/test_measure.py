@@ -211,3 +211,28 @@ def test_a_trial_whose_every_request_was_preempted_keeps_its_figures_from_all_re
     row = measurement_columns(processes, cores_expected=1.0, percentile="p50")
     assert row["throughput_ips"] == pytest.approx(500.0) and row["latency_p50_ms"] == pytest.approx(2.0)
     assert row["usable_processes"] == 0 and row["preempted_share"] == 1.0 and row["noisy"]
+
+
+def test_an_early_stop_looks_only_at_rounds_the_diff_judges():
+    """A paired run stops early when its 99.9 % interval already settles the verdict. It looked at every
+    process, preempted ones included, so on a busy runner a pair stopped after five rounds whose figures the
+    diff then refused ("0 of N processes kept enough clean requests"), its budget unspent. Rounds whose
+    processes kept too few clean requests no longer count toward an early stop."""
+    from generator.runner.aggregate import EARLY_STOP_LEVEL, ProcessOutcome, decides, paired_interval
+
+    rng = np.random.default_rng(0)
+
+    def side(scale: float, preempted: bool) -> list[ProcessOutcome]:
+        out = []
+        for r in range(6):
+            latencies = scale * (1.0 + 0.001 * rng.standard_normal(40))
+            delays = np.full(40, 0.9 * scale) if preempted else np.zeros(40)
+            out.append(ProcessOutcome(process=r, round=r, iterations=40, items=40, wall_s=0.08, cpu_s=0.04,
+                                      load_ms=1.0, first_run_ms=3.0, peak_rss_mb=None, arena_mb=None,
+                                      latencies_ms=(latencies,), run_delays_ms=(delays,), delay_threads=1))
+        return out
+
+    base, cand = side(1.0, preempted=False), side(2.0, preempted=True)
+    every = paired_interval(base, cand, "p50", EARLY_STOP_LEVEL)
+    assert every is not None and every.n == 6 and decides(every, 1.05)  # what stopped the run before
+    assert paired_interval(base, cand, "p50", EARLY_STOP_LEVEL, usable_only=True) is None

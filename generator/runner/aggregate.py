@@ -255,9 +255,12 @@ EARLY_STOP_ROUNDS = 5
 
 
 def paired_interval(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcome], percentile: str,
-                    level: float = intervals.LEVEL) -> intervals.LogInterval | None:
-    """The paired headline-latency ratio cand / base and its interval, over the rounds both measured."""
-    by_round = [{p.round: process_headline_ms(p, percentile) for p in side} for side in (base, cand)]
+                    level: float = intervals.LEVEL, usable_only: bool = False) -> intervals.LogInterval | None:
+    """The paired headline-latency ratio cand / base and its interval, over the rounds both measured; with
+    `usable_only`, over the rounds whose processes on both sides kept enough clean requests, the rounds the
+    diff judges (generator.diff.noise): what an early stop, which claims the verdict, must look at."""
+    by_round = [{p.round: process_headline_ms(p, percentile) for p in side if p.usable or not usable_only}
+                for side in (base, cand)]
     rounds = sorted(set(by_round[0]) & set(by_round[1]))
     return intervals.paired([by_round[0][r] for r in rounds], [by_round[1][r] for r in rounds], level)
 

@@ -294,9 +294,9 @@ class _TrialState:
     def percentile(self) -> str:
         return self.side.loaded.spec.measure.percentile
 
-    def _paired(self, level: float = intervals.LEVEL):
+    def _paired(self, level: float = intervals.LEVEL, usable_only: bool = False):
         base, cand = (self.pair, self) if self.side.label == "candidate" else (self, self.pair)
-        return aggregate.paired_interval(base.processes, cand.processes, self.percentile, level)
+        return aggregate.paired_interval(base.processes, cand.processes, self.percentile, level, usable_only)
 
     def halfwidth(self) -> float | None:
         """The interval that decides when to stop: the paired ratio's for a pair, else the trial's own."""
@@ -309,7 +309,9 @@ class _TrialState:
         """The interval is within the target; or, for a pair whose run knows the diff's threshold, the interval
         already settles the verdict (more rounds would not change it)."""
         if self.pair is not None and self.side.decide_latency_ratio is not None:
-            ci = self._paired(aggregate.EARLY_STOP_LEVEL)
+            # Only rounds the diff will judge: preempted processes' figures stopped runs early on a busy runner,
+            # and the diff then found too few usable processes, with the budget unspent.
+            ci = self._paired(aggregate.EARLY_STOP_LEVEL, usable_only=True)
             early = ci is not None and ci.n >= aggregate.EARLY_STOP_ROUNDS
             if early and aggregate.decides(ci, self.side.decide_latency_ratio):
                 return True
