@@ -23,10 +23,10 @@ demo: $(MODELS)
 # One cache folder (machine probe, model versions) for both parts, probed once before they start
 # (tests/conftest.py, PERFSITE_TEST_CACHE), removed afterwards.
 test: $(MODELS)
-	@rc=0; export PERFSITE_TEST_CACHE=$$(mktemp -d); \
+	@rc=0; export PERFSITE_TEST_CACHE=$$(mktemp -d); trap 'rm -rf "$$PERFSITE_TEST_CACHE"' EXIT; \
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \
 	$(BIN)/python -m pytest -m quiet || rc=$$?; \
-	rm -rf "$$PERFSITE_TEST_CACHE"; exit $$rc
+	exit $$rc
 
 # The fast tier for the inner loop: no browser, no real sweeps or site builds (tests/support/tiers.py SLOW_MODULES),
 # and none of the quiet tests, which need the machine to themselves.
@@ -53,10 +53,10 @@ test-latest: $(MODELS)
 	$(PYTHON) -m venv .latest-venv
 	.latest-venv/bin/python -m pip install --quiet --upgrade pip
 	.latest-venv/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[cpu,test]'
-	@rc=0; export PERFSITE_TEST_CACHE=$$(mktemp -d); \
+	@rc=0; export PERFSITE_TEST_CACHE=$$(mktemp -d); trap 'rm -rf "$$PERFSITE_TEST_CACHE"' EXIT; \
 	.latest-venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \
 	.latest-venv/bin/python -m pytest -m quiet || rc=$$?; \
-	rm -rf "$$PERFSITE_TEST_CACHE"; exit $$rc
+	exit $$rc
 
 # The old name of test-latest.
 drift: test-latest

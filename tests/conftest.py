@@ -38,7 +38,8 @@ def pytest_configure(config) -> None:
     # beside the other worker: disturbed, so repeated (about 9 s a full probe, 2026-11-27), once in each of
     # the two parts and again when a later quiet moment measured a layer above the low figures it had kept.
     folder = os.environ.get(SHARED_CACHE_ENV)
-    if folder and not hasattr(config, "workerinput"):
+    runs_tests = not (config.option.collectonly or config.option.help or config.option.version)
+    if folder and runs_tests and not hasattr(config, "workerinput"):
         from generator.machine.environment import capture_environment
         from generator.machine.probe import ensure_limits
 

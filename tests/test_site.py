@@ -261,6 +261,18 @@ def test_a_project_config_lacking_the_offline_settings_still_builds_an_offline_s
         assert "palette" in theme and "navigation.prune" in theme["features"]
 
 
+def test_a_project_asking_for_directory_urls_gets_a_site_to_serve_over_http(tmp_path, results_root):
+    """`use_directory_urls: true` is a project's choice for a site it serves over HTTP (GitHub Pages' pretty
+    URLs): kept, as it was before the offline settings were checked, without the offline plugin (which would
+    turn it off), and still loading nothing from another host."""
+    (tmp_path / "mkdocs.yml").write_text("site_name: X\nuse_directory_urls: true\ntheme: {name: material}\n")
+    site = build_site(results_root, tmp_path / "site", tmp_path)
+    index = (site / "index.html").read_text()
+    assert 'href="reports/"' in index and (site / "reports" / "cnn-int8" / "index.html").is_file()
+    assert not (site / "search" / "search_index.js").exists() and "offline" not in _config(tmp_path)["plugins"]
+    assert all(not network_references(p.read_text()) for p in site.rglob("*.html"))
+
+
 # Settings that break the promise, and the words of the error that names them.
 REFUSED = {
     "other-theme": ("theme: {name: readthedocs}", "`theme.name: readthedocs` cannot be used for perfsite's site",
@@ -269,9 +281,6 @@ REFUSED = {
                               "mkdocs' own theme loads highlight.js from a CDN"),
     "web-font": ("theme: {name: material, font: {text: Roboto}}", "`theme.font: {text: Roboto}` cannot be used",
                  "Google Fonts", "Allowed for theme.font: `false` (the reader's system fonts), or leave it out"),
-    "directory-urls": ("use_directory_urls: true", "`use_directory_urls: true` cannot be used",
-                       "a file listing when the site is opened from disk",
-                       "Allowed for use_directory_urls: `false` (links to .html files), or leave it out"),
     "repository-button": ("repo_url: https://github.com/o/r", "`repo_url: https://github.com/o/r` cannot be used",
                           "stars and forks from its host's API"),
     "analytics": ("extra: {analytics: {provider: google, property: G-X}}", "`extra.analytics: {property: G-X, "

@@ -379,6 +379,14 @@ def _read_config(path: Path) -> dict[str, Any]:
         raise SiteError(f"The mkdocs configuration {path} cannot be read: {e}") from e
 
 
+def _required_plugins(parent_config: dict[str, Any]) -> list[str]:
+    """Search, and offline search where pages link .html files (opened from disk): not for a project that asks
+    for directory URLs, whose site is served over HTTP, and which the offline plugin would turn off."""
+    if offline_settings.serves_over_http(parent_config):
+        return [p for p in REQUIRED_PLUGINS if p != "offline"]
+    return list(REQUIRED_PLUGINS)
+
+
 def _write_config(
     build_dir: Path, site_dir: Path, parent: Path, parent_config: dict[str, Any], nav: list[Any]
 ) -> Path:
@@ -386,7 +394,7 @@ def _write_config(
         "INHERIT": str(parent), "docs_dir": str(build_dir / "docs"), "site_dir": str(site_dir), "nav": nav,
     }
     for key, required in (("extra_javascript", vendor.extra_javascript()), ("extra_css", vendor.extra_css()),
-                          ("markdown_extensions", list(REQUIRED_EXTENSIONS)), ("plugins", list(REQUIRED_PLUGINS))):
+                          ("markdown_extensions", list(REQUIRED_EXTENSIONS)), ("plugins", _required_plugins(parent_config))):
         merged = _merged_list(parent_config.get(key) or [], required, parent, key)
         if merged is not None:
             config[key] = merged

@@ -52,8 +52,6 @@ RULES: tuple[Rule, ...] = (
          f"`{THEME}` (mkdocs-material), or leave it out"),
     Rule("theme.font", _is_false, "Material would load its fonts from Google Fonts on every page view",
          "`false` (the reader's system fonts), or leave it out"),
-    Rule("use_directory_urls", _is_false, "pages would link folders (`reports/x/`), which a browser shows as a "
-         "file listing when the site is opened from disk", "`false` (links to .html files), or leave it out"),
     Rule("repo_url", _never, "Material would fetch the repository's stars and forks from its host's API on every "
          "page view", "leave it out (link the repository from a page of your docs instead)"),
     Rule("extra.analytics", _never, "the pages would load an analytics script from the network on every page view",
@@ -84,14 +82,24 @@ def required_settings(config: dict[str, Any], packaged: dict[str, Any]) -> dict[
     and the Material theme without web fonts, its `features` list as the project's file has it (the build adds
     to that list, which a child configuration replaces whole). A project without a theme gets the packaged one
     (`packaged`: site_templates/mkdocs.base.yml, parsed), palette and features included."""
+    # Links to .html files, which work from disk, unless the project asks for directory URLs: a site it serves
+    # over HTTP (GitHub Pages' pretty URLs), a choice perfsite supported before these checks and keeps
+    # (without offline search, which would turn them off: serves_over_http).
+    links = {} if serves_over_http(config) else {"use_directory_urls": False}
     theme = config.get("theme")
     if theme is None:
         packaged_theme = packaged["theme"]
         features = list(packaged_theme.get("features") or [])
-        return {"use_directory_urls": False, "theme": {**packaged_theme, "features": features}}
+        return {**links, "theme": {**packaged_theme, "features": features}}
     features = list(theme.get("features") or []) if isinstance(theme, dict) else []
     # `name` too: mkdocs merges a child's theme into the parent's only where both are mappings (`theme: material`).
-    return {"use_directory_urls": False, "theme": {"name": THEME, "font": False, "features": features}}
+    return {**links, "theme": {"name": THEME, "font": False, "features": features}}
+
+
+def serves_over_http(config: dict[str, Any]) -> bool:
+    """The project's mkdocs.yml asks for directory URLs (`use_directory_urls: true`): its pages link folders,
+    which a web server answers and a browser opening the site from disk shows as a file listing."""
+    return config.get("use_directory_urls") is True
 
 
 def _lookup(config: dict[str, Any], dotted: str) -> tuple[bool, Any]:
