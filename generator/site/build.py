@@ -394,7 +394,8 @@ def _write_config(
         "INHERIT": str(parent), "docs_dir": str(build_dir / "docs"), "site_dir": str(site_dir), "nav": nav,
     }
     for key, required in (("extra_javascript", vendor.extra_javascript()), ("extra_css", vendor.extra_css()),
-                          ("markdown_extensions", list(REQUIRED_EXTENSIONS)), ("plugins", _required_plugins(parent_config))):
+                          ("markdown_extensions", list(REQUIRED_EXTENSIONS)),
+                          ("plugins", _required_plugins(parent_config))):
         merged = _merged_list(parent_config.get(key) or [], required, parent, key)
         if merged is not None:
             config[key] = merged
