@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import onnx
 import pytest
 from support.cli import ROOT, perfsite, write_spec
 from support.models import matmul_model
@@ -245,6 +246,11 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
     for side in ("co-base", "co-cand"):
         (tmp_path / side / "e" / "models").mkdir(parents=True)
         matmul_model(tmp_path / side / "e" / "models" / "tiny.onnx")
+    # The candidate's model keeps its weight in an external-data file, a file the model's readers read too.
+    weights = onnx.load(str(tmp_path / "co-cand" / "e" / "models" / "tiny.onnx"))
+    onnx.save_model(weights, str(tmp_path / "co-cand" / "e" / "models" / "tiny.onnx"), save_as_external_data=True,
+                    location="tiny.data", size_threshold=0)
+    for side in ("co-base", "co-cand"):
         (tmp_path / side / "e" / "x.npy").write_bytes(b"not read before the check")
         (tmp_path / side / "e" / "s.yaml").write_text("name: s\nmodels: {fp32: {path: models/tiny.onnx}}\n"
                                                       "inputs: {x: {file: x.npy}}\n")
@@ -276,6 +282,12 @@ def test_an_output_file_never_replaces_an_input_or_another_output(tmp_path):
          "error: --markdown co-base/e/models/tiny.onnx is the file at `models.fp32.path` in the baseline's spec "
          "co-base/e/s.yaml, which this command reads: writing there would replace it. Nothing was measured or "
          "written."),
+        (["diff", "co-base", "co-cand", "--measure", "e/*.yaml", "--json", "co-cand/e/models/tiny.data"],
+         "error: --json co-cand/e/models/tiny.data is external data of the model at `models.fp32.path` in the "
+         "candidate's spec co-cand/e/s.yaml, which this command reads"),
+        (["count", "models/base.onnx", "co-cand/e/models/tiny.onnx", "--markdown", "co-cand/e/models/tiny.data"],
+         "error: --markdown co-cand/e/models/tiny.data is external data of the candidate model (tiny.data), which "
+         "this command reads: writing there would replace it."),
         (["diff", "co-base", "co-cand", "--measure", "e/*.yaml", "--bencher-json", "co-cand/e/x.npy"],
          "error: --bencher-json co-cand/e/x.npy is the file at `inputs.x.file` in the candidate's spec "
          "co-cand/e/s.yaml, which this command reads"),

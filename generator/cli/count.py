@@ -17,6 +17,7 @@ from generator.counting.report import count_json, count_markdown
 from generator.counting.verdict import check_threshold
 from generator.errors import PerfsiteError
 from generator.oneshot.shapes import make_input_feeds, model_inputs, parse_dims, parse_shapes, resolve_inputs
+from generator.versions.checks import model_files
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
@@ -30,8 +31,7 @@ def count_command(baseline: Path, candidate: Path, *, iterations: int, warmup: i
                             "candidate is slower) or --fail-on never.")
     check_threshold(threshold)
     paths = {BASELINE: Path(baseline).absolute(), CANDIDATE: Path(candidate).absolute()}
-    check_output_files({"--json": json_out, "--markdown": markdown_out},
-                       {"the baseline model": paths[BASELINE], "the candidate model": paths[CANDIDATE]})
+    check_output_files({"--json": json_out, "--markdown": markdown_out}, _models_read(paths))
     if paths[BASELINE] == paths[CANDIDATE]:
         # Allowed (an A/A check of the method), but said, since it is more often a slip.
         (progress or (lambda _t: None))("Baseline and candidate are the same file: an A/A check.")
@@ -53,3 +53,13 @@ def _feeds(model_path: Path, dims: Sequence[str], shapes: Sequence[str]) -> dict
     resolved = resolve_inputs(model_path, model_inputs(model_path), parse_dims(dims, model_path),
                               parse_shapes(shapes, model_path))
     return make_input_feeds(model_path, resolved)
+
+
+def _models_read(paths: dict[str, Path]) -> dict[str, Path]:
+    """Each model file the count reads and its external-data files, by role (for check_output_files)."""
+    read = {}
+    for role, path in paths.items():
+        model, *extra = model_files(path)
+        read[f"the {role} model"] = model
+        read.update({f"external data of the {role} model ({e.name})": e for e in extra})
+    return read

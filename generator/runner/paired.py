@@ -30,6 +30,7 @@ from generator.runner.orchestrate import (
     run_paired,
 )
 from generator.spec import LoadedSpec, load_spec
+from generator.versions.checks import model_files
 
 SIDES = ("baseline", "candidate")
 
@@ -82,6 +83,8 @@ def files_read(baseline: Path, candidate: Path, patterns: Sequence[str]) -> dict
             read[f"the {side}'s spec {path}"] = path
             for field, named in load_spec(path).named_files().items():
                 read[f"the file at `{field}` in the {side}'s spec {path}"] = named
+                for extra in model_files(named)[1:] if named.suffix.lower() == ".onnx" else ():
+                    read[f"external data of the model at `{field}` in the {side}'s spec {path}"] = extra
     return read
 
 

@@ -71,6 +71,17 @@ def external_data_files(model: onnx.ModelProto, path: Path, where: str) -> list[
     return files
 
 
+def model_files(path: Path) -> list[Path]:
+    """A model file and the external-data files it names: what a command reads when it reads the model, so
+    what an output option must not name (`--json model.onnx.data` replaced the weights). A model that cannot be
+    read gives itself alone: the stage that loads it says why."""
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+        return [path, *external_data_files(model, path, str(path))]
+    except Exception:  # not a readable model, or external data perfsite would refuse: said when it is loaded
+        return [path]
+
+
 def check_runtime_loads(path: Path, what: str) -> None:
     """Refuse a model onnxruntime's CPU provider rejects as invalid (a missing kernel is not our concern here:
     the model may target another provider)."""
