@@ -37,7 +37,7 @@ from generator.runner.orchestrate import (
     keyed_inputs,
     longest_trial_s,
     measure_settings,
-    models_cache,
+    planned_versions,
     start_run,
     stored_keys,
     sweep_trials,
@@ -46,7 +46,7 @@ from generator.runner.ray_address import ALLOWED, AUTO, check_ray_address, check
 from generator.runner.sides import PlannedTrial, Progress, RunOptions, RunSummary, SilentProgress
 from generator.runner.sweep import check_feeds
 from generator.spec import LoadedSpec
-from generator.versions import ModelVersion, prepare_versions
+from generator.versions import ModelVersion
 
 NODE_RESOURCE = "perfsite_node"
 # How often a run waiting for its groups looks whether their targets still have a live node (two looks in a
@@ -124,7 +124,7 @@ def plan_fan_out(loaded: LoadedSpec, options: RunOptions, progress: Progress) ->
     results = ResultsDir(options.results_dir)
     check_one_spec_per_name(results, loaded)
     trials = sweep_trials(loaded, options.only)
-    versions = prepare_versions(loaded, models_cache(loaded, options, progress), progress=progress.message)
+    versions = planned_versions(loaded, options, progress)
     check_feeds(loaded, {name: v.path for name, v in versions.items()}, trials)
     files = _shipped_files(loaded, versions)
     stored = frozenset() if options.force else frozenset(stored_keys(results, progress))

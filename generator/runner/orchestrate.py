@@ -56,7 +56,7 @@ from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, Silen
 from generator.runner.sweep import SweepContext, check_feeds
 from generator.runner.whatif_check import whatif_warnings
 from generator.spec import LoadedSpec, spec_to_json
-from generator.versions import prepare_versions
+from generator.versions import ModelVersion, prepare_versions
 from generator.versions.cache import file_sha256
 
 QUICK_ENV = "PERFSITE_QUICK"
@@ -80,6 +80,16 @@ def is_quick(flag: bool) -> bool:
         return value.strip().lower() in QUICK_ON
     raise RunError(f"{QUICK_ENV}={value!r} says neither on nor off. Allowed: {', '.join(QUICK_ON)} (quick mode, as "
                    f"--quick) or {', '.join(repr(v) for v in QUICK_OFF)} (a full measurement), in any case.")
+
+
+def planned_versions(loaded: LoadedSpec, options: RunOptions, progress: Progress) -> dict[str, ModelVersion]:
+    """The spec's model versions, built (or taken from the cache), with a warning for each `whatif` key that
+    names nothing in them: what a local run and a Ray run plan alike."""
+    versions = prepare_versions(loaded, models_cache(loaded, options, progress), progress=progress.message)
+    models = {name: v.path for name, v in versions.items()}
+    for warning in whatif_warnings(loaded.path, loaded.spec.whatif, models):
+        progress.message(warning)
+    return versions
 
 
 def measure_settings(loaded: LoadedSpec, quick: bool) -> dict:
@@ -188,9 +198,7 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     trials = sweep_trials(loaded, options.only)
     # Before building versions: a provider this onnxruntime lacks would fail every trial that asks for it.
     check_providers({t.config.provider for t in trials}, f"{loaded.path}: sweep.provider")
-    versions = prepare_versions(loaded, models_cache(loaded, options, progress), progress=progress.message)
-    for warning in whatif_warnings(loaded.path, spec.whatif, {name: v.path for name, v in versions.items()}):
-        progress.message(warning)
+    versions = planned_versions(loaded, options, progress)
     inputs = keyed_inputs(loaded)
     keys = {
         t: trial_key(t, model_sha256=versions[t.version].sha256, inputs=inputs,
