@@ -697,3 +697,40 @@ def test_the_exit_status_table_of_the_ci_page_is_the_codes():
     assert set(map(int, rows)) == {EXIT_OK, 1, EXIT_REGRESSION, EXIT_NOT_COMPARABLE}, rows
     assert "share no version and configuration" in rows["1"]
     assert "nothing measured" not in rows[str(EXIT_NOT_COMPARABLE)]
+
+
+def test_a_p99_headline_under_460_requests_is_p95_under_one_label_everywhere(tmp_path):
+    """A spec asking for p99 over trials of 60 requests: the experiment page, the profile page, `perfsite
+    compare` and `perfsite diff` all show the stored p95 under "p95 (p99 needs 460 requests)", and diff does not
+    compute the p99 the pages refuse."""
+    from support.results import write_results
+
+    from generator.numbers import num
+    from generator.results.store import load_experiment
+    from generator.site.pages import experiment_pages, experiment_view, profile_pages, template_env
+
+    folder = write_results(tmp_path / "results", percentile="p99")
+    view = experiment_view(load_experiment(folder), "e")
+    t = next(t for t in view.trials if (t.version, t.config_label) == ("fp32", "b1 t1 c1"))
+    value = num(t.latency_headline_ms)
+    label = "p95 &#40;p99 needs 460 requests&#41;"  # as the pages' Markdown escapes it
+    page = experiment_pages(template_env(), view)[0].markdown
+    assert f"Latency {label} (ms) |" in page and f"Best latency {label} (ms)" in page
+    assert f"| fp32 | b1 t1 c1 | {num(t.latency_mean_ms)} | {num(t.latency_p50_ms)} | {value} |" in page
+    assert '"title": "Latency p95 (p99 needs 460 requests) (ms)"' in page.replace('":"', '": "')
+    profile = next(p.markdown for p in profile_pages(template_env(), view) if "fp32" in p.path)
+    profiled = next(t for t in view.trials if (t.version, t.config_label) == ("fp32", "b1 t2 c1"))  # by default
+    assert f"| Latency {label} (ms), headline | {num(profiled.latency_headline_ms)} |" in profile
+    assert "| Latency p99 (ms) | — |" in profile
+
+    compare = perfsite("compare", "--a", "fp32", "--b", "int8", "--config", "batch=1,threads=1",
+                       "--results", str(tmp_path / "results"), cwd=tmp_path)
+    assert compare.returncode == 0, compare.stderr
+    row = next(line for line in compare.stdout.splitlines() if line.startswith("Latency "))
+    assert row.startswith(f"Latency p95 (p99 needs 460 requests)  {value} ms"), row
+
+    diff = perfsite("diff", "results", "results", cwd=tmp_path)
+    assert diff.returncode in (0, 3) and not diff.stderr, diff.stderr  # 3: one stored measurement, "not comparable"
+    assert "latency p99 (ms)" not in diff.stdout
+    line = next(x for x in diff.stdout.splitlines() if x.startswith("| cnn-int8 · fp32 · b1 t1 c1 |"))
+    assert f"| latency p95 (p99 needs 460 requests) (ms) | {value} | {value} |" in line, line

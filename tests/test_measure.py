@@ -236,3 +236,16 @@ def test_an_early_stop_looks_only_at_rounds_the_diff_judges():
     every = paired_interval(base, cand, "p50", EARLY_STOP_LEVEL)
     assert every is not None and every.n == 6 and decides(every, 1.05)  # what stopped the run before
     assert paired_interval(base, cand, "p50", EARLY_STOP_LEVEL, usable_only=True) is None
+
+
+def test_the_headline_label_says_where_p95_stands_in_for_p99():
+    from generator.results.headline import percentile_label, stand_in_mark, stored_percentile
+
+    assert stored_percentile("p99", None) == "p95" and stored_percentile("p99", 3.1) == "p99"
+    assert stored_percentile("p90", None) == "p90"
+    assert percentile_label("p99", ["p99", "p99"]) == "p99"
+    assert percentile_label("p99", ["p95"]) == "p95 (p99 needs 460 requests)"
+    mixed = percentile_label("p99", ["p95", "p99"])
+    assert mixed == "p99 (p95 below 460 requests)"
+    assert stand_in_mark("p99", "p95", mixed) == " (p95)" and stand_in_mark("p99", "p99", mixed) == ""
+    assert stand_in_mark("p99", "p95", "p95 (p99 needs 460 requests)") == ""

@@ -176,7 +176,7 @@ def b_slower(data: AdviceInput) -> Advice | None:
     lat, thr = c.latency_ratio, c.throughput_ratio
     findings = []
     if lat is not None and lat.significant and lat.point > 1.0:
-        findings.append(f"{c.percentile} latency x{lat.point:.2f} (95 % CI {lat.low:.2f} to {lat.high:.2f})")
+        findings.append(f"{c.timing_percentile} latency x{lat.point:.2f} (95 % CI {lat.low:.2f} to {lat.high:.2f})")
     if thr is not None and thr.significant and thr.point < 1.0:
         findings.append(f"throughput x{thr.point:.2f} (95 % CI {thr.low:.2f} to {thr.high:.2f})")
     if not findings:

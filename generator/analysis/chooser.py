@@ -42,7 +42,7 @@ from generator.analysis.compare import (
     layer_type_rows_of,
     op_side,
 )
-from generator.analysis.compare_choice import CompareContext, compare_context, config_dict
+from generator.analysis.compare_choice import CompareContext, compare_context, config_dict, headline_label
 from generator.analysis.layer_match import Executed
 from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
@@ -153,7 +153,7 @@ def chooser_data(exp, ctx: CompareContext | None = None) -> tuple[ChooserData, C
     cards = tuple(_card(ctx, t) for t in ok)
     versions = tuple(v for v in ctx.versions if v in ctx.trials)
     pairs = tuple(_version_pair(ctx, a, b) for a in versions for b in versions if a != b)
-    return ChooserData(versions, cards, pairs, _default(ctx, versions), ctx.percentile), ctx
+    return ChooserData(versions, cards, pairs, _default(ctx, versions), headline_label(ctx, ok)), ctx
 
 
 def pair_figures(ctx: CompareContext, data: ChooserData) -> Iterator[tuple[str, list[PairFigures]]]:

@@ -53,6 +53,7 @@ from generator.analysis.summaries import TrialSummary, clean
 from generator.analysis.trial_stats import pair_ratios, quantile_name, timing, trial_stats
 from generator.errors import ResultsError
 from generator.results.by_trial import trial_rows
+from generator.results.headline import percentile_label
 from generator.results.store import ExperimentResults
 
 PRECISIONS = ("FP32", "FP16", "INT8")
@@ -113,13 +114,23 @@ def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] 
         other_configs=_other_labels(ctx, a, b, chosen), agreement=_agreement(ctx, a, b, ta, tb),
         tolerance_set=ctx.exp.spec.tolerance is not None,
         overall_sweet_spot=overall_sweet_spot(ctx), threshold_ms=ctx.threshold_ms,
-        percentile=ctx.percentile,
+        percentile=percentile_label(ctx.percentile, _reported(ctx, every_trial(ctx))),
+        timing_percentile=percentile_label(ctx.percentile, [t.percentile for t in timing.timings or ()]),
         b_reason=b_reason, config_reason=config_reason, notes=timing.notes + layer_notes,
         versions=ctx.versions, other_config_items=_other_items(ctx, a, b, chosen),
         accounting=(time_accounting(ta), time_accounting(tb)) if ta and tb else (None, None),
     )
     provider = ta.provider if ta else None
     return _with_advice(comparison, AdviceInput(comparison, match, provider))
+
+
+def every_trial(ctx: CompareContext) -> list[TrialSummary]:
+    return [t for v in ctx.versions for t in ctx.trials.get(v, {}).values()]
+
+
+def _reported(ctx: CompareContext, trials) -> list[str]:
+    """The percentile each trial's headline reports (p95 where it stands in for p99)."""
+    return [t.headline_percentile or ctx.percentile for t in trials]
 
 
 def _with_advice(c: Comparison, data: AdviceInput) -> Comparison:
@@ -138,7 +149,7 @@ def _pareto_keys(points: list[TrialSummary]) -> set[str]:
 
 def _points(ctx: CompareContext, spots: tuple[SweetSpot, ...], ta: TrialSummary | None,
             tb: TrialSummary | None) -> tuple[ConfigPoint, ...]:
-    every = [t for v in ctx.versions for t in ctx.trials.get(v, {}).values()]
+    every = every_trial(ctx)
     pareto = _pareto_keys(every)
     spot_keys = {s.trial_key for s in spots if s.trial_key}
     roles = {t.trial_key: role for t, role in ((ta, "a"), (tb, "b")) if t is not None}
@@ -185,7 +196,8 @@ def budget_note(t: TrialSummary) -> str:
 
 def _bare_timing(t: TrialSummary, percentile: str) -> VersionTiming:
     return VersionTiming(t.version, t.latency_headline_ms, None, None, t.throughput_ips, None, None,
-                         t.processes or 0, t.trial_key, percentile, "no stored request latencies")
+                         t.processes or 0, t.trial_key, t.headline_percentile or percentile,
+                         "no stored request latencies")
 
 
 def iterations_of(t: TrialSummary) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from generator.analysis.records_compare import SweetSpot
 from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary, clean, sweet_spot, trial_summary
 from generator.errors import ResultsError
+from generator.results.headline import percentile_label
 from generator.results.store import ExperimentResults
 
 
@@ -88,12 +89,17 @@ def default_b(ctx: CompareContext, a: str) -> tuple[str, str]:
                               f" items/s at {best.config_label}); the spec sets no latency threshold.")
     spot = sweet_spot(others, ctx.threshold_ms)
     if spot is None:
-        return best.version, (f"No configuration of another version has {ctx.percentile} latency within "
+        return best.version, (f"No configuration of another version has {headline_label(ctx, others)} latency within "
                               f"{ctx.threshold_ms:g} ms; B is {best.version}, the highest throughput overall "
                               f"({best.throughput_ips:.1f} items/s at {best.config_label}).")
     return spot.version, (f"B is {spot.version}: the highest throughput within the {ctx.threshold_ms:g} ms "
-                          f"{ctx.percentile} latency threshold ({spot.throughput_ips:.1f} items/s at "
+                          f"{headline_label(ctx, others)} latency threshold ({spot.throughput_ips:.1f} items/s at "
                           f"{spot.config_label}).")
+
+
+def headline_label(ctx: CompareContext, trials: list[TrialSummary]) -> str:
+    """The headline percentile as the trials report it, saying where p95 stands in for p99."""
+    return percentile_label(ctx.percentile, [t.headline_percentile or ctx.percentile for t in trials])
 
 
 def version_sweet_spot(ctx: CompareContext, version: str) -> SweetSpot:
@@ -120,7 +126,7 @@ def _no_spot_reason(ctx: CompareContext, trials: list[TrialSummary]) -> str:
     if not trials:
         return "no successful trial"
     fastest = min(t.latency_headline_ms for t in trials)
-    return (f"no configuration has {ctx.percentile} latency within {ctx.threshold_ms:g} ms "
+    return (f"no configuration has {headline_label(ctx, trials)} latency within {ctx.threshold_ms:g} ms "
             f"(the fastest: {fastest:.3g} ms)")
 
 

@@ -38,7 +38,6 @@ from generator.analysis.summaries import (
     sweet_spot,
     trial_summary,
 )
-from generator.analysis.trial_stats import P99_MIN_SAMPLES
 from generator.results import intervals
 
 MIN_MACHINES = 2  # environments an experiment needs for its machines page
@@ -186,9 +185,8 @@ def _preemption_known(trials: pd.DataFrame) -> dict[str, bool]:
 
 
 def _latency_figure(t: TrialSummary, samples: stats.ProcessSamples, percentile: str) -> Figure:
-    requests = sum(x.size for x in samples.latencies_ms)
-    # The trials table reports p95 for p99 below P99_MIN_SAMPLES requests; the interval follows its headline.
-    q_name = "p95" if percentile == "p99" and requests < P99_MIN_SAMPLES else percentile
+    # The interval follows the stored headline, p95 where it stands in for p99 (generator.results.headline).
+    q_name = t.headline_percentile or percentile
     q = stats.percentile_of(q_name) if q_name in stats.PERCENTILES else 0.5
     return _figure(t.latency_headline_ms, [float(np.quantile(x, q)) for x in samples.latencies_ms if x.size])
 

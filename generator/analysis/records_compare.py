@@ -226,7 +226,10 @@ class Comparison:
     tolerance_set: bool = True  # False: outputs were judged by perfsite's default tolerance
     overall_sweet_spot: SweetSpot | None = None
     threshold_ms: float | None = None
+    # The headline percentile as labels name it (generator.results.headline.percentile_label): over every
+    # trial of the experiment (charts, sweet spots), and over A's and B's timings at the compared configuration.
     percentile: str = "p90"
+    timing_percentile: str = "p90"
     b_reason: str | None = None  # why B was chosen, when it was not named
     config_reason: str | None = None  # why this configuration was chosen, when it was not named
     notes: tuple[str, ...] = ()  # plain-text caveats (no profile at this configuration, ...)

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from generator.axes import AXES
+from generator.results.headline import stored_percentile
 
 # Configuration axes that are columns of `trials`; any other sweep axis lives in the `dims` JSON column.
 AXIS_COLUMNS = AXES
@@ -99,6 +100,9 @@ class TrialSummary:
     measuring_s: float | None = None
     profile_iterations: int | None = None  # inferences the profiled pass's statistics are over, as stored
     target_name: str | None = None  # the kind of machine a Ray run measured it on (`--target`, `targets:`)
+    # The percentile latency_headline_ms reports: the trial's stored one, p95 standing in for p99 below
+    # generator.results.headline.P99_MIN_SAMPLES requests (None when the trial's percentile was not stored).
+    headline_percentile: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -151,8 +155,13 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         preempted_share=_float(row.get("preempted_share")), ci_halfwidth=_float(row.get("ci_halfwidth")),
         target=_float(row.get("target")), budget_exhausted=bool(clean(row.get("budget_exhausted"))),
         measuring_s=_float(row.get("measuring_s")), profile_iterations=_int(row.get("profile_iterations")),
-        target_name=clean(row.get("target_name")),
+        target_name=clean(row.get("target_name")), headline_percentile=_headline_percentile(row),
     )
+
+
+def _headline_percentile(row: pd.Series) -> str | None:
+    percentile = clean(row.get("percentile"))
+    return None if percentile is None else stored_percentile(str(percentile), _float(row.get("latency_p99_ms")))
 
 
 def trial_summaries(trials: pd.DataFrame, version_order: list[str] | None = None) -> list[TrialSummary]:

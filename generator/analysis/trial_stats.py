@@ -25,8 +25,7 @@ from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.analysis.summaries import TrialSummary
 from generator.results import intervals
 from generator.results.by_trial import trial_rows
-
-P99_MIN_SAMPLES = 460  # as generator.runner.measure: below it the trials' headline falls back to p95
+from generator.results.headline import P99_MIN_SAMPLES, STAND_IN
 
 
 @dataclass
@@ -91,9 +90,12 @@ def bootstrap_all(trials: list[TrialStats], percentile: str) -> None:
 
 
 def quantile_name(percentile: str, a: TrialStats, b: TrialStats) -> tuple[str, tuple[str, ...]]:
-    """The spec's percentile, p95 standing in for p99 with too few requests (as the trials table does)."""
-    if percentile == "p99" and min(a.requests, b.requests) < P99_MIN_SAMPLES:
-        return "p95", (f"Fewer than {P99_MIN_SAMPLES} requests: p95 stands in for p99, as in the trials table.",)
+    """The spec's percentile, p95 standing in for p99 when either trial's stored headline reports p95 (fewer
+    than P99_MIN_SAMPLES requests, generator.results.headline): the stored decision, not a recount, so the
+    ratio is over the figure the trials table shows."""
+    if percentile == "p99" and STAND_IN in (a.summary.headline_percentile, b.summary.headline_percentile):
+        return STAND_IN, (f"Fewer than {P99_MIN_SAMPLES} requests: p95 stands in for p99, as in the trials "
+                          "table.",)
     return percentile, ()
 
 

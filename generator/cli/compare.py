@@ -140,7 +140,7 @@ def _timing(t: VersionTiming | None, latency: bool) -> str:
 def _verdict(c: Comparison) -> list[str]:
     ta, tb = c.timings or (None, None)
     rows = [
-        [f"Latency {c.percentile}", _timing(ta, True), _timing(tb, True), safe(latency_words(c.latency_ratio))],
+        [f"Latency {c.timing_percentile}", _timing(ta, True), _timing(tb, True), safe(latency_words(c.latency_ratio))],
         ["Throughput", _timing(ta, False), _timing(tb, False), safe(throughput_words(c.throughput_ratio))],
     ]
     lines = table(["", f"A {safe(c.a)}", f"B {safe(c.b)}", "verdict (95 % CI)"], rows, [False] * 4)

@@ -38,6 +38,7 @@ from generator.analysis.summaries import AXIS_COLUMNS, clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
 from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
 from generator.machine.environment import FINGERPRINT_FIELDS
+from generator.results.headline import STAND_IN, percentile_label, stored_percentile
 from generator.results.intervals import BETWEEN_RUN_SD, run_drift
 from generator.results.store import ExperimentResults
 from generator.spec.model import Regression
@@ -294,9 +295,10 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
                limits: Thresholds) -> TrialDiff:
     """Ratios, verdict and layer changes of one configuration: `a` from the baseline, `b` from the candidate."""
     percentile = str(clean(b.get("percentile")) or cand_exp.spec.measure.percentile)
+    q_name = _reported_percentile(percentile, a, b)
     side_a, side_b = side_samples(base_exp, a), side_samples(cand_exp, b)
     samples_a, samples_b = side_a.samples, side_b.samples
-    q = percentile_of(percentile)
+    q = percentile_of(q_name)
     pair = paired(a, b)
     between = 0.0 if pair else (run_drift(BETWEEN_RUN_SD, _spread(a)), run_drift(BETWEEN_RUN_SD, _spread(b)))
     lat, boot_a, boot_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between)
@@ -305,7 +307,8 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     config = {axis: clean(b[axis]) for axis in AXIS_COLUMNS} | {"dims": str(b["dims"])}
     return TrialDiff(
         experiment=cand_exp.name, version=str(b["version"]), config_label=str(b["config_label"]), config=config,
-        baseline_key=str(a["trial_key"]), candidate_key=str(b["trial_key"]), percentile=percentile,
+        baseline_key=str(a["trial_key"]), candidate_key=str(b["trial_key"]),
+        percentile=percentile_label(percentile, (q_name,)),
         latency_baseline_ms=boot_a.point, latency_candidate_ms=boot_b.point, latency_ratio=lat,
         throughput_baseline_ips=thr_a.point if thr_a else None,
         throughput_candidate_ips=thr_b.point if thr_b else None, throughput_ratio=thr,
@@ -321,6 +324,13 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         throughput_baseline_ci=thr_a.interval() if thr_a else None,
         throughput_candidate_ci=thr_b.interval() if thr_b else None,
     )
+
+
+def _reported_percentile(percentile: str, a: pd.Series, b: pd.Series) -> str:
+    """The percentile both sides are compared at: the spec's, or p95 where either side's stored headline
+    reports p95 for p99 (too few requests, generator.results.headline), the figure its pages show."""
+    reported = {stored_percentile(percentile, clean(row.get("latency_p99_ms"))) for row in (a, b)}
+    return STAND_IN if STAND_IN in reported and percentile == "p99" else percentile
 
 
 Side = tuple[ExperimentResults, pd.Series, ProcessSamples]

@@ -21,6 +21,7 @@ import pyarrow as pa
 from generator.numbers import share_above
 from generator.plan import Trial
 from generator.results import clean, intervals
+from generator.results.headline import stored_percentile
 from generator.results.noise import NOISE_CORES_SHARE, NOISE_CV, NOISE_PREEMPTED_SHARE, NOISE_SPREAD
 from generator.runner.measure import latency_stats
 
@@ -202,7 +203,7 @@ def measurement_columns(
     arena = [p.arena_mb for p in processes if p.arena_mb is not None]
     return {
         **{f"latency_{k}_ms": stats[k] for k in ("mean", "p50", "p90", "p95", "p99", "std", "min", "max")},
-        "latency_headline_ms": stats[percentile] if stats[percentile] is not None else stats["p95"],
+        "latency_headline_ms": stats[stored_percentile(percentile, stats["p99"])],
         "cv": stats["cv"],
         # With no usable process the figures are every request's (as the latencies above): a process whose every
         # request was preempted has no clean throughput at all, and a NaN headline would leave an ok trial out.

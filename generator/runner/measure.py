@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from generator.results.headline import P99_MIN_SAMPLES
+
 # The latency buffer starts with room for the minimum iterations, up to this (then doubles when full).
 INITIAL_BUFFER_MAX = 1 << 16
-# Below this many samples fewer than ~5 lie above the 99th percentile: too few to estimate it.
-P99_MIN_SAMPLES = 460
 
 
 @dataclass(frozen=True)

@@ -243,7 +243,7 @@ def inference_time_chart(c: Comparison) -> alt.LayerChart:
         raise ValueError("inference_time_chart needs a comparison with timings (a configuration both ran)")
     colors = version_colors(_versions(c))
     metric = alt.param(name="metric", value="throughput", bind=alt.binding_radio(
-        options=["throughput", "latency"], labels=["Throughput", f"Latency {c.percentile}"], name="Show "))
+        options=["throughput", "latency"], labels=["Throughput", f"Latency {c.timing_percentile}"], name="Show "))
     roles = list(_roles(c))
     x = alt.X("run:N", title=None, sort=roles, axis=alt.Axis(labelAngle=0, labelLimit=260))
     color = alt.Color("version:N", legend=None, scale=alt.Scale(domain=[c.a, c.b], range=[colors[c.a], colors[c.b]]))
@@ -256,7 +256,7 @@ def inference_time_chart(c: Comparison) -> alt.LayerChart:
     ticks = [alt.Chart().mark_tick(width=18, thickness=2, color=INK).encode(x=x, y=alt.Y(f"{end}:Q"))
              for end in ("low", "high")]
     title = (f"metric == 'throughput' ? 'Throughput (items/s), 95 % CI' : "
-             f"'Latency {c.percentile} (ms), 95 % CI'")
+             f"'Latency {c.timing_percentile} (ms), 95 % CI'")
     layers = [bars.properties(name="time_bars"), errors.properties(name="time_ci"),
               ticks[0].properties(name="time_ci_low"), ticks[1].properties(name="time_ci_high")]
     return alt.layer(*layers, data=inline_rows(_timing_records(c, c.timings))).transform_filter(

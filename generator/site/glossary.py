@@ -16,7 +16,7 @@ GLOSSARY: dict[str, str] = {
     "p50": "the median request latency: half the requests were faster",
     "p90": "the 90th percentile of request latency: 90 % of the requests were at least this fast",
     "p95": "the 95th percentile of request latency: 95 % of the requests were at least this fast",
-    "p99": "the 99th percentile of request latency, reported from 460 requests on",
+    "p99": "the 99th percentile of request latency, reported from 460 requests on; below that p95 stands in",
     "sweet spot": "a version's configuration with the highest throughput whose latency is within the threshold",
     "spinning": "onnxruntime's intra-op threads busy-wait for work instead of sleeping (lower latency, more CPU)",
     "intra-op": "threads that split the work of one operator (onnxruntime's intra_op_num_threads)",

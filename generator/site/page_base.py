@@ -21,6 +21,7 @@ import generator
 from generator.analysis import summaries as S
 from generator.analysis.accounting import PROFILED_TIMES_RULE
 from generator.analysis.compare_choice import CompareContext, compare_context
+from generator.results.headline import percentile_label, stand_in_mark
 from generator.results.store import ExperimentResults
 from generator.site.escape import md_paragraphs, md_text
 from generator.site.formatting import FILTERS
@@ -134,6 +135,22 @@ class ExperimentView:
     @property
     def out_of_budget(self) -> list[S.TrialSummary]:
         return [t for t in self.trials if t.budget_exhausted and t.status == "ok"]
+
+    @property
+    def headline_label(self) -> str:
+        """The headline percentile as its columns and axes name it: saying where p95 stands in for p99."""
+        return percentile_label(self.percentile, (self.reported_percentile(t) for t in self.ok_trials))
+
+    def reported_percentile(self, t: S.TrialSummary) -> str:
+        return t.headline_percentile or self.percentile
+
+    def trial_headline_label(self, t: S.TrialSummary) -> str:
+        """The headline percentile of one trial as its own pages name it (the profile page)."""
+        return percentile_label(self.percentile, (self.reported_percentile(t),))
+
+    def headline_mark(self, t: S.TrialSummary) -> str:
+        """" (p95)" after a headline cell whose trial reports p95 for p99 when the column does not say so."""
+        return stand_in_mark(self.percentile, self.reported_percentile(t), self.headline_label)
 
     @property
     def sweet_spots(self) -> list[S.TrialSummary]:

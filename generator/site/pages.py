@@ -41,7 +41,7 @@ from generator.timeline.view import TimelineView, timeline_view
 def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """The experiment's overview page: chart, best results, warnings, the sortable table of every trial."""
     chart = charts.latency_throughput_chart(view.trials, [v.info.version for v in view.versions],
-                                            view.percentile, view.spec.latency_threshold_ms)
+                                            view.headline_label, view.spec.latency_threshold_ms)
     block = charts.chart_block("chart-latency-throughput", chart) if view.ok_trials else ""
     page = render(env, "experiment.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.name, True, e=view,
                   chart=block, multi_env=len(view.environments) > 1,
