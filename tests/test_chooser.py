@@ -163,3 +163,26 @@ def test_trials_with_one_details_fingerprint_have_the_same_details(recorded):
         contents.setdefault(fingerprint, set()).add(repr((d.recorded, d.kernels, sorted(d.layers.items()))))
     assert all(len(c) == 1 for c in contents.values()) and len(contents) < len(fingerprints)
     assert len(set().union(*contents.values())) == len(contents)  # and different fingerprints, different details
+
+
+def test_a_trial_whose_figures_fell_back_to_every_request_gets_no_verdict_in_the_chooser(tmp_path):
+    """A trial with no process that kept enough clean requests (a busy machine): the chooser said "B is 10x
+    faster (95 % CI 6–19)" where `perfsite diff` calls it not comparable. Its pairs say "not compared" and why."""
+    folder = write_compare_results(tmp_path / "results")
+    c = compare_versions(load_experiment(folder), "fp32", "int8-static")
+    exp = load_experiment(folder)  # before any per-trial lookup: those index the tables once
+    # Every request of A's trial preempted by a neighbour, the others clean (results schema 2).
+    exp.trials["preemption_known"] = True
+    exp.latencies["run_delay_ms"] = exp.latencies["latency_ms"].where(
+        exp.latencies["trial_key"] == c.a_trial_key, 0.0)
+    data, ctx = chooser_data(exp)
+    figures = dict(pair_figures(ctx, data))[c.a_trial_key]
+    mine = next(f for f in figures if f.b_key == c.b_trial_key)
+    shown = chooser_page._figures(mine)
+    processes = int(exp.processes["trial_key"].eq(c.a_trial_key).sum())
+    why = f"only 0 of {processes} measurement processes of A kept enough clean (not preempted) requests"
+    assert shown["latencyText"].startswith(f"not compared: {why} (B / A ")
+    assert shown["throughputText"].startswith(f"not compared: {why} (B / A ")
+    assert shown["latency"][3] is False and any("shown without a verdict (not compared)" in n for n in shown["notes"])
+    card = next(t for t in data.trials if t.trial_key == c.a_trial_key)
+    assert card.timing.note.startswith("from every request, preempted ones included")

@@ -60,7 +60,8 @@ def _nodes(key: str, version: str) -> list[dict]:
 
 
 def _write(root: Path, threshold: float | None = 5.0, profiled=((1, 2),), compare=None,
-           versions=("fp32", "int8", "int8-dyn")) -> Path:
+           versions=("fp32", "int8", "int8-dyn"), preempted: tuple[str, ...] | None = None) -> Path:
+    """`preempted`: record run-delay (results schema 2), each request of these trials preempted."""
     spec = spec_from_json(_spec(threshold, compare if compare is not None else [{"a": "fp32", "b": "int8"},
                                                                                 {"a": "fp32"}]))
     sha = hashlib.sha256(canonical_json(spec).encode()).hexdigest()
@@ -82,12 +83,15 @@ def _write(root: Path, threshold: float | None = 5.0, profiled=((1, 2),), compar
             "throughput_ips": float(np.median([1000 * batch / a.mean() for a in lat])), "processes": 3,
             "profiled": (batch, threads) in profiled, "finished_at": f"2026-01-01T00:{n:02d}:00Z",
             "profile_iterations": 5 if (batch, threads) in profiled else None,
+            **({"preemption_known": True} if preempted is not None else {}),
         }
+        delay = {"run_delay_ms": None} if preempted is None else {"run_delay_ms": 0.0}
         files = TrialFiles(
             trial=trial,
             processes=[{"trial_key": key, "process": p, "throughput_ips": 1000 * batch / a.mean()}
                        for p, a in enumerate(lat)],
-            latencies=[{"trial_key": key, "process": p, "stream": 0, "iteration": i, "latency_ms": float(v)}
+            latencies=[{"trial_key": key, "process": p, "stream": 0, "iteration": i, "latency_ms": float(v),
+                        **({"run_delay_ms": float(v)} if key in (preempted or ()) else delay)}
                        for p, a in enumerate(lat) for i, v in enumerate(a)],
             nodes=_nodes(key, version) if (batch, threads) in profiled else [],
             agreement=[{"trial_key": key, "version": version, "reference_version": "fp32", "output": "y",
@@ -246,3 +250,30 @@ def test_without_a_tolerance_outputs_far_from_the_reference_still_warn(tmp_path)
     assert '!!! danger "Outputs changed: int8-dyn, int8-static"' in page.markdown
     assert "beyond perfsite's\n    default tolerance (cosine ≥ 0.99; the spec sets no `tolerance:`)" in page.markdown
     assert "int8-static output logits against fp32 (cosine 0.1900" in page.markdown
+
+
+def test_a_side_whose_figures_fell_back_to_every_request_is_shown_without_a_verdict(tmp_path):
+    """fp32 at b4 t1 c2 kept no process with enough clean requests: `perfsite diff` called it not comparable,
+    while compare, its page and the chooser said "B is 10x faster (95 % CI 6–19)". The figures are shown, the
+    verdict is "not compared", with the diff's words."""
+    from generator.site.compare_page import latency_words, throughput_words
+
+    exp = load_experiment(_write(tmp_path, preempted=("fp32-b1-t2",)))
+    c = compare_versions(exp, "fp32", "int8", {"batch": 1, "threads": 2})
+    assert c.a_trial_key == "fp32-b1-t2"
+    for ratio in (c.latency_ratio, c.throughput_ratio):
+        assert not ratio.significant
+        assert ratio.unjudged == "only 0 of 3 measurement processes of A kept enough clean (not preempted) requests"
+    assert latency_words(c.latency_ratio) == (
+        "not compared: only 0 of 3 measurement processes of A kept enough clean (not preempted) requests "
+        f"(B / A {c.latency_ratio.point:.2f} from every request, preempted ones included)")
+    assert throughput_words(c.throughput_ratio).startswith("not compared: only 0 of 3 measurement processes of A")
+    assert ("Only 0 of 3 measurement processes of A (fp32 at b1 t2 c1) kept enough clean (not preempted) "
+            "requests: its figures fall back to every request, preempted ones included, and are shown without a "
+            "verdict (not compared).") in c.notes[0]
+    a, b = c.timings
+    assert a.latency_ms > 0 and a.note.startswith("from every request, preempted ones included") and b.note is None
+    # The other side's clean trials are judged as before.
+    judged = compare_versions(exp, "fp32", "int8", {"batch": 4, "threads": 2})
+    assert judged.latency_ratio.significant and judged.latency_ratio.unjudged is None
+    assert latency_words(judged.latency_ratio).startswith("B is 2.0× faster")

@@ -8,6 +8,7 @@ Regenerate the snapshots after an intended change with
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import os
 import re
@@ -82,6 +83,25 @@ def test_throughput_words_and_notes():
     assert CP.ratio_cell(R.RatioCI(0.98, 0.9, 1.05, False)) == ("0.98", "no significant difference")
     assert CP.ratio_cell(R.RatioCI(0.5, 0.45, 0.55, True)) == ("0.50", "0.45–0.55")
     assert CP.ratio_cell(None) == ("—", "—")
+
+
+def test_a_side_that_fell_back_to_every_request_is_not_judged_on_the_page_or_in_the_terminal(view):
+    """A compared trial whose processes kept no clean requests: the page and `perfsite compare` said "B is 10x
+    faster (95 % CI 6–19)". Both show the figures and say "not compared", with the note on why."""
+    why = "only 0 of 3 measurement processes of A kept enough clean (not preempted) requests"
+    note = ("Only 0 of 3 measurement processes of A (fp32 at b1 t1 c1) kept enough clean (not preempted) requests: "
+            "its figures fall back to every request, preempted ones included, and are shown without a verdict "
+            "(not compared). Measure again with a larger measure.budget_s, or on a quieter machine.")
+    changes = {"latency_ratio": R.RatioCI(0.1, 0.05, 0.16, False, unjudged=why),
+               "throughput_ratio": R.RatioCI(7.2, 4.5, 11.5, False, unjudged=why), "notes": (note,)}
+    page = html.unescape(_prose(_sample_page(view, **changes)))
+    assert (f"**Latency (p90):** not compared: {why} (B / A 0.10 from every request, preempted ones included)."
+            in page)
+    assert f"**Throughput:** not compared: {why} (B / A 7.2 from every request, preempted ones included)." in page
+    assert note in page and "faster" not in page.split("## Inference results")[0]
+    text = format_comparison(sample_comparison(**changes), "cnn")
+    assert f"not compared: {why} (B / A 0.10 from every request" in text and f"note: {note}" in text
+    assert "95 % CI 0.05" not in text
 
 
 def test_precision_counts_in_a_fixed_order():

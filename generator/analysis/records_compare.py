@@ -20,8 +20,9 @@ class RatioCI:
     """A ratio B / A with its 95 % confidence interval.
 
     `significant` is True when the interval excludes 1; the page then shows the change, otherwise "no
-    significant difference". `note` says why the interval is less trustworthy than usual (e.g. a single
-    measurement process, so only request-to-request variation is in it); `flagged` is True when there is one.
+    significant difference" (or "not compared" when `unjudged` says why no verdict can be given). `note` says
+    why the interval is less trustworthy than usual (e.g. a single measurement process, so only
+    request-to-request variation is in it); `flagged` is True when there is one.
     """
 
     point: float
@@ -31,6 +32,9 @@ class RatioCI:
     note: str | None = None
     processes_a: int = 0
     processes_b: int = 0
+    # Why no verdict is given (never significant then): a side's figures fell back to every request, preempted
+    # ones included, as `perfsite diff` refuses to judge (generator.diff.noise). None: judged.
+    unjudged: str | None = None
 
     @property
     def flagged(self) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ class TrialStats:
     summary: TrialSummary
     samples: stats.ProcessSamples
     run_id: Any
+    preemption_known: bool = False  # results schema 2: requests a neighbour preempted are known and left out
     _figures: dict[str, list[float]] = field(default_factory=dict)
     _boots: dict[str, stats.Bootstrap] = field(default_factory=dict)
     _throughput: list[stats.Bootstrap | None] = field(default_factory=list)
@@ -72,7 +73,7 @@ def trial_stats(cache: dict, exp, t: TrialSummary) -> TrialStats:
         known = row.get("preemption_known")
         known = bool(known) if isinstance(known, bool | np.bool_) else False  # results schema 2 only
         samples = stats.process_samples(exp.processes, exp.latencies, t.trial_key, known)
-        cache[key] = TrialStats(t, samples, row.get("run_id"))
+        cache[key] = TrialStats(t, samples, row.get("run_id"), known)
     return cache[key]
 
 
@@ -108,6 +109,7 @@ class PairRatios:
     throughput: RatioCI | None
     reference: RatioCI
     paired: bool
+    notes: tuple[str, ...] = ()  # why latency and throughput are not judged (fallback_note), when they are not
 
 
 def pair_ratios(a: TrialStats, b: TrialStats, q_name: str) -> PairRatios:
@@ -119,7 +121,44 @@ def pair_ratios(a: TrialStats, b: TrialStats, q_name: str) -> PairRatios:
                                          for t in (a, b))
     latency = _latency(a, b, q_name, paired, between)
     reference = latency if q_name == "p50" else _latency(a, b, "p50", paired, between)
-    return PairRatios(latency, _throughput(a, b, paired, between), reference, paired)
+    throughput = _throughput(a, b, paired, between)
+    fell_back = [(role, s) for role, s in (("A", a), ("B", b)) if falls_back(s)]
+    if not fell_back:
+        return PairRatios(latency, throughput, reference, paired)
+    why = "; ".join(_fallback_why(role, s) for role, s in fell_back)
+    notes = tuple(fallback_note(role, s) for role, s in fell_back)
+    return PairRatios(_unjudged(latency, why), _unjudged(throughput, why), reference, paired, notes)
+
+
+def falls_back(s: TrialStats) -> bool:
+    """The trial's figures come from every request, preempted ones included: no process kept enough clean
+    requests. `perfsite diff` calls such a side not comparable (generator.diff.noise), and so does a comparison:
+    its figures are shown, never judged."""
+    return s.preemption_known and bool(s.samples.processes) and not s.samples.judged_clean
+
+
+FALLBACK_TIMING_NOTE = ("from every request, preempted ones included: no measurement process kept enough clean "
+                        "(not preempted) requests; not judged")
+
+
+def _fallback_why(role: str, s: TrialStats) -> str:
+    n = s.samples.processes
+    return (f"only 0 of {n} measurement process{'es' if n != 1 else ''} of {role} kept enough clean "
+            "(not preempted) requests")
+
+
+def fallback_note(role: str, s: TrialStats) -> str:
+    """The page's note on a side whose figures fell back to every request (falls_back), in the words of
+    `perfsite diff`."""
+    t = s.summary
+    why = _fallback_why(f"{role} ({t.version} at {t.config_label})", s)
+    return (f"{why[0].upper()}{why[1:]}: its figures fall back to every request, preempted ones included, and "
+            "are shown without a verdict (not compared). Measure again with a larger measure.budget_s, or on a "
+            "quieter machine.")
+
+
+def _unjudged(ratio: RatioCI | None, why: str) -> RatioCI | None:
+    return None if ratio is None else replace(ratio, significant=False, unjudged=why)
 
 
 def _rounds(a: TrialStats, b: TrialStats) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -154,5 +193,6 @@ def timing(s: TrialStats, q_name: str) -> VersionTiming:
         version=t.version, latency_ms=lat.point, latency_ci_low=lat_low, latency_ci_high=lat_high,
         throughput_ips=thr.point if thr else t.throughput_ips, throughput_ci_low=thr_low,
         throughput_ci_high=thr_high, processes=s.samples.processes, trial_key=t.trial_key, percentile=q_name,
-        note=stats.small_sample_note(s.samples.processes, s.samples.processes),
+        note=(FALLBACK_TIMING_NOTE if falls_back(s)
+              else stats.small_sample_note(s.samples.processes, s.samples.processes)),
     )

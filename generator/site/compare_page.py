@@ -53,12 +53,21 @@ def _note(ratio: RatioCI) -> str:
     return f"; {ratio.note}" if ratio.note else ""
 
 
+def not_compared(ratio: RatioCI) -> str:
+    """A ratio that must not be judged (RatioCI.unjudged), in `perfsite diff`'s words: the figure without its
+    interval, which a fallback to preempted requests makes meaningless."""
+    return (f"not compared: {ratio.unjudged} (B / A {times(ratio.point)} from every request, preempted ones "
+            "included)")
+
+
 def latency_words(ratio: RatioCI | None) -> str:
     """B's latency against A's in words: "B is 1.8× faster (95 % CI 1.7–1.9)" or "no significant difference".
 
     The ratio is B / A, so a speed-up is its inverse, and so is its interval (with the ends swapped)."""
     if ratio is None:
         return "no latency comparison (a compared trial has no figures)"
+    if ratio.unjudged:
+        return not_compared(ratio)
     if not ratio.significant:
         return f"no significant difference in latency ({_interval(ratio.low, ratio.high, 2)} for B / A{_note(ratio)})"
     if ratio.point < 1:
@@ -73,6 +82,8 @@ def throughput_words(ratio: RatioCI | None) -> str:
     """B's throughput against A's in words: "B has 1.8× A's throughput (95 % CI 1.7–1.9)"."""
     if ratio is None:
         return "no throughput comparison (a compared trial has no figures)"
+    if ratio.unjudged:
+        return not_compared(ratio)
     if not ratio.significant:
         interval = _interval(ratio.low, ratio.high, 2)
         return f"no significant difference in throughput ({interval} for B / A{_note(ratio)})"
