@@ -246,6 +246,25 @@ def test_format_comparison_says_what_the_page_says():
     assert "Outputs: within the spec's tolerance" in text
 
 
+
+def test_the_figures_beside_a_verdict_say_what_they_are():
+    """The table showed 1,398 vs 4,126 items/s (2.95x) beside a verdict of 2.7x with no word on why: the
+    verdict is a ratio of geometric means of per-process figures, the columns pool requests or take the median
+    over processes. The terminal and the page both say so."""
+    text = format_comparison(sample_comparison(), "cnn")
+    assert ("Verdicts are measured process by process (the ratio of the geometric means of each process's figure); "
+            "the latency columns pool every request, the throughput columns are the median over processes, so their "
+            "ratio can differ where the processes disagree.") in text
+
+
+def test_the_inference_time_table_says_what_its_figures_are(view):
+    page = " ".join(html.unescape(_prose(_sample_page(view))).split())
+    assert ("The verdict's ratios are not the ratio of this table's figures: they are measured process by process, "
+            "the ratio of the geometric means of each measurement process's figure (its p90 latency, its "
+            "throughput), while the table's latency pools every request of a trial (its clean ones where preemption "
+            "is known) and its throughput is the median over the processes.") in page
+
+
 def test_compare_command_on_recorded_results(tmp_path):
     write_compare_results(tmp_path)
     text = compare_command(tmp_path, "fp32", "int8-static", "batch=1,threads=1")

@@ -640,9 +640,13 @@ def test_a_change_column_that_disagrees_with_the_figure_columns_is_explained(tmp
     point opposite ways: 0.00865 -> 0.00813 ms was shown as -21.4 %. The table says why, for those rows only."""
     base, cand = sides(tmp_path, Side(), Side(seed=1, process_factors=(0.6, 0.6, 0.6, 2.0, 2.0)))
     text, _ = diff_command(base, cand, latency_ratio=10.0, throughput_ratio=0.1)
-    assert "The change is measured process by process (each measurement process's figure, as the verdict judges " \
-           "it); the baseline and candidate columns pool every clean request of a trial. The two disagree where a " \
-           "trial's processes disagree, as for cnn · fp32 · b1 t1 c1, cnn · fp32 · b4 t1 c1." in text
+    # What each column is, truly: the throughput columns were said to "pool every clean request" but are the
+    # median over processes, beside a Change that is a ratio of geometric means.
+    assert "The change is measured process by process, as the verdict judges it: the ratio of the geometric means " \
+           "of each measurement process's figure (its latency percentile over its clean requests, its clean " \
+           "throughput). The latency columns pool every clean request of a trial; the throughput columns are the " \
+           "median of its processes' clean throughputs. The two disagree where a trial's processes disagree, as " \
+           "for cnn · fp32 · b1 t1 c1, cnn · fp32 · b4 t1 c1." in text
     assert "process by process" not in diff_command(*sides(tmp_path / "calm", Side(), Side(seed=1)))[0]
 
 

@@ -144,7 +144,14 @@ def _verdict(c: Comparison) -> list[str]:
         ["Throughput", _timing(ta, False), _timing(tb, False), safe(throughput_words(c.throughput_ratio))],
     ]
     lines = table(["", f"A {safe(c.a)}", f"B {safe(c.b)}", "verdict (95 % CI)"], rows, [False] * 4)
-    return lines + [f"Outputs: {_agreement(c)}"]
+    return lines + ([VERDICT_NOTE] if c.timings else []) + [f"Outputs: {_agreement(c)}"]
+
+
+# What the figures beside a verdict are, as the compare page says under its inference-time table: a hostile
+# reader found 1,398 vs 4,126 items/s (2.95x) beside a verdict of 2.7x.
+VERDICT_NOTE = ("Verdicts are measured process by process (the ratio of the geometric means of each process's "
+                "figure); the latency columns pool every request, the throughput columns are the median over "
+                "processes, so their ratio can differ where the processes disagree.")
 
 
 def _agreement(c: Comparison) -> str:

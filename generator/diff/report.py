@@ -145,8 +145,10 @@ def _table(result: DiffResult) -> str:
                      "are in the JSON verdict file."]
     apart = [t.name for t in shown if _columns_disagree(t)]
     if apart:
-        rows += ["", "The change is measured process by process (each measurement process's figure, as the "
-                     "verdict judges it); the baseline and candidate columns pool every clean request of a trial. "
+        rows += ["", "The change is measured process by process, as the verdict judges it: the ratio of the "
+                     "geometric means of each measurement process's figure (its latency percentile over its clean "
+                     "requests, its clean throughput). The latency columns pool every clean request of a trial; "
+                     "the throughput columns are the median of its processes' clean throughputs. "
                      "The two disagree where a trial's processes disagree, as for "
                      f"{', '.join(cell(n) for n in apart[:MAX_LISTED])}{' …' if len(apart) > MAX_LISTED else ''}."]
     return "\n".join(rows)
