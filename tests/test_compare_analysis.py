@@ -277,3 +277,23 @@ def test_a_side_whose_figures_fell_back_to_every_request_is_shown_without_a_verd
     judged = compare_versions(exp, "fp32", "int8", {"batch": 4, "threads": 2})
     assert judged.latency_ratio.significant and judged.latency_ratio.unjudged is None
     assert latency_words(judged.latency_ratio).startswith("B is 2.0× faster")
+
+
+def test_with_no_sweet_spot_the_configuration_reason_says_why_not_that_it_was_not_profiled(tmp_path):
+    """No configuration met the threshold, every one was profiled, yet the reason read "fp32 has no sweet spot;
+    its best configuration has no per-node profile in both versions". Each case has its own reason now."""
+    every = tuple(CONFIGS)
+    tight = compare_versions(load_experiment(_write(tmp_path / "tight", threshold=0.1, profiled=every)), "fp32",
+                             "int8")
+    assert tight.config_label == "b4 t2 c1"  # A's highest throughput
+    assert tight.config_reason == ("fp32 has no sweet spot: no configuration has p90 latency within 0.1 ms (the "
+                                   "fastest: 1.29 ms); the comparison uses b4 t2 c1, the profiled configuration "
+                                   "where fp32 does best.")
+    assert "per-node profile" not in tight.config_reason
+    none = compare_versions(load_experiment(_write(tmp_path / "none", threshold=None)), "fp32", "int8")
+    assert none.config_reason == ("fp32 has no sweet spot: the spec sets no latency threshold (latency_threshold_ms); "
+                                  "the comparison uses b1 t2 c1, the profiled configuration where fp32 does best.")
+    # A sweet spot that was not profiled keeps its own reason.
+    unprofiled = compare_versions(load_experiment(_write(tmp_path / "spot")), "fp32", "int8")
+    assert unprofiled.config_reason.startswith("A's sweet spot (b4 t2 c1) has no per-node profile in both versions; "
+                                               "the comparison uses b1 t2 c1")

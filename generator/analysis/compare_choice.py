@@ -2,9 +2,9 @@
 
 B, when not named: the version other than A with the highest throughput within the latency threshold (the
 highest throughput overall when there is no threshold or nothing meets it). The configuration of the
-layer-level sections: the named (partial) one, or A's sweet spot, or, when A's sweet spot was not profiled in
-both versions, the profiled configuration where A does best. Each choice that needs explaining comes with
-its reason, shown on the page.
+layer-level sections: the named (partial) one, or A's sweet spot, or, when A has none (no threshold, or nothing
+within it) or its sweet spot was not profiled in both versions, the profiled configuration where A does best.
+Each choice that needs explaining comes with its reason (each case its own), shown on the page.
 """
 
 from __future__ import annotations
@@ -172,11 +172,13 @@ def choose_config(ctx: CompareContext, a: str, b: str, wanted: dict[str, Any] | 
         return None, f"{a} and {b} have no successful configuration in common: nothing to compare side by side."
     if spot_key in profiled:
         return spot_key, None
-    spot_text = f"A's sweet spot ({spot.config_label})" if spot else f"{a} has no sweet spot; its best configuration"
     if profiled:
         chosen = _best_config(ta, profiled, profiled, ctx.threshold_ms)
-        return chosen, (f"{spot_text} has no per-node profile in both versions; the comparison uses "
-                        f"{ta[chosen].config_label}, the profiled configuration where {a} does best.")
+        # Two different reasons not to use A's sweet spot: it has none (say why), or it was not profiled.
+        why = (f"A's sweet spot ({spot.config_label}) has no per-node profile in both versions" if spot
+               else f"{a} has no sweet spot: {_no_spot_reason(ctx, list(ta.values()))}")
+        return chosen, (f"{why}; the comparison uses {ta[chosen].config_label}, the profiled configuration where "
+                        f"{a} does best.")
     chosen = spot_key if spot_key in common else _best_config(ta, common, [], ctx.threshold_ms)
     return chosen, (f"No configuration was profiled in both versions: the comparison uses "
                     f"{ta[chosen].config_label} without layer-level sections.")
