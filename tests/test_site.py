@@ -158,6 +158,20 @@ def test_quick_mode_and_all_failed_trials_are_reported(tmp_path):
     assert (site / "reports" / "cnn-int8" / "profile-int8.html").is_file()
 
 
+def test_a_version_whose_every_trial_failed_says_so_in_the_best_results(tmp_path):
+    """int8 with 0 ok and 4 failed trials was shown as "— … none under the threshold" in the experiment page's
+    Best results and the reports index, as if it had run and been too slow."""
+    from generator.results.store import load_experiment
+    from generator.site.pages import experiment_pages, experiment_view, reports_index, template_env
+
+    view = experiment_view(load_experiment(write_results(tmp_path, failed_versions=("int8",))), "cnn-int8")
+    env = template_env()
+    overview, index = experiment_pages(env, view)[0].markdown, reports_index(env, [view]).markdown
+    assert "| int8 | — | — | — | — | — | — | no successful trial (4 failed) | [profile](profile-int8.md) |" in overview
+    assert "| int8 | — | — | — | — | — | no successful trial (4 failed) |" in index
+    assert "none under the threshold" not in overview + index
+
+
 def test_a_project_config_lacking_nothing_is_not_rewritten(tmp_path, results_root):
     build_site(results_root, tmp_path / "site", tmp_path)
     config = _config(tmp_path)

@@ -73,6 +73,14 @@ class VersionView:
     best: S.VersionBest
     profile_path: str  # relative to the experiment folder
 
+    @property
+    def no_sweet_spot_text(self) -> str:
+        """What the Best results tables say where the version has no sweet spot: a version whose every trial
+        failed has nothing under (or over) the threshold, and saying "none under the threshold" hid the failure."""
+        if self.info.trials_ok:
+            return "none under the threshold"
+        return f"no successful trial ({self.info.trials_failed} failed)"
+
 
 @dataclass(frozen=True)
 class ExperimentView:

@@ -249,6 +249,9 @@
       if (!table || !table.tBodies.length) return;
       Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
         var cells = row.cells, version = cells[columns.indexOf("version")].textContent.trim(), r = best[version];
+        // A version with no successful trial keeps saying so, whatever the threshold.
+        var config = cells[columns.indexOf("config")];
+        if (config && config.textContent.indexOf("no successful trial") === 0) return;
         columns.forEach(function (name, i) {
           if (!cells[i] || name === "version" || !name) return;
           var text = !r ? (name === "config" ? "none under the threshold" : "\u2014")

@@ -125,11 +125,12 @@ def nodes(key: str, row: dict, version: str, payload: bool | str) -> list[dict]:
 
 
 def write_results(root: Path, payload: bool | str = False, quick: bool = False, only_failed: bool = False,
-                  percentile: str = "p95") -> Path:
+                  percentile: str = "p95", failed_versions: tuple[str, ...] = ()) -> Path:
     """Write the fixed experiment under root/<experiment>/ and return the experiment folder. `quick` marks
-    every trial as measured in quick mode; `only_failed` makes every trial a failure; `payload` a string: that
-    text instead of PAYLOAD. `percentile` the spec's headline percentile: with p99, as the runner stores it for
-    trials of 60 requests (under P99_MIN_SAMPLES), p95 of the stored requests stands in for it."""
+    every trial as measured in quick mode; `only_failed` makes every trial a failure, `failed_versions` every
+    trial of these versions; `payload` a string: that text instead of PAYLOAD. `percentile` the spec's headline
+    percentile: with p99, as the runner stores it for trials of 60 requests (under P99_MIN_SAMPLES), p95 of the
+    stored requests stands in for it."""
     text = payload if isinstance(payload, str) else PAYLOAD
     spec = spec_from_json(spec_dict(text if payload else DESCRIPTION, percentile))
     sha = hashlib.sha256(canonical_json(spec).encode()).hexdigest()
@@ -145,7 +146,7 @@ def write_results(root: Path, payload: bool | str = False, quick: bool = False, 
         plan.append((text, 1, 1))
     for n, (version, batch, threads) in enumerate(plan):
         key = hashlib.sha256(f"{version}-{batch}-{threads}".encode()).hexdigest()[:20]
-        failed = only_failed or (version, batch, threads) == ("int8", 8, 2)
+        failed = only_failed or version in failed_versions or (version, batch, threads) == ("int8", 8, 2)
         noisy = (version, batch, threads) == ("fp32", 8, 2)
         row = {**trial_row(key, version, batch, threads, failed, noisy, n), "spec_sha256": sha}
         row["quick"] = quick
