@@ -561,6 +561,30 @@ def test_a_side_whose_every_request_was_preempted_is_not_comparable_not_a_verdic
             "requests") in " ".join(text.split()), text
 
 
+def test_one_noisy_store_against_itself_says_first_that_both_sides_are_one_measurement(tmp_path):
+    """`perfsite diff results results` on a busy machine's results printed "not comparable" with intervals such
+    as "+0 % (-90.1 % to +915 %)" and exit 3; that both sides were one measurement came in a note far below. The
+    first line says it now; the exit status stays that of the verdict (docs/ci.md)."""
+    import shutil
+
+    import pandas as pd
+
+    store = tmp_path / "results"
+    shutil.copytree(Path(__file__).parent / "data" / "drift-aa" / "run-0", store)
+    (path,) = (store / "tiny" / "latencies").glob("*.parquet")
+    frame = pd.read_parquet(path)
+    frame["run_delay_ms"] = frame["latency_ms"]  # every request preempted: not comparable
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(
+        pq.read_schema(path).metadata), path)
+    text, code = diff_command(str(store), str(store))
+    first = text.splitlines()[0]
+    assert code == 3 and first.startswith(
+        "**perfsite diff: not comparable**: the baseline and the candidate are the same stored measurement (one "
+        "trial, run and finish time, for every configuration): nothing was measured for the candidate, so this diff "
+        "says nothing about it. Measure the candidate first (`perfsite run`), or compare with `perfsite diff "
+        "--measure`. Each trial against itself: 1 of 1 configurations could not be judged"), first
+
+
 def test_a_spec_in_one_checkout_only_is_measured_on_its_side_and_named(tmp_path):
     """`--measure` measured only the specs both checkouts hold: an experiment a pull request added was neither
     measured nor mentioned. It is measured on its side alone now, and the summary names it as such."""
@@ -618,7 +642,9 @@ def test_the_same_stored_trial_on_both_sides_is_said_not_called_unchanged_in_sil
     said "no significant change": true of the numbers, silent about the candidate nobody measured."""
     base, _ = sides(tmp_path, Side(), Side(seed=1))
     text, code_ = diff_command(base, base)
-    assert code_ == 0 and text.startswith("**perfsite diff: no significant change**")
+    assert code_ == 0 and text.startswith("**perfsite diff: no significant change**: the baseline and the candidate "
+                                          "are the same stored measurement (one trial, run and finish time, for "
+                                          "every configuration): nothing was measured for the candidate")
     assert ("- For every configuration, the baseline and the candidate are the same stored measurement (one trial, "
             "run and finish time): nothing was measured again for the candidate") in text
     assert "same stored" not in diff_command(*sides(tmp_path / "two", Side(), Side(seed=1)))[0]

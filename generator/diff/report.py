@@ -39,6 +39,8 @@ def verdict_line(result: DiffResult) -> str:
     """The first line: the verdict and why, in one sentence."""
     n = len(result.trials)
     counted = f"of {n} configuration{'s' if n != 1 else ''} measured in both"
+    if result.trials and all(t.same_measurement for t in result.trials) and result.verdict != FAILED:
+        return _same_measurement_line(result)
     if result.verdict == FAILED:
         k = len(result.failed_in_candidate)
         return (f"**perfsite diff: failed**: {k} configuration{'s' if k != 1 else ''} the baseline measured "
@@ -52,6 +54,18 @@ def verdict_line(result: DiffResult) -> str:
         k = len(result.improvements)
         return f"**perfsite diff: faster**: {k} {counted} got faster, none slower ({_limits(result)})."
     return f"**perfsite diff: no significant change** in any {counted} ({_limits(result)})."
+
+
+def _same_measurement_line(result: DiffResult) -> str:
+    """Both sides are one stored measurement (`perfsite diff results results`): that is the news, before any
+    figure, whatever the verdict (each trial against itself is "no change" or, noisy, "not comparable")."""
+    line = (f"**perfsite diff: {result.verdict}**: the baseline and the candidate are the same stored measurement "
+            "(one trial, run and finish time, for every configuration): nothing was measured for the candidate, "
+            "so this diff says nothing about it. Measure the candidate first (`perfsite run`), or compare with "
+            "`perfsite diff --measure`.")
+    if result.verdict == NOT_COMPARABLE:
+        line += f" Each trial against itself: {_why_not_comparable(result)}"
+    return line
 
 
 def _and_also(result: DiffResult) -> str:
