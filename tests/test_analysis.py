@@ -124,18 +124,19 @@ def test_time_accounting_splits_and_clamps(trials):
 
 
 def test_process_spread_over_measurement_processes(results, trials):
-    trial = _one(trials, "fp32", "b8 t2 c1")  # the noisy one: one process much slower
-    spread = P.process_spread(results.processes, trial.trial_key)
-    assert spread.processes == 3
-    assert spread.latency_median_max_ms / spread.latency_median_min_ms == pytest.approx(1.31 / 0.99)
-    assert P.process_spread(results.processes, "no-such-trial") is None
-    # Clean throughput where stored (the headline's own figure), the raw one where not.
+    """Without preemption known every process counts with every request: the range is over the medians of
+    each process's stored requests (the headline's own), and its throughput over the processes table's."""
+    trial = _one(trials, "fp32", "b8 t2 c1")
+    spread = P.process_spread(results.processes, results.latencies, trial)
+    assert (spread.processes, spread.clean) == (3, False)
+    lat = results.latencies[results.latencies["trial_key"] == trial.trial_key]
+    medians = lat.groupby("process")["latency_ms"].median()
+    assert (spread.latency_median_min_ms, spread.latency_median_max_ms) == pytest.approx((medians.min(), medians.max()))
     rows = results.processes[results.processes["trial_key"] == trial.trial_key]
-    clean = results.processes.assign(clean_throughput_ips=results.processes["throughput_ips"] * 1.5)
-    clean.loc[rows.index[0], "clean_throughput_ips"] = None
-    mixed = P.process_spread(clean, trial.trial_key)
-    expected = [rows["throughput_ips"].iloc[0], *(rows["throughput_ips"].iloc[1:] * 1.5)]
-    assert (mixed.throughput_min_ips, mixed.throughput_max_ips) == pytest.approx((min(expected), max(expected)))
+    assert (spread.throughput_min_ips, spread.throughput_max_ips) == pytest.approx(
+        (rows["throughput_ips"].min(), rows["throughput_ips"].max()))
+    missing = dataclasses.replace(trial, trial_key="no-such-trial")
+    assert P.process_spread(results.processes, results.latencies, missing) is None
 
 
 def test_environments_and_last_run(results):

@@ -7,6 +7,8 @@ Frames are built with the schema's columns (generator.results.schema), one small
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
@@ -82,7 +84,8 @@ def tables():
         trials=frame("trials", [{"trial_key": KEY, "model_bytes": 4096}]),
         processes=frame("processes", [{"trial_key": KEY, "process": i, "latency_median_ms": m,
                                        "throughput_ips": 2000.0 / m} for i, m in enumerate((0.9, 1.0, 1.2))]),
-        nodes=frame("nodes", NODES), layers=frame("layers", LAYERS), environments=frame("environments", [ENV]),
+        latencies=frame("latencies", []), nodes=frame("nodes", NODES), layers=frame("layers", LAYERS),
+        environments=frame("environments", [ENV]),
     )
 
 
@@ -152,7 +155,7 @@ def test_unprobed_environment_gives_no_ceilings_but_keeps_the_operations(tables)
 
 def test_model_summary_totals_and_achieved_rates(tables):
     t = trial()
-    summary = P.model_summary(tables.trials, tables.processes, tables.layers, tables.environments, t)
+    summary = P.model_summary(tables.trials, tables.processes, tables.latencies, tables.layers, tables.environments, t)
     assert summary.isa == ("AVX2", "FMA") and summary.model_bytes == 4096
     totals = summary.totals
     assert totals.flops == 2000 + 1000 + 2e4 + 10 and totals.int_ops == 100e6
@@ -162,7 +165,9 @@ def test_model_summary_totals_and_achieved_rates(tables):
     assert summary.achieved_gops_int8 == pytest.approx(100e6 * 1000 / 1e9)
     assert summary.peak_share_fp32 == pytest.approx(summary.achieved_gflops / 200.0)
     assert summary.peak_share_int8 == pytest.approx(100.0 / 400.0)
+    # No stored requests (a partial copy): the processes table's medians are the only ones.
     assert summary.spread.latency_median_min_ms == 0.9 and summary.spread.processes == 3
+    assert not summary.spread.clean
     assert P.static_totals(tables.layers, "no-such-trial") is None
 
 
@@ -244,3 +249,34 @@ def test_trial_profile_adds_the_spec_and_measured_whatifs(tables):
     measured = profile.whatifs[1]
     assert {f.key: f.factor for f in measured.factors} == {"Conv": 0.5, "Gemm": 1.0}
     assert [w.label for w in profile.op_whatifs] == ["QLinearConv", "Gemm", "If", "QuantizeLinear", "Transpose"]
+
+
+RECORDED = json.loads((Path(__file__).parent / "data" / "preempted_trials.json").read_text())
+
+
+def _recorded(version: str):
+    """The recorded trial of `version`: its TrialSummary, processes and latencies frames."""
+    (row,) = [r for r in RECORDED["trials"] if r["version"] == version]
+    tables = {name: frame(name, [r for r in RECORDED[name] if r["trial_key"] == row["trial_key"]])
+              for name in ("processes", "latencies")}
+    return S.trial_summary(pd.Series(row)), tables["processes"], tables["latencies"]
+
+
+def test_process_spread_is_over_the_processes_and_requests_of_the_headline():
+    """Real trials: fp32 kept 2 usable processes of 3, int8-dyn none. The per-process range must hold the
+    stored headline median and throughput, and count the processes the headline's interval was over."""
+    t, processes, latencies = _recorded("fp32")
+    assert (t.processes, t.usable_processes, t.judged_processes, t.clean_figures) == (3, 2, 2, True)
+    # The stored all-request medians of every process lie above the clean headline (the reported defect).
+    assert processes["latency_median_ms"].min() > t.latency_p50_ms
+    spread = P.process_spread(processes, latencies, t)
+    assert (spread.processes, spread.clean) == (2, True)
+    assert spread.latency_median_min_ms <= t.latency_p50_ms <= spread.latency_median_max_ms
+    assert spread.throughput_min_ips <= t.throughput_ips <= spread.throughput_max_ips
+
+    t, processes, latencies = _recorded("int8-dyn")
+    assert (t.processes, t.usable_processes, t.judged_processes, t.clean_figures) == (3, 0, 3, False)
+    spread = P.process_spread(processes, latencies, t)
+    assert (spread.processes, spread.clean) == (3, False)  # every request of every process, as the headline
+    assert spread.latency_median_min_ms <= t.latency_p50_ms <= spread.latency_median_max_ms
+    assert spread.throughput_min_ips <= t.throughput_ips <= spread.throughput_max_ips

@@ -14,11 +14,13 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support.cli import check_snapshots
 from support.profile import EXPERIMENT, write_profile_results
 
-from generator.results.store import load_experiment
+from generator.results import schema
+from generator.results.store import ResultsDir, load_experiment, table_to_parquet_bytes
 from generator.site import pages as site_pages
 from generator.site.escape import md_text
 
@@ -150,3 +152,55 @@ def test_profiled_times_add_up_to_the_measured_latency_with_the_overhead_as_its_
     names = ("Kernels", "Outside the kernels", "Minus the profiler overhead")
     parts = [float(lines[k].replace(",", "")) for k in names]
     assert sum(parts) == pytest.approx(float(lines["**Measured latency"].replace(",", "")), rel=0.01)
+
+
+def _preempt(folder: Path, version: str, label: str, preempted: tuple[int, ...]) -> dict:
+    """Mark every request of the `preempted` processes of one trial as preempted (a run-delay as long as the
+    request), with the trial's figures from the clean requests of the other processes as the runner stores
+    them (every request when none is left); returns the rewritten trial row."""
+    results = load_experiment(folder)
+    (row,) = [dict(r) for _, r in results.trials.iterrows() if (r["version"], r["config_label"]) == (version, label)]
+    lat = results.latencies[results.latencies["trial_key"] == row["trial_key"]].copy()
+    hit = lat["process"].isin(preempted)
+    lat["run_delay_ms"] = np.where(hit, lat["latency_ms"], 0.0)
+    usable = len(set(lat["process"]) - set(preempted))
+    pooled = lat.loc[~hit if usable else lat.index, "latency_ms"]
+    row = {c: (None if isinstance(v, float) and np.isnan(v) else v) for c, v in row.items()}
+    row.update(preemption_known=True, usable_processes=usable, preempted_share=float(hit.mean()),
+               latency_p50_ms=float(pooled.median()), latency_mean_ms=float(pooled.mean()))
+    rd = ResultsDir(folder)
+    rd.write_file(f"latencies/{row['trial_key']}.parquet", table_to_parquet_bytes(
+        "latencies", lat[list(schema.column_names("latencies"))].to_dict("records")))
+    rd.write_row("trials", row["trial_key"], row)
+    return row
+
+
+def _summary_figure(section: str, label: str) -> str:
+    (line,) = [line for line in section.splitlines() if line.startswith(f"| {label}")]
+    return line
+
+
+def test_per_process_range_holds_the_headline_and_counts_the_usable_processes(tmp_path):
+    """Item 2 of the figures tour: the range and the interval are over the processes the headline pools."""
+    folder = write_profile_results(tmp_path)
+    row = _preempt(folder, "fp32", "b1 t2 c1", (2,))
+    section = _section(_profile_pages(folder)[f"{site_pages.REPORTS_DIR}/{EXPERIMENT}/profile-fp32.md"], "b1 t2 c1")
+    spread = _summary_figure(section, "Median ms per batch per process")
+    assert "(2 usable of 3 processes, their clean requests)" in spread
+    low, high = (float(v) for v in re.findall(r"\| ([\d.]+) – ([\d.]+) \|$", spread)[0])
+    assert low <= round(row["latency_p50_ms"], 3) <= high
+    assert "± (2 usable of 3 processes" in _summary_figure(section, "Headline latency's 95 % interval")
+    assert "(left out of the figures above) | 33.3% |" in _summary_figure(section, "Requests preempted")
+
+
+def test_no_usable_process_says_the_figures_count_every_request(tmp_path):
+    """Item 5 of the figures tour: with every process preempted nothing was left out; the page says so."""
+    folder = write_profile_results(tmp_path)
+    _preempt(folder, "fp32", "b1 t2 c1", (0, 1, 2))
+    section = _section(_profile_pages(folder)[f"{site_pages.REPORTS_DIR}/{EXPERIMENT}/profile-fp32.md"], "b1 t2 c1")
+    assert _summary_figure(section, "Requests preempted") == (
+        "| Requests preempted by other processes (kept in the figures above: no process kept enough clean requests, "
+        "so they count every request) | 100.0% |")
+    assert "left out" not in section.split("### Machine limits")[0]
+    assert "(3 processes, every request)" in _summary_figure(section, "Median ms per batch per process")
+    assert "± (3 processes" in _summary_figure(section, "Headline latency's 95 % interval")

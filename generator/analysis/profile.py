@@ -9,10 +9,12 @@ and the roofline are in :mod:`generator.analysis.roofline`, the Amdahl estimates
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from generator.analysis.accounting import TimeAccounting
@@ -27,6 +29,7 @@ from generator.analysis.roofline import (
     static_totals,
     top_level_nodes,
 )
+from generator.analysis.stats import process_samples
 from generator.analysis.summaries import TrialSummary, clean
 from generator.analysis.whatif import WhatIf, measured_factors, op_type_whatifs, whatif
 from generator.results.by_trial import trial_rows
@@ -89,28 +92,40 @@ def time_accounting(trial: TrialSummary) -> TimeAccounting | None:
 
 @dataclass(frozen=True)
 class ProcessSpread:
-    """Per-process medians of one trial: the spread between measurement processes."""
+    """Per-process medians of one trial: the spread between the processes its headline figures come from."""
 
     processes: int
     latency_median_min_ms: float
     latency_median_max_ms: float
     throughput_min_ips: float
     throughput_max_ips: float
+    clean: bool  # each process's clean requests and clean throughput (else every request, raw throughput)
 
 
-def process_spread(processes: pd.DataFrame, trial_key: str) -> ProcessSpread | None:
-    """Min and max over the trial's measurement processes, or None when none was recorded. Throughput is each
-    process's clean throughput where stored, the figure the headline is the median of: the raw one (time lost
-    to a neighbour included) put the headline above its own processes' maximum on a busy machine."""
-    rows = trial_rows(processes, trial_key)
-    rows = rows.dropna(subset=["latency_median_ms", "throughput_ips"])
+def process_spread(processes: pd.DataFrame, latencies: pd.DataFrame, trial: TrialSummary) -> ProcessSpread | None:
+    """Min and max over the processes the trial's headline figures pool, or None when none was recorded.
+
+    The processes and requests are the headline's own (generator.analysis.stats.process_samples): with
+    preemption known, each usable process's clean requests and clean throughput; every request and the raw
+    throughput of every process when none is usable or preemption is unknown. The stored per-process median
+    counts every request and every process: beside a headline of clean requests from the usable processes it
+    put the headline outside its own range on a busy machine. Without stored requests (a partial copy) the
+    `processes` table's all-request medians are the only ones there are."""
+    samples = process_samples(processes, latencies, trial.trial_key, trial.preemption_known)
+    if not samples.processes:
+        return _stored_spread(processes, trial.trial_key)
+    medians = [float(np.median(lat)) for lat in samples.latencies_ms]
+    thr = [x for x in samples.throughput_ips if math.isfinite(x)]
+    return ProcessSpread(samples.processes, min(medians), max(medians), min(thr, default=math.nan),
+                         max(thr, default=math.nan), samples.judged_clean)
+
+
+def _stored_spread(processes: pd.DataFrame, trial_key: str) -> ProcessSpread | None:
+    rows = trial_rows(processes, trial_key).dropna(subset=["latency_median_ms", "throughput_ips"])
     if not len(rows):
         return None
-    thr = rows["throughput_ips"].astype(float)
-    if "clean_throughput_ips" in rows:
-        thr = rows["clean_throughput_ips"].astype(float).fillna(thr)
-    lat = rows["latency_median_ms"].astype(float)
-    return ProcessSpread(len(rows), float(lat.min()), float(lat.max()), float(thr.min()), float(thr.max()))
+    thr, lat = rows["throughput_ips"].astype(float), rows["latency_median_ms"].astype(float)
+    return ProcessSpread(len(rows), float(lat.min()), float(lat.max()), float(thr.min()), float(thr.max()), False)
 
 
 @dataclass(frozen=True)
@@ -128,7 +143,7 @@ class ModelSummary:
     peak_share_int8: float | None
 
 
-def model_summary(trials: pd.DataFrame, processes: pd.DataFrame, layers: pd.DataFrame,
+def model_summary(trials: pd.DataFrame, processes: pd.DataFrame, latencies: pd.DataFrame, layers: pd.DataFrame,
                   environments: pd.DataFrame, trial: TrialSummary) -> ModelSummary:
     """The model summary of one trial.
 
@@ -148,7 +163,7 @@ def model_summary(trials: pd.DataFrame, processes: pd.DataFrame, layers: pd.Data
     return ModelSummary(
         trial=trial, isa=tuple(map(str, isa)) if isa is not None else (),
         model_bytes=int(model_bytes) if model_bytes is not None else None,
-        spread=process_spread(processes, trial.trial_key), totals=totals, achieved_gflops=fp32,
+        spread=process_spread(processes, latencies, trial), totals=totals, achieved_gflops=fp32,
         achieved_gops_int8=int8, peak_share_fp32=ratio(fp32, limits.machine_gflops_fp32),
         peak_share_int8=ratio(int8, limits.machine_gops_int8),
     )
@@ -291,7 +306,8 @@ def trial_profile(tables: Any, trial: TrialSummary, spec_whatif: Mapping[str, fl
         factors, left_out = measured_factors(mine, times)
         whatifs.append(whatif(results, trial, factors, "measured", name, left_out))
     return TrialProfile(
-        summary=model_summary(tables.trials, tables.processes, tables.layers, tables.environments, trial),
+        summary=model_summary(tables.trials, tables.processes, tables.latencies, tables.layers, tables.environments,
+                              trial),
         limits=limits, layers=results, op_types=op_types, providers=provider_times(results),
         pool=pool_efficiency(op_types, trial.threads), accounting=time_accounting(trial),
         whatifs=[w for w in whatifs if w is not None], op_whatifs=op_type_whatifs(results, trial, WHATIF_DEFAULT),

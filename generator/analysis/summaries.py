@@ -103,11 +103,27 @@ class TrialSummary:
     # The percentile latency_headline_ms reports: the trial's stored one, p95 standing in for p99 below
     # generator.results.headline.P99_MIN_SAMPLES requests (None when the trial's percentile was not stored).
     headline_percentile: str | None = None
+    usable_processes: int | None = None  # processes with enough clean requests (None: preemption unknown)
 
     @property
     def ok(self) -> bool:
         figures = (self.latency_headline_ms, self.throughput_ips)
         return self.status == "ok" and None not in figures
+
+    @property
+    def clean_figures(self) -> bool:
+        """Whether the figures are the clean requests of the usable processes: False when preemption is unknown
+        or no process kept enough clean requests, and the runner fell back to every request of every process
+        (generator.runner.aggregate.measurement_columns)."""
+        return self.preemption_known and self.usable_processes != 0
+
+    @property
+    def judged_processes(self) -> int | None:
+        """The processes the figures and the headline's interval are computed over: the usable ones when the
+        figures are clean, every process otherwise."""
+        if self.clean_figures and self.usable_processes is not None:
+            return self.usable_processes
+        return self.processes
 
     @property
     def oversubscribed(self) -> bool:
@@ -156,6 +172,7 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         target=_float(row.get("target")), budget_exhausted=bool(clean(row.get("budget_exhausted"))),
         measuring_s=_float(row.get("measuring_s")), profile_iterations=_int(row.get("profile_iterations")),
         target_name=clean(row.get("target_name")), headline_percentile=_headline_percentile(row),
+        usable_processes=_int(row.get("usable_processes")),
     )
 
 
