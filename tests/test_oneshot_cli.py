@@ -289,6 +289,10 @@ def test_a_mostly_integer_model_is_set_against_the_int8_peak(tmp_path):
         limits["peak_gflops_fp32"] * limits["thread_scale"])
     assert {row["bound"] for row in record["layers"]} <= {"compute", "memory"}
     assert f"of the measured INT8 peak {num(s['peak_gflops'])} GOP/s" in summary_text(record)
+    # The page's compute rate is integer operations too: its temporal chart and text say INT8 GOP/s.
+    page = (tmp_path / "int8.perf.html").read_text(encoding="utf-8")
+    assert "Compute rate (INT8 GOP/s)" in page and "Compute rate (GFLOP/s)" not in page
+    assert re.search(r"peak compute\s+[\d.,]+ INT8 GOP/s\.", page)
 
 
 def test_a_model_onnxruntime_cannot_load_is_refused_before_measuring(tmp_path, monkeypatch, capsys):

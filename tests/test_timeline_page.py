@@ -98,3 +98,25 @@ def test_a_large_trace_is_written_gzip_compressed(tmp_path, monkeypatch):
     trace = json.loads(gzip.decompress(data))
     assert any(e["name"] == "model_run" for e in trace["traceEvents"])
     assert data == _pages(write_timeline_results(tmp_path / "again"))[0].files[0][1]  # same bytes per build
+
+
+def test_the_temporal_chart_names_the_compute_rate_as_the_table_beside_it(tmp_path):
+    """Item 7 of the figures tour: an INT8 model's chart said GFLOP/s (unit flops) beside a table in INT8
+    GOP/s; the chart's title, tooltip and unit follow the table, section by section."""
+    titles = {}
+    for page in _pages(write_timeline_results(tmp_path)):
+        for section in page.markdown.split("\n## ")[1:]:
+            specs = [s for chart_id, s in CHART_RE.findall(section) if "temporal" in chart_id]
+            if not specs:
+                continue  # a configuration without a timeline
+            (table,), (spec,) = re.findall(r"^\| (Compute rate \([^)]*\)) \|", section, re.M), specs
+            (chart,) = json.loads(spec)
+            data = [r for r in chart["data"]["values"] if r["measure"].startswith("Compute")]
+            compute = chart["vconcat"][1]
+            tooltip = [t["title"] for t in compute["layer"][0]["encoding"]["tooltip"]]
+            assert {r["measure"] for r in data} == {compute["layer"][0]["encoding"]["y"]["title"]} == {table}
+            assert table in tooltip
+            units = {r["unit"] for r in data}
+            assert units == ({"operations"} if "INT8" in table else {"flops"})
+            titles[page.path.rsplit("/", 1)[-1]] = table
+    assert titles == {"profile-fp32.md": "Compute rate (GFLOP/s)", "profile-int8.md": "Compute rate (INT8 GOP/s)"}

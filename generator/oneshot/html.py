@@ -67,7 +67,7 @@ def render_html(record: Mapping[str, Any], view: TimelineView) -> str:
     """The page for a one-shot profile record (generator.oneshot.record) and its trial's timeline view, with
     the charts the site's profile page draws of it (generator.site.pages)."""
     charts = {
-        "temporal": temporal_chart(view.stats, view.peak_gflops, view.bandwidth_gbs),
+        "temporal": temporal_chart(view.stats, view.peak_gflops, view.bandwidth_gbs, integer=view.integer),
         "timeline": timeline_chart(view.timeline),
     }
     title = f"{record['model']['file']} profile"

@@ -17,6 +17,7 @@ from generator.site.chart_spec import chart_dict, inline_rows
 from generator.timeline.model import Timeline, TimelineEvent
 from generator.timeline.stats import TemporalStats
 from generator.timeline.trace import thread_lanes
+from generator.timeline.view import compute_rate_title
 
 LANE_STEP_PX = 30
 POOL_COLOR = "#212121"
@@ -28,7 +29,6 @@ COMPUTE_COLOR = "#ff9800"
 # data per chart and most were narrower than a pixel. The trace file keeps every call.
 TIMELINE_CALLS = 1000
 TRAFFIC = "Memory traffic (GB/s)"
-COMPUTE = "Compute rate (GFLOP/s)"
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
@@ -120,11 +120,13 @@ def timeline_chart(tl: Timeline, name: str = "timeline") -> dict[str, Any]:
     return chart_dict(chart)  # not validated: the tests validate it (generator.site.charts.chart_block says why)
 
 
-def temporal_records(stats: TemporalStats) -> list[dict[str, Any]]:
-    """Long format, one record per bin and series (compute only when operation counts are known)."""
+def temporal_records(stats: TemporalStats, integer: bool = False) -> list[dict[str, Any]]:
+    """Long format, one record per bin and series (compute only when operation counts are known; `integer`: a
+    mostly-integer model, whose compute series is integer operations, not FLOPs)."""
     series = [(TRAFFIC, stats.traffic_gbs, stats.bytes_per_bin, "bytes")]
     if stats.has_flops:
-        series.append((COMPUTE, stats.compute_gflops, stats.flops_per_bin, "flops"))
+        unit = "operations" if integer else "flops"
+        series.append((compute_rate_title(integer), stats.compute_gflops, stats.flops_per_bin, unit))
     return [{"measure": label, "start_us": _round(start), "end_us": _round(start + stats.bin_us),
              "rate": _round(rates[i]), "amount": _round(amounts[i]), "unit": unit}
             for label, rates, amounts, unit in series for i, start in enumerate(stats.bin_start_us)]
@@ -170,15 +172,16 @@ def _panel(stats: TemporalStats, records: list[dict[str, Any]], label: str, limi
 
 
 def temporal_chart(stats: TemporalStats, peak_gflops: float | None, bandwidth_gbs: float | None,
-                   name: str = "temporal") -> dict[str, Any]:
+                   name: str = "temporal", integer: bool = False) -> dict[str, Any]:
     """Estimated memory traffic (GB/s) over the inference and, when operation counts are known, the compute
-    rate (GFLOP/s), one bar per time bin, each with its peak labelled and the machine's measured limit (the
-    bandwidth, the compute peak) as a dashed rule when it was probed."""
-    records = temporal_records(stats)
+    rate (GFLOP/s; INT8 GOP/s for a mostly-integer model, `integer`, as the page's table says), one bar per
+    time bin, each with its peak labelled and the machine's measured limit (the bandwidth, the compute peak,
+    `peak_gflops`) as a dashed rule when it was probed."""
+    records = temporal_records(stats, integer)
     panels = [_panel(stats, records, TRAFFIC, bandwidth_gbs, "measured bandwidth", TRAFFIC_COLOR,
                      f"{name}_traffic")]
     if stats.has_flops:
-        panels.append(_panel(stats, records, COMPUTE, peak_gflops, "measured peak", COMPUTE_COLOR,
+        panels.append(_panel(stats, records, compute_rate_title(integer), peak_gflops, "measured peak", COMPUTE_COLOR,
                              f"{name}_compute"))
     chart = alt.vconcat(*panels, data=inline_rows(records)).properties(name=name)
     return chart_dict(chart)  # not validated: the tests validate it (generator.site.charts.chart_block says why)

@@ -153,7 +153,7 @@ def _timeline_blocks(view: ExperimentView, trial: S.TrialSummary, profile: Trial
                                              timeline_chart(tv.timeline, f"timeline_{number}")),
         "temporal_chart": charts.chart_block(f"chart-temporal-{number}",
                                              temporal_chart(tv.stats, tv.peak_gflops, tv.bandwidth_gbs,
-                                                            f"temporal_{number}")),
+                                                            f"temporal_{number}", tv.integer)),
     }
 
 

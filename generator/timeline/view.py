@@ -16,6 +16,12 @@ from generator.timeline.stats import LayerDetail, TemporalStats, layer_details, 
 TEMPORAL_BINS = 100
 
 
+def compute_rate_title(integer: bool) -> str:
+    """The compute rate's name and unit, on the temporal chart and in the table beside it alike: a mostly-integer
+    model's operations are integer operations, measured against the INT8 peak, not FLOPs."""
+    return "Compute rate (INT8 GOP/s)" if integer else "Compute rate (GFLOP/s)"
+
+
 @dataclass(frozen=True)
 class TimelineView:
     """One trial's median profiled inference, ready for a page."""
@@ -28,6 +34,15 @@ class TimelineView:
     peak_gflops: float | None  # the compute limit used: FP32 peak, or INT8 for a mostly-integer model
     peak_label: str  # "FP32" or "INT8"
     bandwidth_gbs: float | None
+
+    @property
+    def integer(self) -> bool:
+        """Mostly integer operations: the compute rate is in INT8 GOP/s, against the INT8 peak."""
+        return self.peak_label == "INT8"
+
+    @property
+    def compute_title(self) -> str:
+        return compute_rate_title(self.integer)
 
     @property
     def traffic_share(self) -> float | None:
