@@ -224,6 +224,23 @@ def test_whatif_is_amdahl_over_shares_of_the_profiled_latency(tables):
     assert W.whatif(results, trial(latency_p50_ms=None, latency_mean_ms=None), {"Conv": 2.0}, "spec", "x") is None
 
 
+
+def test_whatif_items_per_second_follow_from_its_ms_per_batch():
+    """Item 9 of the figures tour: fp32 b1 c1 measured 1.48 ms per batch and 554 items per second (the timed
+    run counts the time between requests). Scaling 554 by the speed-up gave 1,024 items per second beside
+    0.799 ms per batch, which at one item in flight is 1,252. Both now come from the latency."""
+    row = NODES[2]  # the QLinearConv: 60 % of the 1000 µs profiled session.run
+    for batch, concurrency in ((1, 1), (4, 2)):
+        t = trial(batch=batch, concurrency=concurrency, latency_p50_ms=1.48, throughput_ips=554.0)
+        results = R.layer_results(frame("nodes", [row]), frame("layers", LAYERS), t, R.roofline(frame(
+            "environments", [ENV]), t))
+        estimate = W.whatif(results, t, {"Conv": 2.0}, "spec", "whatif")
+        assert estimate.estimated_ms == pytest.approx(1.48 * (1 - 0.6 / 2))
+        in_flight = batch * concurrency
+        assert estimate.estimated_ips == pytest.approx(in_flight * 1000 / estimate.estimated_ms)
+        assert estimate.measured_ips == pytest.approx(in_flight * 1000 / 1.48)
+        assert estimate.estimated_ips / estimate.measured_ips == pytest.approx(estimate.speedup)
+
 def test_whatif_shares_never_exceed_the_whole_inference(tables):
     t = trial(profiled_latency_us=500.0)  # below the 900 µs kernel sum: timer granularity, or a bad record
     results = R.layer_results(tables.nodes, tables.layers, t, R.roofline(tables.environments, t))

@@ -204,3 +204,18 @@ def test_no_usable_process_says_the_figures_count_every_request(tmp_path):
     assert "left out" not in section.split("### Machine limits")[0]
     assert "(3 processes, every request)" in _summary_figure(section, "Median ms per batch per process")
     assert "± (3 processes" in _summary_figure(section, "Headline latency's 95 % interval")
+
+
+def test_whatif_items_per_second_agree_with_its_ms_per_batch(pages):
+    """Item 9 of the figures tour: the estimated items per second are the items in flight over the estimated
+    ms per batch, the basis the line names, on every what-if of every page."""
+    line = re.compile(r"Estimated \*\*([\d.,]+) ms per batch\*\* against ([\d.,]+) measured: \*\*[\d.]+×\*\*, about "
+                      r"([\d.,]+) items per second against ([\d.,]+) at the measured ms per batch \((\d+) items? in "
+                      r"flight ÷ ms per batch; the measured throughput, [\d.,]+ items per second, is items over "
+                      r"the timed run's wall time")
+    found = [m for page in pages.values() for m in line.findall(page)]
+    assert len(found) >= 4
+    for estimated_ms, measured_ms, estimated_ips, measured_ips, in_flight in found:
+        figures = [float(v.replace(",", "")) for v in (estimated_ms, measured_ms, estimated_ips, measured_ips)]
+        assert figures[2] == pytest.approx(int(in_flight) * 1000 / figures[0], rel=0.01)
+        assert figures[3] == pytest.approx(int(in_flight) * 1000 / figures[1], rel=0.01)
