@@ -123,6 +123,19 @@ def test_time_accounting_splits_and_clamps(trials):
     assert P.time_accounting(dataclasses.replace(trial, model_run_us=None)) is None
 
 
+def test_a_profiled_pass_more_than_half_the_measured_latency_away_is_disturbed(trials):
+    trial = _one(trials, "fp32", "b1 t1 c1")
+    measured = trial.latency_p50_ms * 1000
+
+    def disturbed(profiled_us: float | None, p50_ms: float | None = trial.latency_p50_ms) -> bool:
+        return P.time_accounting(dataclasses.replace(trial, profiled_latency_us=profiled_us,
+                                                     latency_p50_ms=p50_ms)).disturbed
+
+    assert not disturbed(measured * 1.12) and not disturbed(measured * 1.5) and not disturbed(measured * 0.5)
+    assert disturbed(measured * 2.85) and disturbed(measured * 0.4)  # slower or faster than measured alike
+    assert not disturbed(measured * 3, p50_ms=None)  # nothing measured to compare with
+
+
 def test_process_spread_over_measurement_processes(results, trials):
     """Without preemption known every process counts with every request: the range is over the medians of
     each process's stored requests (the headline's own), and its throughput over the processes table's."""

@@ -154,18 +154,24 @@ def test_profiled_times_add_up_to_the_measured_latency_with_the_overhead_as_its_
     assert sum(parts) == pytest.approx(float(lines["**Measured latency"].replace(",", "")), rel=0.01)
 
 
+def _stored_trial_row(folder: Path, version: str, label: str) -> dict:
+    """One stored trial row as plain values (NaN as None), to write back changed."""
+    results = load_experiment(folder)
+    (row,) = [dict(r) for _, r in results.trials.iterrows() if (r["version"], r["config_label"]) == (version, label)]
+    return {c: (None if isinstance(v, float) and np.isnan(v) else v) for c, v in row.items()}
+
+
 def _preempt(folder: Path, version: str, label: str, preempted: tuple[int, ...]) -> dict:
     """Mark every request of the `preempted` processes of one trial as preempted (a run-delay as long as the
     request), with the trial's figures from the clean requests of the other processes as the runner stores
     them (every request when none is left); returns the rewritten trial row."""
+    row = _stored_trial_row(folder, version, label)
     results = load_experiment(folder)
-    (row,) = [dict(r) for _, r in results.trials.iterrows() if (r["version"], r["config_label"]) == (version, label)]
     lat = results.latencies[results.latencies["trial_key"] == row["trial_key"]].copy()
     hit = lat["process"].isin(preempted)
     lat["run_delay_ms"] = np.where(hit, lat["latency_ms"], 0.0)
     usable = len(set(lat["process"]) - set(preempted))
     pooled = lat.loc[~hit if usable else lat.index, "latency_ms"]
-    row = {c: (None if isinstance(v, float) and np.isnan(v) else v) for c, v in row.items()}
     row.update(preemption_known=True, usable_processes=usable, preempted_share=float(hit.mean()),
                latency_p50_ms=float(pooled.median()), latency_mean_ms=float(pooled.mean()))
     rd = ResultsDir(folder)
@@ -219,3 +225,19 @@ def test_whatif_items_per_second_agree_with_its_ms_per_batch(pages):
         figures = [float(v.replace(",", "")) for v in (estimated_ms, measured_ms, estimated_ips, measured_ips)]
         assert figures[2] == pytest.approx(int(in_flight) * 1000 / figures[0], rel=0.01)
         assert figures[3] == pytest.approx(int(in_flight) * 1000 / figures[1], rel=0.01)
+
+
+def test_a_profiled_pass_far_from_the_measured_latency_is_flagged_disturbed(tmp_path, pages):
+    """Item 11 of the figures tour: a profiled session.run at 285 % of the measured latency fed shares, rates
+    and what-ifs without a word. Above ± 50 % the section says the pass was disturbed; the fixture's 12 %
+    says nothing."""
+    assert "Disturbed profiled pass" not in "".join(pages.values())
+    folder = write_profile_results(tmp_path)
+    row = _stored_trial_row(folder, "fp32", "b1 t2 c1")
+    row["profiled_latency_us"] = row["latency_p50_ms"] * 1000 * 2.85
+    ResultsDir(folder).write_row("trials", row["trial_key"], row)
+    page = _profile_pages(folder)[f"{site_pages.REPORTS_DIR}/{EXPERIMENT}/profile-fp32.md"]
+    assert page.count('!!! warning "Disturbed profiled pass"') == 1
+    section = _section(page, "b1 t2 c1")
+    assert "(profiler overhead 185.0% of the measured latency, more than ± 50%)" in section
+    assert section.index("Disturbed profiled pass") < section.index("### Estimated speedup")

@@ -19,7 +19,7 @@ import jinja2
 
 import generator
 from generator.analysis import summaries as S
-from generator.analysis.accounting import PROFILED_TIMES_RULE
+from generator.analysis.accounting import DISTURBED_OVERHEAD, PROFILED_TIMES_RULE
 from generator.analysis.compare_choice import CompareContext, compare_context
 from generator.results.headline import percentile_label, stand_in_mark
 from generator.results.store import ExperimentResults
@@ -214,6 +214,7 @@ def template_env() -> jinja2.Environment:
     env.filters.update(FILTERS, md=md_text, md_paragraphs=md_paragraphs)
     # One sentence for every page that shows per-layer times (generator.analysis.accounting).
     env.globals["profiled_times_rule"] = PROFILED_TIMES_RULE
+    env.globals["disturbed_overhead"] = DISTURBED_OVERHEAD
     return env
 
 
