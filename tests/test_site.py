@@ -399,6 +399,7 @@ UNFILTERED_OK = re.compile(
     r"|trials_failed)|axis_names\[line_axis\]|loop\.index|name|o\.(calls|nodes)|s\.node_count|s\.spread\.processes"
     r"|t\.batch|profiled_times_rule|\"\w+\" if .*"
     r"|m\.overall|m\.chart|sentence|figure\(.*\)"  # machines page: pre-escaped sentences, a macro
+    r"|tv\.compute_title"  # a constant of generator.timeline.view (GFLOP/s or INT8 GOP/s)
 )
 SAFE_FILTERS = ("md", "num", "pct", "of_limit", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs",
                 "url", "op_name")
