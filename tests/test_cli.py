@@ -679,6 +679,9 @@ def test_an_empty_value_is_refused_by_the_name_of_its_option(tmp_path, monkeypat
         assert flat.startswith(f"error: Invalid value for '{named}': got {word!r}, which names "), (args, flat)
         assert flat.endswith(f"Run `perfsite {args[0]} --help` for the arguments and options it takes."), flat
     assert list(tmp_path.iterdir()) == []
+    # --ray's address is optional: an empty word after it is its value, not a spec argument.
+    code, err = _main_exit(main, ["run", "spec.yaml", "--ray", ""], monkeypatch, capsys)
+    assert code == 1 and " ".join(err.split()).startswith("error: Invalid value for '--ray': got ''"), err
     monkeypatch.setattr(sys, "argv", ["perfsite", "compare", "--a", "fp32", "--config", ""])
     with pytest.raises(SystemExit):
         main()

@@ -689,6 +689,8 @@ def optional_ray_address(argv: list[str]) -> list[str]:
 
 
 def _is_ray_address(word: str | None) -> bool:
+    if word is not None and not word.strip():
+        return True  # `--ray "$ADDRESS"` with the variable unset: --ray's empty value, refused by its name
     if word is None or word.startswith("-"):
         return False
     host_port = (re.fullmatch(r"[^/\s]*:[^/\s]*", word) is not None and not Path(word).exists()
