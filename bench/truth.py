@@ -192,7 +192,9 @@ def answer(base: Path, cand: Path, store: Path, separate: bool, latency_ratio: s
     """One verdict through the CLI, with what it cost."""
     shutil.rmtree(store, ignore_errors=True)
     ratio = ["--latency-ratio", latency_ratio] if latency_ratio else []
-    verdict = store / "verdict.json"
+    # Beside the store, not in it: perfsite refuses an output inside a store the command reads.
+    verdict = store.with_name(f"{store.name}-verdict.json")
+    verdict.unlink(missing_ok=True)
     store.mkdir(parents=True)
     if separate:
         for side, folder in (("baseline", base), ("candidate", cand)):
