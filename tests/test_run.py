@@ -203,7 +203,7 @@ def test_transformer_example_runs_with_a_seq_len_sweep(tmp_path, example_models)
     assert set(trials["status"]) == {"ok"}
 
 
-@pytest.mark.quiet  # an A/A verdict of a quick-mode paired run (tiers.py): beside the other worker, once "slower"
+@pytest.mark.quiet  # measures a paired run; alone, so that the rounds' timing is the pair's own
 def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
     from generator.runner.orchestrate import run_paired
 
@@ -232,8 +232,14 @@ def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
     # The diff sees the pairing and compares round by round.
     from generator.diff.verdict import diff_experiments
 
+    # Its A/A verdict is not asserted: three quick rounds call an A/A pair slower or faster a few times in a
+    # hundred by design (95 % per figure, tests/test_calibration.py), which made this test fail about once a day
+    # ("faster", alone on the machine, 2026-11-27). The false-alarm rate is checked where it is the subject: on
+    # recordings (tests/test_calibration.py) and by ten full diffs (tests/test_diff_git.py).
     result = diff_experiments([sides[0]], [sides[1]], ("baseline", "candidate"))
-    assert result.trials[0].paired and result.trials[0].verdict in ("no significant change", "not comparable")
+    (paired,) = result.trials
+    assert paired.paired and paired.latency_ratio is not None
+    assert paired.latency_ratio.processes_a == paired.latency_ratio.processes_b == len(rounds[0])
 
 
 def test_repeats_are_a_minimum_even_when_the_first_round_spends_the_budget(cnn_project):
