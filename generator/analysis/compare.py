@@ -24,6 +24,7 @@ from generator.analysis.compare_choice import (
     compare_context,
     config_dict,
     default_b,
+    headline_label,
     optional_int,
     overall_sweet_spot,
     version_sweet_spot,
@@ -114,7 +115,7 @@ def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] 
         other_configs=_other_labels(ctx, a, b, chosen), agreement=_agreement(ctx, a, b, ta, tb),
         tolerance_set=ctx.exp.spec.tolerance is not None,
         overall_sweet_spot=overall_sweet_spot(ctx), threshold_ms=ctx.threshold_ms,
-        percentile=percentile_label(ctx.percentile, _reported(ctx, every_trial(ctx))),
+        percentile=headline_label(ctx, every_trial(ctx)),
         timing_percentile=percentile_label(ctx.percentile, [t.percentile for t in timing.timings or ()]),
         b_reason=b_reason, config_reason=config_reason, notes=timing.notes + layer_notes,
         versions=ctx.versions, other_config_items=_other_items(ctx, a, b, chosen),
@@ -126,11 +127,6 @@ def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] 
 
 def every_trial(ctx: CompareContext) -> list[TrialSummary]:
     return [t for v in ctx.versions for t in ctx.trials.get(v, {}).values()]
-
-
-def _reported(ctx: CompareContext, trials) -> list[str]:
-    """The percentile each trial's headline reports (p95 where it stands in for p99)."""
-    return [t.headline_percentile or ctx.percentile for t in trials]
 
 
 def _with_advice(c: Comparison, data: AdviceInput) -> Comparison:

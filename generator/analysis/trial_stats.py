@@ -25,7 +25,7 @@ from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.analysis.summaries import TrialSummary
 from generator.results import intervals
 from generator.results.by_trial import trial_rows
-from generator.results.headline import P99_MIN_SAMPLES, STAND_IN
+from generator.results.headline import P99_MIN_SAMPLES, STAND_IN, compared_percentile
 
 
 @dataclass
@@ -94,7 +94,7 @@ def quantile_name(percentile: str, a: TrialStats, b: TrialStats) -> tuple[str, t
     """The spec's percentile, p95 standing in for p99 when either trial's stored headline reports p95 (fewer
     than P99_MIN_SAMPLES requests, generator.results.headline): the stored decision, not a recount, so the
     ratio is over the figure the trials table shows."""
-    if percentile == "p99" and STAND_IN in (a.summary.headline_percentile, b.summary.headline_percentile):
+    if compared_percentile(percentile, (a.summary.headline_percentile, b.summary.headline_percentile)) != percentile:
         return STAND_IN, (f"Fewer than {P99_MIN_SAMPLES} requests: p95 stands in for p99, as in the trials "
                           "table.",)
     return percentile, ()

@@ -38,7 +38,7 @@ from generator.analysis.summaries import AXIS_COLUMNS, clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
 from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
 from generator.machine.environment import FINGERPRINT_FIELDS
-from generator.results.headline import STAND_IN, percentile_label, stored_percentile
+from generator.results.headline import compared_percentile, percentile_label, stored_percentile
 from generator.results.intervals import BETWEEN_RUN_SD, run_drift
 from generator.results.store import ExperimentResults
 from generator.spec.model import Regression
@@ -327,10 +327,9 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
 
 
 def _reported_percentile(percentile: str, a: pd.Series, b: pd.Series) -> str:
-    """The percentile both sides are compared at: the spec's, or p95 where either side's stored headline
-    reports p95 for p99 (too few requests, generator.results.headline), the figure its pages show."""
-    reported = {stored_percentile(percentile, clean(row.get("latency_p99_ms"))) for row in (a, b)}
-    return STAND_IN if STAND_IN in reported and percentile == "p99" else percentile
+    """The percentile both sides are compared at (generator.results.headline.compared_percentile)."""
+    return compared_percentile(percentile, (stored_percentile(percentile, clean(r.get("latency_p99_ms")))
+                                            for r in (a, b)))
 
 
 Side = tuple[ExperimentResults, pd.Series, ProcessSamples]

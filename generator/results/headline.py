@@ -21,6 +21,12 @@ def stored_percentile(percentile: str, latency_p99_ms: float | None) -> str:
     return STAND_IN if percentile == "p99" and latency_p99_ms is None else percentile
 
 
+def compared_percentile(percentile: str, reported: Iterable[str | None]) -> str:
+    """The percentile two trials are compared at: the spec's, or p95 where either one's stored headline reports
+    p95 for p99 (`reported`: each trial's stored_percentile), the figure their pages show."""
+    return STAND_IN if percentile == "p99" and STAND_IN in set(reported) else percentile
+
+
 def percentile_label(percentile: str, reported: Iterable[str] = ()) -> str:
     """How a headline column, axis or row names its figure, given the spec's `percentile` and the percentiles
     its trials report: "p99"; "p95 (p99 needs 460 requests)" when p95 stands in for every one; "p99 (p95 below
