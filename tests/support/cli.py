@@ -184,6 +184,51 @@ def _collect(running: dict[int, tuple[int, Path]], results: list) -> None:
         results[index] = pickle.loads(out.read_bytes())
 
 
+class Started:
+    """A `perfsite` command `start_perfsite` forked and left running: signal it, then wait for its end."""
+
+    def __init__(self, pid: int, args: list[str], out, err) -> None:
+        self.pid, self._args, self._out, self._err = pid, args, out, err
+        self.returncode: int | None = None
+
+    def send_signal(self, sig: int) -> None:
+        os.kill(self.pid, sig)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float = 60) -> subprocess.CompletedProcess:
+        """Its end (killed after `timeout` seconds: subprocess.TimeoutExpired), with what it printed."""
+        if self.returncode is None:
+            self.returncode = _wait(self.pid, timeout, self._args)
+        outputs = []
+        for stream in (self._out, self._err):
+            stream.seek(0)
+            outputs.append(stream.read().decode(errors="backslashreplace"))
+            stream.close()
+        return subprocess.CompletedProcess(["perfsite", *self._args], self.returncode, *outputs)
+
+
+def start_perfsite(*args: str, cwd: Path, env: dict | None = None) -> Started:
+    """The real `perfsite` command line in a forked child of this process (as `perfsite` runs it), left running
+    for a test that signals it at a moment of its choosing (SIGINT, SIGKILL): a fresh interpreter spent a second
+    or two importing before it did anything. The child leads a session of its own, so that the test can also
+    stop what it orphans (os.killpg(started.pid, ...))."""
+    main = _warm()
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    with open(os.devnull, "rb") as stdin:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            with contextlib.suppress(OSError):  # (it is new: never a group leader already)
+                os.setsid()
+            _child(main, list(args), cwd, {**os.environ, **(env or {})}, (stdin.fileno(), out.fileno(), err.fileno()))
+    return Started(pid, list(args), out, err)
+
+
 def _exit_status(code) -> int:
     if code is None:
         return 0
