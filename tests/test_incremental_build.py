@@ -46,7 +46,9 @@ def _slower(experiment: Path) -> None:
     pq.write_table(table, path)
 
 
-def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_path):
+def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_path, monkeypatch):
+    """Builds of these two small experiments generate them in the build's own process (pool_workers); the full
+    build from scratch generates them in a pool of workers, so the pool's entries are compared too."""
     results = tmp_path / "results"
     first, second = _two_experiments(results)
     project = tmp_path / "project"
@@ -68,7 +70,9 @@ def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build(tmp_pat
     assert len(rendered) == len(renders) and 0 < len(rendered - renders) < len(renders) / 2  # the others reused
 
     scratch = tmp_path / "scratch"
-    _build(results, scratch)
+    with monkeypatch.context() as pool:
+        pool.setattr(incremental, "POOL_FROM_BYTES", 0)
+        _build(results, scratch)
     rebuilt, full = site_files(project / "site"), site_files(scratch / "site")
     assert sorted(rebuilt) == sorted(full)
     assert [f for f in full if rebuilt[f] != full[f]] == []
@@ -102,6 +106,16 @@ def test_a_new_version_or_template_invalidates_every_entry(tmp_path, monkeypatch
     with open(templates / "experiment.md.j2", "a", encoding="utf-8") as f:
         f.write("\n")
     assert incremental.code_fingerprint() != code
+
+
+def test_small_stores_are_generated_in_the_builds_own_process_and_big_ones_in_a_pool(monkeypatch):
+    monkeypatch.setattr(incremental.os, "cpu_count", lambda: 2)
+    small = 360_000  # tests/support/results.py's experiment, stored
+    assert incremental.pool_workers([small]) == 0 and incremental.pool_workers([small, small]) == 0
+    assert incremental.pool_workers([incremental.POOL_FROM_BYTES // 2] * 2) == 2
+    assert incremental.pool_workers([3_600_000] * 25) == 2  # bench/site_scale.py's store: a worker per core
+    monkeypatch.setattr(incremental.os, "cpu_count", lambda: 1)
+    assert incremental.pool_workers([3_600_000] * 25) == 0
 
 
 def test_the_scale_benchmark_runs_small(tmp_path):
@@ -184,7 +198,10 @@ def test_a_script_that_calls_build_site_unguarded_fails_with_the_fix_instead_of_
     _two_experiments(tmp_path / "results")
     (tmp_path / ".git").mkdir()
     script = tmp_path / "make_site.py"
-    script.write_text("from pathlib import Path\nfrom generator.site import build_site\n"
+    # Two small experiments are generated without a pool (pool_workers): the script asks for one, as a store
+    # of some size gets.
+    script.write_text("from pathlib import Path\nfrom generator.site import build_site, incremental\n"
+                      "incremental.POOL_FROM_BYTES = 0\n"
                       "build_site(Path('results'), Path('site'), Path('.'))\n")
     run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     err = " ".join(run.stderr.split())

@@ -31,10 +31,11 @@ used are removed at the end of each build.
 
 Missing entries of experiments stored on this machine only are generated in a pool of worker processes (one
 experiment each, at most MAX_WORKERS and the machine's CPU count), or in the build's own process when only one
-is missing. Each worker holds one experiment's tables at a time, so the memory of a build grows with the
-workers, not with the store. An experiment with a folder on an object store is generated in the build's own
-process: fsspec's backends take their endpoint and credentials from the process's environment, and the
-workers are forks of a server started with the environment of its first use, perhaps older than the build's.
+is missing or all of them are too small to pay for starting the pool (POOL_FROM_BYTES). Each worker holds one
+experiment's tables at a time, so the memory of a build grows with the workers, not with the store. An
+experiment with a folder on an object store is generated in the build's own process: fsspec's backends take
+their endpoint and credentials from the process's environment, and the workers are forks of a server started
+with the environment of its first use, perhaps older than the build's.
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ from generator.site.page_base import ExperimentView, Page
 
 CACHE_FORMAT = 2  # bump when an entry's layout changes
 MAX_WORKERS = 4  # each holds one experiment's tables (hundreds of MB for a thousand-node model's sweep)
+# A pool pays for its start before it makes a page: its server is a fresh interpreter importing pandas, altair
+# and the analyses (1.5 to 2 s on 2 cores). The build's own process generates an experiment of tests/support/
+# results.py's size (0.36 MB stored) in about 1.1 s, its chooser in a forked child beside it; a pool of two
+# workers took 3 to 5 s for two of them where the build's process takes about 2.2 s (2026-11-27, a loaded
+# 2-core machine). From a few such experiments' worth on, the pool is sooner; a store of bench/site_scale.py
+# (3.5 MB an experiment) always has one.
+POOL_FROM_BYTES = 2_000_000
 ENTRY = "entry.pickle"
 UNCACHED = "uncached-"  # an entry of one build (page_key gave None); keys are hex digits
 Parts = tuple[StoreRoot, ...]  # one experiment's folders, one per store holding it, in the order given
@@ -152,10 +160,11 @@ def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
     # Experiments with a folder on an object store in this process (module docstring), the others in a pool.
     remote = [m for m in missing if any(local_path(p) is None for p in m[0])]
     local = [m for m in missing if m not in remote]
-    for parts, slug, folder in remote:
-        generate_entry(parts, slug, str(folder))
-    workers = min(len(local), MAX_WORKERS, os.cpu_count() or 1)
-    if workers <= 1:  # one experiment, or one core: in this process, the chooser in a child beside it
+    for parts, slug, folder in remote:  # the chooser in a forked child too: it reads nothing, the view is read
+        generate_entry(parts, slug, str(folder), os.cpu_count() or 1)
+    sizes = {m[2]: _stored_bytes(m[0]) for m in local}
+    workers = pool_workers(list(sizes.values()))
+    if workers == 0:  # in this process, one after another, each one's chooser in a child beside it
         for parts, slug, folder in local:
             generate_entry(parts, slug, str(folder), os.cpu_count() or 1)
         return
@@ -166,7 +175,7 @@ def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     # The biggest experiments first: one left for last keeps a worker busy while the others idle.
-    local = sorted(local, key=lambda m: -_stored_bytes(m[0]))
+    local = sorted(local, key=lambda m: -sizes[m[2]])
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         futures = [pool.submit(generate_entry, parts, slug, str(folder)) for parts, slug, folder in local]
         try:
@@ -174,6 +183,14 @@ def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
                 future.result()  # a worker's PerfsiteError (a damaged results file) reaches the CLI as raised
         except concurrent.futures.process.BrokenProcessPool as e:
             raise SiteError(BROKEN_WORKER) from e
+
+
+def pool_workers(sizes: Sequence[int]) -> int:
+    """How many page workers generate local experiments of these stored sizes (bytes): none (the build's own
+    process generates them one after another) for one experiment, on one core, or when they hold less than
+    POOL_FROM_BYTES in all; otherwise one per experiment, at most MAX_WORKERS and the machine's CPU count."""
+    workers = min(len(sizes), MAX_WORKERS, os.cpu_count() or 1)
+    return workers if workers > 1 and sum(sizes) >= POOL_FROM_BYTES else 0
 
 
 def _stored_bytes(parts: Parts) -> int:
