@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import urllib.request
 from pathlib import Path
 
@@ -34,6 +36,16 @@ def built(tmp_path_factory, results_root) -> tuple[Path, Path]:
     project = tmp_path_factory.mktemp("project")
     site = build_site(results_root, project / "site", project)
     return project, site
+
+
+def _with_pages_of(built: tuple[Path, Path], project: Path) -> Path:
+    """`project` with the `built` project's page cache (hard links): its build of results_root reuses the
+    experiment's pages, which depend on the results, their place and perfsite, never on the project
+    (generator.site.incremental), and spends its time on what the test is about, the project's docs and
+    mkdocs.yml. Generating the pages is proved by `built` and test_rebuild_gives_identical_markdown."""
+    cache = Path(".perfsite") / "cache" / "pages"
+    shutil.copytree(built[0] / cache, project / cache, copy_function=os.link)
+    return project
 
 
 def _config(project: Path) -> dict:
@@ -94,8 +106,8 @@ def test_rebuild_gives_identical_markdown(tmp_path, results_root, built):
     assert first == second
 
 
-def test_a_project_nav_orders_its_docs_and_reports_follow_its_home(tmp_path, results_root):
-    project = tmp_path / "proj"
+def test_a_project_nav_orders_its_docs_and_reports_follow_its_home(tmp_path, results_root, built):
+    project = _with_pages_of(built, tmp_path / "proj")
     (project / "docs").mkdir(parents=True)
     for name in ("index.md", "spec.md", "architecture.md"):
         (project / "docs" / name).write_text(f"# {name}\n")
@@ -112,8 +124,8 @@ def test_a_project_nav_orders_its_docs_and_reports_follow_its_home(tmp_path, res
     assert (site / "reports" / "cnn-int8" / "index.html").is_file()
 
 
-def test_project_docs_and_config_are_used(tmp_path, results_root):
-    project = tmp_path / "proj"
+def test_project_docs_and_config_are_used(tmp_path, results_root, built):
+    project = _with_pages_of(built, tmp_path / "proj")
     (project / "docs").mkdir(parents=True)
     (project / "docs" / "index.md").write_text("# Our models\n\nSee the [reports](reports/index.md).\n")
     (project / "docs" / "getting-started.md").write_text("# Getting started\n")
@@ -172,13 +184,15 @@ def test_a_version_whose_every_trial_failed_says_so_in_the_best_results(tmp_path
     assert "none under the threshold" not in overview + index
 
 
-def test_a_project_config_lacking_nothing_is_not_rewritten(tmp_path, results_root):
+def test_a_project_config_lacking_nothing_is_not_rewritten(tmp_path, results_root, built):
+    _with_pages_of(built, tmp_path)
     build_site(results_root, tmp_path / "site", tmp_path)
     config = _config(tmp_path)
     assert "extra_javascript" not in config and "markdown_extensions" not in config
 
 
-def test_broken_links_in_docs_fail_with_mkdocs_output(tmp_path, results_root):
+def test_broken_links_in_docs_fail_with_mkdocs_output(tmp_path, results_root, built):
+    _with_pages_of(built, tmp_path)
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "guide.md").write_text("# Guide\n\n[missing](nowhere.md)\n")
     with pytest.raises(SiteError, match=r"(?s)mkdocs build --strict failed.*nowhere\.md"):
@@ -207,16 +221,22 @@ def test_a_failed_build_quotes_mkdocs_warnings_only_and_no_notice_about_generate
             ).read_text().count("(choose.md#a=fp32&") == 1  # the page does link its pair in the chooser
 
 
-def test_a_broken_link_converted_by_a_child_process_still_fails_the_build(tmp_path, results_root):
+def test_a_broken_link_converted_by_a_child_process_still_fails_the_build(tmp_path, results_root, built):
     """Pages are converted by forked children too (generator.site.render_cache.on_nav, shares by size): a large
     first page puts the later ones in a child's share; the page that warned there is converted again by
     mkdocs itself, so the strict build fails with mkdocs' words, and fails again the next time."""
+    _with_pages_of(built, tmp_path)
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "a-long.md").write_text("# Long\n\n" + "A paragraph of text.\n\n" * 20_000)
+    (tmp_path / "docs" / "a-long.md").write_text("# Long\n\n" + "A paragraph of text.\n\n" * 5_000)
     (tmp_path / "docs" / "b-guide.md").write_text("# Guide\n\n[missing](nowhere.md)\n")
     for _ in range(2):
         with pytest.raises(SiteError, match=r"(?s)mkdocs build --strict failed.*nowhere\.md"):
             build_site(results_root, tmp_path / "site", tmp_path)
+    # Shares follow the pages' order (index.md, a-long.md, b-guide.md, reports/…): with a-long.md larger than
+    # every other page together, b-guide.md starts the second share, a child's on any machine of 2 CPUs or more.
+    docs = tmp_path / ".perfsite" / "build" / "docs"
+    pages = {p.relative_to(docs).as_posix(): p.stat().st_size for p in docs.rglob("*.md")}
+    assert pages.pop("a-long.md") > sum(pages.values()), pages
 
 
 def test_a_docs_reports_folder_is_refused(tmp_path, results_root):
@@ -253,7 +273,9 @@ LACKING = {
 
 
 @pytest.mark.parametrize("config", LACKING.values(), ids=LACKING)
-def test_a_project_config_lacking_the_offline_settings_still_builds_an_offline_site(tmp_path, results_root, config):
+def test_a_project_config_lacking_the_offline_settings_still_builds_an_offline_site(tmp_path, results_root, config,
+                                                                                    built):
+    _with_pages_of(built, tmp_path)
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "guide.md").write_text("# Guide\n\n[Reports](reports/index.md)\n")
     (tmp_path / "docs" / "ours.css").write_text("body {}\n")
@@ -275,10 +297,11 @@ def test_a_project_config_lacking_the_offline_settings_still_builds_an_offline_s
         assert "palette" in theme and "navigation.prune" in theme["features"]
 
 
-def test_a_project_asking_for_directory_urls_gets_a_site_to_serve_over_http(tmp_path, results_root):
+def test_a_project_asking_for_directory_urls_gets_a_site_to_serve_over_http(tmp_path, results_root, built):
     """`use_directory_urls: true` is a project's choice for a site it serves over HTTP (GitHub Pages' pretty
     URLs): kept, as it was before the offline settings were checked, without the offline plugin (which would
     turn it off), and still loading nothing from another host."""
+    _with_pages_of(built, tmp_path)
     (tmp_path / "mkdocs.yml").write_text("site_name: X\nuse_directory_urls: true\ntheme: {name: material}\n")
     site = build_site(results_root, tmp_path / "site", tmp_path)
     index = (site / "index.html").read_text()
