@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -9,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from support.cli import perfsite
+from support.cli import in_forks, perfsite
 from support.results import write_results
 
 
@@ -48,7 +49,9 @@ def test_a_build_killed_mid_way_leaves_the_old_site_whole_and_no_orphan(tmp_path
     assert build.poll() is None, "the build finished before mkdocs could be caught running"
     os.kill(build.pid, signal.SIGKILL)
     build.wait()
-    time.sleep(0.5)
+    gone = time.monotonic() + 30  # the kernel's SIGKILL to the orphan (PR_SET_PDEATHSIG) lands a moment later
+    while _mkdocs_children_of(config) and time.monotonic() < gone:
+        time.sleep(0.02)
     assert _mkdocs_children_of(config) == []  # mkdocs died with its parent
     assert (tmp_path / "site" / "index.html").read_text() == home  # the old site, whole
     assert (tmp_path / "site" / ".perfsite-site").is_file()
@@ -75,10 +78,11 @@ def test_a_build_killed_mid_way_leaves_the_old_site_whole_and_no_orphan(tmp_path
 def test_two_builds_of_one_project_at_once_each_give_a_whole_unmixed_site(tmp_path):
     write_results(tmp_path / "results")
     (tmp_path / "empty-results").mkdir()
-    runs = [subprocess.Popen(_build_command(tmp_path, results, site), cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-            for results, site in (("results", "site-a"), ("empty-results", "site-b"))]
-    outputs = [p.communicate(timeout=300) for p in runs]
+    # Two commands at once, each a process of its own, forked from this one (in_forks, perfsite): no interpreter
+    # to start, so both reach the build lock at about the same moment.
+    runs = in_forks([functools.partial(perfsite, "build", "--results", results, "--site", site, cwd=tmp_path)
+                     for results, site in (("results", "site-a"), ("empty-results", "site-b"))], at_once=2)
+    outputs = [(p.stdout, p.stderr) for p in runs]
     assert [p.returncode for p in runs] == [0, 0], outputs
     assert any("Waiting for another `perfsite build`" in " ".join(err.split()) for _, err in outputs), outputs
     assert (tmp_path / "site-a" / "reports" / "cnn-int8" / "index.html").is_file()
