@@ -4,16 +4,18 @@ a killed writer lost is measured again, by `perfsite run --results s3://…`."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import textwrap
+import traceback
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 import onnx
 import pandas as pd
@@ -136,11 +138,27 @@ def keys_of(experiment: Path) -> list[str]:
     return sorted(ResultsDir(experiment).stored_trial_keys())
 
 
-def writer(tmp_path: Path, *args: str) -> subprocess.Popen:
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER)
-    return subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+def writer(*args: str) -> tuple[int, IO[str]]:
+    """WRITER run as a script in a forked child of this process (which has pyarrow, s3fs and the store imported,
+    and the s3 fixture's environment): its pid and its standard output. A process of its own to kill or to run
+    beside another, without an interpreter to start."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(read)
+            sys.stdout = io.TextIOWrapper(io.FileIO(write, "w"), encoding="utf-8")
+            sys.argv = ["writer.py", *args]
+            exec(compile(WRITER, "writer.py", "exec"), {"__name__": "__main__"})
+            sys.stdout.flush()
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    os.close(write)
+    return pid, os.fdopen(read, encoding="utf-8")
 
 
 def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
@@ -152,8 +170,7 @@ def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
     return exit_.value.code, out.out, out.err
 
 
-def test_a_killed_writer_leaves_no_half_trial_and_a_run_into_s3_measures_it_again(s3, tiny, tmp_path, monkeypatch,
-                                                                                  capsys):
+def test_a_killed_writer_leaves_no_half_trial_and_a_run_into_s3_measures_it_again(s3, tiny, monkeypatch, capsys):
     """kill -9 between a trial's data objects and its commit marker: readers see the other trial only, and
     `perfsite run --results s3://…` measures just the lost one, into a store that reads back like the local
     run's (same trial keys, same columns and types, the copied trial equal row for row)."""
@@ -161,12 +178,13 @@ def test_a_killed_writer_leaves_no_half_trial_and_a_run_into_s3_measures_it_agai
     project, local = tiny
     kept, lost = keys_of(local)
     url = f"s3://{BUCKET}/killed/tiny"
-    proc = writer(tmp_path, str(local), url, kept, lost, "--stop-before-marker", lost)
+    pid, out = writer(str(local), url, kept, lost, "--stop-before-marker", lost)
     try:
-        assert proc.stdout.readline().strip() == "between data and marker", proc.stderr.read()
+        assert out.readline().strip() == "between data and marker"  # else the child's traceback is in stderr
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        out.close()
     assert fs.exists(f"{BUCKET}/killed/tiny/processes/{lost}.parquet")  # its data is there, its marker is not
     assert not fs.exists(f"{BUCKET}/killed/tiny/trials/{lost}.parquet")
     half = load_experiment(url)
@@ -189,16 +207,17 @@ def test_a_killed_writer_leaves_no_half_trial_and_a_run_into_s3_measures_it_agai
     pd.testing.assert_frame_equal(row, mine.trials[mine.trials["trial_key"] == kept].reset_index(drop=True))
 
 
-def test_two_writers_into_one_store_lose_nothing(s3, tiny, tmp_path):
+def test_two_writers_into_one_store_lose_nothing(s3, tiny):
     """Two processes write 4 trials each into one S3 store at the same time: all 8 land whole."""
     _, local = tiny
     first, second = keys_of(local)
     url = f"s3://{BUCKET}/two/tiny"
-    procs = [writer(tmp_path, str(local), url, key, "--copies", "4", "--prefix", prefix)
+    procs = [writer(str(local), url, key, "--copies", "4", "--prefix", prefix)
              for key, prefix in ((first, "a"), (second, "b"))]
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0 and out.strip() == "done", err
+    for pid, out in procs:
+        with out:
+            said = out.read()
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0 and said.strip() == "done", said
     stored = load_experiment(url)
     expected = {f"{p}{i:04d}" for p in "ab" for i in range(4)}
     assert set(stored.trials["trial_key"]) == expected and not stored.incomplete and not stored.problems
