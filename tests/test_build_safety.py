@@ -80,7 +80,8 @@ def test_two_builds_of_one_project_at_once_each_give_a_whole_unmixed_site(tmp_pa
     (tmp_path / "empty-results").mkdir()
     # Two commands at once, each a process of its own, forked from this one (in_forks, perfsite): no interpreter
     # to start, so both reach the build lock at about the same moment.
-    runs = in_forks([functools.partial(perfsite, "build", "--results", results, "--site", site, cwd=tmp_path)
+    runs = in_forks([functools.partial(perfsite, "build", "--results", results, "--site", site, cwd=tmp_path,
+                                       timeout=300)
                      for results, site in (("results", "site-a"), ("empty-results", "site-b"))], at_once=2)
     outputs = [(p.stdout, p.stderr) for p in runs]
     assert [p.returncode for p in runs] == [0, 0], outputs

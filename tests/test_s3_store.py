@@ -12,6 +12,7 @@ import shutil
 import signal
 import sys
 import textwrap
+import time
 import traceback
 import urllib.request
 from pathlib import Path
@@ -161,6 +162,19 @@ def writer(*args: str) -> tuple[int, IO[str]]:
     return pid, os.fdopen(read, encoding="utf-8")
 
 
+def _exit_status(pid: int, timeout: float) -> int:
+    """A forked writer's exit status; killed (and the test failed) if it has not ended within `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail(f"a writer did not end within {timeout} s")
+
+
 def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
     """`perfsite ARGS` in-process: exit status, stdout, stderr."""
     monkeypatch.setattr(sys, "argv", ["perfsite", *args])
@@ -215,9 +229,10 @@ def test_two_writers_into_one_store_lose_nothing(s3, tiny):
     procs = [writer(str(local), url, key, "--copies", "4", "--prefix", prefix)
              for key, prefix in ((first, "a"), (second, "b"))]
     for pid, out in procs:
+        status = _exit_status(pid, timeout=120)
         with out:
             said = out.read()
-        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0 and said.strip() == "done", said
+        assert status == 0 and said.strip() == "done", said
     stored = load_experiment(url)
     expected = {f"{p}{i:04d}" for p in "ab" for i in range(4)}
     assert set(stored.trials["trial_key"]) == expected and not stored.incomplete and not stored.problems
