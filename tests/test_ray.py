@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from support.cli import perfsite, write_spec
+from support.cli import in_forks, perfsite, write_spec
 
 from generator.models.builder import model_bytes, write_if_changed
 from generator.models.chain import build_chain
@@ -174,22 +174,37 @@ def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+@dataclass
+class Runs:
+    local: subprocess.CompletedProcess  # spec.yaml measured here, into local/
+    fanned: subprocess.CompletedProcess  # spec.yaml on the cluster, into fanned/
+    routed: subprocess.CompletedProcess  # targets.yaml on the cluster, into targets/
+    refused: subprocess.CompletedProcess  # spec.yaml with --target gpu, which no node offers, into wrong/
+
+
 @pytest.fixture(scope="module")
-def fanned(project, cluster) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
-    """The two-configuration spec measured on the cluster into `fanned/` (the killed-worker test starts from it)
-    and, at the same time (the checks are not about timing), locally into `local/`."""
-    local = _start(project, cluster, "spec.yaml", "--results", "local")
-    fanned = _run(project, cluster, "spec.yaml", "--results", "fanned", "--ray", cluster.address)
-    return _finish(local), fanned
+def runs(project, cluster) -> Runs:
+    """The module's runs, all at once (the checks are about routing, keys and schema, never timing): each node
+    takes one group at a time whichever run sent it (its one `perfsite_node`), so the two cluster runs queue on
+    the nodes while each driver's own seconds (starting, joining the cluster) overlap. The killed-worker test
+    starts from `fanned/`."""
+    def run(*args: str):
+        return lambda: _run(project, cluster, *args)
+
+    on_ray = ("--ray", cluster.address)
+    return Runs(*in_forks([run("spec.yaml", "--results", "local"),
+                           run("spec.yaml", "--results", "fanned", *on_ray),
+                           run("targets.yaml", "--results", "targets", *on_ray),
+                           run("spec.yaml", "--results", "wrong", *on_ray, "--target", "gpu")], at_once=4))
 
 
 def _trials(folder: Path):
     return ResultsDir(folder).read_table("trials").set_index("trial_key")
 
 
-def test_ray_run_stores_what_a_local_run_stores(project, cluster, fanned):
+def test_ray_run_stores_what_a_local_run_stores(project, cluster, runs):
     """One configuration per node; the files, their Parquet schemas and the trial keys equal a local run's."""
-    local, fanned = fanned
+    local, fanned = runs.local, runs.fanned
     assert local.returncode == 0, local.stderr
     assert fanned.returncode == 0, fanned.stderr
     assert "Traceback" not in fanned.stderr and "tiny: 2 measured, 0 already stored" in fanned.stdout
@@ -210,17 +225,15 @@ def test_ray_run_stores_what_a_local_run_stores(project, cluster, fanned):
     assert local_trials["node_id"].isna().all() and fanned_trials["target_name"].isna().all()
 
 
-def test_targets_route_to_their_nodes(project, cluster):
+def test_targets_route_to_their_nodes(project, cluster, runs):
     """`targets: [a, b]`: each trial on a node offering its target, with its own key; a target no node offers
     is refused before anything is sent."""
-    wrong = _start(project, cluster, "spec.yaml", "--results", "wrong", "--ray", cluster.address, "--target", "gpu")
-    run = _run(project, cluster, "targets.yaml", "--results", "targets", "--ray", cluster.address)
+    run, wrong = runs.routed, runs.refused
     assert run.returncode == 0, run.stderr
     trials = _trials(project / "targets" / "tiny")
     assert sorted(trials["target_name"]) == ["a", "b"] and len(set(trials.index)) == 2
     for _, row in trials.iterrows():
         assert row["node_id"] == cluster.nodes[row["target_name"]]
-    wrong = _finish(wrong)
     first = wrong.stderr.strip().splitlines()[0]
     assert wrong.returncode == 1 and "Traceback" not in wrong.stderr
     assert first.startswith(f"error: No node of the Ray cluster at {cluster.address} offers target gpu"), first
@@ -239,10 +252,10 @@ def _measuring_worker(groups: list[int]) -> int | None:
     return None
 
 
-def test_killed_worker_loses_nothing_stored(project, cluster, fanned):
+def test_killed_worker_loses_nothing_stored(project, cluster, runs):
     """The worker measuring a new configuration is killed mid-group: the run still ends with it measured (Ray
     ran the task again), and the trials stored before are untouched."""
-    assert fanned[1].returncode == 0
+    assert runs.fanned.returncode == 0
     shutil.copytree(project / "fanned", project / "kill", dirs_exist_ok=False)
     # Every stored file but the environment's row, which each run rewrites (its capture time, its limits).
     before = {p: p.read_bytes() for p in (project / "kill").rglob("*.parquet") if p.parent.name != "environments"}
