@@ -80,12 +80,14 @@ WORKER_PORTS = 12  # worker processes of a node (each listens on one)
 
 def _ray_start(args: list[str], ports: list[int], env: dict, log: Path) -> subprocess.Popen:
     """`ray start` in a process group of its own. Every port is named and distinct (`ports` come from one
-    `_free_ports` call): nodes starting at once on one machine otherwise race for the same free port."""
+    `_free_ports` call): nodes starting at once on one machine otherwise race for the same free port. No log
+    monitor (a Python process per node, seconds of CPU in a run): it sends the workers' output to drivers, and
+    perfsite's driver asks for none (it joins with log_to_driver=False)."""
     named = [f"{name}={port}" for name, port in zip(PORT_OPTIONS, ports, strict=False)]
     workers = ",".join(map(str, ports[len(PORT_OPTIONS):]))
     cmd = [str(RAY_CLI), "start", "--node-ip-address", "127.0.0.1",
-           "--object-store-memory", "100000000", "--disable-usage-stats", *named, f"--worker-port-list={workers}",
-           *args]
+           "--object-store-memory", "100000000", "--disable-usage-stats", "--include-log-monitor=false", *named,
+           f"--worker-port-list={workers}", *args]
     return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
