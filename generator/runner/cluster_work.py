@@ -17,6 +17,7 @@ This module does not import Ray at load time: the driver module holds every Ray 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -93,6 +94,9 @@ class _Notes(SilentProgress):
 def measure_group_on_node(job: GroupJob, *blobs: bytes) -> GroupResult:
     """Measure the job's trials that are not stored yet, on this node, and answer with the files written."""
     notes = _Notes()
+    said = normal_priority()
+    if said:
+        notes.message(said)
     with owned_tempdir("perfsite-ray-") as folder:
         tmp = Path(folder).resolve()  # the spec's root and folder compare as real paths
         env = ensure_limits(capture_environment(), job.quick, warn=notes.message)
@@ -109,6 +113,24 @@ def measure_group_on_node(job: GroupJob, *blobs: bytes) -> GroupResult:
             node_id=_node_id(), hostname=env.hostname, env_id=env.env_id, perfsite_version=generator.__version__,
             files=_written(store, env.env_id, summary.measured), keys=keys, measured=tuple(summary.measured),
             failed=tuple(summary.failed), exhausted=tuple(summary.exhausted), messages=tuple(notes.lines))
+
+
+def normal_priority() -> str | None:
+    """Measure at normal priority: Ray starts its workers at niceness 15 (its `worker_niceness` setting), and the
+    measuring processes inherit it, so any neighbour at normal priority on the node took the CPU from them, mid-
+    request (a busy node's figures were the neighbour's). The niceness goes back to 0 for this thread, whose
+    children are the probe and the measuring processes; lowering it needs the right to (root, CAP_SYS_NICE).
+    Without it, a warning for the run says how to start the node instead. None when nothing needs saying."""
+    niceness = os.getpriority(os.PRIO_PROCESS, 0)
+    if niceness <= 0:
+        return None
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
+        return None
+    except OSError:
+        return (f"Warning: this node measures at niceness {niceness} (Ray's worker_niceness), and perfsite may not "
+                "lower it: any process at normal priority on the node takes the CPU from the measurement. Start "
+                "the node with RAY_worker_niceness=0 in the environment of `ray start` (docs/ray.md).")
 
 
 def _key(job: GroupJob, trial: Trial, env_fingerprint: str) -> str:
