@@ -14,6 +14,7 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from support.cli import check_snapshots
 from support.profile import EXPERIMENT
 from support.timeline import write_timeline_results
@@ -33,11 +34,11 @@ def _pages(folder: Path) -> list[site_pages.Page]:
     return site_pages.profile_pages(site_pages.template_env(), view)
 
 
-def _generated(tmp_path: Path) -> dict[str, str]:
+def _generated(pages: list[site_pages.Page]) -> dict[str, str]:
     """Snapshot name -> text: each page with its charts' inline JSON elided (test_profile_page snapshots the
     other charts), and the first section's timeline and temporal charts and Perfetto trace, pretty-printed."""
     out = {}
-    for page in _pages(write_timeline_results(tmp_path)):
+    for page in pages:
         name = page.path.removeprefix(f"{site_pages.REPORTS_DIR}/")
         out[name] = ANY_CHART_RE.sub(lambda m: f'<script type="application/json" id="{m[1]}">…</script>',
                                      page.markdown)
@@ -51,19 +52,26 @@ def _generated(tmp_path: Path) -> dict[str, str]:
     return out
 
 
-def test_timeline_sections_match_snapshots(tmp_path):
-    generated = _generated(tmp_path)
-    check_snapshots(generated, SNAPSHOTS)
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, list[site_pages.Page]]:
+    """The results folder and its profile pages, made once: the tests below only read them (a generation is about
+    a second on 2 cores, and the module made eight)."""
+    folder = write_timeline_results(tmp_path_factory.mktemp("timeline"))
+    return folder, _pages(folder)
 
 
-def test_timeline_sections_are_byte_identical_across_runs(tmp_path):
-    assert _generated(tmp_path / "a") == _generated(tmp_path / "b")
+def test_timeline_sections_match_snapshots(built):
+    check_snapshots(_generated(built[1]), SNAPSHOTS)
 
 
-def test_every_profiled_section_has_its_timeline_and_trace(tmp_path):
-    folder = write_timeline_results(tmp_path)
+def test_timeline_sections_are_byte_identical_across_runs(built, tmp_path):
+    assert _generated(built[1]) == _generated(_pages(write_timeline_results(tmp_path)))
+
+
+def test_every_profiled_section_has_its_timeline_and_trace(built):
+    folder, pages = built
     results = load_experiment(folder)
-    for page in _pages(folder):
+    for page in pages:
         sections = page.markdown.count("### Model summary")
         assert page.markdown.count("### Timeline") == sections
         assert page.markdown.count("### Layer details") == len(page.files) == sections
@@ -100,11 +108,11 @@ def test_a_large_trace_is_written_gzip_compressed(tmp_path, monkeypatch):
     assert data == _pages(write_timeline_results(tmp_path / "again"))[0].files[0][1]  # same bytes per build
 
 
-def test_the_temporal_chart_names_the_compute_rate_as_the_table_beside_it(tmp_path):
+def test_the_temporal_chart_names_the_compute_rate_as_the_table_beside_it(built):
     """Item 7 of the figures tour: an INT8 model's chart said GFLOP/s (unit flops) beside a table in INT8
     GOP/s; the chart's title, tooltip and unit follow the table, section by section."""
     titles = {}
-    for page in _pages(write_timeline_results(tmp_path)):
+    for page in built[1]:
         for section in page.markdown.split("\n## ")[1:]:
             specs = [s for chart_id, s in CHART_RE.findall(section) if "temporal" in chart_id]
             if not specs:
