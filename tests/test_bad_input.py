@@ -708,15 +708,33 @@ def test_stored_spec_this_perfsite_cannot_read(rows):
 
 
 # Resolved here, not in the forked child: the rows run from threads, and a child must not take loader locks.
-_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+_PRCTL, _CAPGET, _CAPSET = (_LIBC.prctl, _LIBC.capget, _LIBC.capset) if _LIBC is not None else (None,) * 3
 PR_CAPBSET_DROP, CAP_DAC_OVERRIDE = 24, 1
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
 def _without_root_override() -> None:
-    """In the child: make root respect file permissions, so a read-only folder is read-only for it too
-    (drops CAP_DAC_OVERRIDE from the bounding set; exec then leaves it out of the effective set)."""
-    if os.geteuid() == 0 and _PRCTL is not None:
-        _PRCTL(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0)
+    """In the child: make root respect file permissions, so a read-only folder is read-only for it too. Drops
+    CAP_DAC_OVERRIDE from the bounding set (a program it execs, a measurement process, never gets it back) and
+    from its own effective and permitted sets (the command runs in this very process: support.cli.perfsite
+    forks it and calls this before the command, where subprocess would call it before exec)."""
+    if os.geteuid() != 0 or _PRCTL is None:
+        return
+    _PRCTL(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0)
+    header, data = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if _CAPGET(ctypes.byref(header), data) == 0:
+        data[0].effective &= ~(1 << CAP_DAC_OVERRIDE)
+        data[0].permitted &= ~(1 << CAP_DAC_OVERRIDE)
+        _CAPSET(ctypes.byref(header), data)
 
 
 def _read_only(p: Path) -> Path:

@@ -45,19 +45,21 @@ def perfsite(*args: str, cwd: Path | None = None, env: dict | None = None, fresh
     return _forked(list(args), cwd, full_env, **kw)
 
 
-# Anything else (a preexec_fn, say: dropping a capability takes effect at exec) gets a fresh interpreter.
-_FORK_KEYWORDS = frozenset({"timeout", "input"})
+# Anything else gets a fresh interpreter. A preexec_fn runs in the forked child before the command, as subprocess
+# runs it before exec: one that changes what exec would grant (a capability dropped from the bounding set) must
+# change the running process's own too (tests/test_bad_input.py's read-only folders drop it from both).
+_FORK_KEYWORDS = frozenset({"timeout", "input", "preexec_fn"})
 
 
 def _forked(args: list[str], cwd: Path | None, env: dict, timeout: float | None = None,
-            input: str | None = None) -> subprocess.CompletedProcess:
+            input: str | None = None, preexec_fn=None) -> subprocess.CompletedProcess:
     main = _warm()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as stdin:
         stdin.write((input or "").encode())
         stdin.seek(0)
         pid = os.fork()
         if pid == 0:  # the child: never returns into pytest
-            _child(main, args, cwd, env, (stdin.fileno(), out.fileno(), err.fileno()))
+            _child(main, args, cwd, env, (stdin.fileno(), out.fileno(), err.fileno()), preexec_fn)
         returncode = _wait(pid, timeout, args)
         out.seek(0)
         err.seek(0)
@@ -98,9 +100,12 @@ def _forget_inherited_servers() -> None:
     server._inherited_fds = None
 
 
-def _child(main, args: list[str], cwd: Path | None, env: dict, fds: tuple[int, int, int]) -> None:
+def _child(main, args: list[str], cwd: Path | None, env: dict, fds: tuple[int, int, int],
+           preexec_fn=None) -> None:
     code = 1
     try:
+        if preexec_fn is not None:
+            preexec_fn()
         for fd, target in zip(fds, (0, 1, 2), strict=True):
             os.dup2(fd, target)
         # Fresh stream objects: the inherited ones may hold a lock another thread of the parent had at the fork.
