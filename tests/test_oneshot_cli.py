@@ -443,14 +443,23 @@ def test_a_report_perfsite_wrote_is_replaced(cnn_run, tmp_path):
     check_output_folder(tmp_path / "cnn.perf.json", tmp_path / "cnn.perf.html", given=True)
 
 
-def test_a_scalar_model_is_profiled_and_a_page_that_fails_keeps_the_json(tmp_path, env):
+@pytest.fixture(scope="module")
+def scalar_run(tmp_path_factory, env):
+    """A scalar model profiled with PERFSITE_CACHE_DIR naming a file (as a read-only folder): one profile for
+    the two tests below (the probe then runs uncached, as that test wants). (The run, its folder.)"""
+    from support.models import scalar_model
+
+    cwd = tmp_path_factory.mktemp("scalar-profile")
+    scalar_model(cwd / "scalar.onnx")
+    (cwd / "afile").write_text("a file")
+    return _profile({**env, "PERFSITE_CACHE_DIR": str(cwd / "afile")}, cwd, "scalar.onnx", "--threads", "1"), cwd
+
+
+def test_a_scalar_model_is_profiled_and_a_page_that_fails_keeps_the_json(scalar_run, env):
     """Rank-0 input and output: the compute chart's bins are all 0 (its limit was divided by the highest bin, a
     ZeroDivisionError after the measurement). Then a page that fails to render (the test hook) keeps the JSON,
     written first, and names it."""
-    from support.models import scalar_model
-
-    scalar_model(tmp_path / "scalar.onnx")
-    _profile(env, tmp_path, "scalar.onnx", "--threads", "1")
+    _, tmp_path = scalar_run
     data = json.loads((tmp_path / "scalar.perf.json").read_text())
     assert profile_schema_errors(data) == [] and data["inputs"][0]["shape"] == []
     assert "every bin is 0, above this chart" in (tmp_path / "scalar.perf.html").read_text()
@@ -465,17 +474,14 @@ def test_a_scalar_model_is_profiled_and_a_page_that_fails_keeps_the_json(tmp_pat
     assert not (tmp_path / "kept" / "scalar.perf.html").exists()
 
 
-def test_an_unwritable_cache_folder_is_one_warning_and_the_profile_goes_on(tmp_path, env):
+def test_an_unwritable_cache_folder_is_one_warning_and_the_profile_goes_on(scalar_run):
     """PERFSITE_CACHE_DIR naming a file (as a read-only folder): the probe is used uncached, with one warning."""
-    dynamic_conv_model(tmp_path / "conv.onnx")
-    (tmp_path / "afile").write_text("a file")
-    run = _profile({**env, "PERFSITE_CACHE_DIR": str(tmp_path / "afile")}, tmp_path, "conv.onnx", "--dim", "H=8",
-                   "--dim", "W=8", "--threads", "1")
+    run, tmp_path = scalar_run
     warnings = [line for line in run.stderr.splitlines() if line.startswith("Warning: cannot use the cache")]
     assert warnings == [f"Warning: cannot use the cache folder {tmp_path / 'afile' / 'probe'} (Not a directory); "
                         "the machine's limits are measured without caching. Set PERFSITE_CACHE_DIR to a writable "
                         "folder to keep the cache."], run.stderr
-    assert profile_schema_errors(json.loads((tmp_path / "conv.perf.json").read_text())) == []
+    assert profile_schema_errors(json.loads((tmp_path / "scalar.perf.json").read_text())) == []
 
 
 def test_ctrl_c_while_measuring_exits_130_and_writes_no_report_file(tmp_path, example_models, env):
