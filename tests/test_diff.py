@@ -594,7 +594,7 @@ def test_a_spec_in_one_checkout_only_is_measured_on_its_side_and_named(tmp_path)
     from generator.runner.paired import measure_paired
 
     spec = "name: {name}\nmodels:\n  fp32: {{path: models/tiny.onnx}}\ninputs:\n  x: {{shape: [batch, 4]}}\n" \
-           "measure: {{repeats: 2, budget_s: 0.01}}\n"
+           "measure: {{repeats: 1, budget_s: 0.01}}\n"
     for side, names in (("base", ("tiny",)), ("head", ("tiny", "added"))):
         (tmp_path / side / "models").mkdir(parents=True)
         matmul_model(tmp_path / side / "models" / "tiny.onnx")
