@@ -79,8 +79,9 @@ def models(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def cli_count(models, tmp_path_factory):
     """`perfsite count base slower` started in a child process, left running: a valgrind process spends most of
-    its 5 to 10 s starting (onnxruntime and numpy under callgrind), so the command line's count runs beside the
-    library's (a busy neighbour of it too) instead of after it. (The Started command, its output folder.)"""
+    its time starting (onnxruntime and numpy under callgrind: 16.7 s of a 24.8 s count at load 7, 2026-11-27),
+    so the command line's count runs beside the library's (a busy neighbour of it too) instead of after it.
+    (The Started command, its output folder.)"""
     _needs_valgrind()
     out = tmp_path_factory.mktemp("count-cli")
     started = start_perfsite("count", str(models["base"]), str(models["slower"]), "--iterations", "3", "--warmup",
