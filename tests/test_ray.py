@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from support.cli import in_forks, perfsite, write_spec
+from support.cli import Started, in_forks, perfsite, start_perfsite, write_spec
 
 from generator.models.builder import model_bytes, write_if_changed
 from generator.models.chain import build_chain
@@ -165,10 +165,9 @@ def _run(project: Path, cluster: Cluster, *args: str) -> subprocess.CompletedPro
     return perfsite("run", *args, "--quick", cwd=project, env={**cluster.env, "PERFSITE_QUICK": "1"}, timeout=180)
 
 
-def _start(project: Path, cluster: Cluster, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "generator.cli", "run", *args, "--quick"], cwd=project,
-                            env={**cluster.env, "PERFSITE_QUICK": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+def _start(project: Path, cluster: Cluster, *args: str) -> Started:
+    """The run in a forked child of this (warm) process, left running: a fresh interpreter spent seconds importing."""
+    return start_perfsite("run", *args, "--quick", cwd=project, env={**cluster.env, "PERFSITE_QUICK": "1"})
 
 
 def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
@@ -270,8 +269,9 @@ def test_killed_worker_loses_nothing_stored(project, cluster, runs):
     assert victim is not None, "no Ray worker was seen measuring"
     killed_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     os.kill(victim, signal.SIGKILL)
-    out, err = run.communicate(timeout=120)
-    assert run.returncode == 0, err
+    done = run.wait(timeout=120)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err
     assert "1 measured, 2 already stored" in out, out + err
     # The driver cannot know which trials a node will find stored (their keys come from the node).
     assert "tiny: up to 3 trials to measure" in err and "(each measuring node skips the trials it finds stored)" in err
