@@ -50,20 +50,14 @@ def chromium() -> Iterator[object]:
         browser.close()
 
 
-def _build(root: Path, payload: bool) -> Path:
-    (root / "project").mkdir(parents=True)
-    write_results(root / "results", payload=payload)
-    return build_site(root / "results", root / "site", root / "project")
-
-
-@pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build(tmp_path_factory.mktemp("site"), payload=False)
-
-
 @pytest.fixture(scope="session")
 def payload_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build(tmp_path_factory.mktemp("payload-site"), payload=True)
+    """The site of tests/support/results.py with hostile payloads in its names: every page of the plain site and
+    one more version, so the tests of sorting, controls, search and layout read it too (one build, not two)."""
+    root = tmp_path_factory.mktemp("payload-site")
+    (root / "project").mkdir()
+    write_results(root / "results", payload=True)
+    return build_site(root / "results", root / "site", root / "project")
 
 
 @pytest.fixture(scope="session")
@@ -81,12 +75,6 @@ def instant_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     write_results(root / "results")
     site = build_site(root / "results", root / "site", root / "project")
     with BackgroundServer(site, port) as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def site_url(built_site: Path) -> Iterator[str]:
-    with BackgroundServer(built_site) as url:
         yield url
 
 

@@ -21,8 +21,30 @@ from support.results import PAYLOAD
 
 pytestmark = pytest.mark.browser
 
-def test_clicking_a_header_sorts_the_trials_table(chromium, site_url):
-    context, page, visit = open_page(chromium, site_url + "reports/cnn-int8/index.html")
+EXPERIMENT_PAGE = "reports/cnn-int8/index.html"
+PROFILE_PAGE = "reports/cnn-int8/profile-int8.html"
+
+
+# One open page each for the tests that read or work one part of it (a page load with its charts was about
+# 1.5 s on 2 cores, as much as a test's own clicks): each test changes only its own control (a table's sort,
+# the threshold, the search box, closed again, the colour scheme, the viewport, a column group) and reads no
+# other test's, and the shared Visit holds every console error of the page's whole life.
+@pytest.fixture(scope="module")
+def experiment_page(chromium, payload_url):
+    context, page, visit = open_page(chromium, payload_url + EXPERIMENT_PAGE)
+    yield page, visit
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def profile_page(chromium, payload_url):
+    context, page, visit = open_page(chromium, payload_url + PROFILE_PAGE, viewport={"width": 1400, "height": 900})
+    yield page, visit
+    context.close()
+
+
+def test_clicking_a_header_sorts_the_trials_table(experiment_page):
+    page, visit = experiment_page
     table = page.locator("article table", has=page.locator("th", has_text="Throughput (items/s)")).last
     before = column(page, table, "Throughput")
     table.locator("th", has_text="Throughput (items/s)").click()
@@ -33,14 +55,21 @@ def test_clicking_a_header_sorts_the_trials_table(chromium, site_url):
     table.locator("th", has_text="Throughput (items/s)").click()
     assert column(page, table, "Throughput") == list(reversed(after))
     assert not visit.errors
-    context.close()
 
 
-def test_a_page_opened_from_disk_renders_its_charts(chromium, built_site):
-    url = (built_site / "reports" / "cnn-int8" / "index.html").as_uri()
+def test_a_page_opened_from_disk_renders_its_charts_and_searches(chromium, payload_site):
+    """mkdocs-material's offline plugin inlines the search index; the vendored iframe-worker shim runs the search
+    worker, which a file:// page cannot start (the plugin would have fetched the shim from unpkg.com)."""
+    url = (payload_site / EXPERIMENT_PAGE).as_uri()
     context, page, visit = open_page(chromium, url)
     assert assert_charts_drawn(page, url) == 1
     assert not [u for u in visit.requests if urlparse(u).scheme in ("http", "https")]
+    page.locator("input.md-search__input").click()
+    page.keyboard.type("sweet spot")
+    page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
+    assert "matching document" in page.locator(".md-search-result__meta").inner_text()
+    assert not visit.errors and all(r.startswith(("file:", "data:", "blob:")) for r in visit.requests)
+    assert "unpkg.com" not in (payload_site / "index.html").read_text()
     context.close()
 
 
@@ -97,19 +126,20 @@ def test_every_page_renders_its_charts_offline_and_payloads_in_results_show_as_t
     assert total >= 3  # the experiment's chart and one op-time chart per profile page
 
 
-def test_searching_for_a_payload_lists_it_as_text(chromium, payload_url):
-    context, page, visit = open_page(chromium, payload_url + "reports/index.html")
+def test_searching_for_a_payload_lists_it_as_text(experiment_page):
+    page, visit = experiment_page
     page.locator("input.md-search__input").click()
     page.keyboard.type("onerror")  # Material searches on key events, not on a programmatic value
     page.locator(".md-search-result__item").first.wait_for(timeout=10_000)
     assert "<img src=x onerror=alert(1)>" in page.locator(".md-search-result").inner_text()
     assert page.locator(".md-search-result img[src='x'], .md-search-result script").count() == 0
     assert not visit.dialogs and not visit.errors
-    context.close()
+    page.keyboard.press("Escape")  # closes the search, which would cover the page for the other tests
+    page.wait_for_function("() => !document.getElementById('__search').checked")
 
 
-def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_results(chromium, site_url):
-    context, page, visit = open_page(chromium, site_url + "reports/cnn-int8/index.html")
+def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_results(experiment_page):
+    page, visit = experiment_page
     chart = "[data-chart='chart-latency-throughput']"
     page.wait_for_function(f"() => document.querySelector(\"{chart}\").__perfsiteThreshold !== undefined")
     typed = page.locator(f".perfsite-threshold:has(+ {chart}) input[type=number]")
@@ -131,34 +161,18 @@ def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_resu
                           ".map(d => d.datum ? d.datum.label + '/' + d.datum.version : null)")
     assert f"{fp32[0]['label']}/fp32" in rings
     assert not visit.errors
-    context.close()
 
 
-def test_search_works_on_a_site_opened_from_disk(chromium, built_site):
-    """mkdocs-material's offline plugin inlines the index; the vendored iframe-worker shim runs the search
-    worker, which a file:// page cannot start (the plugin would have fetched the shim from unpkg.com)."""
-    context, page, visit = open_page(chromium, (built_site / "reports" / "index.html").as_uri())
-    page.locator("input.md-search__input").click()
-    page.keyboard.type("sweet spot")
-    page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
-    assert "matching document" in page.locator(".md-search-result__meta").inner_text()
-    assert not visit.errors and all(r.startswith(("file:", "data:", "blob:")) for r in visit.requests)
-    assert "unpkg.com" not in (built_site / "index.html").read_text()
-    context.close()
-
-
-def test_report_pages_show_their_table_of_contents_at_1400_px(chromium, site_url):
+def test_report_pages_show_their_table_of_contents_at_1400_px(profile_page):
     """A profile page can be 30,000 px tall: its sections are listed in the left navigation (toc.integrate),
     visible beside the content, and the tables keep the page's width."""
-    context = chromium.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.goto(site_url + "reports/cnn-int8/profile-int8.html")
+    page, _ = profile_page
+    page.set_viewport_size({"width": 1400, "height": 900})
     toc = page.locator(".md-sidebar--primary nav.md-nav--secondary")
     assert toc.is_visible()
     entries = toc.locator("a.md-nav__link").all_inner_texts()
     assert any("Model summary" in e for e in entries) and any("Layer results" in e for e in entries)
     assert page.locator(".md-sidebar--secondary").is_hidden() or not page.locator(".md-sidebar--secondary").count()
-    context.close()
 
 
 # The lowest contrast (WCAG) between a chart's visible text and the page behind it, with the text that has it.
@@ -179,9 +193,10 @@ LOWEST_CONTRAST = """() => {
 }"""
 
 
-@pytest.mark.parametrize("path", ["reports/cnn-int8/index.html", "reports/cnn-int8/profile-int8.html"])
-def test_charts_follow_the_dark_scheme_with_readable_text(chromium, site_url, path):
-    context, page, visit = open_page(chromium, site_url + path)
+@pytest.mark.parametrize("shown", ["experiment_page", "profile_page"])
+def test_charts_follow_the_dark_scheme_with_readable_text(request, shown):
+    page, visit = request.getfixturevalue(shown)
+    path = EXPERIMENT_PAGE if shown == "experiment_page" else PROFILE_PAGE
     assert page.evaluate(LOWEST_CONTRAST)[0] >= 4.5
     page.locator("label[for='__palette_1']").click()  # the header's palette toggle: to the dark scheme
     page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'")
@@ -191,22 +206,20 @@ def test_charts_follow_the_dark_scheme_with_readable_text(chromium, site_url, pa
     assert ratio >= 4.5, f"{path}: {text!r} has contrast {ratio:.2f} on the dark page"
     assert page.locator(".perfsite-chart").count() == page.locator(".perfsite-chart svg.marks").count()
     assert not visit.errors
-    context.close()
 
 
-def test_wide_tables_keep_their_names_in_view_and_hide_column_groups(chromium, site_url):
+def test_wide_tables_keep_their_names_in_view_and_hide_column_groups(profile_page):
     # 1000 px: the recorded model's names are short, so its 17-column table only overflows a narrower page.
-    context = chromium.new_context(viewport={"width": 1000, "height": 900})
-    page = context.new_page()
-    page.goto(site_url + "reports/cnn-int8/profile-int8.html")
+    page, visit = profile_page
+    page.set_viewport_size({"width": 1000, "height": 900})
     marker = page.locator(".perfsite-table-controls").first
     marker.locator("input[data-group='Operations']").wait_for()
     table = page.locator("table[data-perfsite-table]").first
     wrap = table.locator("xpath=ancestor::div[contains(@class, 'md-typeset__scrollwrap')]")
     name = table.locator("tbody tr").first.locator("td").nth(1)
     before = name.bounding_box()["x"]
+    # Scrolling and the sticky column's new place are synchronous: reading a box lays the page out.
     wrap.evaluate("el => { el.scrollLeft = el.scrollWidth; }")
-    page.wait_for_timeout(100)
     assert wrap.evaluate("el => el.scrollLeft") > 50, "the 17-column table is wider than the page"
     wrap_left = wrap.bounding_box()["x"]
     assert name.bounding_box()["x"] >= wrap_left - 1 and name.bounding_box()["x"] <= before + 1, \
@@ -218,4 +231,4 @@ def test_wide_tables_keep_their_names_in_view_and_hide_column_groups(chromium, s
     assert headers.nth(8).is_visible()  # Mean (µs): another group stays
     mean = table.locator("tbody tr").first.locator("td").nth(8)
     assert mean.evaluate("el => getComputedStyle(el).textAlign") == "right" and "(µs)" in headers.nth(8).inner_text()
-    context.close()
+    assert not visit.errors

@@ -30,9 +30,10 @@ class Visit:
         return [u for u in self.requests if foreign(u)]
 
 
-def open_page(browser, url: str):
-    """A new context and page at `url`, once its charts are drawn: (context, page, Visit)."""
-    context = browser.new_context()
+def open_page(browser, url: str, **context_options):
+    """A new context (playwright's new_context options, such as a viewport) and page at `url`, once its charts
+    are drawn: (context, page, Visit)."""
+    context = browser.new_context(**context_options)
     page = context.new_page()
     visit = Visit()
     page.on("console", lambda m: visit.errors.append(m.text) if m.type == "error" else None)
