@@ -22,7 +22,10 @@ PAGE = "reports/tiny-compare/compare-fp32-vs-int8-static.html"
 RESULTS = "[data-chart='chart-compare-results']"
 
 
-@pytest.fixture
+# One open compare page for the module's tests of its controls (a load with its five charts was about 1.5 s on 2
+# cores): each test works one chart's control and reads only that chart, or its own threshold's text and table,
+# and puts a hidden version back; the shared Visit holds every console error of the page's whole life.
+@pytest.fixture(scope="module")
 def results_page(chromium, compare_url):
     context, page, visit = open_page(chromium, compare_url + PAGE)
     page.wait_for_function(f"() => document.querySelector(\"{RESULTS}\").__perfsiteView !== undefined")
