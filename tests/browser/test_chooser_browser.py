@@ -42,7 +42,18 @@ def _choose(page, side: str, version: str | None = None, config_index: int | Non
     _ready(page, before)
 
 
-def test_default_pair_says_what_its_compare_page_says(chromium, compare_url):
+# One chooser page at its default pair for the tests that read it (a load was about 1.5 s on 2 cores): one
+# shows every kernel row, one opens a layer's panel, which no other reads; the tests that choose another pair
+# open their own.
+@pytest.fixture(scope="module")
+def default_chooser(chromium, compare_url):
+    context, page, visit = open_page(chromium, compare_url + EXPERIMENT + "choose.html")
+    _ready(page)
+    yield context, page, visit
+    context.close()
+
+
+def test_default_pair_says_what_its_compare_page_says(chromium, compare_url, default_chooser):
     context, compare, visit = open_page(chromium, compare_url + EXPERIMENT + "compare-fp32-vs-int8-static.html")
     verdict = re.search(r"B is [\d.]+× (?:faster|slower) \(95 % CI [^)]*\)", compare.inner_text("article"))
     assert verdict, "the compare page states a latency verdict"
@@ -52,9 +63,9 @@ def test_default_pair_says_what_its_compare_page_says(chromium, compare_url):
     _ready(compare)
     assert compare.inner_text(".perfsite-chooser-status") == (
         f"A: fp32 at {config.group(1)} · B: int8-static at {config.group(1)}")
-    page = context.new_page()
-    page.goto(compare_url + EXPERIMENT + "choose.html")
-    _ready(page)
+    assert visit.errors == [] and not any(r.startswith("http") and "127.0.0.1" not in r for r in visit.requests)
+    context.close()
+    _, page, visit = default_chooser
     status = page.inner_text(".perfsite-chooser-status")
     assert status.startswith("A: fp32 at ") and " · B: int8-static at " in status
     shown = _sections(page)
@@ -63,18 +74,16 @@ def test_default_pair_says_what_its_compare_page_says(chromium, compare_url):
     kernels = page.locator('[data-section="kernels"] tbody tr')
     assert kernels.count() >= 5, shown["kernels"]
     assert visit.errors == [] and not any(r.startswith("http") and "127.0.0.1" not in r for r in visit.requests)
-    context.close()
 
 
-def test_every_kernel_rows_interval_is_the_compare_analysis_one(chromium, compare_url, compare_site):
+def test_every_kernel_rows_interval_is_the_compare_analysis_one(default_chooser, compare_site):
     """The page script computes a kernel row's ratio interval (generator.analysis.chooser says why): for the
     default pair, every row shows the compare analysis's ratio and interval, formatted as the compare page
     formats them."""
     results = load_experiment(compare_site.parent / "results" / "tiny-compare")
     c = compare_versions(results, "fp32", "int8-static")
     expected = sorted((k.layer, *ratio_cell(k.ratio)) for k in c.kernels)
-    context, page, visit = open_page(chromium, compare_url + EXPERIMENT + "choose.html")
-    _ready(page)
+    _, page, visit = default_chooser
     show_all = page.locator('[data-section="kernels"] button.md-button')
     if show_all.count():
         show_all.click()
@@ -83,7 +92,6 @@ def test_every_kernel_rows_interval_is_the_compare_analysis_one(chromium, compar
     assert sum(1 for *_, interval in expected if "–" in interval) >= 5  # rows that show an interval to check
     assert sorted(tuple(row) for row in shown) == expected
     assert visit.errors == []
-    context.close()
 
 
 def test_choosing_b_and_its_configuration_changes_every_section_and_the_address(chromium, compare_url):
@@ -135,11 +143,10 @@ def test_the_chooser_works_opened_from_disk(chromium, compare_site):
     context.close()
 
 
-def test_a_layer_panel_opens_from_the_kernel_table_and_its_address_reopens_it(chromium, compare_url):
+def test_a_layer_panel_opens_from_the_kernel_table_and_its_address_reopens_it(default_chooser):
     """The recording predates layer details (schema 2): kernels, shapes and model nodes are shown, attributes
     and weights say "not recorded" rather than an empty cell."""
-    context, page, visit = open_page(chromium, compare_url + EXPERIMENT + "choose.html")
-    _ready(page)
+    context, page, visit = default_chooser
     assert "Click a layer's name" in page.inner_text(LAYER)
     name = open_layer(page)
     panel = page.inner_text(LAYER)
@@ -154,5 +161,5 @@ def test_a_layer_panel_opens_from_the_kernel_table_and_its_address_reopens_it(ch
     _ready(shared)
     shared.wait_for_function(f"() => document.querySelector('{LAYER}').dataset.layer === {name!r}")
     assert shared.inner_text(LAYER) == panel
+    shared.close()
     assert visit.errors == []
-    context.close()
