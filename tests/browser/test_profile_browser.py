@@ -26,7 +26,9 @@ def profile_url(tmp_path_factory):
         yield url
 
 
-def test_profile_pages_draw_every_chart_without_errors(chromium, profile_url):
+def test_profile_pages_draw_every_chart_without_errors_and_hostile_names_stay_text(chromium, profile_url):
+    """One visit of each page for both: its charts, and the hostile node name and description shown as text, in
+    a tooltip too, without a dialog or an error."""
     for url, page, visit in visit_pages(chromium, [profile_url + rel for rel in PAGES]):
         rel = url.removeprefix(profile_url)
         charts = assert_charts_drawn(page, rel)
@@ -34,6 +36,12 @@ def test_profile_pages_draw_every_chart_without_errors(chromium, profile_url):
         roofline = page.locator('.perfsite-chart[data-chart^="chart-roofline-"]').first
         assert roofline.locator("svg .mark-line path").count() > 0, f"{rel}: no roofline drawn"
         assert roofline.locator("svg .mark-symbol path").count() > 0, f"{rel}: no layer on the roofline"
+        assert page.locator("img[src='x']").count() == 0, rel
+        assert page.locator("a[href^='javascript']").count() == 0, rel
+        assert PAYLOAD.split(" | ")[0] in page.locator("article").inner_text(), rel
+        page.locator("svg .mark-symbol path").first.hover(force=True)  # a tooltip with the node's name
+        page.wait_for_timeout(100)  # time for a payload's image error handler to fire, had it got in
+        assert not visit.dialogs, f"{rel}: {visit.dialogs}"
         assert not visit.errors, f"{rel}: console errors {visit.errors}"
         assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
 
@@ -51,14 +59,3 @@ def test_the_layer_results_table_sorts(chromium, profile_url):
     assert shares in (sorted(shares), sorted(shares, reverse=True))
     assert not visit.errors
     context.close()
-
-
-def test_hostile_node_names_and_descriptions_stay_text(chromium, profile_url):
-    for url, page, visit in visit_pages(chromium, [profile_url + rel for rel in PAGES]):
-        rel = url.removeprefix(profile_url)
-        assert page.locator("img[src='x']").count() == 0, rel
-        assert page.locator("a[href^='javascript']").count() == 0, rel
-        assert PAYLOAD.split(" | ")[0] in page.locator("article").inner_text(), rel
-        page.locator("svg .mark-symbol path").first.hover(force=True)  # a tooltip with the node's name
-        page.wait_for_timeout(100)
-        assert not visit.dialogs and not visit.errors, f"{rel}: {visit.dialogs} {visit.errors}"
