@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.browser import assert_charts_drawn, open_page
+from support.browser import assert_charts_drawn, visit_pages
 from support.diff import PAYLOAD, REGRESSION, Side, git, write_side
 
 from generator.site import build_site
@@ -42,24 +42,17 @@ def history_url(history_site: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("path", ["reports/_changes/", "reports/_trend/"])
-def test_history_pages_draw_every_chart(chromium, history_url, path):
-    context, page, visit = open_page(chromium, history_url + path)
-    try:
+def test_history_pages_draw_every_chart_and_the_changes_page_names_the_regression(chromium, history_url):
+    """One visit of each page (in one context, as visit_pages does) for its charts and, on the changes page,
+    its text: the regressed configuration, its layers and the hostile node name shown as text."""
+    paths = ["reports/_changes/", "reports/_trend/"]
+    for url, page, visit in visit_pages(chromium, [history_url + path for path in paths]):
+        path = url.removeprefix(history_url)
         assert assert_charts_drawn(page, path) >= 2
-        assert visit.errors == [] and visit.dialogs == []
-        assert visit.foreign_requests() == []
-    finally:
-        context.close()
-
-
-def test_changes_page_names_the_regression_and_its_layers(chromium, history_url):
-    context, page, visit = open_page(chromium, history_url + "reports/_changes/")
-    try:
-        text = page.inner_text("article")
-        assert "Slower" in text and "cnn · fp32 · b1 t1 c1" in text
-        assert "/layer4/conv/Conv" in text and "added" in text
-        assert "/layer1/conv/Conv" + PAYLOAD in text  # the hostile node name, shown as text
-        assert visit.dialogs == []
-    finally:
-        context.close()
+        if path == "reports/_changes/":
+            text = page.inner_text("article")
+            assert "Slower" in text and "cnn · fp32 · b1 t1 c1" in text
+            assert "/layer4/conv/Conv" in text and "added" in text
+            assert "/layer1/conv/Conv" + PAYLOAD in text  # the hostile node name, shown as text
+        assert visit.errors == [] and visit.dialogs == [], path
+        assert visit.foreign_requests() == [], path
