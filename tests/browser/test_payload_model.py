@@ -34,7 +34,7 @@ def payload_model_site(tmp_path_factory) -> Path:
           fp32: {{path: models/payload.onnx}}
         inputs:
           {json.dumps(PAYLOAD_INPUT)}: {{shape: [batch, 8], dtype: float32}}
-        sweep: {{batch: [1, 2]}}
+        sweep: {{batch: [1]}}
         measure: {{warmup: 1, min_iterations: 3, min_seconds: 0.01, max_seconds: 1, repeats: 1,
                    profile_iterations: 2, budget_s: 0.01}}
         """)  # budget_s: one process a trial; the pages' text is the subject here, not how long a trial measures
