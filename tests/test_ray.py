@@ -389,25 +389,6 @@ def test_groups_whose_target_lost_its_only_node_are_failed_not_waited_for_foreve
     assert fan.summary.unstored_failures == 1 and fan.summary.ok_count == 0
 
 
-def _in_fork(body) -> str:
-    """`body()`'s text, computed in a forked child (it changes the process's niceness and user for good)."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            text = body()
-        except BaseException as e:  # noqa: BLE001  reported to the test, never raised into pytest's own fork
-            text = f"raised {e!r}"
-        os.write(write, text.encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        text = pipe.read()
-    os.waitpid(pid, 0)
-    return text
-
-
 def _nice_now_and_in_a_child() -> str:
     from generator.runner.cluster_work import normal_priority
 
@@ -423,16 +404,20 @@ def test_a_ray_task_measures_at_normal_priority_and_says_so_where_it_may_not():
     """Ray runs its workers at niceness 15, which the measuring processes inherited: any neighbour at normal
     priority on the node took the CPU from them. The task goes back to 0, and its children with it; a user who
     may not lower it gets a warning naming Ray's setting (a real refusal: the child drops root first)."""
-    assert _in_fork(_nice_now_and_in_a_child) == "None|0|0"
+    (said,) = in_forks([_nice_now_and_in_a_child], at_once=1)  # the fork keeps the changed niceness, not pytest
+    assert said == "None|0|0"
 
     def unprivileged() -> str:
         from generator.runner.cluster_work import normal_priority
 
         os.nice(15)
-        os.setuid(65534)  # nobody: may raise its niceness, never lower it
-        return f"{normal_priority()}|{os.getpriority(os.PRIO_PROCESS, 0)}"
+        os.setresuid(65534, 65534, 0)  # acting as nobody, who may raise a niceness but never lower it...
+        said = f"{normal_priority()}|{os.getpriority(os.PRIO_PROCESS, 0)}"
+        os.seteuid(0)  # ...and root again (the saved id) to hand the answer back through in_forks' file
+        return said
 
-    said, niceness = _in_fork(unprivileged).rsplit("|", 1)
+    (dropped,) = in_forks([unprivileged], at_once=1)
+    said, niceness = dropped.rsplit("|", 1)
     assert niceness == "15"
     assert said.startswith("Warning: this node measures at niceness 15 (Ray's worker_niceness)"), said
     assert "RAY_worker_niceness=0" in said and "docs/ray.md" in said

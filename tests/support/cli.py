@@ -36,8 +36,8 @@ def perfsite(*args: str, cwd: Path | None = None, env: dict | None = None, fresh
     interpreter's second or two goes to importing onnxruntime, pandas and altair, and the suite runs hundreds of
     commands. The child is still a process of its own (its own folder, environment, standard streams and exit
     status) and runs the same `main()` as the console script. `fresh=True` starts a new interpreter instead, for
-    the tests that need one (a Ray driver, signals sent from outside, anything that must not inherit this
-    process's state)."""
+    the tests that need one (signals sent from outside, a killed build, anything that must not inherit this
+    process's state); start_perfsite leaves a forked command running for a test to signal."""
     full_env = {**os.environ, **(env or {})}
     if fresh or not hasattr(os, "fork") or set(kw) - _FORK_KEYWORDS:
         return subprocess.run([sys.executable, "-m", "generator.cli", *args], cwd=cwd, capture_output=True,
@@ -53,18 +53,25 @@ _FORK_KEYWORDS = frozenset({"timeout", "input", "preexec_fn"})
 
 def _forked(args: list[str], cwd: Path | None, env: dict, timeout: float | None = None,
             input: str | None = None, preexec_fn=None) -> subprocess.CompletedProcess:
+    return _fork(args, cwd, env, (input or "").encode(), preexec_fn, new_session=False).wait(timeout)
+
+
+def _fork(args: list[str], cwd: Path | None, env: dict, stdin_bytes: bytes, preexec_fn,
+          new_session: bool) -> Started:
+    """The command in a forked child of this (warm) process, its output in temporary files: the one way
+    `perfsite` (run to its end) and `start_perfsite` (left running) start a command."""
     main = _warm()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as stdin:
-        stdin.write((input or "").encode())
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write(stdin_bytes)
         stdin.seek(0)
         pid = os.fork()
         if pid == 0:  # the child: never returns into pytest
+            if new_session:
+                with contextlib.suppress(OSError):  # (it is new: never a group leader already)
+                    os.setsid()
             _child(main, args, cwd, env, (stdin.fileno(), out.fileno(), err.fileno()), preexec_fn)
-        returncode = _wait(pid, timeout, args)
-        out.seek(0)
-        err.seek(0)
-        return subprocess.CompletedProcess(["perfsite", *args], returncode, out.read().decode(),
-                                           err.read().decode(errors="backslashreplace"))
+    return Started(pid, args, out, err)
 
 
 # What the commands import on use (each a second or so in a fresh interpreter): imported once per test process,
@@ -206,7 +213,7 @@ class Started:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
 
-    def wait(self, timeout: float = 60) -> subprocess.CompletedProcess:
+    def wait(self, timeout: float | None = 60) -> subprocess.CompletedProcess:
         """Its end (killed after `timeout` seconds: subprocess.TimeoutExpired), with what it printed."""
         if self.returncode is None:
             self.returncode = _wait(self.pid, timeout, self._args)
@@ -223,15 +230,7 @@ def start_perfsite(*args: str, cwd: Path, env: dict | None = None) -> Started:
     for a test that signals it at a moment of its choosing (SIGINT, SIGKILL): a fresh interpreter spent a second
     or two importing before it did anything. The child leads a session of its own, so that the test can also
     stop what it orphans (os.killpg(started.pid, ...))."""
-    main = _warm()
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-    with open(os.devnull, "rb") as stdin:
-        pid = os.fork()
-        if pid == 0:  # the child: never returns into pytest
-            with contextlib.suppress(OSError):  # (it is new: never a group leader already)
-                os.setsid()
-            _child(main, list(args), cwd, {**os.environ, **(env or {})}, (stdin.fileno(), out.fileno(), err.fileno()))
-    return Started(pid, list(args), out, err)
+    return _fork(list(args), cwd, {**os.environ, **(env or {})}, b"", None, new_session=True)
 
 
 def _exit_status(code) -> int:
