@@ -692,6 +692,43 @@ def test_an_empty_value_is_refused_by_the_name_of_its_option(tmp_path, monkeypat
         "no --config at all. Run `perfsite compare --help` for the arguments and options it takes.")
 
 
+def test_an_option_that_takes_one_value_given_twice_is_refused_by_its_name(tmp_path, monkeypatch, capsys):
+    """click kept the last of two values and dropped the other without a word: `profile m.onnx --threads 1
+    --threads 4` measured 4 threads only, `run spec.yaml --target arm --target x86` sent every trial to x86.
+    Every single-value option of every command (read from the app) is refused when repeated, naming both
+    values, before anything runs; options that take several values and repeated flags are not."""
+    import typer
+
+    from generator.cli import app, main
+
+    monkeypatch.chdir(tmp_path)
+    cases = 0
+    for name, command in typer.main.get_command(app).commands.items():
+        given = ["x"] * sum(p.param_type_name == "argument" for p in command.params)
+        for option in command.params:
+            if option.param_type_name != "option" or option.is_flag or option.multiple:
+                continue
+            opt = option.opts[0]
+            # `--ray 1` is `--ray=auto 1` (a word that is not an address is no value of --ray), so `--ray=1`.
+            first = [f"{opt}=1"] if opt in OPTIONAL_VALUES else [opt, "1"]
+            code, err = _main_exit(main, [name, *given, *first, f"{opt}=2"], monkeypatch, capsys)
+            flat = " ".join(err.split())
+            assert code == 1 and flat.startswith(
+                f"error: Invalid value for '{opt}': given 2 times ('1', '2'); it takes one value, and only the last "
+                "would have been used. Give it once"), (name, opt, flat)
+            assert flat.endswith(f"Run `perfsite {name} --help` for the arguments and options it takes."), flat
+            cases += 1
+    assert cases > 30  # every command and option, not a sample
+    assert list(tmp_path.iterdir()) == []
+    code, err = _main_exit(main, ["run", "s.yaml", "--target", "arm", "--target", "x86"], monkeypatch, capsys)
+    assert "Give it once (to measure on several targets, list them in the spec's `targets:`, docs/ray.md)" in (
+        " ".join(err.split()))
+    # Several values where the option takes them, and a repeated flag, go on to the command itself.
+    code, err = _main_exit(main, ["run", "s.yaml", "--only", "a", "--only", "b", "--quick", "--quick"], monkeypatch,
+                           capsys)
+    assert code == 1 and err == "error: Spec file `s.yaml` does not exist.", err
+
+
 @pytest.mark.parametrize("args", [["run", "spec.yaml", "--dry-run"], ["build", "--site", "site"],
                                   ["query", "SELECT 1"]])
 def test_an_empty_results_option_is_refused_not_read_as_some_folder(tmp_path, monkeypatch, capsys, args):

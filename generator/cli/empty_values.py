@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from generator.cli.pipes import PipeSafeGroup
+from generator.cli.repeated_values import refuse_repeated_values
 
 # Parameters whose command refuses an empty value itself, in words that say what it takes (docs/errors.md):
 # `run ""` and `validate ""` (a spec argument), `diff "" r` (a side), `query ""` (no statement), `--only ""`,
@@ -28,24 +29,32 @@ URL_STORES = ("run", "build", "query")
 
 
 class PerfsiteGroup(PipeSafeGroup):
-    """The `perfsite` group: a closed pipe ends it quietly (PipeSafeGroup), and an empty value is refused."""
+    """The `perfsite` group: a closed pipe ends it quietly (PipeSafeGroup); an empty value, and a second value
+    of an option that takes one (generator.cli.repeated_values), are refused."""
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, command, rest = super().resolve_command(ctx, args)
-        if command is not None:
-            refuse_empty_values(ctx, name, command, rest)
+        parsed = _parsed(ctx, name, command, rest) if command is not None else None
+        if parsed is not None:
+            refuse_empty_values(name, command, *parsed)
+            refuse_repeated_values(name, command, *parsed, rest)
         return name, command, rest
 
 
-def refuse_empty_values(parent: Any, name: str, command: Any, args: Sequence[str]) -> None:
-    """typer.BadParameter naming the first parameter of `command` given an empty (or blank) word in `args`."""
+def _parsed(parent: Any, name: str, command: Any, args: Sequence[str]) -> tuple[Any, dict, list] | None:
+    """The command's context, the words click's parser gives each parameter and the parameters in the order
+    given (once per occurrence); None for a malformed command line, whose own parse says what is wrong, and
+    for --help."""
     ctx = command.context_class(command, info_name=name, parent=parent, resilient_parsing=True)
     try:
-        words, _, _ = command.make_parser(ctx).parse_args(args=list(args))
+        words, _, order = command.make_parser(ctx).parse_args(args=list(args))
     except click_exceptions():
-        return  # a malformed command line: the command's own parse says what is wrong
-    if words.get("help"):
-        return
+        return None
+    return None if words.get("help") else (ctx, words, order)
+
+
+def refuse_empty_values(name: str, command: Any, ctx: Any, words: dict, _order: list) -> None:
+    """typer.BadParameter naming the first parameter of `command` given an empty (or blank) word."""
     for param in command.get_params(ctx):
         given = words.get(param.name)
         for word in given if isinstance(given, list | tuple) else [given]:
