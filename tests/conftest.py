@@ -145,8 +145,13 @@ def large_model_site(tmp_path_factory, _probe_cache) -> Path:
 
 def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     # `pytest -m quiet` (make test's second part) reads only the modules that hold quiet tests: collecting the
-    # whole suite to deselect all but a few costs seconds of imports.
-    if config.getoption("markexpr") != "quiet" or collection_path.suffix != ".py":
+    # whole suite to deselect all but a few costs seconds of imports. Nor does it enter a folder that holds none
+    # of them: tests/browser/'s conftest.py imports the site builder and altair (1.3 s, 2026-11-27).
+    if config.getoption("markexpr") != "quiet" or collection_path == Path(__file__).parent:
+        return None
+    if collection_path.is_dir():
+        return not any(next(collection_path.rglob(name), None) for name in QUIET_TESTS_IN) or None
+    if collection_path.suffix != ".py":
         return None
     return collection_path.name not in QUIET_TESTS_IN | {"conftest.py"} or None
 
