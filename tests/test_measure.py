@@ -170,14 +170,17 @@ def test_a_neighbour_on_the_same_core_shows_as_preempted_requests_and_the_clean_
     try:
         quiet = _cnn_loop(0.4)
         # ...and a neighbour spinning on the very same CPU: the scheduler must share it.
+        # It says when it is pinned and about to spin (a fixed 0.2 s wait for it cost the serial part that much).
         neighbour = subprocess.Popen([sys.executable, "-c", "import os, sys\nos.sched_setaffinity(0, {int("
-                                      "sys.argv[1])})\nwhile True: pass", str(min(original))])
+                                      "sys.argv[1])})\nprint(flush=True)\nwhile True: pass", str(min(original))],
+                                     stdout=subprocess.PIPE)
         try:
-            time.sleep(0.2)
+            assert neighbour.stdout.readline() == b"\n"
             busy = _cnn_loop(0.8)
         finally:
             neighbour.kill()
             neighbour.wait()
+            neighbour.stdout.close()
     finally:
         os.sched_setaffinity(0, original)
     assert quiet.delay_threads >= 1 and busy.delay_threads >= 1
