@@ -38,12 +38,16 @@ SPEC = """\
 # A model twice as slow stands out of three processes a side: the regression test measures with fewer than the
 # A/A test, whose subject is the noise (about half its time, 2026-11-27).
 FEWER = SPEC.replace("repeats: 6, budget_s: 4", "repeats: 3, budget_s: 1")
-# The A/A runs measure six processes each and no adaptive rounds after them (budget_s: 0.01 stops them). The
-# verdict's interval is Welch's t on the per-process log figures, widened by the 5 % between-run drift floor per
-# side (generator.results.intervals), and the floor dominates it: a false alarm needs two runs' p90s about 17 %
-# apart (t 2.23, df 10). The adaptive rounds (up to 12 processes within 4 s, towards ± 2 %) added only degrees of
-# freedom: about 15.5 % at 12 processes a side (t 2.07). They cost about 5 s of the quiet part (2026-11-27).
-AA = SPEC.replace("repeats: 6, budget_s: 4", "repeats: 6, budget_s: 0.01")
+# The A/A runs measure six processes each and no adaptive rounds after them (budget_s: 0.01 stops them), each
+# timing 0.05 s of requests (~90 of ~0.55 ms) instead of 0.1 s. The verdict's interval is Welch's t on the
+# per-process log figures, widened by the 5 % between-run drift floor per side (generator.results.intervals),
+# and the floor dominates it: a false alarm needs two runs' p90s about 17 % apart (t 2.23, df 10). The adaptive
+# rounds (up to 12 processes within 4 s, towards ± 2 %) added only degrees of freedom: about 15.5 % at 12
+# processes a side (t 2.07). Half the timing adds sampling noise to each process's p90, which the interval
+# includes: from ~2.5 % to ~3.5 % per process at most, 2 % wider. Together about 6.5 s of the quiet part
+# (2026-11-27).
+AA = SPEC.replace("min_seconds: 0.1", "min_seconds: 0.05").replace("repeats: 6, budget_s: 4",
+                                                                    "repeats: 6, budget_s: 0.01")
 
 
 def make_repo(folder: Path, blocks: int = 3, spec: str = SPEC) -> Path:
