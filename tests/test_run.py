@@ -99,23 +99,6 @@ def test_run_writes_every_table_skips_stored_trials_and_measures_only_an_added_b
     assert (added["budget_exhausted"] == ~(added["ci_halfwidth"] <= added["target"])).all()
 
 
-def test_force_measures_again_and_a_copied_trial_file_is_named_not_counted(matmul_project):
-    _run(matmul_project, only="version=a,batch=1")
-    # A sync tool's conflict copy of the trial file: `run` names both files and still counts one stored trial.
-    trials = matmul_project / "results" / "tiny" / "trials"
-    (stored,) = trials.glob("*.parquet")
-    shutil.copy(stored, trials / f"copy of {stored.name}")
-    out = perfsite("run", "spec.yaml", "--dry-run", "--only", "version=a,batch=1", cwd=matmul_project)
-    said = " ".join(out.stderr.split())
-    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
-    assert f"copy of {stored.name} holds trial {stored.stem}, but a trial's file is named after" in said
-    assert f"Trial {stored.stem} is stored twice" in said and "0 to measure" in out.stdout
-    (trials / f"copy of {stored.name}").unlink()
-    summary = _run(matmul_project, only="version=a,batch=1", force=True)
-    assert len(summary.measured) == 1
-    assert len(pd.read_parquet(matmul_project / "results" / "tiny" / "trials")) == 1
-
-
 def test_crashing_trial_is_recorded_and_the_sweep_goes_on(matmul_project, monkeypatch):
     monkeypatch.setenv("PERFSITE_TEST_FAULT", "crash")
     monkeypatch.setenv("PERFSITE_TEST_FAULT_VERSION", "models/a.onnx")  # only version a's file, not b's
@@ -183,7 +166,7 @@ def test_interrupted_and_killed_runs_keep_finished_trials_and_a_rerun_completes_
     assert set(pd.read_parquet(results / "tiny" / "processes")["trial_key"]) == set(stored["trial_key"])
 
 
-def test_two_runs_on_one_results_directory_measure_each_trial_once(matmul_project):
+def test_two_runs_on_one_results_directory_measure_each_trial_once_and_force_measures_one_again(matmul_project):
     results = matmul_project / "results"
     procs = [start_perfsite("run", "spec.yaml", "--results", str(results), cwd=matmul_project) for _ in range(2)]
     done = [p.wait(timeout=300) for p in procs]
@@ -196,6 +179,26 @@ def test_two_runs_on_one_results_directory_measure_each_trial_once(matmul_projec
     # Each trial's processes are its own (2 at least: `repeats`, whatever the budget).
     counts = lat.groupby("trial_key")["process"].nunique()
     assert counts.ge(2).all() and counts.to_dict() == trials.set_index("trial_key")["processes"].to_dict()
+
+    # The store the two runs left serves --force and a copied trial file (they measured a trial of their own).
+    # A sync tool's conflict copy of a trial file: `run` names both files and still counts one stored trial.
+    only = "version=a,batch=1"
+    (planned,) = _run(matmul_project, only=only, dry_run=True).planned
+    stored = results / "tiny" / "trials" / f"{planned.key}.parquet"
+    shutil.copy(stored, stored.with_name(f"copy of {stored.name}"))
+    out = perfsite("run", "spec.yaml", "--dry-run", "--only", only, cwd=matmul_project)
+    said = " ".join(out.stderr.split())
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert f"copy of {stored.name} holds trial {stored.stem}, but a trial's file is named after" in said
+    assert f"Trial {stored.stem} is stored twice" in said and "0 to measure" in out.stdout
+    stored.with_name(f"copy of {stored.name}").unlink()
+    summary = _run(matmul_project, only=only, force=True)
+    assert summary.measured == [planned.key]
+    again = pd.read_parquet(results / "tiny" / "trials")
+    assert len(again) == 4 and again["trial_key"].is_unique  # measured again in place, not stored twice
+    run_ids = [t.set_index("trial_key")["run_id"] for t in (trials, again)]
+    assert run_ids[1][planned.key] not in set(run_ids[0]) and run_ids[1].drop(planned.key).equals(
+        run_ids[0].drop(planned.key))  # by the forced run; the other three untouched
 
 
 def test_dry_run_lists_trials_and_measures_nothing(cnn_project):
@@ -290,7 +293,10 @@ def test_a_spec_edited_where_no_trial_key_changes_reaches_the_pages_without_meas
     (tmp_path / ".git").mkdir()
     matmul_model(tmp_path / "tiny.onnx")
     spec = write_spec(tmp_path, "name: tiny\ndescription: first words\nmodels:\n  fp32: {path: tiny.onnx}\n"
-                                "inputs:\n  x: {shape: [batch, 4]}\nlatency_threshold_ms: 20\n")
+                                "inputs:\n  x: {shape: [batch, 4]}\nlatency_threshold_ms: 20\n"
+                                # one process, no adaptive rounds: the spec the run records is the subject
+                                "measure: {warmup: 1, min_iterations: 3, min_seconds: 0.01, repeats: 1, "
+                                "profile_iterations: 1, budget_s: 0.01}\n")
     folder = tmp_path / "results" / "tiny"
     assert len(run_experiment(load_spec(spec), RunOptions(results_dir=folder, quick=True)).measured) == 1
     spec.write_text(spec.read_text().replace("first words", "second words").replace(": 20", ": 7.5"))
