@@ -132,9 +132,12 @@ def cluster(tmp_path_factory, _probe_cache) -> Cluster:
     started = []
     try:
         # No CPU for tasks on the head: its raylet would otherwise start an idle worker process for the first
-        # driver, seconds of a core while the nodes start.
+        # driver, seconds of a core while the nodes start. No autoscaler monitor either (`--no-monitor`, a
+        # hidden option of `ray start`): a Python process that imports Ray and polls the GCS, for a cluster
+        # whose nodes never change.
         head = _ray_start(["--head", f"--port={gcs}", f"--temp-dir={temp_dir / 'head'}", "--include-dashboard=false",
-                           f"--dashboard-port={dashboard}", "--num-cpus=0"], node_ports[0], env, root / "head.log")
+                           f"--dashboard-port={dashboard}", "--num-cpus=0", "--no-monitor"], node_ports[0], env,
+                          root / "head.log")
         started.append(head.pid)
         _wait_for_gcs(head, gcs, root / "head.log")
         # A temporary folder per node: nodes starting at once in one folder race for the same socket names.
@@ -184,26 +187,32 @@ class Runs:
 
 
 @pytest.fixture(scope="module")
-def runs(project, cluster) -> Runs:
+def runs(project, request, _probe_cache) -> Runs:
     """The module's runs, all at once (the checks are about routing, keys and schema, never timing): each node
     takes one group at a time whichever run sent it (its one `perfsite_node`), so the two cluster runs queue on
-    the nodes while each driver's own seconds (starting, joining the cluster) overlap. The killed-worker test
+    the nodes while each driver's own seconds (starting, joining the cluster) overlap. The local run needs no
+    cluster: it starts first and measures while the nodes start (seconds of waiting for `ray start`), and the
+    fork that starts it imports perfsite into this process for the cluster runs' forks. The killed-worker test
     starts from `fanned/`."""
+    local = start_perfsite("run", "spec.yaml", "--results", "local", "--quick", cwd=project,
+                           env={"PERFSITE_CACHE_DIR": str(_probe_cache), "PERFSITE_QUICK": "1"})
+    cluster = request.getfixturevalue("cluster")  # (requested here, not as an argument: started after the fork)
+
     def run(*args: str):
         return lambda: _run(project, cluster, *args)
 
     on_ray = ("--ray", cluster.address)
-    return Runs(*in_forks([run("spec.yaml", "--results", "local"),
-                           run("spec.yaml", "--results", "fanned", *on_ray),
+    on_cluster = in_forks([run("spec.yaml", "--results", "fanned", *on_ray),
                            run("targets.yaml", "--results", "targets", *on_ray),
-                           run("spec.yaml", "--results", "wrong", *on_ray, "--target", "gpu")], at_once=4))
+                           run("spec.yaml", "--results", "wrong", *on_ray, "--target", "gpu")], at_once=3)
+    return Runs(local.wait(timeout=180), *on_cluster)
 
 
 def _trials(folder: Path):
     return ResultsDir(folder).read_table("trials").set_index("trial_key")
 
 
-def test_ray_run_stores_what_a_local_run_stores(project, cluster, runs):
+def test_ray_run_stores_what_a_local_run_stores(project, runs, cluster):
     """One configuration per node; the files, their Parquet schemas and the trial keys equal a local run's."""
     local, fanned = runs.local, runs.fanned
     assert local.returncode == 0, local.stderr
@@ -226,7 +235,7 @@ def test_ray_run_stores_what_a_local_run_stores(project, cluster, runs):
     assert local_trials["node_id"].isna().all() and fanned_trials["target_name"].isna().all()
 
 
-def test_targets_route_to_their_nodes(project, cluster, runs):
+def test_targets_route_to_their_nodes(project, runs, cluster):
     """`targets: [a, b]`: each trial on a node offering its target, with its own key; a target no node offers
     is refused before anything is sent."""
     run, wrong = runs.routed, runs.refused
@@ -253,7 +262,7 @@ def _measuring_worker(groups: list[int]) -> int | None:
     return None
 
 
-def test_killed_worker_loses_nothing_stored(project, cluster, runs):
+def test_killed_worker_loses_nothing_stored(project, runs, cluster):
     """The worker measuring a new configuration is killed mid-group: the run still ends with it measured (Ray
     ran the task again), and the trials stored before are untouched."""
     assert runs.fanned.returncode == 0
