@@ -173,11 +173,6 @@ def _start(project: Path, cluster: Cluster, *args: str) -> Started:
     return start_perfsite("run", *args, "--quick", cwd=project, env={**cluster.env, "PERFSITE_QUICK": "1"})
 
 
-def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
-    out, err = proc.communicate(timeout=180)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
 @dataclass
 class Runs:
     local: subprocess.CompletedProcess  # spec.yaml measured here, into local/
@@ -327,32 +322,33 @@ def test_cannot_connect(project, tmp_path):
 def silent_head(project, tmp_path_factory, _probe_cache):
     """`perfsite run --ray` at a port that accepts connections and never answers, started with the module's
     first test: its wait of several seconds for an answer overlaps the other tests instead of adding to them.
-    (port, process, its run's duration once ended, results folder)"""
+    A fork of this process (support.cli.start_perfsite), which warms it for the module's other forks.
+    (port, its run's outcome and duration once ended, results folder)"""
     results = tmp_path_factory.mktemp("silent-head") / "r"
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()  # the kernel completes connections in the backlog: no accept() needed
         port = server.getsockname()[1]
-        run = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", "spec.yaml", "--results", str(results),
-                                "--ray", f"127.0.0.1:{port}"], cwd=project, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PERFSITE_CACHE_DIR": str(_probe_cache), "PERFSITE_QUICK": "1"})
-        started, ended = time.monotonic(), []  # when the run ended, seen by a thread: read after other tests
-        waiter = threading.Thread(target=lambda: (run.wait(), ended.append(time.monotonic())), daemon=True)
+        run = start_perfsite("run", "spec.yaml", "--results", str(results), "--ray", f"127.0.0.1:{port}",
+                             cwd=project, env={"PERFSITE_CACHE_DIR": str(_probe_cache), "PERFSITE_QUICK": "1"})
+        started, ended = time.monotonic(), []  # its end, seen by a thread: read after other tests
+        waiter = threading.Thread(target=lambda: ended.append((run.wait(timeout=180), time.monotonic() - started)),
+                                  daemon=True)
         waiter.start()
         try:
-            yield port, run, lambda: (waiter.join(), ended[0] - started)[1], results
+            yield port, lambda: (waiter.join(), ended[0])[1], results
         finally:
-            run.kill()
-            run.communicate()
+            if waiter.is_alive():  # its test was deselected or failed first: end it
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(run.pid, signal.SIGKILL)
+                waiter.join()
 
 
 def test_address_that_is_not_a_ray_head(silent_head):
     """A port that accepts connections and never answers: refused within seconds (Ray's own connection retried
     for minutes), before any model version is built, without Ray's log lines, and with nothing written."""
-    port, proc, took_s, results = silent_head
-    run = _finish(proc)
-    took = took_s()
+    port, outcome, results = silent_head
+    run, took = outcome()
     message = " ".join(run.stderr.split())
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert message.startswith(f"error: Cannot connect to the Ray cluster at 127.0.0.1:{port}: it accepts "
