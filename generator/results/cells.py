@@ -80,22 +80,46 @@ DECODERS: dict[str, dict[str, Callable[[Any], Any]]] = {
 
 def decoded(table: str, df: pd.DataFrame) -> pd.DataFrame:
     """`df`, rows of `table` as stored, with its list and shape cells decoded (see the module docstring)."""
-    columns = {c: pd.Series(_decode_each(decode, df[c]), index=df.index, dtype=object)
-               for c, decode in DECODERS.get(table, {}).items() if c in df.columns}
+    columns = {c: _decoded_column(decode, df[c]) for c, decode in DECODERS.get(table, {}).items() if c in df.columns}
     return df.assign(**columns) if columns else df
 
 
+def _decoded_column(decode: Callable[[Any], Any], values: pd.Series) -> pd.Series:
+    """A column's cells decoded, every distinct stored value once: the trials of one version repeat the same
+    shapes, types, attributes and node names node for node (40 trials of a 1,000-node model: 40,000 cells, a
+    few thousand values). Cells with the same value share one decoded value; readers never change them."""
+    if values.dtype == object or not pd.api.types.is_string_dtype(values.dtype):
+        return pd.Series(_decode_each(decode, values), index=values.index, dtype=object)
+    # A text column (JSON cells): pandas numbers its distinct texts in C, missing cells -1, which picks the
+    # last entry (the missing value's decoding, as for a None cell).
+    codes, texts = pd.factorize(values)
+    distinct = _object_array([decode(text) for text in texts.tolist()] + [decode(None)])
+    return pd.Series(distinct[codes], index=values.index, dtype=object)
+
+
+def _object_array(items: list[Any]) -> np.ndarray:
+    """`items` as a 1-d object array, each item one element (np.array would nest tuples into a 2-d array)."""
+    out = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
+
+
 def _decode_each(decode: Callable[[Any], Any], values: pd.Series) -> list[Any]:
-    """Each cell decoded, every distinct JSON text once: the trials of one version repeat the same shapes, types
-    and attributes node for node (40 trials of a 1,000-node model: 40,000 cells, a few thousand texts). Cells
-    with the same text share one decoded value; readers never change them."""
-    memo: dict[str, Any] = {}
+    """Each cell of an object column decoded, once per distinct value: a text, or an Arrow list (a numpy array
+    in pandas, unhashable: its items as a tuple stand for it)."""
+    memo: dict[Any, Any] = {}
     out = []
-    for value in values.tolist():  # plain Python values: iterating an Arrow-backed column cell by cell is slow
-        if not isinstance(value, str):
-            out.append(decode(value))
-        elif value in memo:
-            out.append(memo[value])
+    for value in values.tolist():  # plain Python values: iterating a column cell by cell is slow
+        if isinstance(value, np.ndarray):
+            key = tuple(value.tolist())  # a list of strings (the schema's only list type): hashable
+        elif isinstance(value, str):
+            key = value
         else:
-            out.append(memo.setdefault(value, decode(value)))
+            out.append(decode(value))
+            continue
+        if key in memo:
+            out.append(memo[key])
+        else:
+            out.append(memo.setdefault(key, decode(key)))
     return out
