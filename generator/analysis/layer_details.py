@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from generator.analysis.layer_match import executed_columns
@@ -104,11 +105,17 @@ def _fingerprints(rows: pd.DataFrame, columns: list[str]) -> dict[str, bytes]:
 
 
 def _reprs(column: pd.Series) -> pd.Series:
-    """Each cell's repr, once per distinct object: decoded cells of the same stored text are one object
-    (generator.results.cells), and a thousand-node sweep repeats the same shapes node for node."""
-    memo: dict[int, str] = {}
-    texts = [memo[id(v)] if id(v) in memo else memo.setdefault(id(v), repr(v)) for v in column.tolist()]
-    return pd.Series(texts, index=column.index, dtype=object)
+    """Each cell's repr, once per distinct object: decoded cells of the same stored value are one object
+    (generator.results.cells), and a thousand-node sweep repeats the same shapes node for node. The objects
+    are numbered by identity in C (pd.factorize of their ids): a Python loop over a sweep's cells cost more
+    than the reprs."""
+    values = column.tolist()
+    ids = np.fromiter(map(id, values), dtype=np.uint64, count=len(values))
+    codes, _ = pd.factorize(ids)
+    first = np.unique(codes, return_index=True)[1]  # codes number the objects in order of first appearance
+    texts = np.empty(len(first), dtype=object)
+    texts[:] = [repr(values[i]) for i in first]  # strings: one element each, never nested
+    return pd.Series(texts[codes], index=column.index, dtype=object)
 
 
 KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input_shapes", "input_types",
