@@ -13,6 +13,7 @@ them (a DequantizeLinear shared by two fused kernels), or between those that imp
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -84,7 +85,7 @@ def split_sums(top: pd.DataFrame, static: pd.DataFrame) -> list[dict[str, float]
     return out
 
 
-def traffic_bytes(node: pd.Series, sums: dict[str, float]) -> float | None:
+def traffic_bytes(node: Mapping[str, Any], sums: dict[str, float]) -> float | None:
     """Weights (static: onnxruntime reports prepacked weights as absent) plus the activations the kernel
     itself read and wrote as onnxruntime reports them (a fused kernel never reads its internal
     intermediates), falling back to the static activation sums when the profile has no sizes."""
