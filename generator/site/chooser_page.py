@@ -163,8 +163,9 @@ def _dump(value: Any) -> str:
 
 
 # One encoder for every data file: json.dumps builds a new one per call when given options, and the chooser's
-# layer details are tens of thousands of small values.
-_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), sort_keys=True)
+# layer details are tens of thousands of small values. Without the circular-reference check (a dict of every
+# list's id, a fifth of the encoding): the values are built here from records, never self-referencing.
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), sort_keys=True, check_circular=False)
 
 
 def _num(value: float | None) -> float | None:
