@@ -345,6 +345,32 @@ def test_a_project_config_that_would_take_the_site_online_is_refused_naming_the_
     assert not (tmp_path / "site").exists()
 
 
+def test_a_refused_setting_from_an_inherited_file_names_that_file(tmp_path, results_root):
+    """A project mkdocs.yml that INHERITs a shared one: the error named the project's file, where the setting
+    is not, and the user searched it in vain. It names the file of the chain the value comes from, and the one
+    that inherits it; a setting the child file gives itself is the child's."""
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "base.yml").write_text(
+        "site_name: X\ntheme:\n  name: material\n  font:\n    text: Roboto\nextra:\n  analytics:\n"
+        "    provider: google\nmarkdown_extensions:\n  - pymdownx.emoji:\n"
+        "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n")
+    (tmp_path / "mkdocs.yml").write_text("INHERIT: conf/base.yml\nsite_name: Y\n")
+    with pytest.raises(SiteError) as raised:
+        build_site(results_root, tmp_path / "site", tmp_path)
+    assert str(raised.value).startswith(f"{tmp_path / 'conf' / 'base.yml'} (inherited by {tmp_path / 'mkdocs.yml'}): "
+                                        "`theme.font: {text: Roboto}` cannot be used"), raised.value
+    (tmp_path / "mkdocs.yml").write_text("INHERIT: conf/base.yml\ntheme:\n  font: false\n  name: material\n")
+    with pytest.raises(SiteError) as raised:  # the font is the child's now; the analytics still the parent's
+        build_site(results_root, tmp_path / "site", tmp_path)
+    assert str(raised.value).startswith(f"{tmp_path / 'conf' / 'base.yml'} (inherited by {tmp_path / 'mkdocs.yml'}): "
+                                        "`extra.analytics: "), raised.value
+    (tmp_path / "mkdocs.yml").write_text("INHERIT: conf/base.yml\ntheme:\n  name: material\n  font: {text: Lato}\n")
+    with pytest.raises(SiteError) as raised:
+        build_site(results_root, tmp_path / "site", tmp_path)
+    assert str(raised.value).startswith(f"{tmp_path / 'mkdocs.yml'}: `theme.font: {{text: Lato}}` "), raised.value
+    assert not (tmp_path / "site").exists()
+
+
 def test_the_command_line_refuses_a_web_font_with_one_paragraph(tmp_path, results_root):
     (tmp_path / "mkdocs.yml").write_text("site_name: X\ntheme:\n  name: material\n  font:\n    text: Roboto\n")
     out = perfsite("build", "--results", str(results_root), "--site", "site", cwd=tmp_path)

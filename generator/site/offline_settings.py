@@ -68,13 +68,47 @@ def check_project_config(path: Path, config: dict[str, Any]) -> None:
     for rule in RULES:
         found, value = _lookup(config, rule.key)
         if found and not rule.allowed(value):
-            raise SiteError(f"{path}: `{rule.key}: {_shown(value)}` cannot be used for perfsite's site: "
-                            f"{rule.harm}. Allowed for {rule.key}: {rule.allowed_text}. {ADVICE}")
+            raise SiteError(f"{_where(path, rule.key)}: `{rule.key}: {_shown(value)}` cannot be used for perfsite's "
+                            f"site: {rule.harm}. Allowed for {rule.key}: {rule.allowed_text}. {ADVICE}")
     for key in RESOURCE_KEYS:
         for url in _urls(_lookup(config, key)[1]):
-            raise SiteError(f"{path}: `{key}` names {url}, which the built site would download on every page "
-                            f"view. Allowed in {key}: files of the site (download it once into your docs "
+            raise SiteError(f"{_where(path, key)}: `{key}` names {url}, which the built site would download on "
+                            f"every page view. Allowed in {key}: files of the site (download it once into your docs "
                             f"folder and name it by its path there, e.g. assets/{_file_name(url)}). {ADVICE}")
+
+
+def _where(path: Path, dotted: str) -> str:
+    """The file that sets the key: `path`, or the file of its INHERIT chain the value comes from, named with
+    the file that inherits it (the setting to change is not in the file the build was given)."""
+    origin = _origin(path, dotted, depth=0)
+    return str(path) if origin in (None, path) else f"{origin} (inherited by {path})"
+
+
+def _origin(path: Path, dotted: str, depth: int) -> Path | None:
+    """The nearest file of the INHERIT chain from `path` whose own text sets the key (a child's setting is what
+    mkdocs keeps); None when it cannot be told (an unreadable file, a chain too deep: mkdocs said so first)."""
+    try:
+        own = yaml.load(path.read_text(encoding="utf-8"), Loader=_PlainLoader)
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(own, dict):
+        return None
+    if isinstance(own.get("theme"), str):
+        own = {**own, "theme": {"name": own["theme"]}}
+    if _lookup(own, dotted)[0]:
+        return path
+    parent = own.get("INHERIT")
+    if not isinstance(parent, str) or depth > 20:
+        return None
+    return _origin((path.parent / parent).resolve(), dotted, depth + 1)
+
+
+class _PlainLoader(yaml.SafeLoader):
+    """mkdocs.yml as text: its tags (`!ENV`, `!relative`, Python names in extensions) read as plain values,
+    since only which keys a file sets matters here."""
+
+
+_PlainLoader.add_multi_constructor("", lambda loader, _suffix, node: None)
 
 
 def required_settings(config: dict[str, Any], packaged: dict[str, Any]) -> dict[str, Any]:
