@@ -11,6 +11,7 @@ from pathlib import Path
 import markdown
 import pytest
 import yaml
+from pymdownx import emoji as pymdownx_emoji
 from support.cli import ROOT, perfsite
 from support.compare import write_compare_results
 from support.results import PAYLOAD, write_results
@@ -328,7 +329,30 @@ REFUSED = {
     "cdn-style": ("extra_css: ['//cdn.example.org/a.css']", "`extra_css` names //cdn.example.org/a.css"),
     "remote-logo": ("theme: {name: material, logo: 'https://example.org/logo.png'}",
                     "`theme.logo` names https://example.org/logo.png"),
+    "cdn-emoji": ("markdown_extensions:\n  - pymdownx.emoji:\n      emoji_index: "
+                  "!!python/name:material.extensions.emoji.twemoji\n      emoji_generator: "
+                  "!!python/name:material.extensions.emoji.to_svg",
+                  "`markdown_extensions: pymdownx.emoji` as configured makes every Unicode emoji a page uses",
+                  "`emoji_generator: !!python/name:pymdownx.emoji.to_alt` (the emoji as text)"),
+    "cdn-mermaid": ("markdown_extensions:\n  - pymdownx.superfences:\n      custom_fences:\n        - name: mermaid\n"
+                    "          class: mermaid\n          format: !!python/name:pymdownx.superfences.fence_code_format",
+                    "has a mermaid fence, and Material loads mermaid.min.js from unpkg.com",
+                    "list it in `extra_javascript`, e.g. assets/mermaid.min.js"),
 }
+
+
+@pytest.mark.parametrize("allowed", [
+    {"markdown_extensions": [{"pymdownx.emoji": {"emoji_generator": pymdownx_emoji.to_alt}}]},
+    {"markdown_extensions": [{"pymdownx.emoji": {"options": {"image_path": "assets/emoji/",
+                                                             "non_standard_image_path": "assets/emoji/"}}}]},
+    {"markdown_extensions": [{"pymdownx.superfences": {"custom_fences": [{"name": "mermaid", "class": "mermaid"}]}}],
+     "extra_javascript": ["assets/mermaid.min.js"]},
+    {"markdown_extensions": ["pymdownx.superfences", "pymdownx.highlight"]},
+], ids=["emoji-as-text", "emoji-images-of-the-site", "mermaid-of-the-site", "no-cdn-extension"])
+def test_extensions_that_load_nothing_from_a_cdn_are_accepted(tmp_path, allowed):
+    from generator.site.offline_settings import check_project_config
+
+    check_project_config(tmp_path / "mkdocs.yml", {"site_name": "X", **allowed})
 
 
 @pytest.mark.parametrize("refused", REFUSED.values(), ids=REFUSED)

@@ -9,7 +9,9 @@ A setting the project leaves out is set here (`required_settings`). A setting th
 refused, one paragraph naming the file, the key and what is allowed (`check_project_config`), rather than
 overridden with a warning: the site would then differ from what the project's file says, a warning scrolls
 past unread in CI, and an override can break the rest of the file (a readthedocs `custom_dir` under Material).
-Removing or changing one line is the fix, and the file then says what the site is.
+Removing or changing one line is the fix, and the file then says what the site is. Two Markdown extensions load
+from a CDN by their defaults (pymdownx.emoji's images, Material's mermaid for diagram fences) and are refused
+configured so. A setting a file of the INHERIT chain gives is named in that file.
 """
 
 from __future__ import annotations
@@ -75,6 +77,65 @@ def check_project_config(path: Path, config: dict[str, Any]) -> None:
             raise SiteError(f"{_where(path, key)}: `{key}` names {url}, which the built site would download on "
                             f"every page view. Allowed in {key}: files of the site (download it once into your docs "
                             f"folder and name it by its path there, e.g. assets/{_file_name(url)}). {ADVICE}")
+    _check_extensions(path, config)
+
+
+# Markdown extensions whose output loads files from a CDN unless told otherwise.
+EMOJI, FENCES = "pymdownx.emoji", "pymdownx.superfences"
+
+
+def _check_extensions(path: Path, config: dict[str, Any]) -> None:
+    """pymdownx.emoji's images, and Material's mermaid script for diagram fences: both come from a CDN by
+    default, on every page view of a page that uses them."""
+    emoji = _extension_options(config, EMOJI)
+    if emoji is not None and not _emoji_offline(emoji):
+        raise SiteError(f"{_where(path, 'markdown_extensions')}: `markdown_extensions: {EMOJI}` as configured "
+                        "makes every Unicode emoji a page uses (`:smile:`) an image loaded from a CDN "
+                        "(cdn.jsdelivr.net, cdnjs or GitHub) on every page view; Material's icons (`:material-check:`) "
+                        "are inlined and need nothing. Allowed for pymdownx.emoji: `emoji_generator: "
+                        "!!python/name:pymdownx.emoji.to_alt` (the emoji as text), or `options: {image_path: "
+                        "assets/emoji/, non_standard_image_path: assets/emoji/}` naming a folder of your docs that "
+                        f"holds the images. {ADVICE}")
+    fences = _extension_options(config, FENCES)
+    if fences is not None and _mermaid_fences(fences) and not _local_mermaid(config):
+        raise SiteError(f"{_where(path, 'markdown_extensions')}: `markdown_extensions: {FENCES}` has a mermaid "
+                        "fence, and Material loads mermaid.min.js from unpkg.com on every page view of a page with a "
+                        "diagram. Allowed: mermaid fences with mermaid.min.js as a file of the site (download it once "
+                        "into your docs folder and list it in `extra_javascript`, e.g. assets/mermaid.min.js: "
+                        f"Material then uses it), or no mermaid fence. {ADVICE}")
+
+
+def _extension_options(config: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The options of a Markdown extension the config lists ({} without options); None when it is not listed."""
+    entries = config.get("markdown_extensions") or []
+    for entry in entries if isinstance(entries, list) else [entries]:
+        if entry == name:
+            return {}
+        if isinstance(entry, dict) and name in entry:
+            return entry[name] if isinstance(entry[name], dict) else {}
+    return None
+
+
+def _emoji_offline(options: dict[str, Any]) -> bool:
+    """to_alt writes the emoji as text; any other generator writes images, whose default path is a CDN."""
+    generator = options.get("emoji_generator")
+    if getattr(generator, "__name__", None) == "to_alt":
+        return True
+    paths = options.get("options") or {}
+    return isinstance(paths, dict) and all(
+        isinstance(paths.get(k), str) and not _urls(paths[k]) for k in ("image_path", "non_standard_image_path"))
+
+
+def _mermaid_fences(options: dict[str, Any]) -> bool:
+    return any(isinstance(f, dict) and (f.get("name") == "mermaid" or f.get("class") == "mermaid")
+               for f in options.get("custom_fences") or [])
+
+
+def _local_mermaid(config: dict[str, Any]) -> bool:
+    """A script of the site named like mermaid's bundle: Material loads unpkg's only when `mermaid` is undefined."""
+    entries = config.get("extra_javascript") or []
+    names = [e.get("path") if isinstance(e, dict) else e for e in (entries if isinstance(entries, list) else [entries])]
+    return any(isinstance(n, str) and "mermaid" in n.rsplit("/", 1)[-1] and not _urls(n) for n in names)
 
 
 def _where(path: Path, dotted: str) -> str:
