@@ -143,6 +143,18 @@ def large_model_site(tmp_path_factory, _probe_cache) -> Path:
     return build_site(root / "results", root / "site", root)
 
 
+@pytest.fixture(scope="session")
+def cnn_timeline_results(tmp_path_factory, example_models, _probe_cache) -> Path:
+    """A real `perfsite run` of the example CNN with its timeline (support/timeline.py), made once for the
+    session: tests/test_timeline_run.py reads the stored timeline, tests/browser/test_timeline_browser.py draws
+    it, and tests/support/tiers.py sends the two to one worker (SAME_WORKER_AS), where each made its own."""
+    from support.timeline import run_cnn_experiment
+
+    return run_cnn_experiment(tmp_path_factory.mktemp("timeline-run"), example_models["cnn"],
+                              env={"PERFSITE_QUICK": "1", "PERFSITE_CACHE_DIR": str(_probe_cache)})  # session
+    # scope: the autouse fixtures that set these for each test have not run yet
+
+
 def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     # `pytest -m quiet` (make test's second part) reads only the modules that hold quiet tests: collecting the
     # whole suite to deselect all but a few costs seconds of imports. Nor does it enter a folder that holds none

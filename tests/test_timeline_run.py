@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from support.models import if_model, save
-from support.timeline import run_cnn_experiment
 
 from generator.machine.profiling import parse_profile
 from generator.results.store import load_experiment
@@ -51,9 +50,9 @@ def test_profiled_if_model_keeps_its_branch_under_its_parent(tmp_path):
     assert tl.kernel_sum_us == pytest.approx(rows[0]["kernel_sum_us"]) and tl.kernel_sum_us <= tl.model_run_us
 
 
-@pytest.fixture(scope="module")
-def cnn_results(tmp_path_factory, example_models) -> Path:
-    return run_cnn_experiment(tmp_path_factory.mktemp("timeline-run"), example_models["cnn"])
+@pytest.fixture
+def cnn_results(cnn_timeline_results) -> Path:
+    return cnn_timeline_results  # (conftest.py: shared with the timeline browser tests)
 
 
 def test_a_real_run_stores_the_median_inference(cnn_results):

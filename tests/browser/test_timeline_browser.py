@@ -10,7 +10,7 @@ import json
 
 import pytest
 from support.browser import assert_charts_drawn, open_page
-from support.timeline import run_cnn_experiment, write_timeline_results
+from support.timeline import write_timeline_results
 
 from generator.site import build_site
 from generator.site.serve import BackgroundServer
@@ -21,13 +21,13 @@ PAGE = "reports/timeline/profile-fp32.html"
 
 
 @pytest.fixture(scope="module")
-def timeline_site(tmp_path_factory, example_models):
-    """The real run's experiment (`timeline`) and the recorded one with a sub-graph (`cnn-profile`), in one site:
-    one mkdocs build for the module instead of one per fixture."""
+def timeline_site(tmp_path_factory, cnn_timeline_results):
+    """The real run's experiment (`timeline`, the session's run: conftest.py) and the recorded one with a
+    sub-graph (`cnn-profile`), in one site: one mkdocs build for the module instead of one per fixture."""
     root = tmp_path_factory.mktemp("timeline-site")
-    results = run_cnn_experiment(root / "project", example_models["cnn"])
+    (root / "project").mkdir()
     write_timeline_results(root / "recorded")
-    return build_site([results.parent, root / "recorded"], root / "site", root / "project")
+    return build_site([cnn_timeline_results.parent, root / "recorded"], root / "site", root / "project")
 
 
 @pytest.fixture(scope="module")

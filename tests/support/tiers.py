@@ -41,8 +41,9 @@ LONGEST_FIRST = (
 )
 
 # Modules that share a session fixture costly to make go to the same worker, so that it is made once: the
-# large model's site, the recorded compare site.
+# large model's site, the recorded compare site, the example CNN's timeline run.
 SAME_WORKER_AS = {
     "test_long_table_browser.py": "test_large_model.py",
     "test_chooser_browser.py": "test_compare_browser.py",
+    "test_timeline_run.py": "test_timeline_browser.py",
 }

@@ -69,11 +69,12 @@ def write_timeline_results(root: Path, payload: bool = False) -> Path:
     return folder
 
 
-def run_cnn_experiment(root: Path, cnn: Path) -> Path:
-    """A real `perfsite run` of the example CNN (one trial, two threads); the experiment's results folder."""
+def run_cnn_experiment(root: Path, cnn: Path, env: dict | None = None) -> Path:
+    """A real `perfsite run` of the example CNN (one trial, two threads), `env` added to its environment; the
+    experiment's results folder."""
     (root / "models").mkdir(parents=True)
     shutil.copy(cnn, root / "models" / "cnn.onnx")
     spec = write_spec(root, CNN_SPEC)
-    proc = perfsite("run", str(spec), "--results", str(root / "results"), cwd=root, timeout=300)
+    proc = perfsite("run", str(spec), "--results", str(root / "results"), cwd=root, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     return root / "results" / "timeline"
