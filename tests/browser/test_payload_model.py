@@ -23,7 +23,7 @@ DESCRIPTION = ("Payload <script>alert(3)</script> <img src=x onerror=\"window.pe
 
 
 @pytest.fixture(scope="module")
-def payload_model_site(tmp_path_factory) -> Path:
+def payload_model_site(tmp_path_factory, _probe_cache) -> Path:
     project = tmp_path_factory.mktemp("payload-model")
     (project / "models").mkdir()
     payload_model(project / "models" / "payload.onnx")
@@ -38,11 +38,13 @@ def payload_model_site(tmp_path_factory) -> Path:
         measure: {{warmup: 1, min_iterations: 3, min_seconds: 0.01, max_seconds: 1, repeats: 1,
                    profile_iterations: 2, budget_s: 0.01}}
         """)  # budget_s: one process a trial; the pages' text is the subject here, not how long a trial measures
-    run = perfsite("run", "spec.yaml", "--quick", "--results", "results", cwd=project, timeout=300)
+    # The suite's caches, never the home folder's: a module fixture runs before the autouse fixtures that set them.
+    env = {"PERFSITE_QUICK": "1", "PERFSITE_CACHE_DIR": str(_probe_cache)}
+    run = perfsite("run", "spec.yaml", "--quick", "--results", "results", cwd=project, env=env, timeout=300)
     assert run.returncode == 0, run.stderr
     nodes = pd.read_parquet(project / "results" / "payload" / "nodes")
     assert set(PAYLOAD_NODE_NAMES) <= set(nodes["node_name"]), "the payload node names did not reach the results"
-    build = perfsite("build", "--results", "results", "--site", "site", cwd=project, timeout=300)
+    build = perfsite("build", "--results", "results", "--site", "site", cwd=project, env=env, timeout=300)
     assert build.returncode == 0, build.stderr
     return project / "site"
 

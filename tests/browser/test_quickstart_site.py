@@ -26,7 +26,7 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def quickstart_site(tmp_path_factory, example_models) -> Path:
+def quickstart_site(tmp_path_factory, example_models, _probe_cache) -> Path:
     """A copy of this repository's project files, the quickstart measured into results/, the site built."""
     project = tmp_path_factory.mktemp("quickstart-project")
     shutil.copytree(ROOT / "docs", project / "docs")
@@ -38,12 +38,15 @@ def quickstart_site(tmp_path_factory, example_models) -> Path:
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     # Every version and every page kind, on the spec's profiled configuration (b1 t2 c1) alone, a twelfth of the
     # sweep: measuring processes are most of the suite's time; `make demo` runs the whole sweep.
+    # The suite's caches (machine probe, quantized models), never the home folder's: a module fixture runs before
+    # the autouse fixtures that set PERFSITE_CACHE_DIR for each test.
+    env = {"PERFSITE_QUICK": "1", "PERFSITE_CACHE_DIR": str(_probe_cache)}
     run = perfsite("run", "experiments/quickstart.yaml", "--only", "batch=1,threads=2,concurrency=1", cwd=project,
-                   env={"PERFSITE_QUICK": "1"}, timeout=600)
+                   env=env, timeout=600)
     assert run.returncode == 0, run.stderr
     trials = pd.read_parquet(project / "results" / "quickstart" / "trials")
     assert len(trials) == 3 and set(trials["status"]) == {"ok"}
-    build = perfsite("build", cwd=project, timeout=300)
+    build = perfsite("build", cwd=project, env=env, timeout=300)
     assert build.returncode == 0, build.stderr
     return project / "site"
 
