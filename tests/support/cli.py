@@ -85,8 +85,10 @@ _WARM_MODULES = ("generator.runner.orchestrate", "generator.runner.paired", "gen
 def _warm():
     for name in _WARM_MODULES:
         importlib.import_module(name)
-    from generator.cli.app import main
+    from generator.cli.app import app, main
     from generator.site.page_base import template_env
+
+    app.command_line  # noqa: B018 - built here once, not in every forked command (generator.cli.app._BuiltOnce)
 
     # The page templates compiled once too (about 0.6 s a build, 2026-11-27): jinja2 keeps them in the
     # environment, one per process (functools.cache), which every forked build inherits.
