@@ -137,7 +137,7 @@ def _one_row(name: str, row: Row) -> Row:
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory, models) -> dict[str, Row]:
+def rows(tmp_path_factory, models, _probe_cache) -> dict[str, Row]:
     # Each row in a forked child, a few at a time, its commands one after another (each command a fork of its
     # own, support.cli.perfsite): the process has imported perfsite already, so a command costs what it does,
     # not an interpreter's start, and the rows overlap their waits.
@@ -147,7 +147,13 @@ def rows(tmp_path_factory, models) -> dict[str, Row]:
     _RESULTS_TEMPLATE[:] = [template]
     order = [*LONGEST_ROWS, *(name for name in SETUPS if name not in LONGEST_ROWS)]
     made = {name: Row(_project(tmp_path_factory.mktemp(name), models)) for name in order}
-    done = in_forks([functools.partial(_one_row, name, row) for name, row in made.items()], at_once=ROWS_AT_ONCE)
+    # A module fixture is made before the autouse fixtures that set these for each test (tests/conftest.py): the
+    # rows' commands read and wrote the user's own cache folder, and measured outside quick mode.
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PERFSITE_CACHE_DIR", str(_probe_cache))
+        env.setenv("PERFSITE_QUICK", "1")
+        done = in_forks([functools.partial(_one_row, name, row) for name, row in made.items()],
+                        at_once=ROWS_AT_ONCE)
     return dict(zip(made, done, strict=True))
 
 
