@@ -149,15 +149,19 @@ def test_project_docs_and_config_are_used(tmp_path, results_root, built):
 
 
 def test_quick_mode_and_all_failed_trials_are_reported(tmp_path):
-    write_results(tmp_path / "quick", quick=True)
-    build_site(tmp_path / "quick", tmp_path / "site-quick", tmp_path)
-    docs = tmp_path / ".perfsite" / "build" / "docs" / "reports"
-    assert '!!! warning "Quick mode"' in (docs / "index.md").read_text()
-    assert '!!! warning "Quick mode"' in (docs / "cnn-int8" / "index.md").read_text()
-    assert "ok (quick)" in (docs / "cnn-int8" / "index.md").read_text()
+    from generator.results.store import load_experiment
+    from generator.site.pages import render_pages
+
+    # The quick-mode notes are in the pages' Markdown, rendered here as a build renders them into its docs folder
+    # (render_pages, generator.site.incremental): a second site build (mkdocs, about 3 s) showed nothing more.
+    pages, _ = render_pages([load_experiment(write_results(tmp_path / "quick", quick=True))])
+    quick = {page.path: page.markdown for page in pages}
+    assert '!!! warning "Quick mode"' in quick["reports/index.md"]
+    assert '!!! warning "Quick mode"' in quick["reports/cnn-int8/index.md"]
+    assert "ok (quick)" in quick["reports/cnn-int8/index.md"]
     # Every page that gives verdicts or figures says it, the chooser too (it did not), and `perfsite compare`.
     for page in ("choose.md", "profile-fp32.md"):
-        assert '!!! warning "Quick mode"' in (docs / "cnn-int8" / page).read_text(), page
+        assert '!!! warning "Quick mode"' in quick[f"reports/cnn-int8/{page}"], page
     from generator.cli.compare import compare_command
 
     said = compare_command(tmp_path / "quick", "fp32", "int8")
@@ -165,6 +169,7 @@ def test_quick_mode_and_all_failed_trials_are_reported(tmp_path):
            "fp32 at b1 t2 c1, int8 at b1 t2 c1; measure without --quick" in said
     write_results(tmp_path / "failed", only_failed=True)
     site = build_site(tmp_path / "failed", tmp_path / "site-failed", tmp_path)
+    docs = tmp_path / ".perfsite" / "build" / "docs" / "reports"
     overview = (docs / "cnn-int8" / "index.md").read_text()
     assert '!!! failure "No successful trial"' in overview and "perfsite-chart" not in overview
     assert '!!! failure "This trial failed"' in (docs / "cnn-int8" / "profile-fp32.md").read_text()
@@ -190,14 +195,6 @@ def test_a_project_config_lacking_nothing_is_not_rewritten(tmp_path, results_roo
     build_site(results_root, tmp_path / "site", tmp_path)
     config = _config(tmp_path)
     assert "extra_javascript" not in config and "markdown_extensions" not in config
-
-
-def test_broken_links_in_docs_fail_with_mkdocs_output(tmp_path, results_root, built):
-    _with_pages_of(built, tmp_path)
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "guide.md").write_text("# Guide\n\n[missing](nowhere.md)\n")
-    with pytest.raises(SiteError, match=r"(?s)mkdocs build --strict failed.*nowhere\.md"):
-        build_site(results_root, tmp_path / "site", tmp_path)
 
 
 def test_a_failed_build_quotes_mkdocs_warnings_only_and_no_notice_about_generated_pages(tmp_path):
