@@ -61,9 +61,8 @@ ROWS_AT_ONCE = 3
 # 2026-11-27), started first, the longest first: in the order the rows are written the slowest came last, and
 # the table's commands ended with one or two of them running alone. The others follow in the order written.
 LONGEST_ROWS = (
-    "spec_changed", "site_of_an_earlier_release", "cache_folder_is_read_only",
-    "two_specs_with_one_name_one_after_the_other", "transform_that_fails", "stored_spec_this_perfsite_cannot_read",
-    "corrupt_parquet_file_in_a_side_table",
+    "spec_changed", "site_of_an_earlier_release", "cache_folder_is_read_only", "transform_that_fails",
+    "stored_spec_this_perfsite_cannot_read", "corrupt_parquet_file_in_a_side_table",
 )
 
 
@@ -959,19 +958,16 @@ def test_two_specs_with_one_name_in_one_run(rows):
     assert not (row.project / "results").exists()  # refused before measuring anything
 
 
-@row_setup
-def setup_two_specs_with_one_name_one_after_the_other(p: Path) -> list[Command]:
-    _second_spec_named_tiny(p)
-    return _run("--quick") + [(["run", "other/spec.yaml", "--results", "results", "--quick"], {})]
-
-
 def test_two_specs_with_one_name_one_after_the_other(rows):
-    row = _row(rows, "two_specs_with_one_name_one_after_the_other")
-    first, second = row.results
+    # The spec_changed row runs the other spec right after its first run: a measured run of its own cost a second
+    # or two.
+    row = _row(rows, "spec_changed")
+    first, second = row.results[:2]
     assert first.returncode == 0, first.stderr
     _refused(second, f"The specs {row.project / 'other' / 'spec.yaml'} and {row.project / 'spec.yaml'} both "
              "have `name: tiny`", "one experiment mixing two unrelated models")
-    assert len(list((row.project / "results" / "tiny" / "trials").glob("*.parquet"))) == 1  # the first one's
+    # The first run's trial and the renamed version's (test_spec_changed_...), none of the other spec's.
+    assert len(list((row.project / "results" / "tiny" / "trials").glob("*.parquet"))) == 2
 
 
 @row_setup
@@ -1097,16 +1093,19 @@ def test_serve_on_a_port_that_does_not_exist(rows):
 
 @row_setup
 def setup_spec_changed(p: Path) -> list[Command]:
-    """Version `fp32` measured, then the spec renamed it `candidate` and ran again: both trials are stored."""
+    """Version `fp32` measured, then the spec renamed it `candidate` and ran again: both trials are stored.
+    Between the two, another spec named `tiny` is refused (test_two_specs_with_one_name_one_after_the_other)."""
+    _second_spec_named_tiny(p)
+    other = [(["run", "other/spec.yaml", "--results", "results", "--quick"], {})]
     renamed = _spec(p, ("  fp32: {path", "  candidate: {path"), name="changed.yaml")
     rerun = [(["run", str(renamed), "--results", "results"], {})]
     only = [(["run", str(renamed), "--results", "results", "--only", "version=fp32"], {})]
-    return _run() + rerun + _build() + only
+    return _run() + other + rerun + _build() + only
 
 
 def test_spec_changed_build_renders_every_trial_and_names_the_older_ones(rows):
     row = _row(rows, "spec_changed")
-    first, rerun, build, _ = row.results
+    first, _, rerun, build, _ = row.results
     assert first.returncode == 0 and rerun.returncode == 0, first.stderr + rerun.stderr
     assert build.returncode == 0, build.stderr
     message = " ".join(build.stderr.split())
