@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -148,11 +149,15 @@ def test_worker_outputs_mode_saves_every_batch(tmp_path):
     job = WorkerJob(mode="outputs", model_path=str(model), original_model_path=str(model), config={"threads": 1},
                     feeds_path=str(paths[0]), extra_feeds_paths=(str(paths[1]),), work_dir=str(tmp_path / "work"),
                     measure={})
-    out = worker.run_job(WorkerJob.from_json(job.to_json()), tmp_path / "out.json")  # as the child reads it
-    assert out["output_names"] == ["file", "allow_pickle"] and len(out["outputs_files"]) == 2
-    with np.load(out["outputs_files"][1]) as npz:
-        np.testing.assert_array_equal(npz["arr_0"], np.maximum(batches[1], 0))
-        np.testing.assert_array_equal(npz["arr_1"], [0])
+    # Outputs mode (after a failed profiled pass), and the profiled pass that records them (the sweep's way).
+    profiled = replace(job, mode="profile", record_outputs=True, work_dir=str(tmp_path / "profiled"))
+    for each in (job, profiled):
+        out = worker.run_job(WorkerJob.from_json(each.to_json()), tmp_path / "out.json")  # as the child reads it
+        assert out["output_names"] == ["file", "allow_pickle"] and len(out["outputs_files"]) == 2
+        with np.load(out["outputs_files"][1]) as npz:
+            np.testing.assert_array_equal(npz["arr_0"], np.maximum(batches[1], 0))
+            np.testing.assert_array_equal(npz["arr_1"], [0])
+    assert out["nodes"] and "outputs_error" not in out
 
 
 def _run(project, **options):
@@ -175,11 +180,18 @@ def test_sweep_records_int8_agreement_with_fp32(lean_cnn_project):
 
 def test_failed_outputs_or_a_missing_reference_leave_the_trial_ok_without_rows(lean_cnn_project, monkeypatch):
     real = children.run_child
+    modes = []
 
     def outputs_fail(job, timeout_s):
-        if job.mode == "outputs" and "cnn.onnx" in job.model_path:
+        modes.append((job.mode, job.record_outputs))
+        # Both ways to lose the outputs: a profiled pass that could not record them (fp32's), and a profiled pass
+        # that crashed (int8's), after which an outputs process of their own crashes too.
+        if job.mode == "outputs" or (job.mode == "profile" and "cnn.onnx" not in job.model_path):
             return children.ChildResult({}, "the measurement process crashed (SIGSEGV)")
-        return real(job, timeout_s)
+        result = real(job, timeout_s)
+        if job.mode == "profile" and job.record_outputs:
+            return children.ChildResult({**result.output, "outputs_error": "ValueError: no outputs"}, None)
+        return result
 
     monkeypatch.setattr(children, "run_child", outputs_fail)
     _run(lean_cnn_project, only="batch=1")
@@ -187,3 +199,5 @@ def test_failed_outputs_or_a_missing_reference_leave_the_trial_ok_without_rows(l
     exp = load_experiment(lean_cnn_project / "results" / "tiny")
     assert len(exp.trials) == 3 and set(exp.trials["status"]) == {"ok"}
     assert exp.agreement.empty
+    # Only the compared trials' profiled passes record outputs; a separate outputs process only after a crash.
+    assert modes.count(("profile", True)) == 2 and modes.count(("outputs", False)) == 1

@@ -7,8 +7,8 @@ interval is wider than `measure.target` (generator.results.intervals), until eac
 `measure.budget_s` of measuring; a trial stopped by its budget is stored as such. A *paired* run
 (``run_paired``) measures the trials of two specs (baseline and candidate) in the same rounds, the two members
 of each pair side by side, into two results folders, and keeps going until the *paired* ratio's interval
-meets the target. Then, for the output agreement check, one outputs process per trial
-that has a reference version in its group (or is one), and one profiled process per trial. A trial is written
+meets the target. Then one profiled process per trial; those of the trials that have a
+reference version in their group (or are one) also record the outputs for the output agreement check. A trial is written
 (atomically) as soon as its configuration group is done, so an interrupted sweep keeps every finished trial and
 a second run measures only what is missing.
 """

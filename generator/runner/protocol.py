@@ -27,7 +27,10 @@ class WorkerJob:
     feeds_path: str  # the trial's inputs (.npz)
     measure: Mapping[str, Any]  # the spec's measure settings (warmup, min_iterations, ... timeout_s)
     work_dir: str  # where the child writes profiles, the optimized model and latency files
-    extra_feeds_paths: tuple[str, ...] = field(default=())  # outputs mode: more input batches
+    extra_feeds_paths: tuple[str, ...] = field(default=())  # outputs mode (or record_outputs): more input batches
+    # Profile mode: also record the outputs as outputs mode does, after the profiled inferences: the trials that
+    # the agreement check compares then pay no process of their own for it.
+    record_outputs: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -14,7 +14,9 @@ original graph), model_run_us, kernel_sum_us, profiled_latency_us (means per inf
 optimized_model, profile_file, load_ms, layers (``layers`` table records without trial_key: static FLOP
 analysis of the original model at the feeds' shapes), layers_notes (what was not counted and why), timeline
 (``timeline`` table records without trial_key: every kernel call of the median profiled inference,
-generator.timeline) and, when the analysis or one of its counters failed (a bug), layers_error.
+generator.timeline) and, when the analysis or one of its counters failed (a bug), layers_error; with the job
+field ``record_outputs``, what outputs mode answers too (output_names, outputs_files), or outputs_error (one line)
+when recording them failed, which leaves the profiled pass whole.
 Outputs mode (job field ``extra_feeds_paths``: more input batches): output_names (the tensor outputs
 with a numeric or bool dtype, in the model's order), outputs_files (one .npz per input batch in work_dir, the
 trial's feeds first, arrays ``arr_0 ..`` in output_names order), load_ms.
@@ -129,7 +131,9 @@ def profile_pass(job: WorkerJob) -> dict[str, Any]:
     stats = profiling.node_statistics(recording)
     mapped = _map_nodes(job.original_model_path, optimized, stats)
     arena = recording.arena_held_bytes
+    outputs = _recorded_outputs(session, job) if job.record_outputs else {}
     return {
+        **outputs,
         "nodes": [{**s.as_dict(), **m} for s, m in zip(stats, mapped, strict=True)],
         "model_run_us": float(np.mean(recording.model_run_us)),
         "kernel_sum_us": float(np.mean(recording.kernel_sum_us)),
@@ -175,6 +179,24 @@ def outputs_pass(job: WorkerJob) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     session, load_ms = open_session(job.model_path, job.config)
     _test_fault(job.model_path)
+    return {**_save_outputs(session, job), "load_ms": load_ms}
+
+
+def _recorded_outputs(session, job: WorkerJob) -> dict[str, Any]:
+    """Profile mode's outputs (record_outputs), taken once the profiler has stopped; a failure is reported as
+    outputs_error, as a failed outputs process would be, and the profile stays."""
+    try:
+        return _save_outputs(session, job)
+    except Exception as e:
+        if not isinstance(e, PerfsiteError | MemoryError):
+            traceback.print_exc(file=sys.stderr)
+        return {"outputs_error": _error_line(e)}
+
+
+def _save_outputs(session, job: WorkerJob) -> dict[str, Any]:
+    """One run per input batch (the trial's feeds, then extra_feeds_paths), each numeric tensor output saved in
+    work_dir/outputs<i>.npz."""
+    work = job.work
     # Sequences, maps and string tensors have no numeric distance: they are left out of the comparison.
     names = [o.name for o in session.get_outputs() if o.type.startswith("tensor(") and o.type != "tensor(string)"]
     files = []
@@ -185,7 +207,7 @@ def outputs_pass(job: WorkerJob) -> dict[str, Any]:
         # Positional keys: output names are arbitrary text and may clash with np.savez's own arguments.
         np.savez(path, *values)
         files.append(str(path))
-    return {"output_names": names, "outputs_files": files, "load_ms": load_ms}
+    return {"output_names": names, "outputs_files": files}
 
 
 def _map_nodes(original_path: str | Path, optimized_path: Path,
