@@ -160,15 +160,26 @@ def test_worker_outputs_mode_saves_every_batch(tmp_path):
     assert out["nodes"] and "outputs_error" not in out
 
 
+@pytest.fixture
+def agreement_project(lean_cnn_project):
+    """lean_cnn_project with one measurement process a trial: agreement needs a measured trial, not a latency
+    interval, and each process is about half a second on 2 cores."""
+    spec = lean_cnn_project / "spec.yaml"
+    text = spec.read_text()
+    assert "repeats: 2," in text
+    spec.write_text(text.replace("repeats: 2,", "repeats: 1,"))
+    return lean_cnn_project
+
+
 def _run(project, **options):
     return run_experiment(load_spec(project / "spec.yaml"),
                           RunOptions(results_dir=project / "results" / "tiny", **options))
 
 
-def test_sweep_records_int8_agreement_with_fp32(lean_cnn_project):
-    summary = _run(lean_cnn_project, only="batch=2")
+def test_sweep_records_int8_agreement_with_fp32(agreement_project):
+    summary = _run(agreement_project, only="batch=2")
     assert not summary.failed
-    exp = load_experiment(lean_cnn_project / "results" / "tiny")
+    exp = load_experiment(agreement_project / "results" / "tiny")
     rows = exp.agreement.merge(exp.trials[["trial_key", "version"]], on=["trial_key", "version"])
     assert len(rows) == 1 and set(exp.trials["version"]) == {"fp32", "int8"}  # none for fp32, the root
     assert set(rows["version"]) == {"int8"} and set(rows["reference_version"]) == {"fp32"}
@@ -178,7 +189,7 @@ def test_sweep_records_int8_agreement_with_fp32(lean_cnn_project):
     assert (rows["samples"] == 3).all() and (rows["max_abs"] > 0).all()
 
 
-def test_failed_outputs_or_a_missing_reference_leave_the_trial_ok_without_rows(lean_cnn_project, monkeypatch):
+def test_failed_outputs_or_a_missing_reference_leave_the_trial_ok_without_rows(agreement_project, monkeypatch):
     real = children.run_child
     modes = []
 
@@ -194,9 +205,9 @@ def test_failed_outputs_or_a_missing_reference_leave_the_trial_ok_without_rows(l
         return result
 
     monkeypatch.setattr(children, "run_child", outputs_fail)
-    _run(lean_cnn_project, only="batch=1")
-    _run(lean_cnn_project, only="batch=2,version=int8")  # fp32 filtered out: no reference to compare with
-    exp = load_experiment(lean_cnn_project / "results" / "tiny")
+    _run(agreement_project, only="batch=1")
+    _run(agreement_project, only="batch=2,version=int8")  # fp32 filtered out: no reference to compare with
+    exp = load_experiment(agreement_project / "results" / "tiny")
     assert len(exp.trials) == 3 and set(exp.trials["status"]) == {"ok"}
     assert exp.agreement.empty
     # Only the compared trials' profiled passes record outputs; a separate outputs process only after a crash.
