@@ -23,8 +23,8 @@ from generator.spec import load_spec
 def matmul_project(tmp_path) -> Path:
     """Two versions of the tiny MatMul in files of their own, two batch sizes, each trial measured with its two
     processes only (`repeats`; budget_s: 0.01 stops the adaptive rounds after them): for tests about what runs
-    keep, skip and share, not about the model (the CNN's quantized version adds an outputs pass to every
-    configuration, and its processes are slower)."""
+    keep, skip and share, not about the model (the CNN's quantized version records its outputs for the agreement
+    check in every configuration, and its processes are slower)."""
     (tmp_path / "models").mkdir()
     for name in ("a", "b"):
         matmul_model(tmp_path / "models" / f"{name}.onnx", before="Relu")

@@ -2,7 +2,7 @@
 (`GroupResult`), and the function the node runs (`measure_group_on_node`).
 
 The node measures with the sweep a local run uses (generator.runner.sweep: interleaved adaptive rounds, the
-agreement check, the profiled passes) into a results folder of its own, in a temporary directory, and answers
+profiled passes, the agreement check) into a results folder of its own, in a temporary directory, and answers
 with the bytes of the files it wrote; the driver renames them into the real store (generator.runner.cluster).
 So a trial measured on a cluster has the same files, schema and write order as one measured locally.
 

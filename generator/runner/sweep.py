@@ -62,8 +62,8 @@ class SweepContext:
     progress: Progress
 
     def measure_group(self, config: Configuration, group: list[tuple[Side, PlannedTrial]]) -> None:
-        """All versions (of every side) at one configuration: adaptive interleaved rounds, then the agreement
-        check and the profiled passes, then write."""
+        """All versions (of every side) at one configuration: adaptive interleaved rounds, then the profiled
+        passes (recording the outputs the agreement check compares), the agreement check, then write."""
         with contextlib.ExitStack() as stack:
             mine = []
             for side in dict.fromkeys(s for s, _ in group):
@@ -154,18 +154,28 @@ class SweepContext:
 
     def _profile(self, tmp: Path, state: _TrialState, record_outputs: bool = False) -> None:
         """The profiled pass; for a trial the agreement check compares, it records the outputs too (a process
-        start saved a trial: about half a second on 2 cores, 2026-11-27)."""
+        start saved a trial: about half a second on 2 cores, 2026-11-27). Should that pass fail, the outputs may
+        be what failed it (more runs in one process, under one timeout): it runs again without them, and the
+        outputs get a process of their own (_outputs), so that they never cost the trial its profile."""
         job = self._job(tmp, state, "profile", "profile").single_stream()
-        if record_outputs:
-            extra = tuple(str(p) for p in self._extra_feeds(tmp, state))
-            job = dataclasses.replace(job, extra_feeds_paths=extra, record_outputs=True)
-        result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
+        timeout_s = state.side.settings["timeout_s"]
+        result = children.run_child(self._with_outputs(tmp, state, job) if record_outputs else job,
+                                    timeout_s=timeout_s)
+        if result.error and record_outputs:
+            result = children.run_child(job, timeout_s=timeout_s)
+            record_outputs = False
         if result.error:
-            state.profile_error = result.error  # the outputs, if wanted, come from an outputs process then
+            state.profile_error = result.error
             return
         state.profile = result.output
         if record_outputs:
             self._take_outputs(state, result.output.get("outputs_error"), result.output)
+
+    def _with_outputs(self, tmp: Path, state: _TrialState, job: WorkerJob) -> WorkerJob:
+        """`job` recording the outputs on the trial's feeds and the extra batches (outputs mode, or a profiled
+        pass's record_outputs)."""
+        extra = tuple(str(p) for p in self._extra_feeds(tmp, state))
+        return dataclasses.replace(job, extra_feeds_paths=extra, record_outputs=job.mode == "profile")
 
     def _agreement(self, tmp: Path, side: Side, states: list[_TrialState]) -> dict[str, list[dict]]:
         """Agreement rows by trial key: each ok trial against its reference versions measured in this group.
@@ -186,9 +196,7 @@ class SweepContext:
         Its profiled pass recorded them; an outputs process of their own when that pass failed."""
         if state.outputs is not None or state.outputs_error is not None:
             return state.outputs
-        extra = tuple(str(p) for p in self._extra_feeds(tmp, state))
-        job = dataclasses.replace(self._job(tmp, state, "outputs", "outputs").single_stream(),
-                                  extra_feeds_paths=extra)
+        job = self._with_outputs(tmp, state, self._job(tmp, state, "outputs", "outputs").single_stream())
         result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
         self._take_outputs(state, result.error, result.output)
         return state.outputs
