@@ -695,8 +695,8 @@ def test_an_empty_value_is_refused_by_the_name_of_its_option(tmp_path, monkeypat
 def test_an_option_that_takes_one_value_given_twice_is_refused_by_its_name(tmp_path, monkeypatch, capsys):
     """click kept the last of two values and dropped the other without a word: `profile m.onnx --threads 1
     --threads 4` measured 4 threads only, `run spec.yaml --target arm --target x86` sent every trial to x86.
-    Every single-value option of every command (read from the app) is refused when repeated, naming both
-    values, before anything runs; options that take several values and repeated flags are not."""
+    Every single-value option of every command (read from the app) is refused when given two values, naming
+    both, before anything runs; options that take several values, repeated flags and a repeated value are not."""
     import typer
 
     from generator.cli import app, main
@@ -723,9 +723,10 @@ def test_an_option_that_takes_one_value_given_twice_is_refused_by_its_name(tmp_p
     code, err = _main_exit(main, ["run", "s.yaml", "--target", "arm", "--target", "x86"], monkeypatch, capsys)
     assert "Give it once (to measure on several targets, list them in the spec's `targets:`, docs/ray.md)" in (
         " ".join(err.split()))
-    # Several values where the option takes them, and a repeated flag, go on to the command itself.
-    code, err = _main_exit(main, ["run", "s.yaml", "--only", "a", "--only", "b", "--quick", "--quick"], monkeypatch,
-                           capsys)
+    # Several values where the option takes them, a repeated flag and the same value twice (a script's default
+    # and its override agreeing) go on to the command itself.
+    code, err = _main_exit(main, ["run", "s.yaml", "--only", "a", "--only", "b", "--quick", "--quick", "--target",
+                                  "arm", "--target=arm"], monkeypatch, capsys)
     assert code == 1 and err == "error: Spec file `s.yaml` does not exist.", err
 
 

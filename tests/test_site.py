@@ -340,16 +340,35 @@ REFUSED = {
 
 @pytest.mark.parametrize("allowed", [
     {"markdown_extensions": [{"pymdownx.emoji": {"emoji_generator": pymdownx_emoji.to_alt}}]},
-    {"markdown_extensions": [{"pymdownx.emoji": {"options": {"image_path": "assets/emoji/",
-                                                             "non_standard_image_path": "assets/emoji/"}}}]},
+    {"markdown_extensions": [{"pymdownx.emoji": {"emoji_generator": pymdownx_emoji.to_svg_sprite}}]},
+    {"markdown_extensions": [{"pymdownx.emoji": {"options": {"image_path": "assets/emoji/"}}}]},
+    {"markdown_extensions": [{"pymdownx.emoji": {"emoji_index": pymdownx_emoji.gemoji, "options": {
+        "image_path": "assets/emoji/", "non_standard_image_path": "assets/emoji/"}}}]},
     {"markdown_extensions": [{"pymdownx.superfences": {"custom_fences": [{"name": "mermaid", "class": "mermaid"}]}}],
      "extra_javascript": ["assets/mermaid.min.js"]},
     {"markdown_extensions": ["pymdownx.superfences", "pymdownx.highlight"]},
-], ids=["emoji-as-text", "emoji-images-of-the-site", "mermaid-of-the-site", "no-cdn-extension"])
+], ids=["emoji-as-text", "emoji-sprites", "emoji-images-of-the-site", "gemoji-images-of-the-site",
+        "mermaid-of-the-site", "no-cdn-extension"])
 def test_extensions_that_load_nothing_from_a_cdn_are_accepted(tmp_path, allowed):
     from generator.site.offline_settings import check_project_config
 
     check_project_config(tmp_path / "mkdocs.yml", {"site_name": "X", **allowed})
+
+
+@pytest.mark.parametrize("refused", [
+    {"markdown_extensions": [{"pymdownx.emoji": {"emoji_index": pymdownx_emoji.gemoji,
+                                                 "options": {"image_path": "assets/emoji/"}}}]},
+    {"markdown_extensions": [{"pymdownx.emoji": {"options": {"image_path": "https://cdn.example.org/e/"}}}]},
+    {"markdown_extensions": [{"pymdownx.superfences": {"custom_fences": [{"name": "mermaid", "class": "mermaid"}]}}],
+     "extra_javascript": ["assets/mermaid-init.js"]},
+], ids=["gemoji-github-images", "emoji-images-of-a-cdn", "mermaid-init-script-only"])
+def test_extensions_that_still_load_from_a_cdn_are_refused(tmp_path, refused):
+    """gemoji's non-standard emoji come from GitHub unless their path is given too; a script named after mermaid
+    that is not its bundle defines no global `mermaid`, so Material still loads unpkg's."""
+    from generator.site.offline_settings import check_project_config
+
+    with pytest.raises(SiteError, match=r"CDN|unpkg\.com"):
+        check_project_config(tmp_path / "mkdocs.yml", {"site_name": "X", **refused})
 
 
 @pytest.mark.parametrize("refused", REFUSED.values(), ids=REFUSED)

@@ -36,8 +36,9 @@ class PerfsiteGroup(PipeSafeGroup):
         name, command, rest = super().resolve_command(ctx, args)
         parsed = _parsed(ctx, name, command, rest) if command is not None else None
         if parsed is not None:
-            refuse_empty_values(name, command, *parsed)
-            refuse_repeated_values(name, command, *parsed, rest)
+            command_ctx, words, order = parsed
+            refuse_empty_values(name, command, command_ctx, words)
+            refuse_repeated_values(name, command, command_ctx, order, rest)
         return name, command, rest
 
 
@@ -53,7 +54,7 @@ def _parsed(parent: Any, name: str, command: Any, args: Sequence[str]) -> tuple[
     return None if words.get("help") else (ctx, words, order)
 
 
-def refuse_empty_values(name: str, command: Any, ctx: Any, words: dict, _order: list) -> None:
+def refuse_empty_values(name: str, command: Any, ctx: Any, words: dict) -> None:
     """typer.BadParameter naming the first parameter of `command` given an empty (or blank) word."""
     for param in command.get_params(ctx):
         given = words.get(param.name)

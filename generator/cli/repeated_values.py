@@ -4,8 +4,8 @@ click keeps the last value of a repeated single-value option and drops the other
 `perfsite profile m.onnx --threads 1 --threads 4` measured 4 threads only, and `run spec.yaml --target arm
 --target x86` sent every trial to x86, where the user expected both (a spec's `targets:` and sweeps are lists).
 The options that take several values are declared so (`--results` of `build`, `--only`, `--dim`, ...); for
-every other one a second value is a mistake to say, not a choice to make silently. Flags (`--quick`) are left
-alone: a repeated flag means what it meant once.
+every other one a second, different value is a mistake to say, not a choice to make silently. The same value
+twice, and a repeated flag (`--quick`), mean what they meant once.
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ from typing import Any
 import typer
 
 
-def refuse_repeated_values(name: str, command: Any, ctx: Any, _words: dict, order: list,
-                           args: Sequence[str]) -> None:
+def refuse_repeated_values(name: str, command: Any, ctx: Any, order: list, args: Sequence[str]) -> None:
     """typer.BadParameter naming the first single-value option of `command` given more than once (`order`: the
     parameters as click's parser met them, once per occurrence; `args`: the words, to name the values)."""
     times = Counter(param.name for param in order)
     for param in command.get_params(ctx):
         if times[param.name] > 1 and _takes_one_value(param):
-            raise typer.BadParameter(_message(name, param, times[param.name], args), ctx=ctx, param=param,
+            values = _values(param.opts, args)
+            if len(values) == times[param.name] and len(set(values)) == 1:
+                continue  # the same value again (a script's defaults and its override agreeing): nothing is lost
+            raise typer.BadParameter(_message(name, param, values, times[param.name]), ctx=ctx, param=param,
                                      param_hint=f"'{param.opts[0]}'")
 
 
@@ -39,8 +41,7 @@ HINTS = {("run", "target"): "to measure on several targets, list them in the spe
          ("profile", "provider"): "to measure on several providers, run it once for each"}
 
 
-def _message(command: str, param: Any, times: int, args: Sequence[str]) -> str:
-    values = _values(param.opts, args)
+def _message(command: str, param: Any, values: list[str], times: int) -> str:
     given = f" ({', '.join(repr(v) for v in values)})" if len(values) == times else ""
     hint = HINTS.get((command, param.name))
     return (f"given {times} times{given}; it takes one value, and only the last would have been used. Give it "

@@ -209,7 +209,10 @@ def load_merged(parts: Sequence[StoreRoot]) -> tuple[ExperimentResults, list[str
 def generate_entry(parts: Parts, slug: str, folder: str, cores: int = 1) -> None:
     """Read one experiment, render its pages into a new cache entry at `folder` (in a worker process, or with
     `cores` 2 or more in the build's own process: its chooser page in a forked child meanwhile)."""
-    with _collector_paused():
+    # Local folders only: an object store's client (s3fs, aiohttp) makes cyclic garbage on a thread of its own
+    # for as long as it reads, which a paused collector would keep.
+    local = all(local_path(part) is not None for part in parts)
+    with _collector_paused() if local else contextlib.nullcontext():
         _generate_entry(parts, slug, folder, cores)
 
 

@@ -16,6 +16,7 @@ configured so. A setting a file of the INHERIT chain gives is named in that file
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,14 +117,22 @@ def _extension_options(config: dict[str, Any], name: str) -> dict[str, Any] | No
     return None
 
 
+# Generators that write no image URL: the emoji as text, or a class a style sheet of the site draws (sprites).
+TEXT_EMOJI = ("to_alt", "to_png_sprite", "to_svg_sprite")
+
+
 def _emoji_offline(options: dict[str, Any]) -> bool:
-    """to_alt writes the emoji as text; any other generator writes images, whose default path is a CDN."""
-    generator = options.get("emoji_generator")
-    if getattr(generator, "__name__", None) == "to_alt":
+    """Any generator but TEXT_EMOJI writes images, whose default paths are a CDN: `image_path` must name the
+    site's own, and so must `non_standard_image_path` for the gemoji index, the one that uses it."""
+    if getattr(options.get("emoji_generator"), "__name__", None) in TEXT_EMOJI:
         return True
     paths = options.get("options") or {}
-    return isinstance(paths, dict) and all(
-        isinstance(paths.get(k), str) and not _urls(paths[k]) for k in ("image_path", "non_standard_image_path"))
+    if not isinstance(paths, dict):
+        return False
+    needed = ["image_path"] + (["non_standard_image_path"]
+                               if getattr(options.get("emoji_index"), "__name__", None) == "gemoji" else [])
+    given = [k for k in ("image_path", "non_standard_image_path") if k in paths]
+    return all(k in paths for k in needed) and all(isinstance(paths[k], str) and not _urls(paths[k]) for k in given)
 
 
 def _mermaid_fences(options: dict[str, Any]) -> bool:
@@ -135,7 +144,11 @@ def _local_mermaid(config: dict[str, Any]) -> bool:
     """A script of the site named like mermaid's bundle: Material loads unpkg's only when `mermaid` is undefined."""
     entries = config.get("extra_javascript") or []
     names = [e.get("path") if isinstance(e, dict) else e for e in (entries if isinstance(entries, list) else [entries])]
-    return any(isinstance(n, str) and "mermaid" in n.rsplit("/", 1)[-1] and not _urls(n) for n in names)
+    return any(isinstance(n, str) and MERMAID_BUNDLE.fullmatch(n.rsplit("/", 1)[-1]) and not _urls(n) for n in names)
+
+
+# mermaid's browser bundle, which defines the global `mermaid` (a `mermaid-init.js` or an ES module does not).
+MERMAID_BUNDLE = re.compile(r"mermaid(\.min)?\.js", re.IGNORECASE)
 
 
 def _where(path: Path, dotted: str) -> str:
