@@ -332,11 +332,23 @@ def silent_head(project, tmp_path_factory, _probe_cache):
         run = start_perfsite("run", "spec.yaml", "--results", str(results), "--ray", f"127.0.0.1:{port}",
                              cwd=project, env={"PERFSITE_CACHE_DIR": str(_probe_cache), "PERFSITE_QUICK": "1"})
         started, ended = time.monotonic(), []  # its end, seen by a thread: read after other tests
-        waiter = threading.Thread(target=lambda: ended.append((run.wait(timeout=180), time.monotonic() - started)),
-                                  daemon=True)
+
+        def wait() -> None:
+            try:
+                ended.append((run.wait(timeout=180), time.monotonic() - started))
+            except Exception as e:  # it did not end within 180 s: said by the test that reads it
+                ended.append(e)
+
+        def outcome():
+            waiter.join()
+            if isinstance(ended[0], Exception):
+                pytest.fail(f"`perfsite run --ray` at a silent head did not end: {ended[0]}")
+            return ended[0]
+
+        waiter = threading.Thread(target=wait, daemon=True)
         waiter.start()
         try:
-            yield port, lambda: (waiter.join(), ended[0])[1], results
+            yield port, outcome, results
         finally:
             if waiter.is_alive():  # its test was deselected or failed first: end it
                 with contextlib.suppress(ProcessLookupError):

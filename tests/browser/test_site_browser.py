@@ -105,7 +105,8 @@ def test_every_page_renders_its_charts_offline_and_payloads_in_results_show_as_t
     inside their frames, no console error, no request leaving 127.0.0.1, the chart library fetched only where a
     chart is drawn, and every payload shown as text. (One visit of each page for both: the payload site has
     every page of the plain one. The experiment and profile pages are the module's open ones, each loaded once
-    for all its tests; this test's checks read what their controls leave as it was.)"""
+    for all its tests; this test runs before the ones that move the threshold, the viewport or the scheme, in
+    file order, and only the trials table's sort is changed by then, which none of its checks reads.)"""
     pages = html_pages(payload_site)
     opened = {EXPERIMENT_PAGE: experiment_page, PROFILE_PAGE: profile_page}
     assert set(opened) <= set(pages)
