@@ -18,7 +18,7 @@ from altair.utils import schemapi
 from generator.analysis.profile import OpTypeTime
 from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary
 from generator.numbers import rounded
-from generator.site.chart_spec import chart_dict, inline_rows
+from generator.site.chart_spec import Chart, chart_dict, inline_rows
 from generator.site.escape import inline_json, shown_json
 from generator.site.formatting import config_text
 
@@ -137,7 +137,7 @@ def latency_throughput_chart(
     # Channel objects, not shorthand strings or dicts: altair turns those into channels with from_dict, which
     # hashes every Vega-Lite schema class each time (a third of a profile page's charts).
     faded = alt.OpacityValue(**alt.condition(pick, alt.value(1.0), alt.value(0.15)))
-    base = alt.Chart(inline_rows(records))
+    base = Chart(inline_rows(records))
     lines = base.mark_line(strokeWidth=1.5).encode(
         x=x, y=y, color=color, detail=alt.Detail("series:N"), order=alt.Order("order:Q"), opacity=faded,
     )
@@ -163,7 +163,7 @@ def _threshold_layers(threshold_ms, base, x, y, color, percentile) -> list:
     control sets (perfsite.js); the rule is clipped to the frame when the control leaves the data's range."""
     if threshold_ms is None:
         return []
-    rule_data = alt.Chart(inline_rows([{"line": "threshold"}])).transform_calculate(
+    rule_data = Chart(inline_rows([{"line": "threshold"}])).transform_calculate(
         latency_ms="latency_threshold", text="'threshold ' + format(latency_threshold, ',.4~r') + ' ms'")
     rule = rule_data.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
     label = rule_data.mark_text(
@@ -190,7 +190,7 @@ def op_time_chart(op_times: list[OpTypeTime], name: str = "op_time") -> alt.Laye
     top = max((o.dur_mean_us for o in op_times), default=0.0)
     scale = alt.Scale(domain=[0, _round(top * 1.15, 3)]) if top > 0 else alt.Scale()
     x = alt.X("dur_mean_us:Q", title="Time per inference (µs)", scale=scale)
-    base = alt.Chart(inline_rows(records))
+    base = Chart(inline_rows(records))
     bars = base.mark_bar(color="#3f51b5").encode(x=x, y=y, tooltip=[
         alt.Tooltip("op_type:N", title="Op type"),
         alt.Tooltip("dur_mean_us:Q", title="Time per inference (µs)", format=",.4~r"),

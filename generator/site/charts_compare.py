@@ -13,7 +13,7 @@ from typing import Any
 import altair as alt
 
 from generator.analysis.records_compare import Comparison, ConfigPoint, LayerTypeRow, VersionTiming
-from generator.site.chart_spec import inline_rows
+from generator.site.chart_spec import Chart, inline_rows
 from generator.site.charts import LINE_AXES, LOG_SCALE_RATIO, THRESHOLD_COLOR, _round, data_domain, threshold_meta
 
 # Vega-Lite's default categorical scheme (tableau10), written out so that colours can be assigned per version.
@@ -138,13 +138,13 @@ def _lines(x, y, color, hide) -> alt.Chart:
     # layers filter them out).
     hidden = alt.OpacityValue(**alt.condition(alt.param(name="version_hide", empty=False), alt.value(0.0),
                                               alt.value(1.0)))  # a channel object: see charts.py
-    return alt.Chart().mark_line(strokeWidth=1.5).encode(
+    return Chart().mark_line(strokeWidth=1.5).encode(
         x=x, y=y, color=color, detail=alt.Detail("series:N"), order=alt.Order("order:Q"), opacity=hidden,
     ).add_params(hide).properties(name="lines")
 
 
 def _points_layer(x, y, color, percentile: str) -> alt.Chart:
-    return alt.Chart().mark_point(filled=True, size=60, opacity=1).encode(
+    return Chart().mark_point(filled=True, size=60, opacity=1).encode(
         x=x, y=y, color=color, tooltip=_results_tooltip(percentile),
         shape=alt.Shape("noise:N", title="Noise", scale=alt.Scale(domain=["ok", "noisy"],
                                                                  range=["square", "triangle"])),
@@ -152,7 +152,7 @@ def _points_layer(x, y, color, percentile: str) -> alt.Chart:
 
 
 def _sweet_spot_layer(x, y) -> alt.Chart:
-    spot = alt.Chart().mark_point(filled=True, size=420, opacity=1, shape="circle", color=SWEET_SPOT_COLOR,
+    spot = Chart().mark_point(filled=True, size=420, opacity=1, shape="circle", color=SWEET_SPOT_COLOR,
                                   stroke="#0d2b57", strokeWidth=1.5)
     spot = spot.transform_filter(_shown("version_hide")).transform_filter(
         "datum.latency_ms <= latency_threshold").transform_window(
@@ -165,14 +165,14 @@ def _sweet_spot_layer(x, y) -> alt.Chart:
 
 
 def _role_labels(x, y) -> alt.Chart:
-    return alt.Chart().mark_text(fontWeight="bold", fontSize=14, dx=10, dy=-10, color=INK).encode(
+    return Chart().mark_text(fontWeight="bold", fontSize=14, dx=10, dy=-10, color=INK).encode(
         x=x, y=y, text=alt.Text("role:N"),
     ).transform_filter("datum.role != ''").transform_filter(_shown("version_hide")).properties(name="a_b")
 
 
 def _threshold_rule(y) -> list[alt.Chart]:
     data = inline_rows([{"line": "threshold"}])
-    base = alt.Chart(data).transform_calculate(
+    base = Chart(data).transform_calculate(
         latency_ms="latency_threshold", text="'threshold ' + format(latency_threshold, ',.4~r') + ' ms'")
     rule = base.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
     label = base.mark_text(color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0,
@@ -183,7 +183,7 @@ def _threshold_rule(y) -> list[alt.Chart]:
 
 def _nothing_within_threshold() -> alt.Chart:
     """A message in the plot when no shown configuration meets the threshold the slider sets."""
-    text = alt.Chart().mark_text(align="left", baseline="top", x=8, y=8, fontSize=13, color=THRESHOLD_COLOR,
+    text = Chart().mark_text(align="left", baseline="top", x=8, y=8, fontSize=13, color=THRESHOLD_COLOR,
                                  text="No configuration meets this latency threshold")
     text = text.transform_filter(_shown("version_hide")).transform_calculate(
         under="datum.latency_ms <= latency_threshold ? 1 : 0",
@@ -210,7 +210,7 @@ def layer_type_chart(c: Comparison) -> alt.Chart:
     hide = alt.selection_point(name="op_type_hide", fields=["op_type"], bind="legend", toggle="true")
     color = alt.Color("op_type:N", sort=types, scale=alt.Scale(domain=types, scheme="tableau20"),
                       legend=_hiding_legend("op_type_hide", "op_type", "Layer type (click to hide)"))
-    chart = alt.Chart(inline_rows(records)).mark_bar().encode(
+    chart = Chart(inline_rows(records)).mark_bar().encode(
         y=alt.Y("run:N", title=None, sort=[role_a, role_b]),
         x=alt.X("time_us:Q", title="Time per inference (µs), profiled pass", stack="zero"),
         color=color, order=alt.Order("order:Q"),
@@ -247,13 +247,13 @@ def inference_time_chart(c: Comparison) -> alt.LayerChart:
     roles = list(_roles(c))
     x = alt.X("run:N", title=None, sort=roles, axis=alt.Axis(labelAngle=0, labelLimit=260))
     color = alt.Color("version:N", legend=None, scale=alt.Scale(domain=[c.a, c.b], range=[colors[c.a], colors[c.b]]))
-    bars = alt.Chart().mark_bar(width={"band": 0.6}).encode(
+    bars = Chart().mark_bar(width={"band": 0.6}).encode(
         x=x, y=alt.Y("value:Q", title=None), color=color, tooltip=[
             alt.Tooltip("run:N", title="Version"), alt.Tooltip("value:Q", title="Value", format=",.4~r"),
             alt.Tooltip("low:Q", title="95 % CI low", format=",.4~r"),
             alt.Tooltip("high:Q", title="95 % CI high", format=",.4~r")])
-    errors = alt.Chart().mark_rule(strokeWidth=2, color=INK).encode(x=x, y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
-    ticks = [alt.Chart().mark_tick(width=18, thickness=2, color=INK).encode(x=x, y=alt.Y(f"{end}:Q"))
+    errors = Chart().mark_rule(strokeWidth=2, color=INK).encode(x=x, y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
+    ticks = [Chart().mark_tick(width=18, thickness=2, color=INK).encode(x=x, y=alt.Y(f"{end}:Q"))
              for end in ("low", "high")]
     title = (f"metric == 'throughput' ? 'Throughput (items/s), 95 % CI' : "
              f"'Latency {c.timing_percentile} (ms), 95 % CI'")
@@ -284,9 +284,9 @@ def pareto_chart(c: Comparison) -> alt.LayerChart:
     color = alt.Color("version:N", title="Version", sort=versions,
                       scale=alt.Scale(domain=versions, range=[colors[v] for v in versions]))
     tooltip = _results_tooltip(c.percentile) + [alt.Tooltip("model_mib:Q", title="Model size (MiB)", format=",.3~r")]
-    everything = alt.Chart().mark_point(size=30, opacity=0.5, filled=True).encode(
+    everything = Chart().mark_point(size=30, opacity=0.5, filled=True).encode(
         x=x, y=y, color=color, tooltip=tooltip)
-    on_frontier = alt.Chart().transform_filter("datum.frontier")
+    on_frontier = Chart().transform_filter("datum.frontier")
     line = on_frontier.mark_line(color=INK, strokeDash=[4, 3], strokeWidth=1.2).encode(
         x=x, y=y, order=alt.Order("latency_ms:Q"))
     # The legend shows the sizes the frontier's points have, not round values none of them has.
@@ -326,7 +326,7 @@ def precision_chart(c: Comparison) -> alt.Chart:
     palette = dict(zip(PRECISIONS, PRECISION_COLORS, strict=True))
     color = alt.Color("precision:N", title="Runtime precision", sort=found,
                       scale=alt.Scale(domain=found, range=[palette.get(p, "#9d755d") for p in found]))
-    return alt.Chart(inline_rows(records)).mark_bar().encode(
+    return Chart(inline_rows(records)).mark_bar().encode(
         y=alt.Y("version:N", title=None, sort=versions), color=color, order=alt.Order("order:Q"),
         x=alt.X("share:Q", title="Share of kernel time", axis=alt.Axis(format="%"), stack="zero",
                 scale=alt.Scale(domain=[0, 1])),

@@ -14,7 +14,7 @@ import altair as alt
 from generator.analysis.machine_compare import MachineComparison, MachinePoint
 from generator.analysis.summaries import AXIS_COLUMNS
 from generator.numbers import rounded
-from generator.site.chart_spec import inline_rows
+from generator.site.chart_spec import Chart, inline_rows
 from generator.site.charts import LOG_SCALE_RATIO, THRESHOLD_COLOR, data_domain, line_axis
 from generator.site.formatting import config_text
 
@@ -78,7 +78,7 @@ def machines_chart(c: MachineComparison) -> alt.LayerChart:
                       legend=alt.Legend(labelLimit=LEGEND_LABEL_PX))
     pick = alt.selection_point(name="machine_pick", fields=["machine"], bind="legend")
     faded = alt.OpacityValue(**alt.condition(pick, alt.value(1.0), alt.value(0.15)))  # a channel object: see charts.py
-    base = alt.Chart(inline_rows(records))
+    base = Chart(inline_rows(records))
     layers = [
         base.mark_line(strokeWidth=1.2).encode(x=x, y=y, color=color, detail=alt.Detail("series:N"),
                                                order=alt.Order("order:Q"), opacity=faded).properties(name="lines"),
@@ -92,7 +92,7 @@ def machines_chart(c: MachineComparison) -> alt.LayerChart:
         ).add_params(pick).properties(name="points"),
     ]
     if c.threshold_ms is not None:
-        rule = alt.Chart(inline_rows([{"latency_ms": c.threshold_ms}])).mark_rule(
+        rule = Chart(inline_rows([{"latency_ms": c.threshold_ms}])).mark_rule(
             color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
         layers.append(rule.properties(name="threshold"))
     return alt.layer(*layers).properties(

@@ -12,7 +12,7 @@ import altair as alt
 
 from generator.analysis.profile import OpTypeProfile
 from generator.analysis.roofline import LayerResult, Roofline
-from generator.site.chart_spec import inline_rows
+from generator.site.chart_spec import Chart, inline_rows
 from generator.site.charts import _round
 
 TIME_COLOR = "#3f51b5"
@@ -39,7 +39,7 @@ def ops_time_chart(profiles: list[OpTypeProfile], name: str = "ops_time") -> alt
                         "time_us": _round(p.dur_mean_us), "gops": _round(p.ops / 1e9, 4)})
     color = alt.Color("measure:N", title=None, scale=alt.Scale(domain=measures, range=[TIME_COLOR, OPS_COLOR]),
                       legend=alt.Legend(orient="top"))
-    return alt.Chart(inline_rows(records)).mark_bar().encode(
+    return Chart(inline_rows(records)).mark_bar().encode(
         y=alt.Y("op_type:N", title=None, sort=[p.op_type for p in profiles]),
         yOffset=alt.YOffset("measure:N", sort=measures),
         x=alt.X("share:Q", title="Share", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
@@ -133,12 +133,12 @@ def roofline_chart(layers: list[LayerResult], limits: Roofline, name: str = "roo
     y = alt.Y("gops:Q", title="GOP/s", scale=alt.Scale(type="log", domain=[y_low, y_high], nice=False))
     dash = alt.StrokeDash("series:N", title="Measured ceilings",
                           legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0))
-    lines = alt.Chart(inline_rows(ceilings)).mark_line(color="#424242", strokeWidth=1.5).encode(
+    lines = Chart(inline_rows(ceilings)).mark_line(color="#424242", strokeWidth=1.5).encode(
         x=x, y=y, order=alt.Order("order:Q"), strokeDash=dash,
     )
     group = alt.Color("group:N", title=None, scale=alt.Scale(domain=[FAR_BELOW, OTHER],
                                                              range=[FAR_BELOW_COLOR, OTHER_COLOR]))
-    dots = alt.Chart(inline_rows(points)).mark_circle(opacity=0.75).encode(
+    dots = Chart(inline_rows(points)).mark_circle(opacity=0.75).encode(
         x=x, y=y, color=group,
         size=alt.Size("share:Q", title="Share of time", scale=alt.Scale(range=[25, 900]), legend=None),
         tooltip=_roofline_tooltip(),

@@ -13,7 +13,7 @@ from typing import Any
 
 import altair as alt
 
-from generator.site.chart_spec import chart_dict, inline_rows
+from generator.site.chart_spec import Chart, chart_dict, inline_rows
 from generator.timeline.model import Timeline, TimelineEvent
 from generator.timeline.stats import TemporalStats
 from generator.timeline.trace import thread_lanes
@@ -102,7 +102,7 @@ def timeline_chart(tl: Timeline, name: str = "timeline") -> dict[str, Any]:
     color = alt.Color("op_type:N", title="Op type", scale=alt.Scale(scheme="tableau20"),
                       legend=alt.Legend(orient="bottom", columns=6, symbolLimit=0, labelLimit=160))
     zoom = alt.selection_interval(name=f"{name}_zoom", bind="scales", encodings=["x"])
-    base = alt.Chart()  # the records are the layer's data, once, inherited by every layer
+    base = Chart()  # the records are the layer's data, once, inherited by every layer
     tooltip = _timeline_tooltip()
     top = base.transform_filter("!datum.nested").mark_bar(height={"band": 0.8}).encode(
         x=x, x2=alt.X2("end_us:Q"), y=y, color=color, tooltip=tooltip).add_params(zoom)
@@ -145,27 +145,27 @@ def _panel(stats: TemporalStats, records: list[dict[str, Any]], label: str, limi
     ceiling = max(top, limit if shown else 0.0) * 1.12 or 1.0
     y = alt.Y("rate:Q", title=label, scale=alt.Scale(domain=[0, _round(ceiling)], nice=False))
     # No data of its own: the bins are the concatenation's data (one dataset, for the page's CSV/JSON export).
-    bars = alt.Chart().transform_filter(alt.FieldEqualPredicate(field="measure", equal=label))
+    bars = Chart().transform_filter(alt.FieldEqualPredicate(field="measure", equal=label))
     bars = bars.mark_bar(color=color, binSpacing=0).encode(x=x, x2=alt.X2("end_us:Q"), y=y, y2=alt.Y2Datum(0), tooltip=[
         alt.Tooltip("start_us:Q", title="From (µs)", format=",.1f"),
         alt.Tooltip("end_us:Q", title="To (µs)", format=",.1f"),
         alt.Tooltip("rate:Q", title=label, format=",.4~r"), alt.Tooltip("amount:Q", title="Amount", format=",.4~r"),
         alt.Tooltip("unit:N", title="Unit")])
     mark = {"start_us": peak["start_us"], "rate": peak["rate"], "text": f"peak {peak['rate']:,.4g}"}
-    label_mark = alt.Chart(inline_rows([mark])).mark_text(align="left", dx=4, dy=-6, fontSize=11).encode(
+    label_mark = Chart(inline_rows([mark])).mark_text(align="left", dx=4, dy=-6, fontSize=11).encode(
         x=x, y=y, text=alt.Text("text:N"))
     layers = [bars.properties(name=f"{name}_bars"), label_mark.properties(name=f"{name}_peak")]
     if limit and not shown:
         # Every bin is 0 when no call moved data or did any counted work (a scalar Identity, Shape, Size).
         above = f"{limit / top:,.0f}× the highest bin" if top > 0 else "every bin is 0"
         off = {"text": f"{limit_text} {limit:,.4g}: {above}, above this chart"}
-        layers.append(alt.Chart(inline_rows([off])).mark_text(
+        layers.append(Chart(inline_rows([off])).mark_text(
             color=LIMIT_COLOR, align="right", baseline="top", x="width", y=2, dx=-4, fontSize=11,
         ).encode(text=alt.Text("text:N")).properties(name=f"{name}_limit_label"))
     if shown:
         rule_data = inline_rows([{"rate": _round(limit), "text": f"{limit_text} {limit:,.4g}"}])
-        rule = alt.Chart(rule_data).mark_rule(color=LIMIT_COLOR, strokeDash=[6, 4]).encode(y=y)
-        text = alt.Chart(rule_data).mark_text(color=LIMIT_COLOR, align="left", baseline="bottom", dx=4, dy=-2,
+        rule = Chart(rule_data).mark_rule(color=LIMIT_COLOR, strokeDash=[6, 4]).encode(y=y)
+        text = Chart(rule_data).mark_text(color=LIMIT_COLOR, align="left", baseline="bottom", dx=4, dy=-2,
                                               x=0).encode(y=y, text=alt.Text("text:N"))
         layers += [rule.properties(name=f"{name}_limit"), text.properties(name=f"{name}_limit_label")]
     return alt.layer(*layers).properties(name=name, width="container", height=180)
