@@ -30,7 +30,8 @@ class Chart(alt.Chart):
     chart, and again in `to_dict` (each re-runs LayerChart's constructor, which copies its layers twice):
     thousands of small schema objects a chart, a tenth of an experiment's pages. altair changes only a copy's
     own top-level properties (its name, params, data, layer), never an object it shares with the original,
-    and perfsite never changes a chart's parts once made."""
+    and perfsite never changes a chart's parts once made. (For the same reason a layered chart takes its name,
+    size and title in `alt.layer(...)`: a `.properties(...)` after it runs LayerChart's constructor again.)"""
 
     def __deepcopy__(self, memo: Any = None) -> Chart:  # altair's _deep_copy calls it as copier(obj)
         return self.copy(deep=False)

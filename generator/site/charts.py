@@ -200,7 +200,7 @@ def op_time_chart(op_times: list[OpTypeTime], name: str = "op_time") -> alt.Laye
     share = alt.Text("share:Q", format=".1%")
     labels = base.mark_text(align="left", dx=4, fontSize=11).encode(x=x, y=y, text=share)
     layers = [bars.properties(name=f"{name}_bars"), labels.properties(name=f"{name}_labels")]
-    return alt.layer(*layers).properties(name=name, width="container", height=max(60, 22 * len(records)))
+    return alt.layer(*layers, name=name, width="container", height=max(60, 22 * len(records)))
 
 
 def chart_block(chart_id: str, chart: alt.TopLevelMixin | dict[str, Any]) -> str:

@@ -297,8 +297,8 @@ def pareto_chart(c: Comparison) -> alt.LayerChart:
                       legend=alt.Legend(values=sizes)))
     layers = [everything.properties(name="all_points"), line.properties(name="frontier_line"),
               dots.properties(name="frontier_points")]
-    return alt.layer(*layers, data=inline_rows(records)).properties(
-        name="pareto", width="container", height=320,
+    return alt.layer(
+        *layers, data=inline_rows(records), name="pareto", width="container", height=320,
         title=alt.Title("Pareto frontier of every version, sized by model size", anchor="start"))
 
 

@@ -95,7 +95,7 @@ def machines_chart(c: MachineComparison) -> alt.LayerChart:
         rule = Chart(inline_rows([{"latency_ms": c.threshold_ms}])).mark_rule(
             color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
         layers.append(rule.properties(name="threshold"))
-    return alt.layer(*layers).properties(
-        name="machines", width="container", height=380,
+    return alt.layer(
+        *layers, name="machines", width="container", height=380,
         title=alt.Title(f"Latency ({c.percentile}) vs throughput on each machine", anchor="start"),
     )

@@ -144,7 +144,7 @@ def roofline_chart(layers: list[LayerResult], limits: Roofline, name: str = "roo
         tooltip=_roofline_tooltip(),
     )
     layers_ = [lines.properties(name=f"{name}_ceilings"), dots.properties(name=f"{name}_layers")]
-    return alt.layer(*layers_).properties(name=name, width="container", height=380)
+    return alt.layer(*layers_, name=name, width="container", height=380)
 
 
 def _roofline_tooltip() -> list[alt.Tooltip]:

@@ -115,8 +115,8 @@ def timeline_chart(tl: Timeline, name: str = "timeline") -> dict[str, Any]:
               pool.properties(name=f"{name}_pool")]
     # A fixed height from the lane count, not a step: a step height with a container width makes Vega-Lite
     # warn in the console ("Dropping fit-y").
-    chart = alt.layer(*layers, data=inline_rows(records)).properties(
-        name=name, width="container", height=LANE_STEP_PX * max(1, len(lanes)))
+    chart = alt.layer(*layers, data=inline_rows(records),
+                      name=name, width="container", height=LANE_STEP_PX * max(1, len(lanes)))
     return chart_dict(chart)  # not validated: the tests validate it (generator.site.charts.chart_block says why)
 
 
@@ -168,7 +168,7 @@ def _panel(stats: TemporalStats, records: list[dict[str, Any]], label: str, limi
         text = Chart(rule_data).mark_text(color=LIMIT_COLOR, align="left", baseline="bottom", dx=4, dy=-2,
                                               x=0).encode(y=y, text=alt.Text("text:N"))
         layers += [rule.properties(name=f"{name}_limit"), text.properties(name=f"{name}_limit_label")]
-    return alt.layer(*layers).properties(name=name, width="container", height=180)
+    return alt.layer(*layers, name=name, width="container", height=180)
 
 
 def temporal_chart(stats: TemporalStats, peak_gflops: float | None, bandwidth_gbs: float | None,
