@@ -12,6 +12,7 @@ characters the enabled extensions know about), and a reference cannot split a ta
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -35,10 +36,16 @@ def md_text(value: Any) -> str:
     Not for the start of a line: use md_paragraphs there."""
     if value is None:
         return ""
+    # A page repeats the same op types, node names and shapes thousands of times (a profile page's layer and
+    # call tables): a text's escape is remembered.
+    return _md_str(str(value))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _md_str(text: str) -> str:
     # Control characters and bidirectional overrides shown as the terminal shows them (\x1b), not raw bytes
     # in the page: inert in HTML either way, but raw they hide in copied text and reorder a line's display.
-    text = safe(_NEWLINES.sub(" ", str(value)))
-    return text.translate(_ENTITIES)
+    return safe(_NEWLINES.sub(" ", text)).translate(_ENTITIES)
 
 
 def _escape_leading(match: re.Match[str]) -> str:
