@@ -157,25 +157,17 @@ def _latest_ok(trials: pd.DataFrame, order: dict[str, int]) -> list[TrialSummary
 
 
 def _points(results: Any, trials: list[TrialSummary], percentile: str) -> list[MachinePoint]:
-    """Each trial with its intervals; the latencies and processes tables are split by trial once."""
-    keys = {t.trial_key for t in trials}
-    latencies = _by_trial(results.latencies, keys)
-    processes = _by_trial(results.processes, keys)
+    """Each trial with its intervals. process_samples gets the whole tables: it finds a trial's rows through
+    their index (generator.results.by_trial, built once an experiment), where a piece of a split table would
+    be indexed again, for each trial."""
     known = _preemption_known(results.trials)
-    empty_lat, empty_proc = results.latencies.iloc[0:0], results.processes.iloc[0:0]
     out = []
     for t in trials:
-        samples = stats.process_samples(processes.get(t.trial_key, empty_proc),
-                                        latencies.get(t.trial_key, empty_lat), t.trial_key,
+        samples = stats.process_samples(results.processes, results.latencies, t.trial_key,
                                         known.get(t.trial_key, False))
         out.append(MachinePoint(t.env_id, t, _latency_figure(t, samples, percentile),
                                 _figure(t.throughput_ips, list(samples.throughput_ips)), samples.throughput_ips))
     return out
-
-
-def _by_trial(table: pd.DataFrame, keys: set[str]) -> dict[str, pd.DataFrame]:
-    rows = table[table["trial_key"].isin(keys)]
-    return {str(k): g for k, g in rows.groupby("trial_key", sort=False)}
 
 
 def _preemption_known(trials: pd.DataFrame) -> dict[str, bool]:
