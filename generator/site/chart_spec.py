@@ -36,6 +36,14 @@ class Chart(alt.Chart):
     def __deepcopy__(self, memo: Any = None) -> Chart:  # altair's _deep_copy calls it as copier(obj)
         return self.copy(deep=False)
 
+    def properties(self, **kwargs: Any) -> Chart:
+        """alt.Chart.properties without checking each value against the Vega-Lite schema (jsonschema, a
+        millisecond a call): tests/test_charts_valid.py validates every chart kind (charts.unvalidated)."""
+        copy = self.copy(deep=False)
+        for key, value in kwargs.items():
+            setattr(copy, key, value)
+        return copy
+
 
 def inline_rows(values: list[dict[str, Any]]) -> alt.Data:
     """A chart's inline data: alt.Data(values=values), shared by the chart's copies (InlineRows)."""
