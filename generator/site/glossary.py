@@ -42,7 +42,10 @@ GLOSSARY: dict[str, str] = {
              "rewritten for it, and the Original nodes column names the model's layers they compute",
 }
 
-_TERMS = {term: re.compile(rf"(?<![\w-]){re.escape(term)}(?![\w-])") for term in GLOSSARY}
+# The term, not preceded or followed by a word character or "-". The check before it is a lookbehind *after*
+# the literal term (the character before it and the term itself), so that the pattern starts with the literal:
+# re then skips to each occurrence of it, where a leading lookbehind was tried at every position of a page.
+_TERMS = {term: re.compile(rf"{re.escape(term)}(?<![\w-]{re.escape(term)})(?![\w-])") for term in GLOSSARY}
 _CONFIG_LABEL = re.compile(r"\bb(\d+) t(\d+) c(\d+)\b")
 
 
