@@ -159,13 +159,20 @@ def _json(value: Any) -> str:
 
 
 def _dump(value: Any) -> str:
-    return _ENCODER.encode(value)
+    return "".join(_ENCODE(value, 0))
 
 
-# One encoder for every data file: json.dumps builds a new one per call when given options, and the chooser's
-# layer details are tens of thousands of small values. Without the circular-reference check (a dict of every
-# list's id, a fifth of the encoding): the values are built here from records, never self-referencing.
+# One encoder for every data file: the chooser's layer details are tens of thousands of small values, and both
+# json.dumps (a JSONEncoder per call when given options) and JSONEncoder.encode (a C encoder per call, made in
+# Python) cost more per value than the encoding. So the C encoder JSONEncoder.encode makes, made once: the same
+# text (json's pure-Python encoder where the C one is missing). Without the circular-reference check (a dict of
+# every list's id, a fifth of the encoding): the values are built here from records, never self-referencing.
 _ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), sort_keys=True, check_circular=False)
+_ENCODE: Callable[[Any, int], Iterable[str]] = (
+    json.encoder.c_make_encoder(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None,
+                                _ENCODER.key_separator, _ENCODER.item_separator, _ENCODER.sort_keys, _ENCODER.skipkeys,
+                                _ENCODER.allow_nan)
+    if json.encoder.c_make_encoder is not None else lambda value, _: _ENCODER.iterencode(value))
 
 
 def _num(value: float | None) -> float | None:
