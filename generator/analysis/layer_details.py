@@ -69,13 +69,10 @@ def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame) -> 
 
     The trials of a version at the same shapes (other threads, concurrency) have the same details: a caller
     asks once per group of them (details_fingerprints)."""
-    mine = trial_rows(layers, trial_key)
-    names = [c for c in LAYER_FIELDS if c in mine.columns]  # _layer names the one a damaged file lacks
-    rows = [dict(zip(names, values, strict=True)) for values in zip(*(mine[c].tolist() for c in names), strict=True)]
-    kernels = tuple(_kernel(dict(zip(KERNEL_FIELDS, values, strict=True)))
-                    for values in zip(*executed_columns(trial_rows(nodes, trial_key), KERNEL_FIELDS), strict=True))
-    details = {str(r["node"]): _layer(r) for r in rows}
-    recorded = bool(rows) and all(d.attributes is not None for d in details.values())
+    details = _layers(trial_rows(layers, trial_key))
+    kernels = tuple(_kernel(*values) for values in zip(
+        *executed_columns(trial_rows(nodes, trial_key), KERNEL_FIELDS), strict=True))
+    recorded = bool(details) and all(d.attributes is not None for d in details.values())
     return TrialDetails(trial_key, recorded, kernels, details)
 
 
@@ -121,31 +118,60 @@ def _reprs(column: pd.Series) -> pd.Series:
 KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input_shapes", "input_types",
                  "output_shapes", "output_types", "original_nodes", "mapping_method")
 LAYER_FIELDS = ("node", "op_type", "domain", "position", "attributes", "input_shapes", "output_shapes",
-                "input_types", "output_types", "weight_details", "flops", "int_ops")  # what _layer reads
+                "input_types", "output_types", "weight_details", "flops", "int_ops")  # _layer's arguments
 
 
-def _kernel(row: dict[str, Any]) -> KernelDetail:
-    return KernelDetail(
-        name=str(row["node_name"]), op_type=str(row["op_type"]), provider=_text(row.get("provider")),
-        precision=_text(row.get("runtime_precision")),
-        input_shapes=row["input_shapes"], input_types=row["input_types"],
-        output_shapes=row["output_shapes"], output_types=row["output_types"],
-        original_nodes=row["original_nodes"], mapping_method=_text(row.get("mapping_method")),
-    )
+def _kernel(name: Any, op_type: Any, provider: Any, precision: Any, input_shapes: tuple, input_types: tuple,
+            output_shapes: tuple, output_types: tuple, original_nodes: tuple[str, ...], method: Any) -> KernelDetail:
+    """A KernelDetail of one row's KERNEL_FIELDS, in their order."""
+    return _record(KernelDetail, {
+        "name": str(name), "op_type": str(op_type), "provider": _text(provider), "precision": _text(precision),
+        "input_shapes": input_shapes, "input_types": input_types, "output_shapes": output_shapes,
+        "output_types": output_types, "original_nodes": original_nodes, "mapping_method": _text(method)})
 
 
-def _layer(row: dict[str, Any]) -> LayerDetail:
-    position = _number(row.get("position"))
-    return LayerDetail(
-        node=str(row["node"]), op_type=str(row["op_type"]), domain=_text(row.get("domain")) or "",
-        position=int(position) if position is not None else None, attributes=row["attributes"],
-        input_shapes=row["input_shapes"], output_shapes=row["output_shapes"],
-        input_types=row["input_types"], output_types=row["output_types"],
-        weights=row["weight_details"], flops=_number(row.get("flops")), int_ops=_number(row.get("int_ops")),
-    )
+# What _layers reads of every row, so that a damaged file lacking one is named (the other fields may be missing).
+_LAYER_NEEDS = ("node", "op_type", "attributes", "input_shapes", "output_shapes", "input_types", "output_types",
+                "weight_details")
+
+
+def _layers(rows: pd.DataFrame) -> dict[str, LayerDetail]:
+    """Model-file node -> its LayerDetail, from one trial's `layers` rows, column by column."""
+    columns = {c: rows[c].tolist() for c in LAYER_FIELDS if c in rows.columns}
+    missing = [c for c in _LAYER_NEEDS if c not in columns]
+    if missing and len(rows):
+        raise KeyError(missing[0])
+    none = [None] * len(rows)
+    details = {}
+    for values in zip(*(columns.get(c, none) for c in LAYER_FIELDS), strict=True):
+        layer = _layer(*values)
+        details[layer.node] = layer
+    return details
+
+
+def _layer(node: Any, op_type: Any, domain: Any, position: Any, attributes: dict[str, str] | None,
+           input_shapes: tuple, output_shapes: tuple, input_types: tuple | None, output_types: tuple | None,
+           weights: tuple[dict[str, Any], ...] | None, flops: Any, int_ops: Any) -> LayerDetail:
+    """A LayerDetail of one row's LAYER_FIELDS, in their order."""
+    position = _number(position)
+    return _record(LayerDetail, {
+        "node": str(node), "op_type": str(op_type), "domain": _text(domain) or "",
+        "position": int(position) if position is not None else None, "attributes": attributes,
+        "input_shapes": input_shapes, "input_types": input_types, "output_shapes": output_shapes,
+        "output_types": output_types, "weights": weights, "flops": _number(flops), "int_ops": _number(int_ops)})
+
+
+def _record(cls: type, fields: dict[str, Any]) -> Any:
+    """A frozen dataclass record of every field (in the class's order), without its __init__'s setattr per
+    field: a chooser makes one per kernel and model-file node of every group of trials (layer_match._built)."""
+    record = object.__new__(cls)
+    record.__dict__.update(fields)
+    return record
 
 
 def _text(value: Any) -> str | None:
+    if type(value) is str:  # most cells: clean keeps a string as it is
+        return value
     value = clean(value)
     return None if value is None else str(value)
 
