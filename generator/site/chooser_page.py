@@ -167,6 +167,7 @@ def _dump(value: Any) -> str:
 # Python) cost more per value than the encoding. So the C encoder JSONEncoder.encode makes, made once: the same
 # text (json's pure-Python encoder where the C one is missing). Without the circular-reference check (a dict of
 # every list's id, a fifth of the encoding): the values are built here from records, never self-referencing.
+_string = json.encoder.encode_basestring_ascii  # _dump of a string, without the encoder's call
 _ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), sort_keys=True, check_circular=False)
 _ENCODE: Callable[[Any, int], Iterable[str]] = (
     json.encoder.c_make_encoder(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None,
@@ -319,8 +320,8 @@ def _detail_chunks(details: TrialDetails) -> list[_Chunk]:
 def _chunk_json(chunk: _Chunk) -> str:
     """`_json` of the chunk as {"kernels": …, "layers": …, "recorded": …}, from its entries' texts (keys sorted,
     as _dump sorts them)."""
-    def members(texts: dict[str, str]) -> str:
-        return ",".join(f"{_dump(k)}:{texts[k]}" for k in sorted(texts))
+    def members(texts: dict[str, str]) -> str:  # the keys are names: strings, as _dump writes them
+        return ",".join(f"{_string(k)}:{texts[k]}" for k in sorted(texts))
 
     text = (f'{{"kernels":{{{members(chunk.kernels)}}},"layers":{{{members(chunk.layers)}}},'
             f'"recorded":{_dump(chunk.recorded)}}}')
