@@ -137,14 +137,18 @@ def executed_columns(nodes: pd.DataFrame, names: Sequence[str]) -> list[list[Any
 def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
     """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b")."""
     out = []
+    new = object.__new__
     for order, name, op, dur, precision, provider, originals, weights, method, shapes_in, shapes_out, std in zip(
             *executed_columns(nodes, _EXECUTED_COLUMNS), strict=True):
         name, op = str(name), str(op)
-        out.append(_built(
-            side=side, exec_order=int(order), name=name, op_type=op, dur_us=float(dur or 0.0), precision=precision,
-            provider=provider, original_nodes=originals, weights=weights, method=method, input_shapes=shapes_in,
-            output_shapes=shapes_out, overhead=_is_overhead(name, op, originals, method),
-            dur_std_us=float(std or 0.0), keys=(), weight_keys=()))
+        e = new(Executed)  # as _built makes it, inline: a sweep reads a thousand nodes of each of its trials
+        e.__dict__.update({
+            "side": side, "exec_order": int(order), "name": name, "op_type": op, "dur_us": float(dur or 0.0),
+            "precision": precision, "provider": provider, "original_nodes": originals, "weights": weights,
+            "method": method, "input_shapes": shapes_in, "output_shapes": shapes_out,
+            "overhead": _is_overhead(name, op, originals, method), "dur_std_us": float(std or 0.0), "keys": (),
+            "weight_keys": ()})
+        out.append(e)
     return out
 
 
