@@ -33,6 +33,7 @@ from generator.analysis.layer_match import (
     Executed,
     LayerMatch,
     as_side,
+    built,
     executed_nodes,
     executed_ops,
     kernel_op,
@@ -262,13 +263,14 @@ def layer_type_rows_of(a: OpSide, b: OpSide, reference: RatioCI | None) -> tuple
     for op in dict.fromkeys([*a.times, *b.times]):
         time_a = a.times[op][0] if op in a.times else 0  # an int 0, as sum() of no node gives
         time_b = b.times[op][0] if op in b.times else 0
-        rows.append(LayerTypeRow(
-            op_type=op, time_a_us=time_a, time_b_us=time_b, delta_us=time_b - time_a,
-            ratio=side_ratio(a.times[op], b.times[op], reference) if op in a.times and op in b.times else None,
-            share_a=time_a / total_a if total_a > 0 else 0.0, share_b=time_b / total_b if total_b > 0 else 0.0,
-            precision_counts_a=a.counts.get(op, {}), precision_counts_b=b.counts.get(op, {}),
-            nodes_a=a.nodes.get(op, 0), nodes_b=b.nodes.get(op, 0), ops_a=a.ops.get(op, ()), ops_b=b.ops.get(op, ()),
-        ))
+        rows.append(built(LayerTypeRow, {  # a chooser makes one per layer type of every pair of its trials
+            "op_type": op, "time_a_us": time_a, "time_b_us": time_b, "delta_us": time_b - time_a,
+            "ratio": side_ratio(a.times[op], b.times[op], reference) if op in a.times and op in b.times else None,
+            "share_a": time_a / total_a if total_a > 0 else 0.0, "share_b": time_b / total_b if total_b > 0 else 0.0,
+            "precision_counts_a": a.counts.get(op, {}), "precision_counts_b": b.counts.get(op, {}),
+            "nodes_a": a.nodes.get(op, 0), "nodes_b": b.nodes.get(op, 0), "ops_a": a.ops.get(op, ()),
+            "ops_b": b.ops.get(op, ()),
+        }))
     return tuple(sorted(rows, key=lambda r: (-max(r.time_a_us, r.time_b_us), r.op_type)))
 
 

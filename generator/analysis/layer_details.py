@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from generator.analysis.layer_match import executed_columns
+from generator.analysis.layer_match import built, executed_columns
 from generator.analysis.summaries import clean
 from generator.results.by_trial import trial_rows
 
@@ -124,7 +124,7 @@ LAYER_FIELDS = ("node", "op_type", "domain", "position", "attributes", "input_sh
 def _kernel(name: Any, op_type: Any, provider: Any, precision: Any, input_shapes: tuple, input_types: tuple,
             output_shapes: tuple, output_types: tuple, original_nodes: tuple[str, ...], method: Any) -> KernelDetail:
     """A KernelDetail of one row's KERNEL_FIELDS, in their order."""
-    return _record(KernelDetail, {
+    return built(KernelDetail, {
         "name": str(name), "op_type": str(op_type), "provider": _text(provider), "precision": _text(precision),
         "input_shapes": input_shapes, "input_types": input_types, "output_shapes": output_shapes,
         "output_types": output_types, "original_nodes": original_nodes, "mapping_method": _text(method)})
@@ -154,19 +154,11 @@ def _layer(node: Any, op_type: Any, domain: Any, position: Any, attributes: dict
            weights: tuple[dict[str, Any], ...] | None, flops: Any, int_ops: Any) -> LayerDetail:
     """A LayerDetail of one row's LAYER_FIELDS, in their order."""
     position = _number(position)
-    return _record(LayerDetail, {
+    return built(LayerDetail, {
         "node": str(node), "op_type": str(op_type), "domain": _text(domain) or "",
         "position": int(position) if position is not None else None, "attributes": attributes,
         "input_shapes": input_shapes, "input_types": input_types, "output_shapes": output_shapes,
         "output_types": output_types, "weights": weights, "flops": _number(flops), "int_ops": _number(int_ops)})
-
-
-def _record(cls: type, fields: dict[str, Any]) -> Any:
-    """A frozen dataclass record of every field (in the class's order), without its __init__'s setattr per
-    field: a chooser makes one per kernel and model-file node of every group of trials (layer_match._built)."""
-    record = object.__new__(cls)
-    record.__dict__.update(fields)
-    return record
 
 
 def _text(value: Any) -> str | None:

@@ -36,7 +36,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -53,6 +53,8 @@ from generator.analysis.layer_names import (
 from generator.analysis.records_compare import KernelRow, MatchCoverage, QuantOverhead, RatioCI
 from generator.analysis.stats import scaled_ratio_ci
 from generator.analysis.summaries import clean
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
     for order, name, op, dur, precision, provider, originals, weights, method, shapes_in, shapes_out, std in zip(
             *executed_columns(nodes, _EXECUTED_COLUMNS), strict=True):
         name, op = str(name), str(op)
-        e = new(Executed)  # as _built makes it, inline: a sweep reads a thousand nodes of each of its trials
+        e = new(Executed)  # as built() makes it, inline: a sweep reads a thousand nodes of each of its trials
         e.__dict__.update({
             "side": side, "exec_order": int(order), "name": name, "op_type": op, "dur_us": float(dur or 0.0),
             "precision": precision, "provider": provider, "original_nodes": originals, "weights": weights,
@@ -198,9 +200,14 @@ def as_side(e: Executed, side: str) -> Executed:
 
 
 def _built(**fields: Any) -> Executed:
-    """An Executed of every field (in the class's order), without the frozen __init__'s setattr per field,
-    which was most of the cost of reading a trial's nodes."""
-    new = object.__new__(Executed)
+    return built(Executed, fields)
+
+
+def built(cls: type[T], fields: dict[str, Any]) -> T:
+    """A record of frozen dataclass `cls` from every one of its fields (in the class's order, defaults
+    included), without the frozen __init__'s setattr per field: the same record, made at a third of the cost.
+    For the records made by the thousand (a trial's nodes, the chooser's kernel and layer-type rows)."""
+    new = object.__new__(cls)
     new.__dict__.update(fields)
     return new
 
@@ -364,17 +371,17 @@ def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -
     time_a, time_b = g.time_a_us, g.time_b_us
     matched = g.matched
     only_in = None if matched else ("a" if members_a else "b")
-    return KernelRow(
-        layer=_label(labels) or main.name, op_type=kernel_op(main.op_type),
-        time_a_us=time_a, time_b_us=time_b,
-        precision_a=_dominant(members_a, "precision"), precision_b=_dominant(members_b, "precision"),
-        delta_us=time_b - time_a, ratio=ratio(members_a, members_b) if matched else None,
-        only_in=only_in, note=_layer_note(g, only_in),
-        executed_a=tuple(e.name for e in members_a), executed_b=tuple(e.name for e in members_b),
-        weights=weights, original_nodes=g.keys,
-        share_a=_share(time_a, total_a), share_b=_share(time_b, total_b), kind="layer",
-        ops_a=executed_ops(members_a), ops_b=executed_ops(members_b),
-    )
+    return built(KernelRow, {
+        "layer": _label(labels) or main.name, "op_type": kernel_op(main.op_type),
+        "time_a_us": time_a, "time_b_us": time_b,
+        "precision_a": _dominant(members_a, "precision"), "precision_b": _dominant(members_b, "precision"),
+        "delta_us": time_b - time_a, "ratio": ratio(members_a, members_b) if matched else None,
+        "only_in": only_in, "note": _layer_note(g, only_in),
+        "executed_a": tuple(e.name for e in members_a), "executed_b": tuple(e.name for e in members_b),
+        "weights": weights, "original_nodes": g.keys,
+        "share_a": _share(time_a, total_a), "share_b": _share(time_b, total_b), "kind": "layer",
+        "ops_a": executed_ops(members_a), "ops_b": executed_ops(members_b),
+    })
 
 
 def _work_first(e: Executed) -> tuple:
