@@ -191,16 +191,12 @@ def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Execu
 def _changed(e: Executed, **changes: Any) -> Executed:
     """`e` with some fields changed, as dataclasses.replace gives it: a chooser rewrites both trials' thousand
     nodes for every ordered pair of versions."""
-    return _built(**{**e.__dict__, **changes})
+    return built(Executed, {**e.__dict__, **changes})
 
 
 def as_side(e: Executed, side: str) -> Executed:
     """`e` as a node of version `side` ("a"/"b"): a trial read once is either side of its comparisons."""
     return _changed(e, side=side)
-
-
-def _built(**fields: Any) -> Executed:
-    return built(Executed, fields)
 
 
 def built(cls: type[T], fields: dict[str, Any]) -> T:
@@ -335,7 +331,8 @@ def member_time(members: Sequence[Executed], iterations: int) -> tuple[float, fl
     it once per trial (compare.op_side), not once per pair of trials. The chooser's page script
     (site_templates/assets/perfsite-choose.js, `rowSide`) computes the same for its kernel rows: change both
     together."""
-    return sum(e.dur_us for e in members), _rel_se(members, iterations)
+    total = sum(e.dur_us for e in members)
+    return total, _rel_se(members, iterations, total)
 
 
 def side_ratio(a: tuple[float, float], b: tuple[float, float], reference: RatioCI | None) -> RatioCI | None:
@@ -343,9 +340,9 @@ def side_ratio(a: tuple[float, float], b: tuple[float, float], reference: RatioC
     return scaled_ratio_ci(a[0], b[0], reference, a[1], b[1])
 
 
-def _rel_se(members: Sequence[Executed], iterations: int) -> float:
-    """Relative standard error of the summed mean time (nodes' iteration spreads taken as independent)."""
-    total = sum(e.dur_us for e in members)
+def _rel_se(members: Sequence[Executed], iterations: int, total: float) -> float:
+    """Relative standard error of the members' summed mean time `total` (nodes' iteration spreads taken as
+    independent)."""
     if total <= 0:
         return 0.0
     return math.sqrt(sum(e.dur_std_us ** 2 for e in members) / max(iterations, 1)) / total
