@@ -91,16 +91,16 @@ def _check_extensions(path: Path, config: dict[str, Any]) -> None:
     emoji = _extension_options(config, EMOJI)
     if emoji is not None and not _emoji_offline(emoji):
         raise SiteError(f"{_where(path, 'markdown_extensions')}: `markdown_extensions: {EMOJI}` as configured "
-                        "makes every Unicode emoji a page uses (`:smile:`) an image loaded from a CDN "
-                        "(cdn.jsdelivr.net, cdnjs or GitHub) on every page view; Material's icons (`:material-check:`) "
-                        "are inlined and need nothing. Allowed for pymdownx.emoji: `emoji_generator: "
-                        "!!python/name:pymdownx.emoji.to_alt` (the emoji as text), or `options: {image_path: "
-                        "assets/emoji/, non_standard_image_path: assets/emoji/}` naming a folder of your docs that "
-                        f"holds the images. {ADVICE}")
+                        "makes every Unicode emoji a page uses (`:smile:`) an image loaded from a CDN (its "
+                        "default image paths are another host's) on every page view; Material's icons "
+                        "(`:material-check:`) are inlined and need nothing. Allowed for pymdownx.emoji: "
+                        "`emoji_generator: !!python/name:pymdownx.emoji.to_alt` (the emoji as text), or "
+                        "`options: {image_path: assets/emoji/, non_standard_image_path: assets/emoji/}` naming a "
+                        f"folder of your docs that holds the images. {ADVICE}")
     fences = _extension_options(config, FENCES)
     if fences is not None and _mermaid_fences(fences) and not _local_mermaid(config):
         raise SiteError(f"{_where(path, 'markdown_extensions')}: `markdown_extensions: {FENCES}` has a mermaid "
-                        "fence, and Material loads mermaid.min.js from unpkg.com on every page view of a page with a "
+                        "fence, and Material loads mermaid.min.js from a CDN on every page view of a page with a "
                         "diagram. Allowed: mermaid fences with mermaid.min.js as a file of the site (download it once "
                         "into your docs folder and list it in `extra_javascript`, e.g. assets/mermaid.min.js: "
                         f"Material then uses it), or no mermaid fence. {ADVICE}")
@@ -141,7 +141,8 @@ def _mermaid_fences(options: dict[str, Any]) -> bool:
 
 
 def _local_mermaid(config: dict[str, Any]) -> bool:
-    """A script of the site named like mermaid's bundle: Material loads unpkg's only when `mermaid` is undefined."""
+    """A script of the site named like mermaid's bundle: Material loads a CDN's copy only when `mermaid` is
+    undefined."""
     entries = config.get("extra_javascript") or []
     names = [e.get("path") if isinstance(e, dict) else e for e in (entries if isinstance(entries, list) else [entries])]
     return any(isinstance(n, str) and MERMAID_BUNDLE.fullmatch(n.rsplit("/", 1)[-1]) and not _urls(n) for n in names)
