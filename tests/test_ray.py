@@ -191,7 +191,12 @@ def runs(project, request, _probe_cache) -> Runs:
     starts from `fanned/`."""
     local = start_perfsite("run", "spec.yaml", "--results", "local", "--quick", cwd=project,
                            env={"PERFSITE_CACHE_DIR": str(_probe_cache), "PERFSITE_QUICK": "1"})
-    cluster = request.getfixturevalue("cluster")  # (requested here, not as an argument: started after the fork)
+    try:
+        cluster = request.getfixturevalue("cluster")  # (requested here, not as an argument: started after the fork)
+    except BaseException:  # the cluster did not start: stop the local run and its measuring children too
+        os.killpg(local.pid, signal.SIGKILL)
+        local.wait(timeout=30)
+        raise
 
     def run(*args: str):
         return lambda: _run(project, cluster, *args)
