@@ -163,3 +163,9 @@ def test_the_mkdocs_hooks_are_imported_by_mkdocs_alone_and_share_their_names_wit
     assert not sorted(m for m, imported in graph.items() if "generator.site.choice_links" in imported)
     assert (choice_links.REPORTS_DIR, choice_links.CHOOSER_PAGE) == (page_base.REPORTS_DIR, chooser_page.CHOOSER_PAGE)
     assert build.CHOICE_LINKS_HOOKS == Path(choice_links.__file__)
+    # generator.site.fast_paths, the third, patches Markdown and Material when mkdocs reads its configuration.
+    from generator.site import fast_paths
+
+    assert not graph["generator.site.fast_paths"]
+    assert not sorted(m for m, imported in graph.items() if "generator.site.fast_paths" in imported)
+    assert build.FAST_PATHS_HOOKS == Path(fast_paths.__file__)

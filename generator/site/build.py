@@ -48,6 +48,8 @@ REQUIRED_PLUGINS = ("search", "offline")
 REQUIRED_FEATURES = ("toc.integrate",)
 # mkdocs hooks after the render cache's: links carrying the chooser's state are not anchors to check.
 CHOICE_LINKS_HOOKS = Path(__file__).with_name("choice_links.py")
+# mkdocs hooks that convert and index the pages faster, with the same output (generator.site.fast_paths).
+FAST_PATHS_HOOKS = Path(__file__).with_name("fast_paths.py")
 MKDOCS_OUTPUT_TAIL = 4000  # characters of mkdocs' output quoted in an error
 MKDOCS_LEVEL = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) +-  ")  # how mkdocs starts a logged message
 CONFIG_ERROR = "Aborted with a configuration error!"  # mkdocs' words when its configuration does not validate
@@ -411,7 +413,7 @@ def _write_config(
         theme["custom_dir"] = str((parent.parent / own_theme["custom_dir"]).resolve())
     # The render cache's hooks after the project's own (a child config replaces the list: paths made absolute).
     own_hooks = [str((parent.parent / str(h)).resolve()) for h in parent_config.get("hooks") or []]
-    config["hooks"] = own_hooks + [str(render_cache_files.HOOKS), str(CHOICE_LINKS_HOOKS)]
+    config["hooks"] = own_hooks + [str(render_cache_files.HOOKS), str(CHOICE_LINKS_HOOKS), str(FAST_PATHS_HOOKS)]
     # Search from a site opened from disk: the offline plugin inlines the index, the vendored shim runs the
     # search worker (mkdocs merges `extra` dicts from INHERIT, but a list is replaced: keep the parent's).
     polyfills = list((parent_config.get("extra") or {}).get("polyfills") or [])

@@ -1,0 +1,114 @@
+"""generator.site.fast_paths: the faster path through Python-Markdown's inline processing gives the same HTML as
+the released code, and is taken for perfsite's own configuration with the installed releases (a failure there
+after an upgrade: check the new release's code and the patterns in fast_paths)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import markdown
+import pytest
+from markdown.treeprocessors import InlineProcessor
+
+from generator.site import fast_paths
+from generator.site.build import REQUIRED_EXTENSIONS, _read_config
+from generator.site.pages import templates_dir
+
+PAGE = """\
+# A report &amp; its *figures*
+
+Intro with *emphasis*, **strong**, ***both***, _under_ and __under__, a_snake_name, 2 * 3 * 4, `code & <b>`,
+``a ` tick``, \\*escaped\\*, \\| a pipe, [a link](other.md#x "title"), [a reference][ref], ![an image](i.png),
+<https://example.org>, <someone@example.org>, <span class="x">inline html</span>, &#95;, &copy;, &#x41;, & alone,
+an HTML abbreviation, a hard\x20\x20
+line break and a placeholder-looking \u0002klzzwxh:0000\u0003 text.
+
+[ref]: https://example.org/ref
+
+*[HTML]: Hyper Text Markup Language
+
+## A table { #the-table }
+
+| Node | Name | ms | Share |
+|---|---|--:|--:|
+| 12 | /blocks/layer.53/MatMul&#95;1 | 7,375 | 0.2% |
+| 1,118 | plain name | 7,348 | **3.1%** |
+| `Conv` | [linked](#the-table) | 1 &lt; 2 | HTML |
+| 5 | a&#92;x1b&#91;2J | — | *n/a* |
+
+!!! note "A note with `code`"
+    Text in an admonition, with an HTML abbreviation.
+
+<div markdown>
+Inside **md_in_html** with 42 plain.
+</div>
+
+=== "Tab one"
+
+    In a tab: 1 2 3.
+
+??? info "Details"
+    Hidden details.
+
+```python
+a = b * c  # not emphasis
+```
+
+### Plain heading 42
+
+Just words and numbers 1 2 3 and more words.
+"""
+
+def _perfsite_markdown(*more: str) -> markdown.Markdown:
+    """A Markdown converter with the extensions of perfsite's packaged mkdocs.yml (and `more`)."""
+    names, configs = [], {}
+    for item in [*_read_config(templates_dir() / "mkdocs.base.yml")["markdown_extensions"], *REQUIRED_EXTENSIONS,
+                 *more]:
+        name, config = next(iter(item.items())) if isinstance(item, dict) else (item, None)
+        names += [name] if name not in names else []
+        configs.update({name: config} if config else {})
+    return markdown.Markdown(extensions=names, extension_configs=configs)
+
+
+def _convert(md: markdown.Markdown, text: str) -> tuple[str, Any]:
+    md.reset()
+    return md.convert(text), getattr(md, "toc_tokens", None)
+
+
+@pytest.fixture
+def fast(monkeypatch):
+    for owner, name, value in fast_paths.fast_paths():
+        monkeypatch.setattr(owner, name, value)
+
+
+def _released_markdown(monkeypatch) -> None:
+    monkeypatch.setattr(InlineProcessor, "run", fast_paths._original_run)
+    monkeypatch.setattr(InlineProcessor, "_InlineProcessor__handleInline", fast_paths._original_handle_inline)
+
+
+def test_the_inline_fast_path_converts_a_page_to_the_same_html(fast, monkeypatch):
+    md = _perfsite_markdown()
+    assert fast_paths.only_known_patterns(md.inlinePatterns)
+    calls, released_handle_inline = [], fast_paths._original_handle_inline
+    monkeypatch.setattr(fast_paths, "_original_handle_inline", lambda processor, data, *rest: calls.append(data)
+                        or released_handle_inline(processor, data, *rest))
+    quick = _convert(md, PAGE)
+    assert md.treeprocessors["inline"].perfsite_triggers is not None
+    # Plain texts skipped, the others handed to Markdown.
+    assert "Just words and numbers 1 2 3 and more words." not in calls and "7,375" not in calls
+    assert "/blocks/layer.53/MatMul&#95;1" in calls and "**3.1%**" in calls
+    monkeypatch.undo()
+    _released_markdown(monkeypatch)
+    released = _convert(_perfsite_markdown(), PAGE)
+    assert quick == released
+    assert "<abbr" in released[0] and "<em>emphasis</em>" in released[0] and "<table>" in released[0]
+
+
+def test_a_project_extension_with_inline_patterns_gets_markdowns_own_code(fast, monkeypatch):
+    md = _perfsite_markdown("pymdownx.betterem", "pymdownx.mark")
+    page = PAGE + "\n==marked== and *em*phasis\n"
+    quick = _convert(md, page)
+    assert md.treeprocessors["inline"].perfsite_triggers is None
+    _released_markdown(monkeypatch)
+    assert quick == _convert(_perfsite_markdown("pymdownx.betterem", "pymdownx.mark"), page)
+    assert "<mark>marked</mark>" in quick[0]
