@@ -1,6 +1,7 @@
-"""generator.site.fast_paths: the faster path through Python-Markdown's inline processing gives the same HTML as
-the released code, and is taken for perfsite's own configuration with the installed releases (a failure there
-after an upgrade: check the new release's code and the patterns in fast_paths)."""
+"""generator.site.fast_paths: the faster paths through Python-Markdown's inline processing and Material's search
+parser give the same HTML and the same search sections as the released code, and are taken for perfsite's own
+configuration with the installed releases (a failure there after an upgrade: check the new release's code and
+the hashes and patterns in fast_paths)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import markdown
 import pytest
 from markdown.treeprocessors import InlineProcessor
+from material.plugins.search import plugin as search_plugin
 
 from generator.site import fast_paths
 from generator.site.build import REQUIRED_EXTENSIONS, _read_config
@@ -58,6 +60,19 @@ a = b * c  # not emphasis
 
 Just words and numbers 1 2 3 and more words.
 """
+
+# Raw HTML that takes the search parser's other branches: excluded and nested elements, scripts, <pre>, a
+# heading in a <div>, a heading without id, void and self-closing tags, a permalink in a heading, empty tags.
+HTML_EXTRA = """
+<div data-search-exclude><p>hidden <b>text</b></p><div>nested div</div></div><div><p>div after</p></div>
+<script>var x = "<p>";</script><style>p {}</style><object><p>obj</p></object>
+<pre><code>line one
+  line two</code><span>  </span><span>\n</span>x</pre><p><span>  </span><span> </span>y</p>
+<div><h3 id="in-div">In a <code>div</code><a class="headerlink" href="#in-div">¶</a></h3><p>text</p></div>
+<p>after the div</p><h4>no id</h4><p>text<br>more<img src="x.png"><span/></p><p> </p><ul><li> </li></ul>
+<table class="linenodiv"><tr><td>1</td></tr></table><p>last &amp; &lt;escaped&gt;</p><sub>2</sub>
+"""
+
 
 def _perfsite_markdown(*more: str) -> markdown.Markdown:
     """A Markdown converter with the extensions of perfsite's packaged mkdocs.yml (and `more`)."""
@@ -112,3 +127,20 @@ def test_a_project_extension_with_inline_patterns_gets_markdowns_own_code(fast, 
     _released_markdown(monkeypatch)
     assert quick == _convert(_perfsite_markdown("pymdownx.betterem", "pymdownx.mark"), page)
     assert "<mark>marked</mark>" in quick[0]
+
+
+def _sections(html: str) -> list[tuple[Any, ...]]:
+    parser = search_plugin.Parser()
+    parser.feed(html)
+    parser.close()
+    return [(s.el.tag, s.el.attrs, s.depth, s.id, s.title, s.text, s.is_excluded()) for s in parser.data]
+
+
+def test_the_search_parser_finds_the_same_sections(fast, monkeypatch):
+    assert fast_paths.known_search_parser() and search_plugin.Parser is fast_paths._Parser
+    html = _convert(_perfsite_markdown(), PAGE)[0] + HTML_EXTRA
+    for page in (html, "<p>preface</p>" + html, "<h2 id='a'>first</h2>" + html, "text<h1>x</h1>"):
+        quick = _sections(page)
+        monkeypatch.setattr(search_plugin, "Parser", fast_paths._ReleasedParser)
+        assert quick == _sections(page)
+        monkeypatch.setattr(search_plugin, "Parser", fast_paths._Parser)

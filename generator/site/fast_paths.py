@@ -1,6 +1,6 @@
 """mkdocs hook of `perfsite build` (its generated mkdocs.yml lists this file under `hooks:`): faster paths
-through the code that converts the pages to HTML, each with the same output as the code it stands in for, taken
-when mkdocs reads its configuration (on_config) where they apply.
+through the code that converts the pages to HTML and indexes them for search, each with the same output as the
+code it stands in for, taken when mkdocs reads its configuration (on_config) where they apply.
 
 Python-Markdown's inline processing returns at once a text that none of its inline patterns can match. The
 report pages are long tables, and most cells hold a number or a plain name; Markdown's InlineProcessor tries
@@ -13,17 +13,27 @@ characters comes out of the inline processing as it went in. Only while every in
 extension that adds a pattern (pymdownx.betterem, say), or a Markdown release whose patterns differ, gets
 Markdown's own code for every text.
 
-tests/test_fast_paths.py checks that pages convert to the same HTML either way.
+Material's search plugin splits a page's HTML into sections with html.parser and handlers of its own. They ask
+"is any open element one to skip?", "is a <pre> open?" and "is the section's heading open?" of the list of
+open elements, element by element through Python-level __eq__ and __hash__ (Material's Element compares and
+hashes as its tag), for each of a page's hundred thousand pieces of text: a third of the indexing time.
+_Parser keeps a count of open elements by tag and gives the same answers, so the same index; only for
+Material's Parser, Element and Section as we know them (the hash of their source), other releases keep theirs.
+
+tests/test_fast_paths.py checks that pages convert to the same HTML and the same search sections either way.
 Loaded by mkdocs by path, so it imports nothing of perfsite's (whose package would import the whole generator).
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import re
 from typing import Any
 
 from markdown import inlinepatterns, util
 from markdown.treeprocessors import InlineProcessor
+from material.plugins.search import plugin as search_plugin
 
 # Markdown's inline patterns: name -> (class, regex). Each regex needs one of TRIGGERS to match:
 # ` or \ (backtick, escape), [ (links, references, images: `![`), < (autolink, automail, html), a line break
@@ -84,9 +94,144 @@ def _handle_inline(self: InlineProcessor, data: str, patternIndex: int = 0) -> s
 _run.perfsite_released, _handle_inline.perfsite_released = _original_run, _original_handle_inline
 
 
+# sha256 of the source of Material's search Parser, Element and Section (mkdocs-material 9.8.2) that _Parser
+# answers for: another source (another release) keeps Material's own parser.
+KNOWN_SEARCH_SOURCES = (
+    "3227e18afa8a20e15210cd0e298b6edee838f72f05024bd5d191dae87f57fa2b",
+    "7f7b690dae2c2deb30337cc2096020c58396febee0e15ab7d2e21e8e36960bc2",
+    "af84af932f8d1829972abe28a9c2f13761f5a429acaeaf066455b40dcd9a04ed",
+)
+HEADINGS = frozenset(f"h{level}" for level in range(1, 7))
+ALWAYS_SKIPPED = ("script", "style", "object")  # Material never takes these off its skip list
+_ReleasedParser = _released(search_plugin.Parser)
+
+
+def known_search_parser() -> bool:
+    try:
+        sources = [inspect.getsource(c) for c in (_ReleasedParser, search_plugin.Element, search_plugin.Section)]
+    except (OSError, TypeError):  # no source to compare (a frozen or compiled install)
+        return False
+    return tuple(hashlib.sha256(s.encode()).hexdigest() for s in sources) == KNOWN_SEARCH_SOURCES
+
+
+class _Parser(_ReleasedParser):
+    """Material's search Parser with the same sections from cheaper questions. Material's Element is equal to
+    any element or string of the same tag and hashes as its tag, so its skip set is in effect a set of tags
+    (`skip_tags`), "any open element in the skip set" is "a tag of the skip set open" (`skipping`, updated when
+    the open elements or the skip set change), and "the section's heading is open" or "a <pre> is open" are
+    "that tag is open" (`open_tags`, open elements counted by tag). html.parser's line and column of the
+    current position, which nothing reads, are not counted either (updatepos)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.skip_tags = {str(s) for s in self.skip}
+        self.open_tags: dict[str, int] = {}
+        self.skipping = False
+
+    def updatepos(self, i: int, j: int) -> int:
+        return j
+
+    def _open(self, tag: str) -> bool:
+        return bool(self.open_tags.get(tag))
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attrs = dict(attrs)
+        if tag in search_plugin.void:
+            return
+        el = search_plugin.Element(tag, attrs)
+        self.context.append(el)
+        self.open_tags[tag] = self.open_tags.get(tag, 0) + 1
+        self.skipping = self.skipping or tag in self.skip_tags
+        if tag in HEADINGS and "id" in attrs:
+            self._start_section(el, attrs)
+        if not self.section:
+            self.section = search_plugin.Section(search_plugin.Element("hx"))
+            self.data.append(self.section)
+        if "data-search-exclude" in attrs or attrs.get("class") == "linenodiv":
+            self.skip_tags.add(tag)
+            self.skipping = True
+            return
+        if not self.skipping and tag in self.keep:
+            self._markup().append(f"<{tag}>")
+
+    def _start_section(self, el: Any, attrs: dict[str, str | None]) -> None:
+        depth = len(self.context)
+        if el.tag != "h1" and not self.data:  # ensure a top-level section
+            self.section = search_plugin.Section(search_plugin.Element("hx"), depth)
+            self.data.append(self.section)
+        self.section = search_plugin.Section(el, depth)
+        if self.data:
+            self.section.id = attrs["id"]
+        self.data.append(self.section)
+
+    def _markup(self) -> list[str]:
+        """Where a kept tag goes: the section's title while its heading is open, else its text."""
+        section = self.section
+        return section.title if self._open(section.el.tag) else section.text
+
+    def handle_endtag(self, tag: str) -> None:
+        context = self.context
+        if not context or context[-1].tag != tag:
+            return
+        if self.section.depth > len(context):  # leaving a heading nested in another element
+            for section in reversed(self.data):
+                if section.depth <= len(context):
+                    self.section.depth = float("inf")
+                    self.section = section
+                    break
+        el = context.pop()
+        self.open_tags[tag] -= 1
+        if tag in self.skip_tags:
+            if tag not in ALWAYS_SKIPPED:
+                self.skip_tags.remove(tag)
+            self.skipping = any(self.open_tags.get(t) for t in self.skip_tags)
+            return
+        if not self.skipping and tag in self.keep:
+            self._close(self._markup(), el.tag)
+
+    @staticmethod
+    def _close(data: list[str], tag: str) -> None:
+        """The closing tag after its opening one, or both dropped when only whitespace is between them."""
+        index = data.index(f"<{tag}>")
+        for i in range(index + 1, len(data)):
+            if not data[i].isspace():
+                index = len(data)
+                break
+        if len(data) > index:
+            del data[index:]
+        else:
+            data.append(f"</{tag}>")
+
+    def handle_data(self, data: str) -> None:
+        if self.skipping:
+            return
+        open_tags = self.open_tags
+        in_pre = open_tags.get("pre")
+        if not in_pre:
+            data = " " if data.isspace() else data.replace("\n", " ")
+        if not self.section:
+            self.section = search_plugin.Section(search_plugin.Element("hx"))
+            self.data.append(self.section)
+        section = self.section
+        if open_tags.get(section.el.tag):
+            if not any(el.tag == "a" and el.attrs.get("class") == "headerlink" for el in self.context):
+                section.title.append(search_plugin.escape(data, quote=False))
+        elif data.isspace():
+            if not section.text or not section.text[-1].isspace() or in_pre:
+                section.text.append(data)
+        else:
+            section.text.append(search_plugin.escape(data, quote=False))
+
+
+_Parser.perfsite_released = _ReleasedParser
+
+
 def fast_paths() -> list[tuple[Any, str, Any]]:
     """Each fast path for the installed releases: (object, attribute, faster value)."""
-    return [(InlineProcessor, "run", _run), (InlineProcessor, "_InlineProcessor__handleInline", _handle_inline)]
+    found = [(InlineProcessor, "run", _run), (InlineProcessor, "_InlineProcessor__handleInline", _handle_inline)]
+    if known_search_parser():
+        found.append((search_plugin, "Parser", _Parser))
+    return found
 
 
 def on_config(config: Any) -> Any:
