@@ -5,12 +5,14 @@ the hashes and patterns in fast_paths)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import markdown
 import pytest
 from markdown.treeprocessors import InlineProcessor
 from material.plugins.search import plugin as search_plugin
+from mkdocs.plugins import PluginCollection
 
 from generator.site import fast_paths
 from generator.site.build import REQUIRED_EXTENSIONS, _read_config
@@ -137,10 +139,34 @@ def _sections(html: str) -> list[tuple[Any, ...]]:
 
 
 def test_the_search_parser_finds_the_same_sections(fast, monkeypatch):
-    assert fast_paths.known_search_parser() and search_plugin.Parser is fast_paths._Parser
+    assert fast_paths.known_search_plugin() and search_plugin.Parser is fast_paths._Parser
     html = _convert(_perfsite_markdown(), PAGE)[0] + HTML_EXTRA
     for page in (html, "<p>preface</p>" + html, "<h2 id='a'>first</h2>" + html, "text<h1>x</h1>"):
         quick = _sections(page)
         monkeypatch.setattr(search_plugin, "Parser", fast_paths._ReleasedParser)
         assert quick == _sections(page)
         monkeypatch.setattr(search_plugin, "Parser", fast_paths._Parser)
+
+
+def test_the_search_plugin_leaves_the_same_page_and_index(fast):
+    """Material's on_page_context replaced by fast_paths._on_page_context in the event's list (its method was
+    registered before hooks load), with the same page content and index entries, data-search-* or not."""
+    plugin = search_plugin.SearchPlugin()
+    plugin.load_config({})
+    plugins = PluginCollection()
+    plugins["material/search"] = plugin
+    config = SimpleNamespace(plugins=plugins)
+    released = plugins.events["page_context"][0]
+    fast_paths._faster_page_context(config)
+    quick = plugins.events["page_context"][0]
+    assert quick.__func__ is fast_paths._on_page_context and quick.__self__ is plugin
+    html = _convert(_perfsite_markdown(), PAGE)[0] + HTML_EXTRA
+    for content in (html, html.replace("<div data-search-exclude>", '<div data-search-exclude="x" class="a">'),
+                    '<h1 id="t">T</h1><p data-search-boost="2">p</p>', ""):
+        results = []
+        for method in (released, quick):
+            plugin.search_index = search_plugin.SearchIndex(**plugin.config)
+            page = SimpleNamespace(content=content, toc=[], url="p.html", meta={}, title="T")
+            method({}, page=page, config=None, nav=None)
+            results.append((page.content, plugin.search_index.entries))
+        assert results[0] == results[1]
