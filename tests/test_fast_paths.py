@@ -16,6 +16,7 @@ from mkdocs.plugins import PluginCollection
 
 from generator.site import fast_paths
 from generator.site.build import REQUIRED_EXTENSIONS, _read_config
+from generator.site.fast_paths import PATTERNS
 from generator.site.pages import templates_dir
 
 PAGE = """\
@@ -39,6 +40,7 @@ line break and a placeholder-looking \u0002klzzwxh:0000\u0003 text.
 | 1,118 | plain name | 7,348 | **3.1%** |
 | `Conv` | [linked](#the-table) | 1 &lt; 2 | HTML |
 | 5 | a&#92;x1b&#91;2J | — | *n/a* |
+| 6 | __strong under__ | a `b` | [ref] |
 
 !!! note "A note with `code`"
     Text in an admonition, with an HTML abbreviation.
@@ -105,15 +107,16 @@ def _released_markdown(monkeypatch) -> None:
 
 def test_the_inline_fast_path_converts_a_page_to_the_same_html(fast, monkeypatch):
     md = _perfsite_markdown()
-    assert fast_paths.only_known_patterns(md.inlinePatterns)
-    calls, released_handle_inline = [], fast_paths._original_handle_inline
-    monkeypatch.setattr(fast_paths, "_original_handle_inline", lambda processor, data, *rest: calls.append(data)
-                        or released_handle_inline(processor, data, *rest))
+    assert fast_paths.pattern_needs(md.inlinePatterns) is not None
+    tried, apply = [], InlineProcessor._InlineProcessor__applyPattern
+    monkeypatch.setattr(InlineProcessor, "_InlineProcessor__applyPattern", lambda processor, pattern, data, *rest:
+                        tried.append((data, pattern.compiled_re.pattern)) or apply(processor, pattern, data, *rest))
     quick = _convert(md, PAGE)
-    assert md.treeprocessors["inline"].perfsite_triggers is not None
-    # Plain texts skipped, the others handed to Markdown.
-    assert "Just words and numbers 1 2 3 and more words." not in calls and "7,375" not in calls
-    assert "/blocks/layer.53/MatMul&#95;1" in calls and "**3.1%**" in calls
+    assert md.treeprocessors["inline"].perfsite_needs is not None
+    # No pattern tried on a plain text, only the entity pattern on a text whose only markup is an entity.
+    assert not [regex for data, regex in tried if data in ("Just words and numbers 1 2 3 and more words.", "7,375")]
+    assert [regex for data, regex in tried if data == "/blocks/layer.53/MatMul&#95;1"] == [PATTERNS["entity"][1]]
+    assert [regex for data, regex in tried if data == "**3.1%**"] == [PATTERNS["em_strong"][1]]
     monkeypatch.undo()
     _released_markdown(monkeypatch)
     released = _convert(_perfsite_markdown(), PAGE)
@@ -125,7 +128,7 @@ def test_a_project_extension_with_inline_patterns_gets_markdowns_own_code(fast, 
     md = _perfsite_markdown("pymdownx.betterem", "pymdownx.mark")
     page = PAGE + "\n==marked== and *em*phasis\n"
     quick = _convert(md, page)
-    assert md.treeprocessors["inline"].perfsite_triggers is None
+    assert md.treeprocessors["inline"].perfsite_needs is None
     _released_markdown(monkeypatch)
     assert quick == _convert(_perfsite_markdown("pymdownx.betterem", "pymdownx.mark"), page)
     assert "<mark>marked</mark>" in quick[0]

@@ -2,16 +2,17 @@
 through the code that converts the pages to HTML and indexes them for search, each with the same output as the
 code it stands in for, taken when mkdocs reads its configuration (on_config) where they apply.
 
-Python-Markdown's inline processing returns at once a text that none of its inline patterns can match. The
-report pages are long tables, and most cells hold a number or a plain name; Markdown's InlineProcessor tries
-every inline pattern on every text of the tree (14 patterns, each a regex search behind Python method calls):
-half of the time of converting the report pages, most of it finding nothing. Each pattern's regex needs one of
-a few characters to match (PATTERNS, TRIGGERS), and a pattern that does not match leaves the text as it was
-(InlineProcessor.__applyPattern returns it unchanged, with no other effect), so a text without any of those
-characters comes out of the inline processing as it went in. Only while every inline pattern is one of those
-(class and regex: Python-Markdown 3.11's own; none of the extensions perfsite configures adds one): a project's
-extension that adds a pattern (pymdownx.betterem, say), or a Markdown release whose patterns differ, gets
-Markdown's own code for every text.
+Python-Markdown's inline processing tries on a text only the inline patterns that can match it. The report
+pages are long tables, and most cells hold a number or a plain name; Markdown's InlineProcessor tries every
+inline pattern on every text of the tree (14 patterns, each a regex search behind Python method calls): half of
+the time of converting the report pages, most of it finding nothing. Each pattern's regex needs the text to
+hold one of a few strings to match (PATTERNS: `&` for an entity, `[` for a link...), and a pattern that does not
+match leaves the text as it was (InlineProcessor.__applyPattern returns it unchanged, with no other effect), so
+passing over a pattern whose strings the text lacks changes nothing, and a text that holds none of them comes
+out of the inline processing as it went in. Only while every inline pattern is one of those (class and regex:
+Python-Markdown 3.11's own; none of the extensions perfsite configures adds one): a project's extension that
+adds a pattern (pymdownx.betterem, say), or a Markdown release whose patterns differ, gets Markdown's own code
+for every text.
 
 Material's search plugin splits a page's HTML into sections with html.parser and handlers of its own. They ask
 "is any open element one to skip?", "is a <pre> open?" and "is the section's heading open?" of the list of
@@ -37,29 +38,29 @@ from markdown import inlinepatterns, util
 from markdown.treeprocessors import InlineProcessor
 from material.plugins.search import plugin as search_plugin
 
-# Markdown's inline patterns: name -> (class, regex). Each regex needs one of TRIGGERS to match:
-# ` or \ (backtick, escape), [ (links, references, images: `![`), < (autolink, automail, html), a line break
-# (linebreak: two spaces and one), & (entity), * or _ (em_strong's delimiters).
+# Markdown's inline patterns: name -> (class, regex, what a text needs to hold for the regex to match: one of
+# these strings).
 PATTERNS = {
-    "backtick": (inlinepatterns.BacktickInlineProcessor, r"(?:(?<!\\)((?:\\{2})+)(?=`+)|(?<!\\)`)"),
-    "escape": (inlinepatterns.EscapeInlineProcessor, r"\\(.)"),
-    "reference": (inlinepatterns.ReferenceInlineProcessor, r"(?<!\!)\["),
-    "link": (inlinepatterns.LinkInlineProcessor, r"(?<!\!)\["),
-    "image_link": (inlinepatterns.ImageInlineProcessor, r"\!\["),
-    "image_reference": (inlinepatterns.ImageReferenceInlineProcessor, r"\!\["),
-    "short_reference": (inlinepatterns.ShortReferenceInlineProcessor, r"(?<!\!)\["),
-    "short_image_ref": (inlinepatterns.ShortImageReferenceInlineProcessor, r"\!\["),
-    "autolink": (inlinepatterns.AutolinkInlineProcessor, r"<([A-Za-z][A-Za-z0-9+.-]*://[^<>]*)>"),
-    "automail": (inlinepatterns.AutomailInlineProcessor, r"<([^<> !]+@[^@<> ]+)>"),
-    "linebreak": (inlinepatterns.SubstituteTagInlineProcessor, r"  \n"),
+    "backtick": (inlinepatterns.BacktickInlineProcessor, r"(?:(?<!\\)((?:\\{2})+)(?=`+)|(?<!\\)`)", ("`",)),
+    "escape": (inlinepatterns.EscapeInlineProcessor, r"\\(.)", ("\\",)),
+    "reference": (inlinepatterns.ReferenceInlineProcessor, r"(?<!\!)\[", ("[",)),
+    "link": (inlinepatterns.LinkInlineProcessor, r"(?<!\!)\[", ("[",)),
+    "image_link": (inlinepatterns.ImageInlineProcessor, r"\!\[", ("![",)),
+    "image_reference": (inlinepatterns.ImageReferenceInlineProcessor, r"\!\[", ("![",)),
+    "short_reference": (inlinepatterns.ShortReferenceInlineProcessor, r"(?<!\!)\[", ("[",)),
+    "short_image_ref": (inlinepatterns.ShortImageReferenceInlineProcessor, r"\!\[", ("![",)),
+    "autolink": (inlinepatterns.AutolinkInlineProcessor, r"<([A-Za-z][A-Za-z0-9+.-]*://[^<>]*)>", ("<",)),
+    "automail": (inlinepatterns.AutomailInlineProcessor, r"<([^<> !]+@[^@<> ]+)>", ("<",)),
+    "linebreak": (inlinepatterns.SubstituteTagInlineProcessor, r"  \n", ("  \n",)),
     "html": (inlinepatterns.HtmlInlineProcessor,
              r"""(<(\/?+[a-zA-Z][^\s"'<>@]*+(?:\s+[^\s"'=<>]++(?:\s*+=\s*+(?:"[^"]*+"|'[^']*+'|[^\s"'=<>]++))?+)*+"""
-             r"""\s*+/?|!--(?:(?!<!--|-->).)*--|[?](?:(?!<[?]|[?]>).)*[?]|!\[CDATA\[(?:(?!<!\[CDATA\[|\]\]>).)*\]\])>)"""),
-    "entity": (inlinepatterns.HtmlInlineProcessor, r"(&(?:\#[0-9]+|\#x[0-9a-fA-F]+|[a-zA-Z0-9]+);)"),
-    "em_strong": (getattr(inlinepatterns, "DelimiterProcessor", None), r"\*|_"),
+             r"""\s*+/?|!--(?:(?!<!--|-->).)*--|[?](?:(?!<[?]|[?]>).)*[?]|!\[CDATA\[(?:(?!<!\[CDATA\[|\]\]>).)*\]\])>)""",
+             ("<",)),
+    "entity": (inlinepatterns.HtmlInlineProcessor, r"(&(?:\#[0-9]+|\#x[0-9a-fA-F]+|[a-zA-Z0-9]+);)", ("&",)),
+    "em_strong": (getattr(inlinepatterns, "DelimiterProcessor", None), r"\*|_", ("*", "_")),
 }
-# STX too: a text holding an inline placeholder (util.INLINE_PLACEHOLDER_PREFIX) is Markdown's to take apart.
-TRIGGERS = re.compile(r"[`\\\[<\n&*_" + util.STX + "]")
+NEEDS = {(kind, regex): needs for kind, regex, needs in PATTERNS.values()}
+TRIGGERS = re.compile(r"[`\\\[<\n&*_]")  # a character of every string in NEEDS
 
 
 def _released(value: Any) -> Any:
@@ -72,25 +73,37 @@ _original_run = _released(InlineProcessor.run)
 _original_handle_inline = _released(InlineProcessor._InlineProcessor__handleInline)
 
 
-def only_known_patterns(patterns: Any) -> bool:
-    """Whether every pattern of the registry `patterns` is one of PATTERNS (class and regex)."""
-    known = set(PATTERNS.values())
-    return all((type(p), getattr(getattr(p, "compiled_re", None), "pattern", None)) in known for p in patterns)
+def pattern_needs(patterns: Any) -> list[tuple[str, ...]] | None:
+    """What a text needs to hold for each pattern of the registry `patterns` (in its order) to match, or None
+    when one of them is not in PATTERNS (class and regex)."""
+    needs = [NEEDS.get((type(p), getattr(getattr(p, "compiled_re", None), "pattern", None))) for p in patterns]
+    return None if None in needs else needs
 
 
 def _run(self: InlineProcessor, tree: Any, ancestors: list[str] | None = None) -> Any:
-    """Markdown's InlineProcessor.run, told whether the fast path applies (the patterns are known when a page
-    is converted, not when the processor is made: extensions register theirs after it)."""
-    self.perfsite_triggers = TRIGGERS.search if only_known_patterns(self.inlinePatterns) else None
+    """Markdown's InlineProcessor.run, told what each pattern needs (the patterns are known when a page is
+    converted, not when the processor is made: extensions register theirs after it)."""
+    self.perfsite_needs = pattern_needs(self.inlinePatterns)
     return _original_run(self, tree, ancestors)
 
 
 def _handle_inline(self: InlineProcessor, data: str, patternIndex: int = 0) -> str:  # noqa: N803 (Markdown's name)
-    """Markdown's InlineProcessor.__handleInline, returning a text no pattern can match as it is."""
-    triggers = getattr(self, "perfsite_triggers", None)
-    if triggers is not None and triggers(data) is None:
+    """Markdown's InlineProcessor.__handleInline (each pattern in turn, again from where its last match ended
+    while it matches), trying only the patterns whose needs the text holds: one that cannot match is passed
+    over as Markdown passes over one that did not match, and a text that holds none is returned at once."""
+    needs = getattr(self, "perfsite_needs", None)
+    if needs is None or isinstance(data, util.AtomicString):
+        return _original_handle_inline(self, data, patternIndex)
+    if TRIGGERS.search(data) is None:
         return data
-    return _original_handle_inline(self, data, patternIndex)
+    apply, start = self._InlineProcessor__applyPattern, 0
+    while patternIndex < len(needs):
+        if any(need in data for need in needs[patternIndex]):
+            data, matched, start = apply(self.inlinePatterns[patternIndex], data, patternIndex, start)
+            if matched:
+                continue
+        patternIndex, start = patternIndex + 1, 0
+    return data
 
 
 _run.perfsite_released, _handle_inline.perfsite_released = _original_run, _original_handle_inline
