@@ -71,11 +71,13 @@ def _same_unnamed(x: Executed, y: Executed) -> bool:
     return x.op_type == y.op_type and x.input_shapes == y.input_shapes
 
 
-def _one_sided(nodes: Sequence[Executed], uf: _UnionFind) -> set[int]:
+def _one_sided(nodes: Sequence[Executed], uf: _UnionFind) -> list[int]:
+    """The nodes whose group holds one version only, in ascending order (each node's root looked up once)."""
+    roots = [uf.find(i) for i in range(len(nodes))]
     sides: dict[int, set[str]] = defaultdict(set)
-    for i, e in enumerate(nodes):
-        sides[uf.find(i)].add(e.side)
-    return {i for i in range(len(nodes)) if len(sides[uf.find(i)]) == 1}
+    for root, e in zip(roots, nodes, strict=True):
+        sides[root].add(e.side)
+    return [i for i, root in enumerate(roots) if len(sides[root]) == 1]
 
 
 def _link_by_weights(nodes: Sequence[Executed], uf: _UnionFind) -> None:
@@ -84,7 +86,7 @@ def _link_by_weights(nodes: Sequence[Executed], uf: _UnionFind) -> None:
     for i, e in enumerate(nodes):
         for w in e.weight_keys:
             users[(e.side, w)].append(i)
-    for i in sorted(_one_sided(nodes, uf)):
+    for i in _one_sided(nodes, uf):
         e, votes = nodes[i], defaultdict(int)
         for w in e.weight_keys:
             mine, theirs = users[(e.side, w)], users[("b" if e.side == "a" else "a", w)]
@@ -99,7 +101,7 @@ def _link_by_weights(nodes: Sequence[Executed], uf: _UnionFind) -> None:
 
 def _link_to_producers(nodes: Sequence[Executed], uf: _UnionFind) -> None:
     """Removed activations/normalizations still one-sided join the group of their producer."""
-    for i in sorted(_one_sided(nodes, uf)):
+    for i in _one_sided(nodes, uf):
         e = nodes[i]
         if e.op_type not in REMOVABLE_OPS or not e.input_shapes:
             continue

@@ -35,7 +35,6 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -250,21 +249,29 @@ def match_executed(a: Sequence[Executed], b: Sequence[Executed], reference: Rati
     total_a, total_b = sum(e.dur_us for e in a), sum(e.dur_us for e in b)
     coverage = _coverage(groups, overhead_a, overhead_b, total_a, total_b)
     overhead = _overhead(overhead_a, overhead_b, total_a, total_b)
-    ratio = partial(group_ratio, reference=reference, iterations_a=iterations_a, iterations_b=iterations_b)
+
+    def ratio(members_a: Sequence[Executed], time_a: float, members_b: Sequence[Executed],
+              time_b: float) -> RatioCI | None:
+        """group_ratio of a row whose members' summed times (member_time's) are known already."""
+        return scaled_ratio_ci(time_a, time_b, reference, _rel_se(members_a, iterations_a, time_a),
+                               _rel_se(members_b, iterations_b, time_b))
+
     kernels = _kernel_rows(groups, overhead_a, overhead_b, total_a, total_b, ratio)
     return LayerMatch(groups, overhead_a, overhead_b, coverage, overhead, kernels, tuple(a), tuple(b))
 
 
 def _group(members: list[Executed]) -> LayerGroup:
+    # Made by built(): a version pair has a group per layer, a thousand for a thousand-node model.
     if len(members) == 1:  # most layers of a version pair: one kernel in one version (its keys are distinct)
         e = members[0]
-        return LayerGroup((e,), (), e.keys) if e.side == "a" else LayerGroup((), (e,), e.keys)
+        sides = ((e,), ()) if e.side == "a" else ((), (e,))
+        return built(LayerGroup, {"members_a": sides[0], "members_b": sides[1], "keys": e.keys})
     keys = tuple(dict.fromkeys(k for e in sorted(members, key=lambda e: (e.side, e.exec_order)) for k in e.keys))
-    return LayerGroup(
-        members_a=tuple(sorted((e for e in members if e.side == "a"), key=lambda e: e.exec_order)),
-        members_b=tuple(sorted((e for e in members if e.side == "b"), key=lambda e: e.exec_order)),
-        keys=keys,
-    )
+    return built(LayerGroup, {
+        "members_a": tuple(sorted((e for e in members if e.side == "a"), key=lambda e: e.exec_order)),
+        "members_b": tuple(sorted((e for e in members if e.side == "b"), key=lambda e: e.exec_order)),
+        "keys": keys,
+    })
 
 
 def _coverage(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], overhead_b: Sequence[Executed],
@@ -365,14 +372,14 @@ def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -
         main = max(reference, key=_work_first)
         labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
     weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not is_qparam(w)))
-    time_a, time_b = g.time_a_us, g.time_b_us
-    matched = g.matched
+    time_a, time_b = sum([e.dur_us for e in members_a]), sum([e.dur_us for e in members_b])  # g.time_a_us, …
+    matched = bool(members_a and members_b)
     only_in = None if matched else ("a" if members_a else "b")
     return built(KernelRow, {
         "layer": _label(labels) or main.name, "op_type": kernel_op(main.op_type),
         "time_a_us": time_a, "time_b_us": time_b,
         "precision_a": _dominant(members_a, "precision"), "precision_b": _dominant(members_b, "precision"),
-        "delta_us": time_b - time_a, "ratio": ratio(members_a, members_b) if matched else None,
+        "delta_us": time_b - time_a, "ratio": ratio(members_a, time_a, members_b, time_b) if matched else None,
         "only_in": only_in, "note": _layer_note(g, only_in),
         "executed_a": tuple(e.name for e in members_a), "executed_b": tuple(e.name for e in members_b),
         "weights": weights, "original_nodes": g.keys,
@@ -390,7 +397,7 @@ def _work_first(e: Executed) -> tuple:
 def executed_ops(members: Sequence[Executed]) -> tuple[str, ...]:
     """The distinct op types onnxruntime ran, in execution order."""
     if len(members) <= 1:
-        return tuple(e.op_type for e in members)
+        return (members[0].op_type,) if members else ()
     return tuple(dict.fromkeys(e.op_type for e in sorted(members, key=lambda e: e.exec_order)))
 
 
