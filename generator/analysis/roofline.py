@@ -25,6 +25,7 @@ from generator.layers.work import (  # noqa: F401
     traffic_bytes,
 )
 from generator.results.by_trial import trial_rows
+from generator.results.records import records
 
 # A layer is highlighted as a place where optimization pays when it runs below this share of its roofline
 # and takes at least this share of the kernel time (a slow 10 µs Relu is not worth anyone's afternoon).
@@ -198,7 +199,7 @@ def layer_results(nodes: pd.DataFrame, layers: pd.DataFrame, trial: TrialSummary
     # Plain dicts, not iterrows' Series: building a Series per node and reading it by label was most of the
     # time of a large model's profile page (2,400 nodes). Sorted before the records are made: each is made
     # once, with its cumulative share (a dataclasses.replace per node after was a tenth of this function).
-    pairs = sorted(zip(top.to_dict("records"), split_sums(top, static), strict=True),
+    pairs = sorted(zip(records(top), split_sums(top, static), strict=True),
                    key=lambda pair: (-float(pair[0]["dur_mean_us"]), int(pair[0]["exec_order"])))
     out, running = [], 0.0
     for node, sums in pairs:

@@ -141,11 +141,14 @@ def timeline_from_table(rows: pd.DataFrame, flops_by_node: Mapping[str, float] |
     parameter size for MatMul's weight, nor for any prepacked weight, so that a MatMul streaming 256 KiB of
     weights for a 1 KiB input looked compute-bound; its reported parameter size stands where none is known, and
     a call onnxruntime gave no activation size stays without a size (its weights alone are not its traffic)."""
+    # Here, not at the top: the profiled worker imports this module to write rows, without pandas.
+    from generator.results.records import records
+
     if rows.empty:
         return Timeline((), 0.0, 0.0)
     rows = rows.sort_values("exec_order", kind="stable")
     calls = Counter(rows["node_name"].astype(str))
-    events = tuple(_event(r, flops_by_node or {}, calls, weights_by_node or {}) for r in rows.to_dict("records"))
+    events = tuple(_event(r, flops_by_node or {}, calls, weights_by_node or {}) for r in records(rows))
     model_run = _float(rows["model_run_us"].iloc[0])
     kernel_sum = float(sum(e.dur_us for e in events if e.parent is None))
     return Timeline(events, model_run if model_run is not None else kernel_sum, kernel_sum)
