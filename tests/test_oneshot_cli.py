@@ -18,7 +18,7 @@ from support.cli import perfsite
 from support.models import dynamic_conv_model
 
 from generator.oneshot.schema import profile_schema_errors
-from generator.oneshot.text import NAME_WIDTH, num
+from generator.oneshot.text import NAME_WIDTH, num, preempted_text
 from generator.terminal_text import safe
 
 
@@ -73,7 +73,8 @@ def test_printed_figures_equal_the_json(cnn_run):
     assert _numbers(_line(out, "cold start")) == [s["cold_start_ms"], s["load_ms"], s["first_run_ms"]]
     # The sweep's noise rules and preempted share, judged on the clean requests.
     noise = s["noise"]
-    assert set(noise) == {"noisy", "reasons", "preemption_known", "preempted_share"}
+    assert set(noise) == {"noisy", "reasons", "preemption_known", "preempted_share", "clean_figures"}
+    assert preempted_text(noise) in out  # and in the page: test_the_json_matches_its_schema_and_describes_the_run
     # On a busy machine a second warning (a disturbed limits probe) may follow: the noise line is the one
     # that names the noise.
     noise_lines = [ln for ln in out.splitlines() if ln.strip().startswith(("warning", "noise"))
@@ -96,6 +97,22 @@ def test_printed_figures_equal_the_json(cnn_run):
     assert f"wrote         {data['files']['json']}" in out and f"wrote         {data['files']['html']}" in out
 
 
+@pytest.mark.parametrize(("noise", "said"), [
+    ({"preemption_known": True, "preempted_share": 0.125, "clean_figures": True},
+     "12.5 % of requests preempted by other processes (left out of the figures)"),
+    ({"preemption_known": True, "preempted_share": 0.0, "clean_figures": True},
+     "0.0 % of requests preempted by other processes"),
+    # No process kept enough clean requests: the figures are every request's, the preempted ones too.
+    ({"preemption_known": True, "preempted_share": 0.9, "clean_figures": False},
+     "90.0 % of requests preempted by other processes (counted in the figures: no process kept enough clean "
+     "requests)"),
+    ({"preemption_known": False, "preempted_share": None, "clean_figures": False},
+     "preemption unknown on this system (every request counted)"),
+])
+def test_the_preempted_share_says_what_the_figures_did_with_those_requests(noise, said):
+    assert preempted_text(noise) == said
+
+
 def test_the_json_matches_its_schema_and_describes_the_run(cnn_run):
     _, data, cwd = cnn_run
     assert profile_schema_errors(data) == []
@@ -105,6 +122,8 @@ def test_the_json_matches_its_schema_and_describes_the_run(cnn_run):
     assert data["defaulted_dims"] == ["batch"] and data["settings"]["threads"] == 1 and data["settings"]["quick"]
     assert data["latencies"]["count"] == data["summary"]["iterations"] == len(data["latencies"]["samples_ms"])
     assert Path(data["files"]["json"]) == cwd / "cnn.perf.json" and (cwd / "cnn.perf.html").is_file()
+    page = (cwd / "cnn.perf.html").read_text(encoding="utf-8")
+    assert f"<th>Preempted requests</th><td>{preempted_text(data['summary']['noise'])}" in page
     assert data["limits"]["bandwidth_gbs"] > 0 and data["environment"]["fingerprint"]
     bounds = {row["bound"] for row in data["layers"]}
     assert "compute" in bounds and any(row["original_nodes"] for row in data["layers"])

@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from generator.oneshot.text import num
+from generator.oneshot.text import num, preempted_text
 from generator.site.charts_timeline import temporal_chart, timeline_chart
 from generator.site.escape import inline_json, shown_json
 from generator.site.pages import templates_dir
@@ -74,5 +74,5 @@ def render_html(record: Mapping[str, Any], view: TimelineView) -> str:
     template = _environment().get_template(TEMPLATE)
     return template.render(
         r=record, s=record["summary"], title=title, charts=charts, trace=chrome_trace(view.timeline, title),
-        scripts=[Markup(text) for text in inline_scripts()],
+        scripts=[Markup(text) for text in inline_scripts()], preempted=preempted_text(record["summary"]["noise"]),
     )

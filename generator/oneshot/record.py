@@ -89,7 +89,7 @@ def _summary(model_path: Path, resolved: ResolvedInputs, analysis: ProfileAnalys
         "cores_used": sig(t.cores_used, 3), "throughput_ips": sig(t.throughput_ips),
         "latency_ms": {k: sig(lat[k]) for k in ("mean", "p50", "p90", "p95", "p99")},
         "noise": {"noisy": t.noisy, "reasons": list(t.noise_reasons), "preemption_known": t.preemption_known,
-                  "preempted_share": sig(t.preempted_share, 3)},
+                  "preempted_share": sig(t.preempted_share, 3), "clean_figures": t.clean_figures},
         "load_ms": sig(t.load_ms), "first_run_ms": sig(t.first_run_ms),
         "cold_start_ms": sig((t.load_ms or 0.0) + (t.first_run_ms or 0.0)),
         "peak_rss_mb": sig(t.peak_rss_mb),

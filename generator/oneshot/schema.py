@@ -38,10 +38,12 @@ _SUMMARY = _object({
         "profiler_overhead_us": _NUM, "measured_latency_us": _NUM, "rule": _STR})]},
     "limits_exceeded": _INT,
     "slowest_layers": {"type": "array", "items": _SLOW},
-    # The sweep's noise rules on the clean requests, and the share of requests another process preempted
-    # (null when the kernel does not tell).
+    # The sweep's noise rules on the clean requests, the share of requests another process preempted (null when
+    # the kernel does not tell), and whether the figures are the clean requests (false: preemption unknown, or
+    # no process kept enough clean requests and every request is counted).
     "noise": _object({"noisy": {"type": "boolean"}, "reasons": {"type": "array", "items": _STR},
-                      "preemption_known": {"type": "boolean"}, "preempted_share": _NUM_OR_NULL}),
+                      "preemption_known": {"type": "boolean"}, "preempted_share": _NUM_OR_NULL,
+                      "clean_figures": {"type": "boolean"}}),
 })
 _INPUT = _object({"name": _STR, "dtype": _STR, "shape": {"type": "array", "items": _INT},
                   "declared": {"type": ["array", "null"], "items": {"type": ["integer", "string", "null"]}}})

@@ -53,13 +53,25 @@ def summary_text(record: Mapping[str, Any]) -> str:
 
 
 def _noise_line(noise: Mapping[str, Any]) -> str:
-    """Preempted requests (left out of the figures) and the noise rules that fired, as `perfsite run` judges."""
-    share = noise.get("preempted_share")
-    preempted = (f"{100 * share:.1f} % of requests preempted by other processes (left out of the figures)"
-                 if noise.get("preemption_known") and share is not None else "preemption unknown on this system")
+    """Preempted requests and the noise rules that fired, as `perfsite run` judges."""
+    preempted = preempted_text(noise)
     if noise.get("noisy"):
         return f"  warning       noisy: {safe('; '.join(noise.get('reasons', [])))}; {preempted}; measure again"
     return f"  noise         {preempted}"
+
+
+def preempted_text(noise: Mapping[str, Any]) -> str:
+    """The share of preempted requests and what the figures did with them: left out, or (no process kept
+    enough clean requests: generator.runner.aggregate.measurement_columns) counted like every other."""
+    share = noise.get("preempted_share")
+    if not noise.get("preemption_known") or share is None:
+        return "preemption unknown on this system (every request counted)"
+    said = f"{100 * share:.1f} % of requests preempted by other processes"
+    if not share:
+        return said
+    if noise.get("clean_figures", True):  # records written before the key have clean figures or none preempted
+        return f"{said} (left out of the figures)"
+    return f"{said} (counted in the figures: no process kept enough clean requests)"
 
 
 def _p99_note(record: Mapping[str, Any]) -> str:
