@@ -177,15 +177,10 @@ def _order(t: TrialSummary) -> tuple:
     return (t.sort_key(), t.trial_key)
 
 
-def _executed(ctx: CompareContext, trial_key: str) -> tuple[Executed, ...]:
-    """The trial's top-level executed nodes (side "a": the chooser's own figures never look at the side)."""
-    return executed_of(ctx, trial_key, "a")
-
-
 def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
     s = trial_stats(ctx.cache, ctx.exp, t)
     q_name, _ = quantile_name(ctx.percentile, s, s)
-    executed = _executed(ctx, t.trial_key)
+    executed = executed_of(ctx, t.trial_key)
     return TrialCard(t.trial_key, t.version, t.config_label, config_dict(t),
                      timing(s, q_name) if s.samples.processes else None,
                      {e.name: (e.dur_us, e.precision, e.dur_std_us) for e in executed},
@@ -235,7 +230,7 @@ class Side:
 
 
 def _side(ctx: CompareContext, t: TrialSummary) -> Side:
-    executed = _executed(ctx, t.trial_key)
+    executed = executed_of(ctx, t.trial_key)
     return Side(trial_stats(ctx.cache, ctx.exp, t), executed, op_side(executed, iterations_of(t)))
 
 

@@ -32,7 +32,6 @@ from generator.analysis.compare_choice import (
 from generator.analysis.layer_match import (
     Executed,
     LayerMatch,
-    as_side,
     built,
     executed_nodes,
     executed_ops,
@@ -213,18 +212,17 @@ def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | Non
     if missing:
         return None, (f"No per-node profile of {' and '.join(missing)} at {ta.config_label}: the layer-level "
                       "sections are empty. Add this configuration to the spec's `profile:` list and run again.",)
-    return match_executed(executed_of(ctx, ta.trial_key, "a"), executed_of(ctx, tb.trial_key, "b"), reference,
+    return match_executed(executed_of(ctx, ta.trial_key), executed_of(ctx, tb.trial_key), reference,
                           iterations_of(ta), iterations_of(tb)), ()
 
 
-def executed_of(ctx: CompareContext, trial_key: str, side: str) -> tuple[Executed, ...]:
-    """The trial's top-level executed nodes as version `side` ("a"/"b"), read once per context: a trial takes
-    part in many comparisons (the chooser's version pairs, its cards, the compare pages)."""
-    key = ("executed", trial_key, side)
+def executed_of(ctx: CompareContext, trial_key: str) -> tuple[Executed, ...]:
+    """The trial's top-level executed nodes (as side "a": match_executed gives each its side), read once per
+    context: a trial takes part in many comparisons (the chooser's version pairs, its cards, the compare
+    pages), as A in some and as B in others."""
+    key = ("executed", trial_key)
     if key not in ctx.cache:
-        other = ctx.cache.get(("executed", trial_key, "b" if side == "a" else "a"))
-        ctx.cache[key] = (tuple(as_side(e, side) for e in other) if other is not None
-                          else tuple(executed_nodes(side, trial_rows(ctx.exp.nodes, trial_key))))
+        ctx.cache[key] = tuple(executed_nodes("a", trial_rows(ctx.exp.nodes, trial_key)))
     return ctx.cache[key]
 
 

@@ -130,25 +130,31 @@ def _plain_column(column: pd.Series) -> list[Any]:
 def executed_columns(nodes: pd.DataFrame, names: Sequence[str]) -> list[list[Any]]:
     """Columns `names` of one trial's top-level executed nodes, in execution order, each as the list of its
     cells (_plain_column; a column missing from older results is all None): readers take the few columns
-    they need of every trial of a sweep, a thousand nodes each."""
-    rows = nodes[nodes["parent"].isna()].sort_values("exec_order")
-    return [_plain_column(rows[name]) if name in rows.columns else [None] * len(rows) for name in names]
+    they need of every trial of a sweep, a thousand nodes each. Only those columns are taken, at the rows'
+    positions in order (a filtered and sorted frame copied each of the table's 26 columns twice)."""
+    top = nodes["exec_order"].reset_index(drop=True)[nodes["parent"].isna().to_numpy()]
+    positions = top.sort_values().index.to_numpy()  # the order sort_values of the filtered rows gives
+    return [_plain_column(nodes[name].take(positions)) if name in nodes.columns else [None] * len(positions)
+            for name in names]
 
 
 def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
     """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b")."""
+    columns = executed_columns(nodes, _EXECUTED_COLUMNS)
+    orders, names, ops, durations, precisions, providers, originals, weights, methods, ins, outs, stds = columns
+    names, ops = [str(n) for n in names], [str(o) for o in ops]
+    overheads = map(_is_overhead, names, ops, originals, methods)
     out = []
     new = object.__new__
-    for order, name, op, dur, precision, provider, originals, weights, method, shapes_in, shapes_out, std in zip(
-            *executed_columns(nodes, _EXECUTED_COLUMNS), strict=True):
-        name, op = str(name), str(op)
+    for order, name, op, dur, precision, provider, original, weight, method, shapes_in, shapes_out, std, overhead \
+            in zip(orders, names, ops, durations, precisions, providers, originals, weights, methods, ins, outs, stds,
+                   overheads, strict=True):
         e = new(Executed)  # as built() makes it, inline: a sweep reads a thousand nodes of each of its trials
-        e.__dict__.update({
+        _adopt(e, "__dict__", {
             "side": side, "exec_order": int(order), "name": name, "op_type": op, "dur_us": float(dur or 0.0),
-            "precision": precision, "provider": provider, "original_nodes": originals, "weights": weights,
-            "method": method, "input_shapes": shapes_in, "output_shapes": shapes_out,
-            "overhead": _is_overhead(name, op, originals, method), "dur_std_us": float(std or 0.0), "keys": (),
-            "weight_keys": ()})
+            "precision": precision, "provider": provider, "original_nodes": original, "weights": weight,
+            "method": method, "input_shapes": shapes_in, "output_shapes": shapes_out, "overhead": overhead,
+            "dur_std_us": float(std or 0.0), "keys": (), "weight_keys": ()})
         out.append(e)
     return out
 
@@ -161,7 +167,7 @@ _EXECUTED_COLUMNS = ("exec_order", "node_name", "op_type", "dur_mean_us", "runti
 def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: str | None) -> bool:
     if op_type in CONVERSION_OPS:
         return True
-    if originals and all(is_added_name(n) for n in originals):
+    if originals and all(map(is_added_name, originals)):
         return True  # requantize Mul, the Cast of dynamic quantization, the FP16 converter's casts
     # A Cast onnxruntime inserted (FP16 on CPU, `InsertedPrecisionFreeCast_*`) computes nothing of the model;
     # the mapping gives it a neighbour's nodes.
@@ -169,7 +175,8 @@ def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: st
 
 
 def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Executed], list[Executed]]:
-    """Rewrite each version's node and weight names into the form the other version also has."""
+    """Rewrite each version's node and weight names into the form the other version also has, and give each
+    node its side ("a"/"b"): a trial's nodes are read once, whichever side of a comparison they take."""
     def names(side: list[Executed]) -> set[str]:
         return {n for e in side if not e.overhead for n in e.original_nodes if not is_added_name(n)}
 
@@ -179,36 +186,40 @@ def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Execu
     node_cl = {"a": closure(names(b)), "b": closure(names(a))}
     weight_cl = {"a": closure(weights(b)), "b": closure(weights(a))}
 
-    def rewrite(e: Executed, nodes_cl: set[str], weights_cl: set[str]) -> Executed:
-        keys = _common_forms(e.original_nodes, nodes_cl, is_added_name)
-        return _changed(e, keys=keys, weight_keys=_common_forms(e.weights, weights_cl, is_qparam))
+    def rewrite(e: Executed, side: str) -> Executed:
+        # _changed's record, made from a copy of e's fields: both trials' thousand nodes, for every ordered
+        # pair of versions of a chooser.
+        fields = e.__dict__.copy()
+        fields["side"] = side
+        fields["keys"] = _common_forms(e.original_nodes, node_cl[side], is_added_name)
+        fields["weight_keys"] = _common_forms(e.weights, weight_cl[side], is_qparam)
+        return built(Executed, fields)
 
-    return (_claimed_casts([rewrite(e, node_cl["a"], weight_cl["a"]) for e in a]),
-            _claimed_casts([rewrite(e, node_cl["b"], weight_cl["b"]) for e in b]))
+    return (_claimed_casts([rewrite(e, "a") for e in a]), _claimed_casts([rewrite(e, "b") for e in b]))
 
 
 def _changed(e: Executed, **changes: Any) -> Executed:
-    """`e` with some fields changed, as dataclasses.replace gives it: a chooser rewrites both trials' thousand
-    nodes for every ordered pair of versions."""
+    """`e` with some fields changed, as dataclasses.replace gives it."""
     return built(Executed, {**e.__dict__, **changes})
-
-
-def as_side(e: Executed, side: str) -> Executed:
-    """`e` as a node of version `side` ("a"/"b"): a trial read once is either side of its comparisons."""
-    return _changed(e, side=side)
 
 
 def built(cls: type[T], fields: dict[str, Any]) -> T:
     """A record of frozen dataclass `cls` from every one of its fields (in the class's order, defaults
     included), without the frozen __init__'s setattr per field: the same record, made at a third of the cost.
-    For the records made by the thousand (a trial's nodes, the chooser's kernel and layer-type rows)."""
+    For the records made by the thousand (a trial's nodes, the chooser's kernel and layer-type rows). `fields`
+    becomes the record's own __dict__, not copied: pass a dict made for it."""
     new = object.__new__(cls)
-    new.__dict__.update(fields)
+    _adopt(new, "__dict__", fields)
     return new
+
+
+_adopt = object.__setattr__  # a frozen dataclass's own __setattr__ refuses every attribute
 
 
 def _common_forms(names: tuple[str, ...], other_closure: set[str], left_out: Callable[[str], bool]) -> tuple[str, ...]:
     """The common form of each name not `left_out`, each form once, in order (most nodes have one name)."""
+    if not names:  # most nodes' weights
+        return ()
     if len(names) == 1:
         return () if left_out(names[0]) else (common_name(names[0], other_closure),)
     return tuple(dict.fromkeys(common_name(n, other_closure) for n in names if not left_out(n)))
@@ -239,8 +250,8 @@ def match_layers(nodes_a: pd.DataFrame, nodes_b: pd.DataFrame, reference: RatioC
 
 def match_executed(a: Sequence[Executed], b: Sequence[Executed], reference: RatioCI | None = None,
                    iterations_a: int = 1, iterations_b: int = 1) -> LayerMatch:
-    """match_layers from the two trials' executed nodes (executed_nodes of side "a" and "b"), for a caller
-    that keeps them per trial."""
+    """match_layers from the two trials' executed nodes (executed_nodes of either side: each comes out as its
+    side's), for a caller that keeps them per trial."""
     a, b = _with_common_names(list(a), list(b))
     nodes = [e for e in a + b if not e.overhead]
     groups = tuple(_group(ms) for ms in group_executed(nodes))
