@@ -154,7 +154,7 @@ def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
             "side": side, "exec_order": int(order), "name": name, "op_type": op, "dur_us": float(dur or 0.0),
             "precision": precision, "provider": provider, "original_nodes": original, "weights": weight,
             "method": method, "input_shapes": shapes_in, "output_shapes": shapes_out, "overhead": overhead,
-            "dur_std_us": float(std or 0.0), "keys": (), "weight_keys": ()})
+            "dur_std_us": float(std or 0.0), "keys": (), "weight_keys": ()})  # `or`: never -0.0
         out.append(e)
     return out
 
@@ -363,6 +363,8 @@ def _rel_se(members: Sequence[Executed], iterations: int, total: float) -> float
     independent)."""
     if total <= 0:
         return 0.0
+    if len(members) == 1:  # a row of one kernel: sum() of one square adds it to 0, the square itself
+        return math.sqrt(members[0].dur_std_us ** 2 / max(iterations, 1)) / total
     return math.sqrt(sum(e.dur_std_us ** 2 for e in members) / max(iterations, 1)) / total
 
 
@@ -374,6 +376,8 @@ def _kernel_rows(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], o
 
 
 def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -> KernelRow:
+    # A chooser makes a row per layer group of each of its ordered version pairs (22,000 for vit-search-23's
+    # 20), most of one kernel per version: the helpers give a single member's figures without a loop.
     members_a, members_b = g.members_a, g.members_b
     reference = members_a or members_b
     if len(reference) == 1:  # most rows: one kernel per version (its keys are distinct already)
@@ -382,21 +386,36 @@ def _layer_row(g: LayerGroup, total_a: float, total_b: float, ratio: Callable) -
     else:
         main = max(reference, key=_work_first)
         labels = tuple(dict.fromkeys(k for e in reference for k in e.keys))
-    weights = tuple(dict.fromkeys(w for e in reference for w in e.weights if not is_qparam(w)))
-    time_a, time_b = sum([e.dur_us for e in members_a]), sum([e.dur_us for e in members_b])  # g.time_a_us, …
+    time_a, names_a, precision_a, ops_a = _row_side(members_a)
+    time_b, names_b, precision_b, ops_b = _row_side(members_b)
     matched = bool(members_a and members_b)
     only_in = None if matched else ("a" if members_a else "b")
     return built(KernelRow, {
         "layer": _label(labels) or main.name, "op_type": kernel_op(main.op_type),
-        "time_a_us": time_a, "time_b_us": time_b,
-        "precision_a": _dominant(members_a, "precision"), "precision_b": _dominant(members_b, "precision"),
+        "time_a_us": time_a, "time_b_us": time_b, "precision_a": precision_a, "precision_b": precision_b,
         "delta_us": time_b - time_a, "ratio": ratio(members_a, time_a, members_b, time_b) if matched else None,
-        "only_in": only_in, "note": _layer_note(g, only_in),
-        "executed_a": tuple(e.name for e in members_a), "executed_b": tuple(e.name for e in members_b),
-        "weights": weights, "original_nodes": g.keys,
+        "only_in": only_in, "note": _layer_note(g, only_in), "executed_a": names_a, "executed_b": names_b,
+        "weights": _row_weights(reference), "original_nodes": g.keys,
         "share_a": _share(time_a, total_a), "share_b": _share(time_b, total_b), "kind": "layer",
-        "ops_a": executed_ops(members_a), "ops_b": executed_ops(members_b),
+        "ops_a": ops_a, "ops_b": ops_b,
     })
+
+
+def _row_side(members: Sequence[Executed]) -> tuple[float, tuple[str, ...], str | None, tuple[str, ...]]:
+    """One side of a layer row: the members' summed time (g.time_a_us; an int 0 for none, as sum() gives),
+    their names, dominant precision and executed_ops."""
+    if len(members) == 1:  # sum() of one time adds it to 0: the time itself (never -0.0, see executed_nodes)
+        e = members[0]
+        return e.dur_us, (e.name,), e.precision, (e.op_type,)
+    return (sum([e.dur_us for e in members]), tuple(e.name for e in members), _dominant(members, "precision"),
+            executed_ops(members))
+
+
+def _row_weights(reference: Sequence[Executed]) -> tuple[str, ...]:
+    """The weights of a row's reference members, quantization parameters left out, each once."""
+    if len(reference) == 1 and len(reference[0].weights) <= 1:  # most kernels: no weight or one
+        return tuple(w for w in reference[0].weights if not is_qparam(w))
+    return tuple(dict.fromkeys(w for e in reference for w in e.weights if not is_qparam(w)))
 
 
 def _work_first(e: Executed) -> tuple:
@@ -420,7 +439,7 @@ def _label(names: Sequence[str], shown: int = 3) -> str:
 
 def _layer_note(g: LayerGroup, only_in: str | None) -> str | None:
     members = g.members_a or g.members_b
-    if not any(e.original_nodes for e in members):
+    if not (members[0].original_nodes if len(members) == 1 else any(e.original_nodes for e in members)):
         return "not mapped to the model file"
     if only_in == "a":
         return "no counterpart in B: removed or fused by the transform, or run in a way the mapping cannot tie"
