@@ -258,7 +258,6 @@ def match_executed(a: Sequence[Executed], b: Sequence[Executed], reference: Rati
     overhead_a = tuple(e for e in a if e.overhead)
     overhead_b = tuple(e for e in b if e.overhead)
     total_a, total_b = sum(e.dur_us for e in a), sum(e.dur_us for e in b)
-    coverage = _coverage(groups, overhead_a, overhead_b, total_a, total_b)
     overhead = _overhead(overhead_a, overhead_b, total_a, total_b)
 
     def ratio(members_a: Sequence[Executed], time_a: float, members_b: Sequence[Executed],
@@ -267,16 +266,22 @@ def match_executed(a: Sequence[Executed], b: Sequence[Executed], reference: Rati
         return scaled_ratio_ci(time_a, time_b, reference, _rel_se(members_a, iterations_a, time_a),
                                _rel_se(members_b, iterations_b, time_b))
 
-    kernels = _kernel_rows(groups, overhead_a, overhead_b, total_a, total_b, ratio)
+    layer_rows = [_layer_row(g, total_a, total_b, ratio) for g in groups]
+    coverage = _coverage(layer_rows, overhead_a, overhead_b, total_a, total_b)
+    kernels = _kernel_rows(layer_rows, overhead_a, overhead_b, total_a, total_b)
     return LayerMatch(groups, overhead_a, overhead_b, coverage, overhead, kernels, tuple(a), tuple(b))
 
 
 def _group(members: list[Executed]) -> LayerGroup:
     # Made by built(): a version pair has a group per layer, a thousand for a thousand-node model.
-    if len(members) == 1:  # most layers of a version pair: one kernel in one version (its keys are distinct)
+    if len(members) == 1:  # a layer of one version: one kernel (its keys are distinct)
         e = members[0]
         sides = ((e,), ()) if e.side == "a" else ((), (e,))
         return built(LayerGroup, {"members_a": sides[0], "members_b": sides[1], "keys": e.keys})
+    if len(members) == 2 and members[0].side != members[1].side:  # most layers: one kernel in each version
+        a, b = members if members[0].side == "a" else members[::-1]
+        keys = a.keys if a.keys == b.keys else tuple(dict.fromkeys(a.keys + b.keys))  # a's keys are distinct
+        return built(LayerGroup, {"members_a": (a,), "members_b": (b,), "keys": keys})
     keys = tuple(dict.fromkeys(k for e in sorted(members, key=lambda e: (e.side, e.exec_order)) for k in e.keys))
     return built(LayerGroup, {
         "members_a": tuple(sorted((e for e in members if e.side == "a"), key=lambda e: e.exec_order)),
@@ -285,10 +290,12 @@ def _group(members: list[Executed]) -> LayerGroup:
     })
 
 
-def _coverage(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], overhead_b: Sequence[Executed],
+def _coverage(layer_rows: Sequence[KernelRow], overhead_a: Sequence[Executed], overhead_b: Sequence[Executed],
               total_a: float, total_b: float) -> MatchCoverage:
-    matched_a = sum(g.time_a_us for g in groups if g.matched)
-    matched_b = sum(g.time_b_us for g in groups if g.matched)
+    """From the layer rows in group order: a matched row's times are its group's time_a_us and time_b_us,
+    summed here in the groups' order."""
+    matched_a = sum(r.time_a_us for r in layer_rows if r.only_in is None)
+    matched_b = sum(r.time_b_us for r in layer_rows if r.only_in is None)
     over_a, over_b = sum(e.dur_us for e in overhead_a), sum(e.dur_us for e in overhead_b)
     return MatchCoverage(
         share_a=_share(matched_a + over_a, total_a), share_b=_share(matched_b + over_b, total_b),
@@ -368,10 +375,9 @@ def _rel_se(members: Sequence[Executed], iterations: int, total: float) -> float
     return math.sqrt(sum(e.dur_std_us ** 2 for e in members) / max(iterations, 1)) / total
 
 
-def _kernel_rows(groups: Sequence[LayerGroup], overhead_a: Sequence[Executed], overhead_b: Sequence[Executed],
-                 total_a: float, total_b: float, ratio: Callable) -> tuple[KernelRow, ...]:
-    rows = [_layer_row(g, total_a, total_b, ratio) for g in groups]
-    rows += [_overhead_row(e, total_a, total_b) for e in (*overhead_a, *overhead_b)]
+def _kernel_rows(layer_rows: list[KernelRow], overhead_a: Sequence[Executed], overhead_b: Sequence[Executed],
+                 total_a: float, total_b: float) -> tuple[KernelRow, ...]:
+    rows = layer_rows + [_overhead_row(e, total_a, total_b) for e in (*overhead_a, *overhead_b)]
     return tuple(sorted(rows, key=lambda r: (-max(r.time_a_us, r.time_b_us), r.layer, r.executed_a, r.executed_b)))
 
 
