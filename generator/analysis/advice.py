@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from generator.analysis.layer_match import kernel_op
 from generator.analysis.layer_names import CONVERSION_OPS
 from generator.analysis.records_compare import Advice, Comparison
 from generator.numbers import counted
@@ -56,9 +57,7 @@ def _executed(data: AdviceInput, side: str) -> tuple[Executed, ...]:
 
 
 def _op(e: Executed) -> str:
-    from generator.analysis.layer_match import kernel_op
-
-    return kernel_op(e.op_type)
+    return kernel_op(e.op_type)  # imported once: asked for every node of B, for each rule, in every comparison
 
 
 def fp32_share_rule(op: str) -> Rule:
