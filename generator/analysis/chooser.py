@@ -38,9 +38,9 @@ from generator.analysis.compare import (
     compare_versions,
     executed_of,
     iterations_of,
-    layer_type_rows,
     layer_type_rows_of,
     op_side,
+    trial_op_side,
 )
 from generator.analysis.compare_choice import CompareContext, compare_context, config_dict, headline_label
 from generator.analysis.layer_match import Executed, built
@@ -184,13 +184,17 @@ def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
     return TrialCard(t.trial_key, t.version, t.config_label, config_dict(t),
                      timing(s, q_name) if s.samples.processes else None,
                      {e.name: (e.dur_us, e.precision, e.dur_std_us) for e in executed},
-                     sum(e.dur_us for e in executed), layer_type_rows(executed, (), None, 1, 1),
+                     sum(e.dur_us for e in executed), layer_type_rows_of(trial_op_side(ctx, t), _NO_NODES, None),
                      budget_note(t) if t.budget_exhausted else None, time_accounting(t), iterations_of(t))
+
+
+# A card's layer types are the A side of a table without B (B's times 0, no ratio).
+_NO_NODES = op_side((), 1)
 
 
 def _version_pair(ctx: CompareContext, a: str, b: str) -> VersionPair:
     try:
-        c = compare_versions(ctx.exp, a, b, ctx=ctx)
+        c = compare_versions(ctx.exp, a, b, ctx=ctx, kernel_ratios=False)  # only the rows' shapes are shown
     except ResultsError as e:
         return VersionPair(a, b, None, (), (), (), str(e))
     rows = tuple(_shape(k) for k in c.kernels)
@@ -211,12 +215,13 @@ def _default(ctx: CompareContext, versions: tuple[str, ...]) -> tuple[str, str] 
     pairs = list(ctx.exp.spec.compare)
     if len(versions) < 2:
         return None  # one version's configurations: the page starts at its first two
-    try:
+    try:  # only the compared trials are used: the comparison without kernel ratios (that of a version pair)
         if pairs:
             p = pairs[0]
-            c = compare_versions(ctx.exp, p.a, p.b, dict(p.config) if p.config else None, ctx=ctx)
+            c = compare_versions(ctx.exp, p.a, p.b, dict(p.config) if p.config else None, ctx=ctx,
+                                 kernel_ratios=False)
         else:
-            c = compare_versions(ctx.exp, versions[0], versions[1], ctx=ctx)
+            c = compare_versions(ctx.exp, versions[0], versions[1], ctx=ctx, kernel_ratios=False)
     except ResultsError:
         return None
     return (c.a_trial_key, c.b_trial_key) if c.a_trial_key and c.b_trial_key else None
@@ -232,8 +237,7 @@ class Side:
 
 
 def _side(ctx: CompareContext, t: TrialSummary) -> Side:
-    executed = executed_of(ctx, t.trial_key)
-    return Side(trial_stats(ctx.cache, ctx.exp, t), executed, op_side(executed, iterations_of(t)))
+    return Side(trial_stats(ctx.cache, ctx.exp, t), executed_of(ctx, t.trial_key), trial_op_side(ctx, t))
 
 
 def _figures(ctx: CompareContext, a: Side, b: Side) -> PairFigures:

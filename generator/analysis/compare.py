@@ -69,8 +69,10 @@ def compare_pairs(exp: ExperimentResults) -> list[Comparison]:
 
 def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
                      config: dict[str, Any] | None = None, ctx: CompareContext | None = None,
-                     config_where: str = PAIR_CONFIG) -> Comparison:
-    """Version `b` against version `a` (see the module docstring for the defaults).
+                     config_where: str = PAIR_CONFIG, kernel_ratios: bool = True) -> Comparison:
+    """Version `b` against version `a` (see the module docstring for the defaults). Without `kernel_ratios`
+    the kernel rows have no ratio (None) and everything else is the same: for a caller that uses only the
+    rows' shapes (the chooser's version pairs), given the full comparison when the context holds it already.
 
     Raises ResultsError when a version has no successful trial, when no other version exists to compare
     with, or when `config` matches no configuration both versions ran (the message lists those that exist
@@ -81,13 +83,17 @@ def compare_versions(exp: ExperimentResults, a: str, b: str | None = None,
     # than once: each is made once per context. A bool and an int of the same value are different
     # configurations (the spec is strict), so the key holds each value's type.
     key = ("comparison", a, b, None if config is None else tuple((k, type(v).__name__, v) for k, v in config.items()))
+    if key in ctx.cache:
+        return ctx.cache[key]
+    if not kernel_ratios:
+        key += ("without kernel ratios",)
     if key not in ctx.cache:
-        ctx.cache[key] = _compare(ctx, a, b, config, config_where)
+        ctx.cache[key] = _compare(ctx, a, b, config, config_where, kernel_ratios)
     return ctx.cache[key]
 
 
 def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] | None,
-             config_where: str) -> Comparison:
+             config_where: str, kernel_ratios: bool = True) -> Comparison:
     check_version(ctx, a, "A")
     b_was_default = b is None
     b, b_reason = default_b(ctx, a) if b is None else (b, None)
@@ -99,15 +105,15 @@ def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] 
     ta, tb = (ctx.trials[a][chosen], ctx.trials[b][chosen]) if chosen is not None else (None, None)
     points = _points(ctx, spots, ta, tb)
     timing = _timings(ctx, ta, tb)
-    match, layer_notes = _layers(ctx, ta, tb, timing.reference)
+    match, layer_notes = _layers(ctx, ta, tb, timing.reference, kernel_ratios)
     comparison = Comparison(
         a=a, b=b, config_label=ta.config_label if ta else None, config=config_dict(ta) if ta else None,
         a_trial_key=ta.trial_key if ta else None, b_trial_key=tb.trial_key if tb else None,
         quick=tuple(f"{t.version} at {t.config_label}" for t in (ta, tb) if t is not None and t.quick),
         b_was_default=b_was_default, points=points, sweet_spots=spots,
         latency_ratio=timing.latency, throughput_ratio=timing.throughput, timings=timing.timings,
-        layer_types=layer_type_rows(match.executed_a, match.executed_b, timing.reference, iterations_of(ta),
-                                    iterations_of(tb)) if match else (),
+        layer_types=layer_type_rows_of(trial_op_side(ctx, ta), trial_op_side(ctx, tb), timing.reference)
+        if match else (),
         kernels=match.kernels if match else (), overhead=match.overhead if match else None,
         coverage=match.coverage if match else None, pareto=tuple(p for p in points if p.on_pareto),
         model_bytes=dict(ctx.model_bytes), precision_share=_precision_shares(ctx, chosen),
@@ -204,7 +210,7 @@ def iterations_of(t: TrialSummary) -> int:
 
 
 def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | None,
-            reference: RatioCI | None) -> tuple[LayerMatch | None, tuple[str, ...]]:
+            reference: RatioCI | None, kernel_ratios: bool = True) -> tuple[LayerMatch | None, tuple[str, ...]]:
     if ta is None or tb is None:
         return None, ()
     nodes = ctx.exp.nodes
@@ -213,7 +219,7 @@ def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | Non
         return None, (f"No per-node profile of {' and '.join(missing)} at {ta.config_label}: the layer-level "
                       "sections are empty. Add this configuration to the spec's `profile:` list and run again.",)
     return match_executed(executed_of(ctx, ta.trial_key), executed_of(ctx, tb.trial_key), reference,
-                          iterations_of(ta), iterations_of(tb)), ()
+                          iterations_of(ta), iterations_of(tb), kernel_ratios), ()
 
 
 def executed_of(ctx: CompareContext, trial_key: str) -> tuple[Executed, ...]:
@@ -226,11 +232,13 @@ def executed_of(ctx: CompareContext, trial_key: str) -> tuple[Executed, ...]:
     return ctx.cache[key]
 
 
-def layer_type_rows(executed_a: Sequence[Executed], executed_b: Sequence[Executed], reference: RatioCI | None,
-                    iterations_a: int, iterations_b: int) -> tuple[LayerTypeRow, ...]:
-    """Time per standard op (`QLinearConv` and `FusedConv` count as Conv) in A and B, largest first: every
-    top-level executed node of each version counts (shares are of its whole kernel time)."""
-    return layer_type_rows_of(op_side(executed_a, iterations_a), op_side(executed_b, iterations_b), reference)
+def trial_op_side(ctx: CompareContext, t: TrialSummary) -> OpSide:
+    """The trial's op_side (of its executed_of, with its profiled iterations), computed once per context: the
+    side of every layer-type table the trial takes part in (compare pages, version pairs, chooser cards)."""
+    key = ("op side", t.trial_key)
+    if key not in ctx.cache:
+        ctx.cache[key] = op_side(executed_of(ctx, t.trial_key), iterations_of(t))
+    return ctx.cache[key]
 
 
 @dataclass(frozen=True)
@@ -255,7 +263,8 @@ def op_side(executed: Sequence[Executed], iterations: int) -> OpSide:
 
 
 def layer_type_rows_of(a: OpSide, b: OpSide, reference: RatioCI | None) -> tuple[LayerTypeRow, ...]:
-    """layer_type_rows from the two sides' OpSide."""
+    """Time per standard op (`QLinearConv` and `FusedConv` count as Conv) in A and B, largest first: every
+    top-level executed node of each version counts (shares are of its whole kernel time)."""
     total_a, total_b = a.total_us, b.total_us
     rows = []
     for op in dict.fromkeys([*a.times, *b.times]):

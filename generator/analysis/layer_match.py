@@ -249,9 +249,10 @@ def match_layers(nodes_a: pd.DataFrame, nodes_b: pd.DataFrame, reference: RatioC
 
 
 def match_executed(a: Sequence[Executed], b: Sequence[Executed], reference: RatioCI | None = None,
-                   iterations_a: int = 1, iterations_b: int = 1) -> LayerMatch:
+                   iterations_a: int = 1, iterations_b: int = 1, kernel_ratios: bool = True) -> LayerMatch:
     """match_layers from the two trials' executed nodes (executed_nodes of either side: each comes out as its
-    side's), for a caller that keeps them per trial."""
+    side's), for a caller that keeps them per trial. Without `kernel_ratios` every kernel row's ratio is None
+    (the chooser's version pairs use the rows' shapes only: its page script computes their ratios)."""
     a, b = _with_common_names(list(a), list(b))
     nodes = [e for e in a + b if not e.overhead]
     groups = tuple(_group(ms) for ms in group_executed(nodes))
@@ -266,10 +267,14 @@ def match_executed(a: Sequence[Executed], b: Sequence[Executed], reference: Rati
         return scaled_ratio_ci(time_a, time_b, reference, _rel_se(members_a, iterations_a, time_a),
                                _rel_se(members_b, iterations_b, time_b))
 
-    layer_rows = [_layer_row(g, total_a, total_b, ratio) for g in groups]
+    layer_rows = [_layer_row(g, total_a, total_b, ratio if kernel_ratios else _no_ratio) for g in groups]
     coverage = _coverage(layer_rows, overhead_a, overhead_b, total_a, total_b)
     kernels = _kernel_rows(layer_rows, overhead_a, overhead_b, total_a, total_b)
     return LayerMatch(groups, overhead_a, overhead_b, coverage, overhead, kernels, tuple(a), tuple(b))
+
+
+def _no_ratio(*_: Any) -> None:
+    return None
 
 
 def _group(members: list[Executed]) -> LayerGroup:
