@@ -78,15 +78,20 @@ def trial_details(trial_key: str, nodes: pd.DataFrame, layers: pd.DataFrame) -> 
 
 def details_fingerprints(nodes: pd.DataFrame, layers: pd.DataFrame) -> dict[str, tuple[bytes | None, ...]]:
     """Trial key -> a fingerprint of everything trial_details reads for the trial: trials with equal fingerprints
-    have equal details, so a caller computes them once per fingerprint.
+    have equal details, so a caller computes them once per fingerprint. Fingerprints of one call compare with
+    each other only (decoded cells enter as numbers of this call's, see _repr_codes).
 
     Details hold no time, so the trials of a version at the same shapes (other threads, concurrency) share
     them; whether they do is read from the rows themselves, not guessed from the configuration (an optimization
     level or a provider changes the kernels too). Each row is hashed column by column in one vectorized pass
-    (decoded cells by their repr, which tells None from "None" and a tuple from a list), and a trial's rows are
-    combined in execution order (kernels) or stored order (model-file nodes)."""
-    top = nodes[nodes["parent"].isna()].sort_values("exec_order", kind="stable")
-    kernels = _fingerprints(top, [c for c in KERNEL_FIELDS if c in top.columns])
+    (decoded cells by the number of their repr, which tells None from "None" and a tuple from a list), and a
+    trial's rows are combined in execution order (kernels) or stored order (model-file nodes)."""
+    kernel_columns = ["trial_key", *(c for c in KERNEL_FIELDS if c in nodes.columns)]
+    top = nodes["exec_order"].reset_index(drop=True)[nodes["parent"].isna().to_numpy()]
+    # Only the columns hashed, at the top-level rows' positions in execution order (filtering and sorting the
+    # whole table copied each of its 26 columns twice); the order sort_values(kind="stable") gives.
+    rows = nodes[kernel_columns].take(top.sort_values(kind="stable").index.to_numpy())
+    kernels = _fingerprints(rows, kernel_columns[1:])
     model = _fingerprints(layers, [c for c in layers.columns if c != "trial_key"])
     return {key: (kernels.get(key), model.get(key)) for key in kernels.keys() | model.keys()}
 
@@ -95,24 +100,27 @@ def _fingerprints(rows: pd.DataFrame, columns: list[str]) -> dict[str, bytes]:
     """Trial key -> SHA-256 of its rows' `columns`, in the rows' order."""
     if rows.empty:
         return {}
-    cells = pd.DataFrame({c: _reprs(rows[c]) if rows[c].dtype == object else rows[c] for c in columns})
+    cells = pd.DataFrame({c: _repr_codes(rows[c]) if rows[c].dtype == object else rows[c] for c in columns})
     hashes = pd.util.hash_pandas_object(cells, index=False).to_numpy()
     positions = rows.reset_index(drop=True).groupby("trial_key", sort=False).indices
     return {str(key): hashlib.sha256(hashes[at].tobytes()).digest() for key, at in positions.items()}
 
 
-def _reprs(column: pd.Series) -> pd.Series:
-    """Each cell's repr, once per distinct object: decoded cells of the same stored value are one object
+def _repr_codes(column: pd.Series) -> np.ndarray:
+    """Each cell's repr as a number, equal for equal reprs (within the column and this call). Each repr is
+    made once per distinct object: decoded cells of the same stored value are one object
     (generator.results.cells), and a thousand-node sweep repeats the same shapes node for node. The objects
     are numbered by identity in C (pd.factorize of their ids): a Python loop over a sweep's cells cost more
-    than the reprs."""
+    than the reprs. Numbers, not the reprs themselves: hashing a sweep's texts row by row cost more than
+    numbering the few thousand distinct ones."""
     values = column.tolist()
     ids = np.fromiter(map(id, values), dtype=np.uint64, count=len(values))
     codes, _ = pd.factorize(ids)
     first = np.unique(codes, return_index=True)[1]  # codes number the objects in order of first appearance
     texts = np.empty(len(first), dtype=object)
     texts[:] = [repr(values[i]) for i in first]  # strings: one element each, never nested
-    return pd.Series(texts[codes], index=column.index, dtype=object)
+    numbers, _ = pd.factorize(texts)  # objects with the same repr (equal values stored twice): one number
+    return numbers[codes]
 
 
 KERNEL_FIELDS = ("node_name", "op_type", "provider", "runtime_precision", "input_shapes", "input_types",
