@@ -118,13 +118,18 @@ def _plain_column(column: pd.Series) -> list[Any]:
     column: integer, boolean and string columns without a missing value come out as Python values already,
     so only the others go through `clean` (a thousand-node sweep has millions of cells)."""
     values = column.tolist()  # Python numbers, strings, NaN for missing ones, decoded tuples and dicts
-    if column.dtype.kind in "iub" and not column.hasnans:  # a nullable integer column may hold pd.NA
+    if column.dtype.kind in "iubf" and not column.hasnans:  # a nullable integer column may hold pd.NA
         return values
     if isinstance(column.dtype, pd.StringDtype) and not column.hasnans:  # strings only: clean keeps them
         return values
     if column.dtype.kind == "f":
         return [None if v is pd.NA or v != v else v for v in values]  # NaN: the only float unequal to itself
+    if set(map(type, values)) <= _KEPT_TYPES:  # decoded cells only (most columns): the types counted in C
+        return values
     return [v if type(v) is str or isinstance(v, (tuple, dict)) else clean(v) for v in values]
+
+
+_KEPT_TYPES = {str, tuple, dict}  # cells `clean` would keep as they are (_plain_column)
 
 
 def executed_columns(nodes: pd.DataFrame, names: Sequence[str]) -> list[list[Any]]:
