@@ -172,9 +172,11 @@ def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
     # forkserver: workers start from a clean process, not a fork of one whose libraries hold threads. The
     # server imports this module (pandas, altair, the analyses) once, and each worker is a fork of it. As with
     # every start method but fork, a script that calls build_site must guard it with `if __name__ ==
-    # "__main__":` (Python's multiprocessing rule): workers import the main module.
+    # "__main__":` (Python's multiprocessing rule): workers import the main module. The server also compiles
+    # the page templates and imports what the pages import on first use (generator.site.worker_preload), once
+    # rather than in each worker.
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
+    context.set_forkserver_preload([__name__, "generator.site.worker_preload"])
     # The biggest experiments first: one left for last keeps a worker busy while the others idle.
     local = sorted(local, key=lambda m: -sizes[m[2]])
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
