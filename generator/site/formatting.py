@@ -74,6 +74,12 @@ def op_name(op_type: str, ops_a: tuple[str, ...] = (), ops_b: tuple[str, ...] | 
     return op_type if not shown else f"{op_type} ({' · '.join(shown)})"
 
 
+def shapes(value: Any) -> str:
+    """Tensor shapes as `1×3×224×224, 64`: `shapes | map("join", "×") | join(", ")` in one call (a profile
+    page's layer table has a row per executed node)."""
+    return ", ".join("×".join(map(str, shape)) for shape in value)
+
+
 def url(value: str) -> str:
     """A relative link target printed as is in a Markdown link: every character outside a URL's own
     punctuation percent-encoded, so that nothing in it can end the link or start markup."""
@@ -85,5 +91,5 @@ def url(value: str) -> str:
 FILTERS = {
     "num": num, "pct": pct, "of_limit": of_limit, "fixed": fixed, "mib": mib, "short_sha": short_sha, "on_off": on_off,
     "when": when, "at": at, "config_text": config_text, "wanted_text": wanted_text, "url": url,
-    "op_name": op_name,
+    "op_name": op_name, "shapes": shapes,
 }
