@@ -187,6 +187,17 @@ def test_layer_sections(exp):
     assert {a.rule_id for a in c.advice} >= {"fp32_gemm", "qdq_overhead", "outputs_disagree"}
 
 
+def test_a_comparison_without_kernel_ratios_is_the_full_one_with_none_for_them(exp):
+    """The chooser's version pairs use only the kernel rows' shapes and ask for no kernel ratios."""
+    for a, b in (("fp32", "int8"), ("int8", "fp32"), ("fp32", "int8-dyn")):
+        full = compare_versions(exp, a, b)
+        light = compare_versions(exp, a, b, kernel_ratios=False)
+        assert light.kernels and any(k.ratio is not None for k in full.kernels)
+        assert all(k.ratio is None for k in light.kernels)
+        assert light == dataclasses.replace(full, kernels=tuple(dataclasses.replace(k, ratio=None)
+                                                                for k in full.kernels))
+
+
 def test_agreement_rows_and_tolerance(exp):
     c = compare_versions(exp, "fp32", "int8")
     (row,) = c.agreement

@@ -107,7 +107,7 @@ def _released_markdown(monkeypatch) -> None:
 
 def test_the_inline_fast_path_converts_a_page_to_the_same_html(fast, monkeypatch):
     md = _perfsite_markdown()
-    assert fast_paths.pattern_needs(md.inlinePatterns) is not None
+    assert fast_paths.known_inline_loop() and fast_paths.pattern_needs(md.inlinePatterns) is not None
     tried, apply = [], InlineProcessor._InlineProcessor__applyPattern
     monkeypatch.setattr(InlineProcessor, "_InlineProcessor__applyPattern", lambda processor, pattern, data, *rest:
                         tried.append((data, pattern.compiled_re.pattern)) or apply(processor, pattern, data, *rest))
@@ -122,6 +122,19 @@ def test_the_inline_fast_path_converts_a_page_to_the_same_html(fast, monkeypatch
     released = _convert(_perfsite_markdown(), PAGE)
     assert quick == released
     assert "<abbr" in released[0] and "<em>emphasis</em>" in released[0] and "<table>" in released[0]
+
+
+def test_inline_code_spans_of_pymdownx_inlinehilite_keep_the_fast_path(fast, monkeypatch):
+    """This project's mkdocs.yml (make demo) highlights inline code with pymdownx.inlinehilite, whose pattern
+    replaces Markdown's backtick one with the same regex."""
+    extensions = ("pymdownx.highlight", "pymdownx.inlinehilite", "def_list")
+    page = PAGE + "\n`#!python print(1)`, `plain & <code>` and \\`not code\\`\n\nTerm\n:   its `definition`\n"
+    md = _perfsite_markdown(*extensions)
+    quick = _convert(md, page)
+    assert md.treeprocessors["inline"].perfsite_needs is not None
+    _released_markdown(monkeypatch)
+    assert quick == _convert(_perfsite_markdown(*extensions), page)
+    assert '<code class="highlight"><span class="nb">print</span>' in quick[0] and "<dd>" in quick[0]
 
 
 def test_a_project_extension_with_inline_patterns_gets_markdowns_own_code(fast, monkeypatch):

@@ -116,6 +116,10 @@ def test_the_preempted_share_says_what_the_figures_did_with_those_requests(noise
 def test_the_json_matches_its_schema_and_describes_the_run(cnn_run):
     _, data, cwd = cnn_run
     assert profile_schema_errors(data) == []
+    # A file of an earlier release, before the noise object had clean_figures, is still version 1.
+    earlier = json.loads(json.dumps(data))
+    del earlier["summary"]["noise"]["clean_figures"]
+    assert profile_schema_errors(earlier) == []
     assert data["format"] == "perfsite.profile" and data["version"] == 1
     assert data["inputs"] == [{"name": "input", "dtype": "float32", "declared": ["batch", 3, 64, 64],
                                "shape": [1, 3, 64, 64]}]

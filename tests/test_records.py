@@ -41,3 +41,10 @@ def test_records_leave_other_kinds_to_pandas():
     boxed = pd.Series([np.float64(1.0), "x"], dtype=object)  # to_dict makes the numpy float a Python one
     df = pd.DataFrame({"at": pd.to_datetime(["2026-01-05", None]), "boxed": boxed})
     _check(df)
+
+
+def test_records_of_a_text_column_missing_as_na_are_none_as_to_dict_gives():
+    for storage in ("python", "pyarrow"):
+        df = pd.DataFrame({"name": pd.array(["a", None], dtype=pd.StringDtype(storage, na_value=pd.NA))})
+        _check(df)
+        assert records(df)[1]["name"] is None

@@ -18,8 +18,10 @@ _STR_OR_NULL = {"type": ["string", "null"]}
 _NUMS = {"type": "array", "items": _NUM}
 
 
-def _object(properties: dict[str, Any], extra: bool = True) -> dict[str, Any]:
-    return {"type": "object", "required": sorted(properties), "properties": properties,
+def _object(properties: dict[str, Any], extra: bool = True, optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An object with these properties, every one required but the `optional` ones: keys added after version 1,
+    which its earlier files lack."""
+    return {"type": "object", "required": sorted(set(properties) - set(optional)), "properties": properties,
             "additionalProperties": extra}
 
 
@@ -43,7 +45,7 @@ _SUMMARY = _object({
     # no process kept enough clean requests and every request is counted).
     "noise": _object({"noisy": {"type": "boolean"}, "reasons": {"type": "array", "items": _STR},
                       "preemption_known": {"type": "boolean"}, "preempted_share": _NUM_OR_NULL,
-                      "clean_figures": {"type": "boolean"}}),
+                      "clean_figures": {"type": "boolean"}}, optional=("clean_figures",)),
 })
 _INPUT = _object({"name": _STR, "dtype": _STR, "shape": {"type": "array", "items": _INT},
                   "declared": {"type": ["array", "null"], "items": {"type": ["integer", "string", "null"]}}})

@@ -29,7 +29,7 @@ def _values(column: pd.Series) -> list[Any] | None:
     dtype = column.dtype
     if isinstance(dtype, np.dtype) and dtype.kind in "biuf":
         return column.to_numpy().tolist()  # numpy's item() per value, as iteration
-    if isinstance(dtype, pd.StringDtype):
+    if isinstance(dtype, pd.StringDtype) and dtype.na_value is not pd.NA:  # to_dict gives None for pd.NA
         return column.to_numpy(dtype=object, na_value=dtype.na_value).tolist()
     if isinstance(dtype, np.dtype) and dtype.kind == "O":
         values = column.to_numpy().tolist()

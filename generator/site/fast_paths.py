@@ -10,9 +10,10 @@ hold one of a few strings to match (PATTERNS: `&` for an entity, `[` for a link.
 match leaves the text as it was (InlineProcessor.__applyPattern returns it unchanged, with no other effect), so
 passing over a pattern whose strings the text lacks changes nothing, and a text that holds none of them comes
 out of the inline processing as it went in. Only while every inline pattern is one of those (class and regex:
-Python-Markdown 3.11's own; none of the extensions perfsite configures adds one): a project's extension that
-adds a pattern (pymdownx.betterem, say), or a Markdown release whose patterns differ, gets Markdown's own code
-for every text.
+Python-Markdown 3.11's own, and pymdownx.inlinehilite's code spans, which this project's mkdocs.yml uses; none
+of the extensions perfsite itself configures adds one) and Markdown's inline loop is the one checked (the hash
+of its treeprocessors module): a project's extension that adds a pattern (pymdownx.betterem, say), or another
+Markdown release, gets Markdown's own code for every text.
 
 Material's search plugin splits a page's HTML into sections with html.parser and handlers of its own. They ask
 "is any open element one to skip?", "is a <pre> open?" and "is the section's heading open?" of the list of
@@ -38,6 +39,11 @@ from markdown import inlinepatterns, util
 from markdown.treeprocessors import InlineProcessor
 from material.plugins.search import plugin as search_plugin
 
+try:
+    from pymdownx import inlinehilite
+except ImportError:  # PyMdown Extensions come with Material; without them, their pattern is simply unknown
+    inlinehilite = None
+
 # Markdown's inline patterns: name -> (class, regex, what a text needs to hold for the regex to match: one of
 # these strings).
 PATTERNS = {
@@ -59,6 +65,8 @@ PATTERNS = {
     "entity": (inlinepatterns.HtmlInlineProcessor, r"(&(?:\#[0-9]+|\#x[0-9a-fA-F]+|[a-zA-Z0-9]+);)", ("&",)),
     "em_strong": (getattr(inlinepatterns, "DelimiterProcessor", None), r"\*|_", ("*", "_")),
 }
+if inlinehilite is not None:  # pymdownx.inlinehilite's code spans (this project's mkdocs.yml): Markdown's regex
+    PATTERNS["inlinehilite"] = (inlinehilite.InlineHilitePattern, inlinehilite.BACKTICK_CODE_RE, ("`",))
 NEEDS = {(kind, regex): needs for kind, regex, needs in PATTERNS.values()}
 TRIGGERS = re.compile(r"[`\\\[<\n&*_]")  # a character of every string in NEEDS
 
@@ -113,6 +121,10 @@ _run.perfsite_released, _handle_inline.perfsite_released = _original_run, _origi
 # SearchPlugin.on_page_context, which _Parser and _on_page_context stand in for): another file (another
 # release) keeps Material's own code.
 KNOWN_SEARCH_PLUGIN = "cc8a3ac0a8862662d11e87fefcdaa4a42d9ebd70a7943fa921c1c80e2661730b"
+# sha256 of Python-Markdown's treeprocessors module (Markdown 3.11.3: InlineProcessor.run and __handleInline,
+# which _run and _handle_inline follow): another release, whose inline loop may differ even where its patterns
+# do not, keeps Markdown's own code.
+KNOWN_TREEPROCESSORS = "bf575e7cb994079e4d9466565dc31ea102d852b1be3c5c922eea4a708c08dd48"
 HEADINGS = frozenset(f"h{level}" for level in range(1, 7))
 ALWAYS_SKIPPED = ("script", "style", "object")  # Material never takes these off its skip list
 _ReleasedParser = _released(search_plugin.Parser)
@@ -121,11 +133,24 @@ _ReleasedParser = _released(search_plugin.Parser)
 def known_search_plugin() -> bool:
     """Whether Material's search plugin is the one _Parser and _on_page_context were checked against: the hash
     of its file (inspect.getsource of the classes and method concerned took 60 ms of every build)."""
+    return _file_hash(search_plugin.__file__) == KNOWN_SEARCH_PLUGIN
+
+
+def known_inline_loop() -> bool:
+    """Whether Markdown's inline processing is the code _run and _handle_inline were checked against."""
+    from markdown import treeprocessors
+
+    return _file_hash(treeprocessors.__file__) == KNOWN_TREEPROCESSORS
+
+
+def _file_hash(path: str | None) -> str | None:
+    if path is None:  # a frozen install
+        return None
     try:
-        with open(search_plugin.__file__, "rb") as module:
-            return hashlib.sha256(module.read()).hexdigest() == KNOWN_SEARCH_PLUGIN
-    except (OSError, TypeError):  # no such file (a frozen install)
-        return False
+        with open(path, "rb") as module:
+            return hashlib.sha256(module.read()).hexdigest()
+    except OSError:
+        return None
 
 
 class _Parser(_ReleasedParser):
@@ -266,7 +291,9 @@ def _faster_page_context(config: Any) -> None:
 
 def fast_paths() -> list[tuple[Any, str, Any]]:
     """Each fast path for the installed releases: (object, attribute, faster value)."""
-    found = [(InlineProcessor, "run", _run), (InlineProcessor, "_InlineProcessor__handleInline", _handle_inline)]
+    found = []
+    if known_inline_loop():
+        found += [(InlineProcessor, "run", _run), (InlineProcessor, "_InlineProcessor__handleInline", _handle_inline)]
     if known_search_plugin():
         found.append((search_plugin, "Parser", _Parser))
     return found

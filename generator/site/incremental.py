@@ -169,8 +169,10 @@ def _generate(missing: list[tuple[Parts, str, Path]]) -> None:
         for parts, slug, folder in local:
             generate_entry(parts, slug, str(folder), os.cpu_count() or 1)
         return
-    # forkserver: workers start from a clean process, not a fork of one whose libraries hold threads. The
-    # server imports this module (pandas, altair, the analyses) once, and each worker is a fork of it. As with
+    # forkserver: workers start from a process that has only imported, not from a fork of the build's, which
+    # has read files, started mkdocs' process and used its libraries' thread pools (the server holds only the
+    # idle threads numpy's BLAS starts at import, which handles fork). The server imports this module (pandas,
+    # altair, the analyses) once, and each worker is a fork of it. As with
     # every start method but fork, a script that calls build_site must guard it with `if __name__ ==
     # "__main__":` (Python's multiprocessing rule): workers import the main module. The server also compiles
     # the page templates and imports what the pages import on first use (generator.site.worker_preload), once

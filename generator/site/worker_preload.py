@@ -28,4 +28,7 @@ def compile_templates() -> None:
         env.get_template(name)
 
 
-compile_templates()
+try:
+    compile_templates()
+except Exception:  # noqa: BLE001 - a server that died here would read as "out of memory" (BROKEN_WORKER): a
+    pass  # worker compiles the template again when a page needs it, and raises the real error there
