@@ -43,7 +43,8 @@ from generator.analysis.compare import (
     trial_op_side,
 )
 from generator.analysis.compare_choice import CompareContext, compare_context, config_dict, headline_label
-from generator.analysis.layer_match import Executed, built
+from generator.analysis.frozen_records import built
+from generator.analysis.layer_match import Executed
 from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     Advice,

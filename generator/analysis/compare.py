@@ -29,10 +29,10 @@ from generator.analysis.compare_choice import (
     overall_sweet_spot,
     version_sweet_spot,
 )
+from generator.analysis.frozen_records import built
 from generator.analysis.layer_match import (
     Executed,
     LayerMatch,
-    built,
     executed_nodes,
     executed_ops,
     kernel_op,

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from generator.analysis.layer_match import built, executed_columns
+from generator.analysis.frozen_records import built
+from generator.analysis.layer_match import executed_columns, top_level_positions
 from generator.analysis.summaries import clean
 from generator.results.by_trial import trial_rows
 
@@ -87,10 +88,7 @@ def details_fingerprints(nodes: pd.DataFrame, layers: pd.DataFrame) -> dict[str,
     (decoded cells by the number of their repr, which tells None from "None" and a tuple from a list), and a
     trial's rows are combined in execution order (kernels) or stored order (model-file nodes)."""
     kernel_columns = ["trial_key", *(c for c in KERNEL_FIELDS if c in nodes.columns)]
-    top = nodes["exec_order"].reset_index(drop=True)[nodes["parent"].isna().to_numpy()]
-    # Only the columns hashed, at the top-level rows' positions in execution order (filtering and sorting the
-    # whole table copied each of its 26 columns twice); the order sort_values(kind="stable") gives.
-    rows = nodes[kernel_columns].take(top.sort_values(kind="stable").index.to_numpy())
+    rows = nodes[kernel_columns].take(top_level_positions(nodes))  # only the columns hashed
     kernels = _fingerprints(rows, kernel_columns[1:])
     model = _fingerprints(layers, [c for c in layers.columns if c != "trial_key"])
     return {key: (kernels.get(key), model.get(key)) for key in kernels.keys() | model.keys()}

@@ -35,10 +35,11 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 
+from generator.analysis.frozen_records import built
 from generator.analysis.layer_links import group_executed
 from generator.analysis.layer_names import (
     CONVERSION_OPS,
@@ -52,8 +53,6 @@ from generator.analysis.layer_names import (
 from generator.analysis.records_compare import KernelRow, MatchCoverage, QuantOverhead, RatioCI
 from generator.analysis.stats import scaled_ratio_ci
 from generator.analysis.summaries import clean
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -137,10 +136,18 @@ def executed_columns(nodes: pd.DataFrame, names: Sequence[str]) -> list[list[Any
     cells (_plain_column; a column missing from older results is all None): readers take the few columns
     they need of every trial of a sweep, a thousand nodes each. Only those columns are taken, at the rows'
     positions in order (a filtered and sorted frame copied each of the table's 26 columns twice)."""
-    top = nodes["exec_order"].reset_index(drop=True)[nodes["parent"].isna().to_numpy()]
-    positions = top.sort_values().index.to_numpy()  # the order sort_values of the filtered rows gives
+    positions = top_level_positions(nodes)
     return [_plain_column(nodes[name].take(positions)) if name in nodes.columns else [None] * len(positions)
             for name in names]
+
+
+def top_level_positions(nodes: pd.DataFrame) -> Any:
+    """The positions of `nodes`' top-level rows (no parent), in execution order (stable: a table of several
+    trials keeps its trials' order among equal exec_orders): the order `sort_values` of the filtered rows
+    gives, for taking only the columns a reader needs (filtering and sorting the whole table copied each of
+    its 26 columns twice)."""
+    top = nodes["exec_order"].reset_index(drop=True)[nodes["parent"].isna().to_numpy()]
+    return top.sort_values(kind="stable").index.to_numpy()
 
 
 def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
@@ -149,19 +156,14 @@ def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
     orders, names, ops, durations, precisions, providers, originals, weights, methods, ins, outs, stds = columns
     names, ops = [str(n) for n in names], [str(o) for o in ops]
     overheads = map(_is_overhead, names, ops, originals, methods)
-    out = []
-    new = object.__new__
-    for order, name, op, dur, precision, provider, original, weight, method, shapes_in, shapes_out, std, overhead \
-            in zip(orders, names, ops, durations, precisions, providers, originals, weights, methods, ins, outs, stds,
-                   overheads, strict=True):
-        e = new(Executed)  # as built() makes it, inline: a sweep reads a thousand nodes of each of its trials
-        _adopt(e, "__dict__", {
-            "side": side, "exec_order": int(order), "name": name, "op_type": op, "dur_us": float(dur or 0.0),
-            "precision": precision, "provider": provider, "original_nodes": original, "weights": weight,
-            "method": method, "input_shapes": shapes_in, "output_shapes": shapes_out, "overhead": overhead,
-            "dur_std_us": float(std or 0.0), "keys": (), "weight_keys": ()})  # `or`: never -0.0
-        out.append(e)
-    return out
+    return [built(Executed, {  # a sweep reads a thousand nodes of each of its trials
+        "side": side, "exec_order": int(order), "name": name, "op_type": op, "dur_us": float(dur or 0.0),
+        "precision": precision, "provider": provider, "original_nodes": original, "weights": weight,
+        "method": method, "input_shapes": shapes_in, "output_shapes": shapes_out, "overhead": overhead,
+        "dur_std_us": float(std or 0.0), "keys": (), "weight_keys": ()})  # `or`: never -0.0
+        for order, name, op, dur, precision, provider, original, weight, method, shapes_in, shapes_out, std, overhead
+        in zip(orders, names, ops, durations, precisions, providers, originals, weights, methods, ins, outs, stds,
+               overheads, strict=True)]
 
 
 # What an Executed holds, in executed_nodes' order (a column missing from older results reads as None).
@@ -206,19 +208,6 @@ def _with_common_names(a: list[Executed], b: list[Executed]) -> tuple[list[Execu
 def _changed(e: Executed, **changes: Any) -> Executed:
     """`e` with some fields changed, as dataclasses.replace gives it."""
     return built(Executed, {**e.__dict__, **changes})
-
-
-def built(cls: type[T], fields: dict[str, Any]) -> T:
-    """A record of frozen dataclass `cls` from every one of its fields (in the class's order, defaults
-    included), without the frozen __init__'s setattr per field: the same record, made at a third of the cost.
-    For the records made by the thousand (a trial's nodes, the chooser's kernel and layer-type rows). `fields`
-    becomes the record's own __dict__, not copied: pass a dict made for it."""
-    new = object.__new__(cls)
-    _adopt(new, "__dict__", fields)
-    return new
-
-
-_adopt = object.__setattr__  # a frozen dataclass's own __setattr__ refuses every attribute
 
 
 def _common_forms(names: tuple[str, ...], other_closure: set[str], left_out: Callable[[str], bool]) -> tuple[str, ...]:
