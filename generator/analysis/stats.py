@@ -4,16 +4,18 @@
 figures (generator.results.intervals): paired by round when both trials were measured in the same rounds
 (versions of one configuration in one run, or a paired baseline/candidate run), Welch's otherwise, widened by
 the between-run drift floor when the two were measured in separate runs. They are centred on the ratio of the
-pooled figures the pages show. Each process is judged by its *clean* requests (generator.results.clean).
-The hierarchical bootstrap below gives each side's own interval (the bands drawn on charts) and the ratio
-interval only where a side has a single process (no t interval exists).
+per-process figures (their geometric means, or per round), not of the pooled figures shown beside it. Each
+process is judged by its *clean* requests (generator.results.clean). Each side's own interval (the bands drawn
+on charts, the intervals of the timing tables) is the same kind: the t interval of its per-process figures,
+around the figure shown (`own_interval`). The hierarchical bootstrap below gives a side's own interval and the
+ratio interval only where a side has a single process (no t interval exists).
 
 Requests measured in one process share that process's fate (its CPU placement, frequency, cache and memory
 layout, neighbours on a shared machine), so they are not independent repetitions: on pooled samples a
 Mann-Whitney test or a plain bootstrap calls identical configurations "different" (docs/methodology-compare.md,
-../shared/NOTES.md). Every interval here comes from a **hierarchical bootstrap**: each resample draws the
-processes with replacement, then requests with replacement within each drawn process, and recomputes the
-statistic the page shows:
+../shared/NOTES.md). Where a side has one process, its intervals come from a **hierarchical bootstrap**: each
+resample draws the processes with replacement, then requests with replacement within each drawn process, and
+recomputes the statistic the page shows:
 
 - latency: the percentile of the pooled resampled requests (linear interpolation, like the `trials` table);
 - throughput: the median over the drawn processes of each process's throughput, each rescaled by its
@@ -240,14 +242,25 @@ def ratio_ci(a: Bootstrap, b: Bootstrap, level: float = LEVEL) -> RatioCI:
                    processes_b=b.processes)
 
 
+def own_interval(figures: Sequence[float], point: float, level: float = LEVEL) -> tuple[float, float] | None:
+    """A side's own 95 % interval (a trial's band on the charts and tables): the figure shown, `point` (its
+    pooled percentile, or its median throughput), times exp(± the half-width of the t interval of its
+    per-process log figures), intervals.one_side, the interval the runner's stopping rule uses and the one
+    the ratios are built from. None with fewer than two usable figures: the hierarchical bootstrap then."""
+    ci = intervals.one_side(figures, level)
+    if ci is None or not math.isfinite(point):
+        return None
+    return point * intervals.exp_or_inf(-ci.half), point * intervals.exp_or_inf(ci.half)
+
+
 def small_sample_note(processes_a: int, processes_b: int) -> str | None:
     """Why an interval deserves less trust than usual, or None."""
     fewest = min(processes_a, processes_b)
     if fewest <= 1:
         return ("one measurement process: the interval reflects request-to-request variation only, not "
                 "process-to-process; measure with more repeats to trust it")
-    if fewest == 2:
-        return "two measurement processes: the interval understates process-to-process variation"
+    if fewest == 2:  # Student's t on two figures: one degree of freedom, an honest but very wide interval
+        return "two measurement processes: the interval is wide; measure with more repeats to narrow it"
     return None
 
 

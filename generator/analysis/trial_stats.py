@@ -37,6 +37,7 @@ class TrialStats:
     run_id: Any
     preemption_known: bool = False  # results schema 2: requests a neighbour preempted are known and left out
     _figures: dict[str, list[float]] = field(default_factory=dict)
+    _pooled: dict[str, float] = field(default_factory=dict)
     _boots: dict[str, stats.Bootstrap] = field(default_factory=dict)
     _throughput: list[stats.Bootstrap | None] = field(default_factory=list)
 
@@ -50,6 +51,30 @@ class TrialStats:
             q = stats.percentile_of(q_name)
             self._figures[q_name] = [float(np.quantile(x, q)) for x in self.samples.latencies_ms]
         return self._figures[q_name]
+
+    def pooled(self, q_name: str) -> float:
+        """The latency shown: percentile `q_name` of every (clean) request of every process, pooled."""
+        if q_name not in self._pooled:
+            self._pooled[q_name] = float(np.quantile(np.concatenate(self.samples.latencies_ms),
+                                                     stats.percentile_of(q_name)))
+        return self._pooled[q_name]
+
+    def latency_band(self, q_name: str) -> tuple[float, float]:
+        """The latency's own 95 % interval (stats.own_interval; the bootstrap with fewer than two processes)."""
+        band = stats.own_interval(self.figures(q_name), self.pooled(q_name))
+        return band if band is not None else self.boot(q_name).interval()
+
+    def throughput_figures(self) -> list[float]:
+        """Each process's throughput where it recorded one."""
+        return [t for t in self.samples.throughput_ips if math.isfinite(t)]
+
+    def throughput_band(self) -> tuple[float, float] | None:
+        """The throughput's own 95 % interval, as latency_band; None when no process recorded a throughput."""
+        figures = self.throughput_figures()
+        if not figures:
+            return None
+        band = stats.own_interval(figures, float(np.median(figures)))
+        return band if band is not None else self.throughput_boot().interval()
 
     def boot(self, q_name: str) -> stats.Bootstrap:
         if q_name not in self._boots:
@@ -78,13 +103,13 @@ def trial_stats(cache: dict, exp, t: TrialSummary) -> TrialStats:
 
 
 def bootstrap_all(trials: list[TrialStats], percentile: str) -> None:
-    """Draw every trial's latency and throughput bootstraps, on all cores: numpy releases the GIL while it
-    partitions and gathers, and each bootstrap has its own generator, so the figures do not depend on the order
-    (the chooser bootstraps every trial of an experiment, the largest cost of its page)."""
+    """Draw the bootstraps the trials' own intervals need (trials with fewer than two processes: the others'
+    are t intervals, stats.own_interval) on all cores: numpy releases the GIL while it partitions and gathers,
+    and each bootstrap has its own generator, so the figures do not depend on the order."""
     def draw(s: TrialStats) -> None:
         if s.samples.processes:
-            s.boot(quantile_name(percentile, s, s)[0])
-            s.throughput_boot()
+            s.latency_band(quantile_name(percentile, s, s)[0])
+            s.throughput_band()
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         list(pool.map(draw, trials))
@@ -184,14 +209,15 @@ def _throughput(a: TrialStats, b: TrialStats, paired: bool, between: intervals.D
 
 
 def timing(s: TrialStats, q_name: str) -> VersionTiming:
-    """The trial's latency and throughput with their bootstrap intervals (a compare page's timing table)."""
-    lat, thr = s.boot(q_name), s.throughput_boot()
-    lat_low, lat_high = lat.interval()
-    thr_low, thr_high = thr.interval() if thr else (None, None)
+    """The trial's latency and throughput with their own intervals (a compare page's timing table)."""
+    lat_low, lat_high = s.latency_band(q_name)
+    thr_band = s.throughput_band()
+    thr_low, thr_high = thr_band if thr_band else (None, None)
     t = s.summary
     return VersionTiming(
-        version=t.version, latency_ms=lat.point, latency_ci_low=lat_low, latency_ci_high=lat_high,
-        throughput_ips=thr.point if thr else t.throughput_ips, throughput_ci_low=thr_low,
+        version=t.version, latency_ms=s.pooled(q_name), latency_ci_low=lat_low, latency_ci_high=lat_high,
+        throughput_ips=float(np.median(s.throughput_figures())) if thr_band else t.throughput_ips,
+        throughput_ci_low=thr_low,
         throughput_ci_high=thr_high, processes=s.samples.processes, trial_key=t.trial_key, percentile=q_name,
         note=(FALLBACK_TIMING_NOTE if falls_back(s)
               else stats.small_sample_note(s.samples.processes, s.samples.processes)),

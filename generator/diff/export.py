@@ -9,12 +9,12 @@
   `{benchmark: {measure slug: {value, lower_value?, upper_value?}}}`, with Bencher's built-in measures
   `latency` (nanoseconds) and `throughput` (operations per second; here items per second).
 
-Every (experiment, version, configuration) measured on both sides is one benchmark, named
-"experiment · version · configuration" as in the summary. The figures are the candidate's, the side under
-review, each with its own 95 % interval (the bootstrap over measurement processes that the diff's ratios
-come from); github-action-benchmark's `extra` also carries the baseline, the change with its interval and the
-verdict. A figure that is unknown or not finite is left out: JSON has no NaN, and a dashboard would draw a
-zero. These are pure functions of the diff: they write nothing.
+Every (experiment, version, configuration) measured on both sides is one benchmark, named "experiment · version
+· configuration" as in the summary. The figures are the candidate's, the side under review, each with its own
+95 % interval (Student's t over its measurement processes' figures, those the diff's ratios come from);
+github-action-benchmark's `extra` also carries the baseline, the change with its interval and the verdict. A
+figure that is unknown or not finite is left out: JSON has no NaN, and a dashboard would draw a zero. These are
+pure functions of the diff: they write nothing.
 """
 
 from __future__ import annotations

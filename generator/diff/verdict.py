@@ -1,7 +1,6 @@
 """Baseline against candidate: for every (experiment, version, configuration) in both, the latency and
-throughput ratios with 95 % intervals (hierarchical bootstrap over measurement processes,
-`generator.analysis.stats`), a verdict, the layers that changed, and whether the two were measured on the
-same environment.
+throughput ratios with 95 % intervals (Student's t over per-process figures, `generator.analysis.stats`), a
+verdict, the layers that changed, and whether the two were measured on the same environment.
 
 Verdict of one configuration, with thresholds `latency_ratio` L (1.05) and `throughput_ratio` T (0.95):
 
@@ -33,7 +32,14 @@ import numpy as np
 import pandas as pd
 
 from generator.analysis.records_compare import RatioCI
-from generator.analysis.stats import ProcessSamples, latency_ratio, percentile_of, throughput_ratio
+from generator.analysis.stats import (
+    Bootstrap,
+    ProcessSamples,
+    latency_ratio,
+    own_interval,
+    percentile_of,
+    throughput_ratio,
+)
 from generator.analysis.summaries import AXIS_COLUMNS, clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
 from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
@@ -93,7 +99,7 @@ class TrialDiff:
     # a trial again under its key, so the key alone does not say it.
     same_measurement: bool = False
     quick: bool = False  # either side measured in quick mode (a preview): rough figures
-    # Each side's own 95 % interval (same bootstraps as the ratios): the changes page draws them.
+    # Each side's own 95 % interval (stats.own_interval, as the compare pages'): the changes page draws them.
     latency_baseline_ci: tuple[float, float] | None = None
     latency_candidate_ci: tuple[float, float] | None = None
     throughput_baseline_ci: tuple[float, float] | None = None
@@ -320,10 +326,20 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         same_measurement=all(str(a.get(c)) == str(b.get(c)) for c in ("trial_key", "run_id", "finished_at")),
         quick=bool(clean(a.get("quick"))) or bool(clean(b.get("quick"))),
         model_changed=str(a["model_sha256"]) != str(b["model_sha256"]),
-        latency_baseline_ci=boot_a.interval(), latency_candidate_ci=boot_b.interval(),
-        throughput_baseline_ci=thr_a.interval() if thr_a else None,
-        throughput_candidate_ci=thr_b.interval() if thr_b else None,
+        latency_baseline_ci=_band(_figures(samples_a, q), boot_a),
+        latency_candidate_ci=_band(_figures(samples_b, q), boot_b),
+        throughput_baseline_ci=_band(samples_a.throughput_ips, thr_a) if thr_a else None,
+        throughput_candidate_ci=_band(samples_b.throughput_ips, thr_b) if thr_b else None,
     )
+
+
+def _figures(samples: ProcessSamples, q: float) -> list[float]:
+    return [float(np.quantile(x, q)) for x in samples.latencies_ms]
+
+
+def _band(figures, boot: Bootstrap) -> tuple[float, float]:
+    """A side's own interval as the compare pages give it (stats.own_interval), the bootstrap's with one process."""
+    return own_interval(figures, boot.point) or boot.interval()
 
 
 def _reported_percentile(percentile: str, a: pd.Series, b: pd.Series) -> str:

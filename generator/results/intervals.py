@@ -49,22 +49,22 @@ class LogInterval:
 
     @property
     def point(self) -> float:
-        return _exp(self.centre)
+        return exp_or_inf(self.centre)
 
     @property
     def low(self) -> float:
-        return _exp(self.centre - self.half)
+        return exp_or_inf(self.centre - self.half)
 
     @property
     def high(self) -> float:
-        return _exp(self.centre + self.half)
+        return exp_or_inf(self.centre + self.half)
 
     @property
     def relative_halfwidth(self) -> float:
         return math.expm1(self.half) if self.half < 709.0 else math.inf
 
 
-def _exp(x: float) -> float:
+def exp_or_inf(x: float) -> float:
     """exp, infinite instead of an OverflowError: a subnormal latency in a damaged file (5e-324 ms against
     1 ms) put a ratio's logarithm at 744, past what a float holds; the pages then show "inf"."""
     return math.exp(x) if x < 709.0 else math.inf
