@@ -430,6 +430,24 @@ def test_a_csv_file_keeps_values_exact_while_the_terminal_shows_them_safe(store,
     assert out == "z,w\nl1 l2,\\x1bx\n"  # the terminal: one line a row, control characters escaped
 
 
+def test_json_refuses_two_columns_of_one_name_rather_than_drop_one(store, tmp_path, monkeypatch, capsys):
+    """`SELECT * FROM trials JOIN processes …` has two `throughput_ips` (and `trial_key`) columns: the JSON form
+    kept the processes' values under the name and dropped the trials' without a word (exit 0). It is refused,
+    naming the columns, and no --output file is written; the other forms keep both columns."""
+    sql = ("SELECT * FROM trials t JOIN processes p ON t.trial_key = p.trial_key "
+           "WHERE t.trial_key = (SELECT min(trial_key) FROM processes)")
+    target = tmp_path / "joined.json"
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store), "--format", "json",
+                              "--output", str(target))
+    assert code == 1 and out == ""
+    assert err.startswith("error: The answer has more than one column named ")
+    assert "`throughput_ips`" in err and "`trial_key`" in err and "--format json" in err
+    assert "Traceback" not in err and not target.exists()
+    code, out, err = run_main(monkeypatch, capsys, "query", "SELECT 1 AS a, 2 AS a", "--results", str(store),
+                              "--format", "csv")
+    assert (code, out) == (0, "a,a\n1,2\n"), err
+
+
 def test_output_file(store, tmp_path, monkeypatch, capsys):
     target = tmp_path / "answers" / "versions.json"
     code, out, err = run_main(monkeypatch, capsys, "query", "SELECT DISTINCT version FROM trials ORDER BY 1",

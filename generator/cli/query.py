@@ -73,9 +73,24 @@ def csv_text(answer: QueryResult, raw: bool = False) -> str:
 
 
 def json_text(answer: QueryResult) -> str:
-    """A JSON array with one object per row (NULL, NaN and infinities as null, times in ISO 8601)."""
+    """A JSON array with one object per row (NULL, NaN and infinities as null, times in ISO 8601). Two columns
+    of one name are refused: an object holds one value per name, and `SELECT *` over a join (trials and
+    processes both have `throughput_ips`) kept the last column's values under the name, dropping the other."""
+    _refuse_repeated_names(answer.columns)
     records = [dict(zip(answer.columns, (_json_value(v) for v in row), strict=True)) for row in answer.rows]
     return json.dumps(records, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def _refuse_repeated_names(columns: list[str] | tuple[str, ...]) -> None:
+    repeated = sorted({name for name in columns if columns.count(name) > 1})
+    if repeated:
+        names = ", ".join(f"`{safe(name)}`" for name in repeated)
+        raise PerfsiteError(
+            f"The answer has more than one column named {names}, and a JSON object holds one value per name: --format "
+            "json would keep one of them and drop the others. Allowed for --format json: a distinct name for each "
+            "column; name them with AS (e.g. `SELECT t.throughput_ips AS trial_ips, p.throughput_ips AS "
+            "process_ips …` rather than `SELECT *` over a join), or use --format table, csv or markdown, which "
+            "keep every column.")
 
 
 def markdown_text(answer: QueryResult) -> str:
