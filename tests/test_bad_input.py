@@ -775,6 +775,25 @@ def test_results_folder_is_a_file(rows):
 
 
 @row_setup
+def setup_results_root_is_an_experiment_folder(p: Path) -> list[Command]:
+    """`--results results/cnn-int8`, the folder `build` and `compare` take for one experiment: `run` measured
+    into results/cnn-int8/tiny, an experiment nested in another's folder that no build or query finds."""
+    experiment = _results(p)
+    (p / "before").write_text("\n".join(sorted(str(f.relative_to(p)) for f in experiment.rglob("*"))))
+    return _run(results="results/cnn-int8")
+
+
+def test_results_root_is_an_experiment_folder(rows):
+    row = _row(rows, "results_root_is_an_experiment_folder")
+    _refused(row.result, "The results root results/cnn-int8 is the results folder of the experiment `cnn-int8` "
+             "(it holds trials/*.parquet), not a folder of experiments", "results/cnn-int8/tiny",
+             "Nothing was measured.", "Allowed for --results: the folder that holds the experiments' folders, "
+             "here --results results")
+    after = sorted(str(f.relative_to(row.project)) for f in (row.project / "results" / "cnn-int8").rglob("*"))
+    assert "\n".join(after) == (row.project / "before").read_text()  # no tiny/ inside, nothing changed
+
+
+@row_setup
 def setup_results_folder_is_read_only(p: Path) -> list[Command]:
     return _run(results=str(_read_only(p)), preexec_fn=_without_root_override)
 

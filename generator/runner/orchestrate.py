@@ -193,6 +193,7 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     quick = is_quick(options.quick)
     settings = measure_settings(loaded, quick)
     results = ResultsDir(options.results_dir)
+    check_root_is_no_experiment(results, loaded)
     check_one_spec_per_name(results, loaded)
     env = capture_environment()
     trials = sweep_trials(loaded, options.only)
@@ -261,6 +262,24 @@ def check_local(loaded: LoadedSpec, options: RunOptions) -> None:
         raise RunError(f"{what} asks for trials measured on kinds of machine of a Ray cluster, and this run is "
                        "local (no --ray): it measures this machine only. Run it with `--ray [ADDRESS]` (docs/ray.md), "
                        "or remove `targets:` (and --target) to measure here.")
+
+
+def check_root_is_no_experiment(results: ResultsDir, loaded: LoadedSpec) -> None:
+    """Refuse a results root that is one experiment's folder: `--results results/tiny` (the folder `build`,
+    `compare` and `diff` accept as one experiment) made `run` measure everything again into results/tiny/<name>,
+    an experiment nested in another's folder that no build, query or run at either folder finds. Local folders
+    only: on object storage the check would cost a listing of the parent at every run."""
+    if not isinstance(results.path, Path):
+        return
+    root = results.path.parent
+    if not ResultsDir(root).stored_trial_keys():
+        return
+    raise RunError(
+        f"The results root {root} is the results folder of the experiment `{root.name}` (it holds trials/*.parquet), "
+        f"not a folder of experiments: `perfsite run` writes each spec into ROOT/<spec name>/, so {loaded.path} "
+        f"would be measured into {results.path}, an experiment inside another's folder that `perfsite build`, "
+        f"`perfsite query` and later runs never find. Nothing was measured. Allowed for --results: the folder that "
+        f"holds the experiments' folders, here --results {root.parent} (the default is <project>/results).")
 
 
 def check_one_spec_per_name(results: ResultsDir, loaded: LoadedSpec) -> None:
