@@ -621,6 +621,31 @@ def test_run_and_validate_take_a_folder_of_specs_alike(tmp_path, monkeypatch, ca
             "stands for its `*.yaml` and `*.yml` files).")
 
 
+def test_a_folder_of_specs_and_a_measure_glob_leave_hidden_files_out(tmp_path):
+    """A folder of specs copied from a Mac holds `._a.yaml` beside `a.yaml` (binary metadata): `perfsite run
+    specs/` and `validate` failed on it (``Spec `specs/._a.yaml` is not valid YAML``), and `diff --measure
+    'specs/*.yaml'` took it for a spec, as `**/*.yaml` took the workflows under `.github/`. Hidden files are left
+    out, as a shell's `*` leaves them out, unless the pattern names the dot itself."""
+    from generator.runner.paired import spec_files
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    write_spec(specs, "name: a\nmodels:\n  fp32: {path: ../models/tiny.onnx}\ninputs:\n  x: {shape: [batch, 4]}\n",
+               name="a.yaml")
+    (specs / "._a.yaml").write_bytes(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        ")
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "ci.yaml").write_text("on: push\n")
+    out = perfsite("validate", "specs", cwd=tmp_path)
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout == f"ok  {specs / 'a.yaml'}: experiment 'a', 1 version, 1 trial\n"
+    assert spec_files(tmp_path, ["specs/*.yaml"]) == [specs / "a.yaml"]
+    assert spec_files(tmp_path, ["**/*.yaml"]) == [specs / "a.yaml"]
+    assert spec_files(tmp_path, [".github/*/*.yaml"]) == [tmp_path / ".github" / "workflows" / "ci.yaml"]
+
+
 def test_example_models_go_to_the_project_from_any_folder_of_it(tmp_path, monkeypatch):
     """The default folder was `experiments/models` relative to the current folder: from `experiments/` it made
     experiments/experiments/models, where no example spec looks. It is now <project>/experiments/models, as the

@@ -66,11 +66,20 @@ def spec_files(folder: Path, patterns: Sequence[str]) -> list[Path]:
                                 "measure the same spec files, and the diff could never find a change. Allowed: a "
                                 "glob inside the checkout, such as --measure 'experiments/*.yaml', which is looked "
                                 "up in BASELINE and CANDIDATE.")
-    found = sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file()})
+    found = sorted({p for pattern in patterns for p in folder.glob(pattern)
+                    if p.is_file() and _globbed_as_a_shell_does(p.relative_to(folder), pattern)})
     if not found:
         raise PerfsiteError(f"--measure {' '.join(patterns)} names no spec file in {folder}; give globs "
                             "relative to the checkout, e.g. --measure 'experiments/*.yaml'.")
     return found
+
+
+def _globbed_as_a_shell_does(found: Path, pattern: str) -> bool:
+    """Path.glob's `*` and `**` match a leading dot, a shell's do not: `experiments/*.yaml` took macOS's
+    `._quickstart.yaml` (binary metadata a copy from a Mac leaves) for a spec, and `**/*.yaml` the workflows under
+    `.github/`. A hidden file or folder counts when the pattern names a dot itself (`.ci/*.yaml`)."""
+    names_a_dot = any(part.startswith(".") for part in Path(os.path.normpath(pattern)).parts if part != ".")
+    return names_a_dot or not any(part.startswith(".") for part in found.parts)
 
 
 def files_read(baseline: Path, candidate: Path, patterns: Sequence[str]) -> dict[str, Path]:

@@ -387,8 +387,9 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 
 def spec_files(paths: Iterable[Path | str]) -> list[Path]:
     """The spec files `perfsite run` and `perfsite validate` take: each file as given, and for a folder its
-    `*.yaml` and `*.yml` files in name order (not its subfolders'). A folder without one is a SpecError, and so
-    is an empty word (an unset variable in `perfsite run "$SPEC"`), which Path would read as the current folder."""
+    `*.yaml` and `*.yml` files in name order (not hidden ones, nor its subfolders'). A folder without one is a
+    SpecError, and so is an empty word (an unset variable in `perfsite run "$SPEC"`), which Path would read as the
+    current folder."""
     files: list[Path] = []
     for given in paths:
         if isinstance(given, str) and not given.strip():
@@ -398,7 +399,10 @@ def spec_files(paths: Iterable[Path | str]) -> list[Path]:
         if not path.is_dir():
             files.append(path)
             continue
-        found = sorted(p for p in path.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
+        # Not hidden files, as a shell's `*.yaml` leaves them out: macOS's `._spec.yaml` (binary metadata that a
+        # copy or tar from a Mac leaves beside each file) made the whole folder fail as "not valid YAML".
+        found = sorted(p for p in path.iterdir()
+                       if p.suffix in SPEC_SUFFIXES and not p.name.startswith(".") and p.is_file())
         if not found:
             raise SpecError(f"The folder `{path}` holds no spec file. Allowed: spec files, or folders holding "
                             "them: a folder stands for its `*.yaml` and `*.yml` files (its subfolders are not "
