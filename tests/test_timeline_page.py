@@ -108,6 +108,31 @@ def test_a_large_trace_is_written_gzip_compressed(tmp_path, monkeypatch):
     assert data == _pages(write_timeline_results(tmp_path / "again"))[0].files[0][1]  # same bytes per build
 
 
+def test_a_long_placeholder_name_makes_a_trace_file_name_the_file_system_takes(tmp_path):
+    """A placeholder name has no length limit, and the configuration label holds it (`… lo…ng=4`): its trace
+    file name (`profile-fp32-1-b1-t1-c1-lo…ng-4.trace.json`) passed 255 bytes, and every `perfsite build` of the
+    experiment ended in `OSError: [Errno 36] File name too long`. The label in the name is cut as names are."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = write_timeline_results(tmp_path / "results")
+    long_name = "l" + "o" * 250 + "ng"
+    for file in sorted((folder / "trials").glob("*.parquet")):
+        table = pq.read_table(file)
+        index = table.schema.get_field_index("config_label")
+        labels = [f"{label} {long_name}=4" for label in table.column(index).to_pylist()]
+        pq.write_table(table.set_column(index, "config_label", pa.array(labels, pa.string())), file)
+    written = []
+    for page in _pages(folder):
+        for path, data in page.files:
+            target = tmp_path / "site" / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data if isinstance(data, bytes) else data.encode())  # refused when too long
+            written.append(target.name)
+            assert f"({target.name})" in page.markdown
+    assert written and all(len(name.encode()) <= 120 and "-loooo" in name for name in written), written
+
+
 def test_the_temporal_chart_names_the_compute_rate_as_the_table_beside_it(built):
     """Item 7 of the figures tour: an INT8 model's chart said GFLOP/s (unit flops) beside a table in INT8
     GOP/s; the chart's title, tooltip and unit follow the table, section by section."""

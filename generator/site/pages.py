@@ -22,6 +22,7 @@ from generator.results.store import ExperimentResults
 from generator.site import charts, charts_profile, chooser_page, compare_page, machines_page
 from generator.site.charts_timeline import TIMELINE_CALLS, temporal_chart, timeline_chart
 from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' common ground)
+    MAX_SLUG,
     REPORTS_DIR,
     TRACE_GZIP_ABOVE,
     ExperimentView,
@@ -140,7 +141,10 @@ def _timeline_blocks(view: ExperimentView, trial: S.TrialSummary, profile: Trial
     tv = timeline_view(view.results.timeline, trial.trial_key, profile.layers, profile.limits)
     if tv is None or not tv.timeline.events:
         return {}
-    label = re.sub(r"[^A-Za-z0-9.]+", "-", trial.config_label).strip(".-") or "trial"
+    # Cut to MAX_SLUG, as names are: a placeholder name has no length limit, and `seq_len…` of 250 characters
+    # made a file name the file system refused (ENAMETOOLONG), a traceback at every build. The section number
+    # keeps the name unique; the label only helps a reader of the downloads folder.
+    label = re.sub(r"[^A-Za-z0-9.]+", "-", trial.config_label)[:MAX_SLUG].strip(".-") or "trial"
     title = f"{view.name} · {trial.version} · {trial.config_label}"
     trace_file, trace = f"{stem}-{number}-{label}.trace.json", chrome_trace_json(tv.timeline, title)
     if len(trace) > TRACE_GZIP_ABOVE:
