@@ -273,6 +273,23 @@ def test_reading_statements_still_run(store, monkeypatch, capsys, sql):
     assert code == 0 and json.loads(out), err
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) AS trials FROM trials; SELECT count(*) AS processes FROM processes",
+    "SELECT version FROM trials; CREATE TEMP TABLE t AS SELECT 1 AS a",
+    "PIVOT trials ON status USING count(*); SELECT 1",
+])
+def test_a_statement_whose_rows_would_be_lost_is_refused(store, monkeypatch, capsys, sql):
+    """One answer is printed, the last statement's: `SELECT …; SELECT …` printed the second alone, exit 0, and
+    the first answer was lost without a word. A statement that returns rows may only come last."""
+    code, out, err = run_main(monkeypatch, capsys, "query", sql, "--results", str(store))
+    flat = " ".join(err.split())
+    first = sql.split(";")[0]
+    assert code == 1 and out == "" and "Traceback" not in err and "\n\n" not in err.strip()
+    assert flat.startswith(f"error: The query for the store {store} holds 2 statements that return rows, and "
+                           f"`perfsite query` prints one answer, the last statement's: the rows of `{first};` "
+                           "would be lost. Allowed: one statement that returns rows, last;"), flat
+
+
 def _until_it_stops_reading(pid: int, still_s: float = 1.0, most_s: float = 15.0) -> None:
     """Wait until the process has made no read call for `still_s`: its imports (about 1 s alone, 2 s beside a
     neighbour) and the store's views read thousands of files; the query counts in memory. A fixed 8 s sleep

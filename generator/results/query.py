@@ -63,7 +63,8 @@ class QueryResult:
 
 
 def run_query(results: str | Path, sql: str) -> QueryResult:
-    """Run one SQL text (the last statement's rows are returned) over the views of the store at `results`."""
+    """Run one SQL text over the views of the store at `results`: the last statement's rows are returned, and
+    only the last statement may return rows (the statements before it prepare it)."""
     con = open_store(results)
     try:
         _check_writes_nothing(con, sql, str(results))
@@ -131,8 +132,10 @@ _EXPLAIN = re.compile(r"\s*(?:(?:--[^\n]*\n|/\*.*?\*/)\s*)*EXPLAIN\s+(?:\([^)]*\
 
 
 def _check_writes_nothing(con: duckdb.DuckDBPyConnection, sql: str, store: str) -> None:
-    """Refuse SQL holding a statement that could write a file (see _WRITES_NOTHING), before any of it runs."""
-    for statement in con.extract_statements(sql):
+    """Refuse SQL holding a statement that could write a file (see _WRITES_NOTHING), or an answer that would be
+    lost (see _check_one_answer), before any of it runs."""
+    statements = con.extract_statements(sql)
+    for statement in statements:
         kind = _kind(statement)
         inner = _EXPLAIN.match(statement.query) if kind == "EXPLAIN" else None
         if inner is not None and inner.end() < len(statement.query):
@@ -146,6 +149,27 @@ def _check_writes_nothing(con: duckdb.DuckDBPyConnection, sql: str, store: str) 
                 "WITH, DESCRIBE, SHOW, SUMMARIZE, PIVOT, and EXPLAIN of one), and in-memory CREATE, INSERT, "
                 f"UPDATE, DELETE or DROP, over the views {', '.join(VIEWS)} (their columns: docs/query.md), "
                 "reading nothing but the store's files; perfsite installs and loads no DuckDB extension.")
+    _check_one_answer(statements, store)
+
+
+# Statements whose rows are their answer (a PIVOT is a MULTI statement: it creates an enum type, then selects).
+_ANSWERS = {"SELECT", "EXPLAIN", "MULTI"}
+
+
+def _check_one_answer(statements: list[Any], store: str) -> None:
+    """Refuse a statement that returns rows before the last: one answer is printed, the last statement's, so
+    `SELECT count(*) FROM trials; SELECT count(*) FROM processes` printed the second count alone, exit 0, and
+    the first was lost without a word. Statements before the last may prepare (CREATE, INSERT, SET …)."""
+    lost = [s for s in statements[:-1] if _kind(s) in _ANSWERS]
+    if lost:
+        text = " ".join(lost[0].query.split())
+        text = text if len(text) <= 80 else text[:77] + "..."
+        raise ResultsError(
+            f"The query for the store {store} holds {len(lost) + 1} statements that return rows, and `perfsite "
+            f"query` prints one answer, the last statement's: the rows of `{text}` would be lost. Allowed: one "
+            "statement that returns rows, last; the statements before it may prepare it (CREATE TEMP TABLE, "
+            "INSERT, SET …), e.g. `CREATE TEMP TABLE t AS SELECT … FROM trials; SELECT … FROM t`. Run the others "
+            "as queries of their own, or join their rows with UNION ALL.")
 
 
 def _explained_writes(con: duckdb.DuckDBPyConnection, sql: str) -> bool:
