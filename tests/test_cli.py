@@ -402,6 +402,30 @@ def test_a_file_where_a_folder_is_expected_is_named_as_a_file(tmp_path):
         assert " ".join(result.stderr.split()).startswith(start), result.stderr
 
 
+def test_an_output_file_below_a_file_or_that_is_a_folder_is_refused_before_any_work(tmp_path):
+    """`query SQL --output site/x.csv` where `site` is a file said only "Cannot write site/x.csv: File exists",
+    and `diff A B --measure … --json site/x.json` said so after measuring both checkouts. Now the output's place
+    is checked with the other output checks, before anything is read or measured, and named."""
+    (tmp_path / "site").write_text("mine")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    query = perfsite("query", "SELECT 1", "--results", "missing", "--output", "site/x.csv", cwd=tmp_path)
+    diff = perfsite("diff", "missing", "missing2", "--json", "site/deep/x.json", cwd=tmp_path)
+    count = perfsite("count", "a.onnx", "b.onnx", "--markdown", "link/c.md", cwd=tmp_path)
+    folder = perfsite("query", "SELECT 1", "--results", "missing", "--output", "out", cwd=tmp_path)
+    for result, start in (
+            (query, f"error: --output site/x.csv: {tmp_path / 'site'} is a file, not a folder, so no file can be "
+                    "created inside it. Nothing was measured or written. Allowed: a path of a file for --output, "
+                    "whose folder exists or can be created (it is then created)."),
+            (diff, f"error: --json site/deep/x.json: {tmp_path / 'site'} is a file, not a folder, so no file"),
+            (count, f"error: --markdown link/c.md: {tmp_path / 'link'} is a broken link, not a folder, so no file"),
+            (folder, "error: --output out: it is a folder, and the output is a file; name a file in it (e.g. "
+                     "out/answer.txt). Nothing was measured or written.")):
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        assert " ".join(result.stderr.split()).startswith(start), result.stderr
+    assert (tmp_path / "site").read_text() == "mine" and not any((tmp_path / "out").iterdir())
+
+
 def test_a_warning_is_printed_once_however_often_it_is_said(capsys):
     """The two sides of a paired run meet the same unusable cache folder: the terminal says it once. Other
     messages (progress lines) are never merged."""

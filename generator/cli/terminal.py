@@ -140,6 +140,7 @@ def check_output_files(outputs: dict[str, Path | None], inputs: dict[str, Path] 
             raise PerfsiteError(f"{seen[key]} and {option} both name {path}: one would replace the other. Allowed: "
                                 "a file of its own for each output option.")
         seen[key] = option
+        _check_place(option, path)
         for role, read in (inputs or {}).items():
             if key == os.path.realpath(read):
                 raise PerfsiteError(f"{option} {path} is {role}, which this command reads: writing there would "
@@ -157,10 +158,33 @@ def check_output_files(outputs: dict[str, Path | None], inputs: dict[str, Path] 
                                 f"measured or written. Allowed: a file outside every results store for {option}.")
 
 
+def _check_place(option: str, path: Path) -> None:
+    """An output file must be able to exist where it is named: not a folder, and not below a file (`--output
+    site/x.csv` where `site` is a file said only "Cannot write site/x.csv: File exists", and `perfsite diff
+    --measure` said so after measuring both checkouts)."""
+    problem = _place_problem(path)
+    if problem:
+        raise PerfsiteError(f"{option} {path}: {problem}. Nothing was measured or written. Allowed: a path of a "
+                            f"file for {option}, whose folder exists or can be created (it is then created).")
+
+
+def _place_problem(path: Path) -> str | None:
+    if path.is_dir():
+        return f"it is a folder, and the output is a file; name a file in it (e.g. {path / 'answer.txt'})"
+    for folder in path.absolute().parents:
+        if folder.is_dir():
+            return None
+        if os.path.lexists(folder):
+            what = "a broken link" if folder.is_symlink() else "a file"
+            return f"{folder} is {what}, not a folder, so no file can be created inside it"
+    return None
+
+
 def write_output(path: Path, text: str) -> None:
     """Write a command's output file (summary, verdict, export), creating its folder; a user error if it cannot."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as e:
-        raise PerfsiteError(f"Cannot write {path}: {e.strerror or e}. Choose a writable path.") from e
+        reason = _place_problem(path) or e.strerror or str(e)
+        raise PerfsiteError(f"Cannot write {path}: {reason}. Choose a writable path.") from e
