@@ -208,6 +208,20 @@ def test_two_runs_on_one_results_directory_measure_each_trial_once_and_force_mea
         run_ids[0].drop(planned.key))  # by the forced run; the other three untouched
 
 
+def test_a_spec_given_twice_is_measured_once(matmul_project):
+    """`perfsite run --force spec.yaml ./` (the spec, and its folder) measured every trial twice over, and a
+    link or copy of it likewise: it is one spec, measured once, and stderr says so."""
+    (matmul_project / "same.yml").symlink_to(matmul_project / "spec.yaml")
+    out = perfsite("run", "spec.yaml", ".", "--force", "--only", "version=a,batch=1", cwd=matmul_project)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    said = " ".join(out.stderr.split())
+    spec, same = matmul_project / "spec.yaml", matmul_project / "same.yml"
+    assert f"{same} (the same spec as {spec}) is given twice: its trials are measured once." in said, said
+    assert f"{spec} is given twice: its trials are measured once." in said, said
+    assert re.findall(r"(\d+) measured", out.stdout) == ["1"], out.stdout
+    assert len(pd.read_parquet(matmul_project / "results" / "tiny" / "processes")) == 2  # one trial's two
+
+
 def test_dry_run_lists_trials_and_measures_nothing(cnn_project):
     out = perfsite("run", "spec.yaml", "--dry-run", "--results", str(cnn_project / "r"), cwd=cnn_project)
     assert out.returncode == 0, out.stderr

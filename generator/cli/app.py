@@ -175,8 +175,8 @@ def run(
     interrupted = False
     # A folder stands for its specs, as for `perfsite validate`: every spec is read before anything is measured.
     only_text = _only_option(only)
-    loaded_specs = [load_spec(spec_path, allow_outside=allow_outside) for spec_path in spec_files(specs)]
-    _check_distinct_names(loaded_specs, results)
+    loaded_specs = _distinct_specs([load_spec(spec_path, allow_outside=allow_outside)
+                                    for spec_path in spec_files(specs)], results)
     runs = [(loaded, RunOptions(results_dir=join(results or _default_results(loaded.path.parent), loaded.spec.name),
                                 force=force, only=part, dry_run=dry_run, quick=quick, ray=ray, target=target))
             for loaded, part in _only_per_spec(loaded_specs, only_text)]
@@ -241,22 +241,31 @@ def _only_per_spec(loaded_specs: list, only: str | None) -> list[tuple[Any, str 
     return [(loaded, part) for loaded, part in zip(loaded_specs, parts, strict=True) if part is not None]
 
 
-def _check_distinct_names(loaded_specs: list, results: str | None) -> None:
-    """Two specs of one `perfsite run` that share a name (and a results root) would write into one folder."""
+def _distinct_specs(loaded_specs: list, results: str | None) -> list:
+    """The specs of one `perfsite run`, each once. Two that share a name (and a results root) would write into
+    one folder: refused unless they are one spec, given twice (`perfsite run s.yaml experiments/`, a link, a
+    copy), which is measured once: with --force it was measured twice over, and without, planned twice."""
     from generator.results.location import is_url, join
     from generator.runner.orchestrate import same_name_message
     from generator.spec.loader import same_name_at_once
 
     seen: dict[tuple[str, object], object] = {}
+    distinct = []
     for loaded in loaded_specs:
         root = results if results and is_url(results) else Path(results or _default_results(loaded.path.parent))
         root = root if isinstance(root, str) else root.absolute()
         first = seen.setdefault((loaded.spec.name, root), loaded)
-        if not first.same_experiment(loaded):
+        if first is loaded:
+            distinct.append(loaded)
+        elif not first.same_experiment(loaded):
             raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name,
                                              join(root, loaded.spec.name)))
-        if not first.same_file(loaded):
+        elif not first.same_file(loaded):
             raise RunError(same_name_at_once(first, loaded))
+        else:
+            again = "" if loaded.path == first.path else f" (the same spec as {first.path})"
+            typer.echo(safe(f"{loaded.path}{again} is given twice: its trials are measured once."), err=True)
+    return distinct
 
 
 @app.command()
