@@ -201,6 +201,36 @@ def test_hostile_node_names_stay_inside_code_spans(tmp_path):
     assert code(PAYLOAD) == "`<script>alert(1)</script>\\|'x'`"
 
 
+def _rename_version(root: Path, version: str) -> None:
+    """The trials of the side at `root` under another version name, as a results file edited or written by
+    another tool (or a pull request's commit, for `diff git:REF`) may hold it: the spec's slug rule is not theirs."""
+    for file in (root / EXPERIMENT / "trials").glob("*.parquet"):
+        table = pq.read_table(file)
+        column = table.schema.get_field_index("version")
+        table = table.set_column(column, "version", pa.array([version] * len(table)))
+        pq.write_table(table.replace_schema_metadata(pq.read_schema(file).metadata), file)
+
+
+def test_hostile_version_names_are_text_in_the_summary(tmp_path):
+    """A version name from a results file went into the summary as Markdown: `[click me](https://…)` was a live
+    link in the pull-request comment (table row and "Top regressions" line), `*bold*` emphasis and a backtick a
+    code span; a tag was opened in the regressions line. Every form is now escaped, and plain names stay plain."""
+    import markdown
+
+    hostile = "[click me](https://evil.example/x) *bold* <b>x</b> `tick` _u_"
+    base, cand = sides(tmp_path, Side(), Side(latency={1: 1.3, 4: 1.0}))
+    for side in (base, cand):
+        _rename_version(Path(side), hostile)
+    text, code_ = diff_command(base, cand, site_url="https://preview.example/pr-1")
+    assert code_ == 0 and "1. cnn · \\[click me\\](https://evil.example/x) \\*bold\\* &lt;b&gt;x&lt;/b&gt; " in text
+    html = markdown.markdown(text, extensions=["tables"])
+    assert "evil.example" in html and 'href="https://evil.example' not in html, html
+    assert "<b>x" not in html and "<em>bold" not in html and "<em>u" not in html and "<code>tick" not in html
+    assert "[click me](https://evil.example/x) *bold* &lt;b&gt;x&lt;/b&gt; `tick` _u_ · b1 t1 c1" in html, html
+    plain, _ = diff_command(*sides(tmp_path / "plain", Side(version="int8_static"), Side(version="int8_static")))
+    assert "| cnn · int8_static · b1 t1 c1 |" in plain  # an underscore inside a word is no emphasis: kept
+
+
 def test_user_errors(tmp_path):
     base = str(write_side(tmp_path / "b", Side()))
     with pytest.raises(PerfsiteError, match="--fail-on 'always' is not known"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -205,7 +205,7 @@ def _details(title: str, trials: tuple[TrialDiff, ...]) -> str:
         return ""
     lines = [f"### {title}", ""]
     for i, t in enumerate(trials[:MAX_LISTED], start=1):
-        lines.append(f"{i}. {t.name}: latency {t.percentile} {signed_pct(t.latency_ratio.point)}, "
+        lines.append(f"{i}. {cell(t.name)}: latency {t.percentile} {signed_pct(t.latency_ratio.point)}, "
                      f"throughput {signed_pct(t.throughput_ratio.point) if t.throughput_ratio else '—'}.")
         lines += [f"   - {line}" for line in layer_lines(t)]
     if len(trials) > MAX_LISTED:
@@ -248,14 +248,15 @@ def _one_side(result: DiffResult) -> str:
     return "\n".join(lines)
 
 
-def grouped_notes(trials: Sequence[TrialDiff]) -> list[str]:
+def grouped_notes(trials: Sequence[TrialDiff], name: Callable[[str], str] = str) -> list[str]:
     """Per-configuration notes, those that say the same thing gathered into one line: identical notes once with
     the configurations they concern, notes that differ only in their figures (`noisy (spread 12 %)`, `… 35 %`)
-    once with each configuration's figures. A changes page once ended with ~70 near-identical lines."""
+    once with each configuration's figures. A changes page once ended with ~70 near-identical lines. `name`
+    shows a configuration's name (`cell` for Markdown; the site's template escapes whole lines)."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for t in trials:
         for note in t.notes:
-            groups.setdefault(_NUMBER.sub("N", note), []).append((t.name, note))
+            groups.setdefault(_NUMBER.sub("N", note), []).append((name(t.name), note))
     lines = []
     for pattern, members in groups.items():
         if len(members) == 1:
@@ -269,7 +270,7 @@ def grouped_notes(trials: Sequence[TrialDiff]) -> list[str]:
 
 
 def _notes(result: DiffResult) -> str:
-    per_trial = [f"- {line}." for line in grouped_notes(_ordered(result))]
+    per_trial = [f"- {line}." for line in grouped_notes(_ordered(result), cell)]
     general = [f"- {note}" for note in result.notes]
     lines = general + per_trial[:MAX_TABLE_ROWS]
     if not lines:
@@ -287,7 +288,8 @@ def _links(result: DiffResult, site_url: str | None) -> str:
     # `(`, `)`, `<`, `"`, spaces and brackets are percent-encoded so that it cannot end the link or open a tag.
     base = urllib.parse.quote(site_url.rstrip("/"), safe=URL_SAFE)
     experiments = sorted({t.experiment for t in result.trials})
-    reports = " · ".join(f"[{e}]({base}/reports/{e}/)" for e in experiments)
+    # An experiment's name is its results folder's, which a pull request names too: text and address escaped.
+    reports = " · ".join(f"[{cell(e)}]({base}/reports/{urllib.parse.quote(e, safe='')}/)" for e in experiments)
     return f"Preview site: [changes]({base}/{CHANGES_PAGE})" + (f" · reports: {reports}" if reports else "")
 
 
@@ -298,11 +300,18 @@ def code(text: str) -> str:
     return f"`{clean}`" if clean else "``"
 
 
+# Markdown that would make a label a link, an image, emphasis or code: a version name comes from a results file
+# (a pull request's, for `diff git:REF`), and `[click](https://…)` there was a live link in the PR comment. An
+# underscore inside a word (`int8_static`) is no emphasis, and `(…)` or `!` no link without `[…]`: they stay.
+_MARKDOWN_SYNTAX = re.compile(r"[\\`*\[\]~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+
+
 def cell(text: str) -> str:
-    """Text for a table cell made of perfsite's own labels (experiment, version, configuration): slugs and
-    generated labels, which read best as plain words; still, no `|` may split the cell and no tag may open."""
+    """Text made of perfsite's own labels (experiment, version, configuration), for a table cell or a line:
+    slugs and generated labels, which read best as plain words (`cnn · int8-static · b1 t1 c1`); still, as they
+    come from results files, no `|` may split the cell, no tag open and no link, image or emphasis form."""
     text = " ".join(str(text).split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("|", "\\|")
+    return _MARKDOWN_SYNTAX.sub(lambda m: "\\" + m[0], text).replace("|", "\\|")
 
 
 def verdict_json(result: DiffResult, exit_code: int) -> dict[str, Any]:
