@@ -304,6 +304,20 @@ def test_a_store_spelt_two_ways_is_read_once(tmp_path, monkeypatch):
     assert store_roots(given) == ("r1", "s3://perf/main/", "r2")
 
 
+def test_a_store_and_one_of_its_experiments_given_together_are_read_once(tmp_path):
+    """`build --results r1 --results r1/cnn` (a store, and an experiment folder in it) read the folder twice and
+    noted its every trial as "stored both in r1/cnn and in r1/cnn"; either order, it is one folder, read once."""
+    from support.diff import EXPERIMENT, Side, write_side
+
+    from generator.site.build import _experiment_folders
+
+    root = write_side(tmp_path / "r1", Side())
+    said: list[str] = []
+    for given in ((root, root / EXPERIMENT), (root / EXPERIMENT, root), (root / EXPERIMENT, f"{root}/./{EXPERIMENT}")):
+        assert _experiment_folders(given, said.append) == [(given[0] if given[0] != root else root / EXPERIMENT,)]
+    assert said == []
+
+
 def test_folders_of_one_name_in_two_stores_that_share_no_version_are_said_to(tmp_path):
     """Two unrelated experiments that share a name (in two stores) were merged without a word, and the page
     called one store's trials "versions no longer in its newest spec"."""

@@ -19,6 +19,11 @@ from generator.results.location import StoreRoot, is_url, shown
 from generator.results.store import TRIAL_TABLES, ExperimentResults
 
 
+def folder_key(root: StoreRoot) -> str:
+    """A store or experiment folder however it is spelt: a URL without its last slash, a path resolved."""
+    return str(root).rstrip("/") if is_url(root) else os.path.realpath(root)
+
+
 def store_roots(results: StoreRoot | Sequence[StoreRoot]) -> tuple[StoreRoot, ...]:
     """One root or several, as a tuple in the order given, each store once however it is spelt (`r1`, `./r1/`
     and its absolute path; a URL with and without its last slash): a store given twice was read as two, and
@@ -26,7 +31,7 @@ def store_roots(results: StoreRoot | Sequence[StoreRoot]) -> tuple[StoreRoot, ..
     roots = (results,) if isinstance(results, str | Path) else results
     seen: dict[str, StoreRoot] = {}
     for root in roots:
-        seen.setdefault(str(root).rstrip("/") if is_url(root) else os.path.realpath(root), root)
+        seen.setdefault(folder_key(root), root)
     return tuple(seen.values())
 
 

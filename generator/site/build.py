@@ -24,7 +24,7 @@ from generator import processes
 from generator.errors import SiteError
 from generator.results.location import StoreRoot, is_url, local_path, shown
 from generator.results.store import ResultsDir, find_experiments
-from generator.results.stores import store_roots
+from generator.results.stores import folder_key, store_roots
 from generator.site import charts, incremental, mkdocs_runner, offline_settings, publish, render_cache_files, vendor
 from generator.site.pages import (
     REPORTS_DIR,
@@ -276,10 +276,16 @@ def _history_root(roots: tuple[StoreRoot, ...], baseline: str | None, trend: int
 def _experiment_folders(roots: tuple[StoreRoot, ...], say: Progress) -> list[incremental.Parts]:
     """The experiments to render, in the order their names first appear in the stores (as
     generator.results.stores.merge_by_name orders them): each as its folders with a finished trial, one per
-    store holding it, in the order the stores were given."""
+    store holding it, in the order the stores were given. A folder reached twice (`--results r1 --results
+    r1/tiny`: a store and one of its experiments) is read once: its trials were noted as "stored both in r1/tiny
+    and in r1/tiny"."""
     found: dict[str, list[StoreRoot]] = {}
+    seen: set[str] = set()
     for root in roots:
         for path in find_experiments(root):
+            if folder_key(path) in seen:
+                continue
+            seen.add(folder_key(path))
             folder = ResultsDir(path)
             if not folder.stored_trial_keys():
                 say(f"Skipping {shown(path)}: no finished trial yet")
