@@ -60,8 +60,10 @@ def _nodes(key: str, version: str) -> list[dict]:
 
 
 def _write(root: Path, threshold: float | None = 5.0, profiled=((1, 2),), compare=None,
-           versions=("fp32", "int8", "int8-dyn"), preempted: tuple[str, ...] | None = None) -> Path:
-    """`preempted`: record run-delay (results schema 2), each request of these trials preempted."""
+           versions=("fp32", "int8", "int8-dyn"), preempted: tuple[str, ...] | None = None,
+           one_clean: tuple[str, ...] = ()) -> Path:
+    """`preempted`: record run-delay (results schema 2), each request of these trials preempted; `one_clean`:
+    of these trials, every request of processes 1 and 2 preempted, none of process 0."""
     spec = spec_from_json(_spec(threshold, compare if compare is not None else [{"a": "fp32", "b": "int8"},
                                                                                 {"a": "fp32"}]))
     sha = hashlib.sha256(canonical_json(spec).encode()).hexdigest()
@@ -91,7 +93,8 @@ def _write(root: Path, threshold: float | None = 5.0, profiled=((1, 2),), compar
             processes=[{"trial_key": key, "process": p, "throughput_ips": 1000 * batch / a.mean()}
                        for p, a in enumerate(lat)],
             latencies=[{"trial_key": key, "process": p, "stream": 0, "iteration": i, "latency_ms": float(v),
-                        **({"run_delay_ms": float(v)} if key in (preempted or ()) else delay)}
+                        **({"run_delay_ms": float(v)} if key in (preempted or ()) or (key in one_clean and p)
+                           else delay)}
                        for p, a in enumerate(lat) for i, v in enumerate(a)],
             nodes=_nodes(key, version) if (batch, threads) in profiled else [],
             agreement=[{"trial_key": key, "version": version, "reference_version": "fp32", "output": "y",
@@ -288,6 +291,31 @@ def test_a_side_whose_figures_fell_back_to_every_request_is_shown_without_a_verd
     judged = compare_versions(exp, "fp32", "int8", {"batch": 4, "threads": 2})
     assert judged.latency_ratio.significant and judged.latency_ratio.unjudged is None
     assert latency_words(judged.latency_ratio).startswith("B is 2.0× faster")
+
+
+def test_a_side_with_one_clean_process_of_three_is_not_judged_as_diff_does_not(tmp_path):
+    """fp32 at b1 t2 kept one process of three with enough clean requests: `perfsite diff` calls such a side not
+    comparable (a verdict needs two), while compare judged it from that one process's requests (flagged, but
+    "B is 2× faster"). Now the figures are shown without a verdict, in the diff's words."""
+    from generator.diff.noise import side_samples
+    from generator.site.compare_page import latency_words
+
+    exp = load_experiment(_write(tmp_path, preempted=(), one_clean=("fp32-b1-t2",)))
+    c = compare_versions(exp, "fp32", "int8", {"batch": 1, "threads": 2})
+    why = ("only 1 of 3 measurement processes of A kept enough clean (not preempted) requests (a verdict needs 2 "
+           "or more)")
+    for ratio in (c.latency_ratio, c.throughput_ratio):
+        assert not ratio.significant and ratio.unjudged == why
+    assert latency_words(c.latency_ratio) == (
+        f"not compared: {why} (B / A {c.latency_ratio.point:.2f} from the clean requests of the processes that "
+        "kept enough)")
+    assert ("Only 1 of 3 measurement processes of A (fp32 at b1 t2 c1) kept enough clean (not preempted) requests "
+            "(a verdict needs 2 or more): its figures come from the clean requests of that process alone and are "
+            "shown without a verdict (not compared).") in c.notes[0]
+    assert c.timings[0].processes == 1 and c.timings[0].note.startswith("one measurement process")
+    side = side_samples(exp, exp.trials[exp.trials["trial_key"] == "fp32-b1-t2"].iloc[-1])
+    assert not side.judgeable and side.processes - side.starved == 1  # the diff's rule, the same side
+    assert compare_versions(exp, "fp32", "int8", {"batch": 4, "threads": 2}).latency_ratio.significant
 
 
 def test_with_no_sweet_spot_the_configuration_reason_says_why_not_that_it_was_not_profiled(tmp_path):

@@ -51,7 +51,7 @@ from generator.analysis.records_compare import (
     VersionTiming,
 )
 from generator.analysis.summaries import TrialSummary, clean
-from generator.analysis.trial_stats import falls_back, pair_ratios, quantile_name, timing, trial_stats
+from generator.analysis.trial_stats import pair_ratios, quantile_name, timing, trial_stats, unjudged_side
 from generator.errors import ResultsError
 from generator.results.by_trial import trial_rows
 from generator.results.headline import percentile_label
@@ -185,9 +185,9 @@ def _timings(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | No
         return _Timing(timings=(_bare_timing(ta, ctx.percentile), _bare_timing(tb, ctx.percentile)), notes=(note,))
     q_name, notes = quantile_name(ctx.percentile, sa, sb)
     r = pair_ratios(sa, sb, q_name)
-    # A side shown without a verdict (its figures fell back to every request) is not "judged" with any interval.
+    # A side shown without a verdict (too few clean processes) is not "judged" with any interval.
     notes += r.notes + tuple(budget_note(s.summary) for s in (sa, sb)
-                             if s.summary.budget_exhausted and not falls_back(s))
+                             if s.summary.budget_exhausted and not unjudged_side(s))
     return _Timing(r.latency, r.throughput, (timing(sa, q_name), timing(sb, q_name)), r.reference, notes)
 
 

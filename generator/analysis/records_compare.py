@@ -35,6 +35,7 @@ class RatioCI:
     # Why no verdict is given (never significant then): a side's figures fell back to every request, preempted
     # ones included, as `perfsite diff` refuses to judge (generator.diff.noise). None: judged.
     unjudged: str | None = None
+    unjudged_from: str = "every request, preempted ones included"  # what an unjudged ratio's figures are from
 
     @property
     def flagged(self) -> bool:

@@ -25,6 +25,7 @@ from generator.analysis.records_compare import RatioCI, VersionTiming
 from generator.analysis.summaries import TrialSummary
 from generator.results import intervals
 from generator.results.by_trial import trial_rows
+from generator.results.clean import MIN_JUDGED_PROCESSES
 from generator.results.headline import P99_MIN_SAMPLES, STAND_IN, compared_percentile
 
 
@@ -147,12 +148,15 @@ def pair_ratios(a: TrialStats, b: TrialStats, q_name: str) -> PairRatios:
     latency = _latency(a, b, q_name, paired, between)
     reference = latency if q_name == "p50" else _latency(a, b, "p50", paired, between)
     throughput = _throughput(a, b, paired, between)
-    fell_back = [(role, s) for role, s in (("A", a), ("B", b)) if falls_back(s)]
+    fell_back = [(role, s) for role, s in (("A", a), ("B", b)) if unjudged_side(s)]
     if not fell_back:
         return PairRatios(latency, throughput, reference, paired)
     why = "; ".join(_fallback_why(role, s) for role, s in fell_back)
     notes = tuple(fallback_note(role, s) for role, s in fell_back)
-    return PairRatios(_unjudged(latency, why), _unjudged(throughput, why), reference, paired, notes)
+    source = ("every request, preempted ones included" if any(falls_back(s) for _, s in fell_back)
+              else "the clean requests of the processes that kept enough")
+    return PairRatios(_unjudged(latency, why, source), _unjudged(throughput, why, source), reference, paired,
+                      notes)
 
 
 def falls_back(s: TrialStats) -> bool:
@@ -162,28 +166,47 @@ def falls_back(s: TrialStats) -> bool:
     return s.preemption_known and bool(s.samples.processes) and not s.samples.judged_clean
 
 
+def unjudged_side(s: TrialStats) -> bool:
+    """A side shown without a verdict (falls_back, too_few_clean), as `perfsite diff` would not judge it."""
+    return falls_back(s) or too_few_clean(s)
+
+
+def too_few_clean(s: TrialStats) -> bool:
+    """Some but fewer than MIN_JUDGED_PROCESSES of the trial's processes kept enough clean requests (the trial
+    recorded more): its figures are their clean requests, and `perfsite diff` calls such a side not comparable
+    (a verdict needs two), so a comparison shows it without a verdict too. A trial measured with one process by
+    design (`repeats: 1`) keeps its flagged one-process interval (docs/methodology-compare.md)."""
+    recorded = s.summary.processes or 0
+    return (s.preemption_known and s.samples.judged_clean
+            and s.samples.processes < MIN_JUDGED_PROCESSES <= recorded)
+
+
 FALLBACK_TIMING_NOTE = ("from every request, preempted ones included: no measurement process kept enough clean "
                         "(not preempted) requests; not judged")
 
 
 def _fallback_why(role: str, s: TrialStats) -> str:
-    n = s.samples.processes
-    return (f"only 0 of {n} measurement process{'es' if n != 1 else ''} of {role} kept enough clean "
-            "(not preempted) requests")
+    if falls_back(s):
+        n = s.samples.processes
+        return (f"only 0 of {n} measurement process{'es' if n != 1 else ''} of {role} kept enough clean "
+                "(not preempted) requests")
+    return (f"only {s.samples.processes} of {s.summary.processes} measurement processes of {role} kept enough "
+            f"clean (not preempted) requests (a verdict needs {MIN_JUDGED_PROCESSES} or more)")
 
 
 def fallback_note(role: str, s: TrialStats) -> str:
-    """The page's note on a side whose figures fell back to every request (falls_back), in the words of
+    """The page's note on a side shown without a verdict (falls_back, too_few_clean), in the words of
     `perfsite diff`."""
     t = s.summary
     why = _fallback_why(f"{role} ({t.version} at {t.config_label})", s)
-    return (f"{why[0].upper()}{why[1:]}: its figures fall back to every request, preempted ones included, and "
-            "are shown without a verdict (not compared). Measure again with a larger measure.budget_s, or on a "
-            "quieter machine.")
+    source = ("fall back to every request, preempted ones included," if falls_back(s)
+              else "come from the clean requests of that process alone")
+    return (f"{why[0].upper()}{why[1:]}: its figures {source} and are shown without a verdict (not compared). "
+            "Measure again with a larger measure.budget_s, or on a quieter machine.")
 
 
-def _unjudged(ratio: RatioCI | None, why: str) -> RatioCI | None:
-    return None if ratio is None else replace(ratio, significant=False, unjudged=why)
+def _unjudged(ratio: RatioCI | None, why: str, source: str) -> RatioCI | None:
+    return None if ratio is None else replace(ratio, significant=False, unjudged=why, unjudged_from=source)
 
 
 def _rounds(a: TrialStats, b: TrialStats) -> tuple[tuple[int, ...], tuple[int, ...]]:

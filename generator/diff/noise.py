@@ -26,11 +26,12 @@ import pandas as pd
 
 from generator.analysis.stats import ProcessSamples, process_samples
 from generator.analysis.summaries import clean
+from generator.results.clean import MIN_JUDGED_PROCESSES
 from generator.results.noise import NOISE_CORES_SHARE
 from generator.results.store import ExperimentResults
 
 STARVED_SHARE = 0.95
-MIN_PROCESSES = 2
+MIN_PROCESSES = MIN_JUDGED_PROCESSES
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,9 @@ PREEMPTED_MIN_MS = 0.01
 # (the clean ones would be the requests a busy scheduler happened to spare, not a sample of the model's).
 MIN_CLEAN_SHARE = 0.25
 MIN_CLEAN_REQUESTS = 5
+# Processes that kept enough clean requests a side needs for a verdict (`perfsite diff`, the compare pages, the
+# chooser): one process's requests share its fate, so they cannot say how far another window would differ.
+MIN_JUDGED_PROCESSES = 2
 
 
 def applies(threads: int, concurrency: int, logical_cores: int | None) -> bool:

@@ -56,8 +56,7 @@ def _note(ratio: RatioCI) -> str:
 def not_compared(ratio: RatioCI) -> str:
     """A ratio that must not be judged (RatioCI.unjudged), in `perfsite diff`'s words: the figure without its
     interval, which a fallback to preempted requests makes meaningless."""
-    return (f"not compared: {ratio.unjudged} (B / A {times(ratio.point)} from every request, preempted ones "
-            "included)")
+    return f"not compared: {ratio.unjudged} (B / A {times(ratio.point)} from {ratio.unjudged_from})"
 
 
 def latency_words(ratio: RatioCI | None) -> str:
