@@ -313,6 +313,11 @@ def test_a_side_with_one_clean_process_of_three_is_not_judged_as_diff_does_not(t
             "(a verdict needs 2 or more): its figures come from the clean requests of that process alone and are "
             "shown without a verdict (not compared).") in c.notes[0]
     assert c.timings[0].processes == 1 and c.timings[0].note.startswith("one measurement process")
+    # The layer ratios borrow the spread of that side's one process: no layer verdicts either.
+    assert c.layer_types and all(t.ratio is None or (not t.ratio.significant and t.ratio.unjudged == why)
+                                 for t in c.layer_types)
+    assert any(t.ratio and (t.ratio.low > 1 or t.ratio.high < 1) for t in c.layer_types)  # else "significant"
+    assert c.kernels and all(k.ratio is None or not k.ratio.significant for k in c.kernels)
     side = side_samples(exp, exp.trials[exp.trials["trial_key"] == "fp32-b1-t2"].iloc[-1])
     assert not side.judgeable and side.processes - side.starved == 1  # the diff's rule, the same side
     assert compare_versions(exp, "fp32", "int8", {"batch": 4, "threads": 2}).latency_ratio.significant

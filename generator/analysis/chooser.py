@@ -250,5 +250,6 @@ def _figures(ctx: CompareContext, a: Side, b: Side) -> PairFigures:
     q_name, notes = quantile_name(ctx.percentile, sa, sb)
     r = pair_ratios(sa, sb, q_name)
     types = layer_type_rows_of(a.op_side, b.op_side, r.reference) if a.executed and b.executed else ()
-    return PairFigures(*keys, r.latency, r.throughput, borrowed_spread(r.reference), types, r.paired,
+    spread = None if r.reference.unjudged else borrowed_spread(r.reference)  # unjudged: no layer verdicts
+    return PairFigures(*keys, r.latency, r.throughput, spread, types, r.paired,
                        notes + r.notes)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -341,9 +341,12 @@ def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel
     point = time_b / time_a
     low, high = point * math.exp(-z * sigma), point * math.exp(z * sigma)
     note = reference.note if reference is not None else "no timed measurement to borrow process variation from"
-    return RatioCI(point=point, low=low, high=high, significant=bool(low > 1.0 or high < 1.0), note=note,
-                   processes_a=reference.processes_a if reference else 0,
-                   processes_b=reference.processes_b if reference else 0)
+    ci = RatioCI(point=point, low=low, high=high, significant=bool(low > 1.0 or high < 1.0), note=note,
+                 processes_a=reference.processes_a if reference else 0,
+                 processes_b=reference.processes_b if reference else 0)
+    if reference is not None and reference.unjudged:  # a side shown without a verdict: no layer verdicts either
+        return replace(ci, significant=False, unjudged=reference.unjudged, unjudged_from="the profiled pass")
+    return ci
 
 
 def borrowed_spread(reference: RatioCI | None, level: float = LEVEL) -> float:

@@ -155,8 +155,9 @@ def pair_ratios(a: TrialStats, b: TrialStats, q_name: str) -> PairRatios:
     notes = tuple(fallback_note(role, s) for role, s in fell_back)
     source = ("every request, preempted ones included" if any(falls_back(s) for _, s in fell_back)
               else "the clean requests of the processes that kept enough")
-    return PairRatios(_unjudged(latency, why, source), _unjudged(throughput, why, source), reference, paired,
-                      notes)
+    # The reference too: the layer ratios that borrow its spread are not judged either.
+    return PairRatios(_unjudged(latency, why, source), _unjudged(throughput, why, source),
+                      _unjudged(reference, why, source), paired, notes)
 
 
 def falls_back(s: TrialStats) -> bool:
