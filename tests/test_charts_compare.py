@@ -152,6 +152,29 @@ def test_a_trend_of_many_configurations_colours_versions_and_highlights_one_conf
     assert len(pick["bind"]["options"]) == 1 + 36  # every configuration can be highlighted
 
 
+def test_a_trend_whose_trial_reported_p95_for_p99_does_not_compare_the_two():
+    """A trial with too few requests for p99 stores p95 as its headline (quick mode, a short CI budget). The
+    trend drew it on the p99 line and its change table took p99 now / p95 then as a change of latency."""
+    from generator.diff.sources import Commit
+    from generator.site.trend_page import TrendPoint, series_changes, trend_chart, trend_page
+
+    def point(position: int, latency: float, stand_in: str | None) -> TrendPoint:
+        return TrendPoint(f"{position:040x}", "2026-11-01", "s", position, "e", "fp32", "b1 t1 c1", "p99", latency,
+                          100.0, False, stand_in=stand_in)
+
+    mixed = [point(0, 1.0, "p95"), point(1, 1.3, None)]
+    (change,) = series_changes(mixed)
+    assert not change.comparable and change.first.reported == "p95" and change.last.reported == "p99"
+    commits = [Commit(f"{n:040x}", "2026-11-01", "s") for n in (0, 1)]
+    row = next(line for line in trend_page(commits, mixed, 10).markdown.splitlines() if line.startswith("| e |"))
+    assert "| 1.00 (p95) | 1.30 (p99) | — &#40;not the same percentile&#41; |" in row
+    spec = trend_chart(mixed, "latency", "t").to_dict()
+    assert spec["layer"][0]["encoding"]["y"]["title"] == "Latency p99 (p95 below 460 requests) (ms)"
+    assert {t["field"] for t in spec["layer"][0]["encoding"]["tooltip"]} >= {"percentile"}
+    (same,) = series_changes([point(0, 1.0, None), point(1, 1.3, None)])
+    assert same.comparable and abs(same.latency_ratio - 1.3) < 1e-12
+
+
 def test_precision_chart_orders_precisions():
     spec = CC.precision_chart(sample_comparison()).to_dict()
     assert spec["encoding"]["color"]["scale"]["domain"] == ["FP32", "INT8", "mixed"]

@@ -28,6 +28,7 @@ from generator.diff.sources import (
     materialize,
 )
 from generator.errors import PerfsiteError
+from generator.results.headline import percentile_label, stored_percentile
 from generator.results.store import ExperimentResults
 from generator.site.charts import _round, chart_block
 from generator.site.charts_compare import PALETTE
@@ -47,11 +48,17 @@ class TrendPoint:
     experiment: str
     version: str
     config_label: str
-    percentile: str
+    percentile: str  # the spec's
     latency_ms: float
     throughput_ips: float | None
     noisy: bool
     quick: bool = False  # measured in quick mode (a preview): the page says so
+    # What latency_ms reports when it is not `percentile`: p95 standing in for p99 (headline.stored_percentile)
+    stand_in: str | None = None
+
+    @property
+    def reported(self) -> str:
+        return self.stand_in or self.percentile
 
     @property
     def series(self) -> str:
@@ -69,8 +76,15 @@ class SeriesChange:
     points: int
 
     @property
+    def comparable(self) -> bool:
+        """Both ends report the same percentile: a trial with too few requests for p99 reports p95 instead."""
+        return self.first.reported == self.last.reported
+
+    @property
     def latency_ratio(self) -> float:
-        return self.last.latency_ms / self.first.latency_ms if self.first.latency_ms else float("nan")
+        if not self.comparable or not self.first.latency_ms:
+            return float("nan")
+        return self.last.latency_ms / self.first.latency_ms
 
 
 def collect_trend(results_root: Path, last: int) -> tuple[list[Commit], list[TrendPoint], list[tuple[Commit, str]]]:
@@ -102,14 +116,21 @@ def trend_points(experiments: list[ExperimentResults], commit: Commit, position:
         ok = exp.trials[(exp.trials["status"] == "ok") & exp.trials["latency_headline_ms"].notna()]
         newest = ok.sort_values(["finished_at", "trial_key"]).groupby(["version", "config_label"]).tail(1)
         for _, row in newest.sort_values(["version", "config_label"]).iterrows():
+            percentile = str(clean(row.get("percentile")) or "p90")
             out.append(TrendPoint(
                 commit=commit.commit, committed_at=commit.committed_at, subject=commit.subject,
                 position=position, experiment=exp.name, version=str(row["version"]),
-                config_label=str(row["config_label"]), percentile=str(clean(row.get("percentile")) or "p90"),
+                config_label=str(row["config_label"]), percentile=percentile,
                 latency_ms=float(row["latency_headline_ms"]), throughput_ips=clean(row.get("throughput_ips")),
                 noisy=bool(clean(row.get("noisy"))), quick=bool(clean(row.get("quick"))),
+                stand_in=_stand_in(percentile, clean(row.get("latency_p99_ms"))),
             ))
     return out
+
+
+def _stand_in(percentile: str, latency_p99_ms: float | None) -> str | None:
+    reported = stored_percentile(percentile, latency_p99_ms)
+    return reported if reported != percentile else None
 
 
 def series_changes(points: list[TrendPoint]) -> list[SeriesChange]:
@@ -118,12 +139,15 @@ def series_changes(points: list[TrendPoint]) -> list[SeriesChange]:
     for p in points:
         grouped.setdefault((p.experiment, p.series), []).append(p)
     changes = [SeriesChange(exp, series, ps[0], ps[-1], len(ps)) for (exp, series), ps in grouped.items()]
-    return sorted(changes, key=lambda c: (-abs(c.latency_ratio - 1.0), c.experiment, c.series))
+    return sorted(changes, key=lambda c: (not c.comparable, -abs(c.latency_ratio - 1.0) if c.comparable else 0.0,
+                                          c.experiment, c.series))
 
 
 def trend_chart(points: list[TrendPoint], figure: str, name: str) -> alt.LayerChart:
     """A line per configuration over the commits (oldest left); `figure` is "latency" or "throughput"."""
-    field, title = ("latency_ms", f"Latency {points[0].percentile} (ms)") if figure == "latency" else (
+    reported = {p.reported for p in points}
+    field, title = ("latency_ms", f"Latency {percentile_label(points[0].percentile, reported)} (ms)") \
+        if figure == "latency" else (
         "throughput_ips", "Throughput (items/s)")
     records = [_record(p) for p in points if getattr(p, field) is not None]
     labels = {p.position: p.commit[:8] for p in points}
@@ -145,6 +169,8 @@ def trend_chart(points: list[TrendPoint], figure: str, name: str) -> alt.LayerCh
     tooltip = [alt.Tooltip("series:N", title="Configuration"), alt.Tooltip("commit:N", title="Commit"),
                alt.Tooltip("date:N", title="Committed"), alt.Tooltip("subject:N", title="Subject"),
                alt.Tooltip(f"{field}:Q", title=title, format=",.4~r")]
+    if figure == "latency" and len(reported) > 1:  # which points report p95 for p99
+        tooltip.append(alt.Tooltip("percentile:N", title="Percentile"))
     lines = base.mark_line(point=True).encode(x=x, y=y, color=color, detail="series:N", opacity=faded,
                                               tooltip=tooltip).add_params(pick)
     return alt.layer(lines.properties(name=f"{name}_lines")).properties(name=name, width="container", height=260)
@@ -152,7 +178,7 @@ def trend_chart(points: list[TrendPoint], figure: str, name: str) -> alt.LayerCh
 
 def _record(p: TrendPoint) -> dict[str, Any]:
     return {"position": p.position, "commit": p.commit[:12], "date": p.committed_at, "subject": p.subject,
-            "series": p.series, "version": p.version, "latency_ms": _round(p.latency_ms),
+            "series": p.series, "version": p.version, "percentile": p.reported, "latency_ms": _round(p.latency_ms),
             "throughput_ips": _round(p.throughput_ips)}
 
 
