@@ -145,7 +145,8 @@ def test_a_trials_own_interval_covers_the_population_figure_far_better_than_the_
     of `perfsite diff`) is stats.own_interval: the pooled p90 the page shows, times exp(± the t half-width of
     the per-process log p90s). Simulated trials of 2 to 20 processes of 200 requests, process effects from the
     heavy-tailed fit above and lognormal requests as wide as the recording's p90/p50: it covers the p90 of
-    the whole population of processes in at least 84 % of them (measured 85 to 95 %, 91 % at the default 3
+    the whole population of processes in at least 93 % of them at 2, 88 % at 3 and 84 % beyond (measured 85 to
+    95 %, 91 % at the default 3
     processes; the pooled figure varies a little more than the mean of the per-process figures, so its
     coverage settles near 86 % from 6 processes on, while the interval stays that of the stopping rule). The
     hierarchical bootstrap it replaced covered 45 % at 2 processes, 61 % at 3, 70 % at 5 and 81 % at 10
@@ -167,8 +168,9 @@ def test_a_trials_own_interval_covers_the_population_figure_far_better_than_the_
         pooled = np.quantile(requests.reshape(1000, -1), 0.9, axis=1)
         bands = [own_interval(f, p) for f, p in zip(figures, pooled, strict=True)]
         low[n] = sum(lo <= truth <= hi for lo, hi in bands) / len(bands)
-    bad = {n: f"{c:.1%}" for n, c in low.items() if c < 0.84}
-    assert not bad, f"coverage below 84 % at these process counts: {bad}"
+    floors = {2: 0.93, 3: 0.88}  # measured 94.6 % and 90.7 %; about 86 % from 6 processes on
+    bad = {n: f"{c:.1%}" for n, c in low.items() if c < floors.get(n, 0.84)}
+    assert not bad, f"coverage below its floor at these process counts: {bad}"
 
 
 def brentq_p90(cdf) -> float:

@@ -145,7 +145,7 @@ def test_a_trend_of_many_configurations_colours_versions_and_highlights_one_conf
                          False) for c in range(3) for version in ("fp32", "int8", "fp16") for b in range(12)]
     spec = trend_chart(points, "latency", "trend_latency").to_dict()
     lines = spec["layer"][0]
-    assert lines["encoding"]["color"]["field"] == "version" and lines["encoding"]["detail"]["field"] == "series"
+    assert lines["encoding"]["color"]["field"] == "version" and lines["encoding"]["detail"]["field"] == "line"
     assert lines["encoding"]["color"]["legend"]["symbolLimit"] == 0
     assert len(set(lines["encoding"]["color"]["scale"]["range"])) == 3  # one colour per version, none repeated
     pick = next(p for p in spec["params"] if p["name"] == "trend_latency_series")
@@ -171,6 +171,7 @@ def test_a_trend_whose_trial_reported_p95_for_p99_does_not_compare_the_two():
     spec = trend_chart(mixed, "latency", "t").to_dict()
     assert spec["layer"][0]["encoding"]["y"]["title"] == "Latency p99 (p95 below 460 requests) (ms)"
     assert {t["field"] for t in spec["layer"][0]["encoding"]["tooltip"]} >= {"percentile"}
+    assert len({r["line"] for r in spec["data"]["values"]}) == 2  # no line joins a p95 point to a p99 one
     (same,) = series_changes([point(0, 1.0, None), point(1, 1.3, None)])
     assert same.comparable and abs(same.latency_ratio - 1.3) < 1e-12
 

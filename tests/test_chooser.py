@@ -184,5 +184,12 @@ def test_a_trial_whose_figures_fell_back_to_every_request_gets_no_verdict_in_the
     assert shown["latencyText"].startswith(f"not compared: {why} (B / A ")
     assert shown["throughputText"].startswith(f"not compared: {why} (B / A ")
     assert shown["latency"][3] is False and any("shown without a verdict (not compared)" in n for n in shown["notes"])
+    # No layer verdicts either: layer types give their ratio alone (the page script shows "not compared"), and
+    # the pair is marked so that its kernel rows do the same; a judged pair carries no such mark.
+    assert shown["unjudged"] is True and shown["spread"] is None
+    assert shown["types"] and all(ratio == 0 or len(ratio) == 1 for _, ratio in shown["types"])
+    judged = chooser_page._figures(next(f for f in dict(pair_figures(ctx, data))[c.b_trial_key]
+                                        if f.b_key != c.a_trial_key))
+    assert "unjudged" not in judged and any(ratio != 0 and len(ratio) == 3 for _, ratio in judged["types"])
     card = next(t for t in data.trials if t.trial_key == c.a_trial_key)
     assert card.timing.note.startswith("from every request, preempted ones included")

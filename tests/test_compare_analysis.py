@@ -312,11 +312,16 @@ def test_a_side_with_one_clean_process_of_three_is_not_judged_as_diff_does_not(t
     assert ("Only 1 of 3 measurement processes of A (fp32 at b1 t2 c1) kept enough clean (not preempted) requests "
             "(a verdict needs 2 or more): its figures come from the clean requests of that process alone and are "
             "shown without a verdict (not compared).") in c.notes[0]
-    assert c.timings[0].processes == 1 and c.timings[0].note.startswith("one measurement process")
+    assert c.timings[0].processes == 1 and c.timings[0].note == (
+        "from the clean requests of the 1 of 3 measurement processes that kept enough of them: not judged (a "
+        "verdict needs 2 or more)")
     # The layer ratios borrow the spread of that side's one process: no layer verdicts either.
     assert c.layer_types and all(t.ratio is None or (not t.ratio.significant and t.ratio.unjudged == why)
                                  for t in c.layer_types)
     assert any(t.ratio and (t.ratio.low > 1 or t.ratio.high < 1) for t in c.layer_types)  # else "significant"
+    from generator.site.compare_page import ratio_cell
+
+    assert {ratio_cell(t.ratio)[1] for t in c.layer_types if t.ratio} == {"not compared"}
     assert c.kernels and all(k.ratio is None or not k.ratio.significant for k in c.kernels)
     side = side_samples(exp, exp.trials[exp.trials["trial_key"] == "fp32-b1-t2"].iloc[-1])
     assert not side.judgeable and side.processes - side.starved == 1  # the diff's rule, the same side

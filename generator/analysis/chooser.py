@@ -5,7 +5,7 @@ A static site cannot run the analysis, and a full comparison per choice (every v
 the same for B) would cost thousands of pages. The choice is split in three parts whose figures all come from
 the same functions as the compare pages:
 
-- **per trial** (`TrialCard`): its timing with the bootstrap intervals of a compare page's inference-time table,
+- **per trial** (`TrialCard`): its timing with the intervals of a compare page's inference-time table,
   and the time and precision of each top-level executed node (µs per inference);
 - **per ordered pair of versions** (`VersionPair`): the layer matching of generator.analysis.layer_match at one
   configuration both ran (which executed nodes of A and of B compute the same layers, which ran in one version
@@ -63,6 +63,7 @@ from generator.analysis.trial_stats import (
     quantile_name,
     timing,
     trial_stats,
+    unjudged_side,
 )
 from generator.errors import ResultsError
 
@@ -186,7 +187,8 @@ def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
                      timing(s, q_name) if s.samples.processes else None,
                      {e.name: (e.dur_us, e.precision, e.dur_std_us) for e in executed},
                      sum(e.dur_us for e in executed), layer_type_rows_of(trial_op_side(ctx, t), _NO_NODES, None),
-                     budget_note(t) if t.budget_exhausted else None, time_accounting(t), iterations_of(t))
+                     budget_note(t) if t.budget_exhausted and not unjudged_side(s) else None, time_accounting(t),
+                     iterations_of(t))
 
 
 # A card's layer types are the A side of a table without B (B's times 0, no ratio).

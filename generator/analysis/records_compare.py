@@ -32,8 +32,9 @@ class RatioCI:
     note: str | None = None
     processes_a: int = 0
     processes_b: int = 0
-    # Why no verdict is given (never significant then): a side's figures fell back to every request, preempted
-    # ones included, as `perfsite diff` refuses to judge (generator.diff.noise). None: judged.
+    # Why no verdict is given (never significant then): a side kept fewer than two processes with enough clean
+    # requests, as `perfsite diff` refuses to judge (generator.diff.noise); a layer ratio of such a pair
+    # carries its reason too. None: judged.
     unjudged: str | None = None
     unjudged_from: str = "every request, preempted ones included"  # what an unjudged ratio's figures are from
 
@@ -81,8 +82,8 @@ class SweetSpot:
 
 @dataclass(frozen=True)
 class VersionTiming:
-    """Latency (spec percentile) and throughput of one compared trial, with 95 % CIs from a hierarchical
-    bootstrap over measurement processes (see generator.analysis.stats)."""
+    """Latency (spec percentile) and throughput of one compared trial, with their own 95 % CIs (Student's t over
+    the measurement processes, a bootstrap of the requests with one: generator.analysis.stats.own_interval)."""
 
     version: str
     latency_ms: float | None

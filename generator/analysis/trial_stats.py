@@ -1,9 +1,10 @@
 """Per-trial statistics that every comparison of the trial reuses, and the ratios of two trials built on them.
 
-A trial's per-process figures and its bootstraps do not depend on what it is compared with: the compare pages
-and the chooser (generator.analysis.chooser, every trial against every other) compute them once per trial and
-keep them in the CompareContext's cache. Each bootstrap draws from its own generator (seeded like
-generator.analysis.stats), so a trial's intervals are the same whatever it is compared with.
+A trial's per-process figures, its own intervals (stats.own_interval) and, for a trial of one process, its
+bootstraps do not depend on what it is compared with: the compare pages and the chooser
+(generator.analysis.chooser, every trial against every other) compute them once per trial and keep them in the
+CompareContext's cache. Each bootstrap draws from its own generator (seeded like generator.analysis.stats), so a
+trial's intervals are the same whatever it is compared with.
 
 Ratios follow generator.analysis.stats.calibrated_ratio: t intervals on per-process figures, paired by round when
 both trials were measured in the same rounds of one run, Welch's with the between-run drift floor when they
@@ -153,8 +154,10 @@ def pair_ratios(a: TrialStats, b: TrialStats, q_name: str) -> PairRatios:
         return PairRatios(latency, throughput, reference, paired)
     why = "; ".join(_fallback_why(role, s) for role, s in fell_back)
     notes = tuple(fallback_note(role, s) for role, s in fell_back)
-    source = ("every request, preempted ones included" if any(falls_back(s) for _, s in fell_back)
-              else "the clean requests of the processes that kept enough")
+    kinds = {falls_back(s) for _, s in fell_back}
+    source = ("every request, preempted ones included" if kinds == {True}
+              else "the clean requests of the processes that kept enough" if kinds == {False}
+              else "figures of the kinds noted below")
     # The reference too: the layer ratios that borrow its spread are not judged either.
     return PairRatios(_unjudged(latency, why, source), _unjudged(throughput, why, source),
                       _unjudged(reference, why, source), paired, notes)
@@ -186,6 +189,11 @@ FALLBACK_TIMING_NOTE = ("from every request, preempted ones included: no measure
                         "(not preempted) requests; not judged")
 
 
+def _too_few_timing_note(s: TrialStats) -> str:
+    return (f"from the clean requests of the {s.samples.processes} of {s.summary.processes} measurement processes "
+            f"that kept enough of them: not judged (a verdict needs {MIN_JUDGED_PROCESSES} or more)")
+
+
 def _fallback_why(role: str, s: TrialStats) -> str:
     if falls_back(s):
         n = s.samples.processes
@@ -201,7 +209,8 @@ def fallback_note(role: str, s: TrialStats) -> str:
     t = s.summary
     why = _fallback_why(f"{role} ({t.version} at {t.config_label})", s)
     source = ("fall back to every request, preempted ones included," if falls_back(s)
-              else "come from the clean requests of that process alone")
+              else f"come from the clean requests of {'that process' if s.samples.processes == 1 else 'those'} "
+                   "alone")
     return (f"{why[0].upper()}{why[1:]}: its figures {source} and are shown without a verdict (not compared). "
             "Measure again with a larger measure.budget_s, or on a quieter machine.")
 
@@ -243,6 +252,6 @@ def timing(s: TrialStats, q_name: str) -> VersionTiming:
         throughput_ips=float(np.median(s.throughput_figures())) if thr_band else t.throughput_ips,
         throughput_ci_low=thr_low,
         throughput_ci_high=thr_high, processes=s.samples.processes, trial_key=t.trial_key, percentile=q_name,
-        note=(FALLBACK_TIMING_NOTE if falls_back(s)
+        note=(FALLBACK_TIMING_NOTE if falls_back(s) else _too_few_timing_note(s) if too_few_clean(s)
               else stats.small_sample_note(s.samples.processes, s.samples.processes)),
     )

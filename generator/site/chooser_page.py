@@ -243,10 +243,11 @@ def _ratio(r: RatioCI | None) -> list[Any] | None:
 
 
 def _row(r: RatioCI | None) -> list[float] | int:
-    """A layer type's ratio as [point, low, high] (significant when the interval excludes 1), 0 for none."""
+    """A layer type's ratio as [point, low, high] (significant when the interval excludes 1), [point] alone
+    when its pair is not judged (RatioCI.unjudged: the page says "not compared"), 0 for none."""
     if r is None:
         return 0
-    return [float(f"{x:.{ROW_DIGITS}g}") for x in (r.point, r.low, r.high)]
+    return [float(f"{x:.{ROW_DIGITS}g}") for x in ((r.point,) if r.unjudged else (r.point, r.low, r.high))]
 
 
 def _figures(f: PairFigures) -> dict[str, Any]:
@@ -255,6 +256,9 @@ def _figures(f: PairFigures) -> dict[str, Any]:
         "latencyText": latency_words(f.latency), "throughputText": throughput_words(f.throughput),
         "paired": f.paired, "notes": list(f.notes), "spread": None if f.spread is None else _exact(f.spread),
         "types": [[t.op_type, _row(t.ratio)] for t in f.layer_types],  # times and shares: in each trial's file
+        # Only on a pair shown without a verdict: its kernel rows give their ratio, "not compared" (a key on
+        # every pair would add 15 bytes to each of a 40-trial experiment's 1,560 pairs).
+        **({"unjudged": True} if f.latency is not None and f.latency.unjudged else {}),
     }
 
 

@@ -91,9 +91,12 @@ def throughput_words(ratio: RatioCI | None) -> str:
 
 
 def ratio_cell(ratio: RatioCI | None) -> tuple[str, str]:
-    """(ratio, interval) table cells: ("0.55", "0.52–0.58"), or ("0.98", "no significant difference")."""
+    """(ratio, interval) table cells: ("0.55", "0.52–0.58"), ("0.98", "no significant difference"), or
+    ("0.40", "not compared") for a pair shown without a verdict (RatioCI.unjudged)."""
     if ratio is None:
         return "—", "—"
+    if ratio.unjudged:
+        return f"{ratio.point:.2f}", "not compared"
     if not ratio.significant:
         return f"{ratio.point:.2f}", "no significant difference"
     return f"{ratio.point:.2f}", f"{ratio.low:.2f}–{ratio.high:.2f}"

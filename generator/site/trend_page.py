@@ -145,8 +145,9 @@ def series_changes(points: list[TrendPoint]) -> list[SeriesChange]:
 
 def trend_chart(points: list[TrendPoint], figure: str, name: str) -> alt.LayerChart:
     """A line per configuration over the commits (oldest left); `figure` is "latency" or "throughput"."""
-    reported = {p.reported for p in points}
-    field, title = ("latency_ms", f"Latency {percentile_label(points[0].percentile, reported)} (ms)") \
+    reported, specs = {p.reported for p in points}, {p.percentile for p in points}
+    label = percentile_label(points[0].percentile, reported) if len(specs) == 1 else "at each point's percentile"
+    field, title = ("latency_ms", f"Latency {label} (ms)") \
         if figure == "latency" else (
         "throughput_ips", "Throughput (items/s)")
     records = [_record(p) for p in points if getattr(p, field) is not None]
@@ -171,15 +172,17 @@ def trend_chart(points: list[TrendPoint], figure: str, name: str) -> alt.LayerCh
                alt.Tooltip(f"{field}:Q", title=title, format=",.4~r")]
     if figure == "latency" and len(reported) > 1:  # which points report p95 for p99
         tooltip.append(alt.Tooltip("percentile:N", title="Percentile"))
-    lines = base.mark_line(point=True).encode(x=x, y=y, color=color, detail="series:N", opacity=faded,
+    # A line joins the points of one percentile: p95 standing in for p99 is not the same figure.
+    detail = "line:N" if figure == "latency" else "series:N"
+    lines = base.mark_line(point=True).encode(x=x, y=y, color=color, detail=detail, opacity=faded,
                                               tooltip=tooltip).add_params(pick)
     return alt.layer(lines.properties(name=f"{name}_lines")).properties(name=name, width="container", height=260)
 
 
 def _record(p: TrendPoint) -> dict[str, Any]:
     return {"position": p.position, "commit": p.commit[:12], "date": p.committed_at, "subject": p.subject,
-            "series": p.series, "version": p.version, "percentile": p.reported, "latency_ms": _round(p.latency_ms),
-            "throughput_ips": _round(p.throughput_ips)}
+            "series": p.series, "version": p.version, "percentile": p.reported, "line": f"{p.series} · {p.reported}",
+            "latency_ms": _round(p.latency_ms), "throughput_ips": _round(p.throughput_ips)}
 
 
 def _label_expr(labels: dict[int, str]) -> str:

@@ -64,9 +64,11 @@
   }
   function pct(value) { return value === null || value === undefined ? DASH : (100 * value).toFixed(1) + " %"; }
   // [point, low, high, significant, note] of a ratio, or [point, low, high] of a layer row (its interval
-  // excludes 1 when significant), or 0/null where there is none.
+  // excludes 1 when significant), [point] of a layer row of a pair shown without a verdict, or 0/null where
+  // there is none.
   function ratioCells(r) {
     if (!r) return [DASH, DASH];
+    if (r.length === 1) return [r[0].toFixed(2), "not compared"];
     var significant = r.length > 3 ? r[3] : r[1] > 1 || r[2] < 1;
     if (!significant) return [r[0].toFixed(2), "no significant difference"];
     return [r[0].toFixed(2), r[1].toFixed(2) + "\u2013" + r[2].toFixed(2)];
@@ -356,9 +358,10 @@
   // A matched layer's [point, low, high], as generator.analysis.stats.scaled_ratio_ci: the pair's spread
   // borrowed from the latency ratio and both sides' standard errors, combined in quadrature on the log scale.
   function layerRatio(r, figures, nodesA, nodesB) {
-    if (figures.spread === null || r[2] !== "layer" || r[3]) return null;
+    if ((figures.spread === null && !figures.unjudged) || r[2] !== "layer" || r[3]) return null;
     var a = rowSide(r[5], nodesA), b = rowSide(r[6], nodesB);
     if (!a || !b || a.time <= 0 || b.time <= 0) return null;
+    if (figures.unjudged) return [b.time / a.time];  // a pair shown without a verdict: "not compared"
     var z = store.index.z;
     var sigma = Math.sqrt(figures.spread * figures.spread + a.se * a.se + b.se * b.se);
     var point = b.time / a.time;

@@ -5,6 +5,7 @@ restores the choice, and the page works opened from disk."""
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import unquote
 
@@ -174,3 +175,39 @@ def test_a_layer_panel_opens_from_the_kernel_table_and_its_address_reopens_it(de
     assert shared.inner_text(LAYER) == panel
     shared.close()
     assert visit.errors == []
+
+
+def _unjudged(body: str) -> str:
+    """A figures file (`perfsiteChooser.figures(n, k, {…});`) as the analysis writes it for pairs shown without
+    a verdict (generator.site.chooser_page._figures): marked `unjudged`, no spread, layer types' ratios alone."""
+    head, rest = body.split("(", 1)
+    n, k, figures = json.loads(f"[{rest.rstrip().removesuffix(');')}]")
+    for f in figures.values():
+        f.update(unjudged=True, spread=None, types=[[op, [r[0]] if r else 0] for op, r in f["types"]])
+    return f"{head}({n}, {k}, {json.dumps(figures)});\n"
+
+
+def test_a_pair_shown_without_a_verdict_gives_no_layer_verdict(chromium, compare_url):
+    """A pair whose side kept too few clean processes is "not compared" (generator.analysis.trial_stats): its
+    layer-type and kernel rows give their ratio and say "not compared", never an interval or "no significant
+    difference", which would be a verdict. The figures files are served as the analysis writes them for such a
+    pair; the rest of the page is the recorded one."""
+    context = chromium.new_context()
+    context.route("**/choose/f-*.js", lambda route: route.fulfill(
+        status=200, content_type="text/javascript", body=_unjudged(route.fetch().text())))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(compare_url + EXPERIMENT + "choose.html", wait_until="load")
+        _ready(page)
+        for section in ("types", "kernels"):
+            cells = page.evaluate(f"""() => Array.from(document.querySelectorAll(
+                '[data-section="{section}"] tbody tr')).map(tr => Array.from(tr.cells).map(c => c.textContent))""")
+            compared = [row for row in cells if "not compared" in row]
+            assert compared, (section, cells[:3])
+            assert not any("no significant difference" in c or re.fullmatch(r"\d+\.\d+–\d+\.\d+", c)
+                           for row in cells for c in row), (section, cells[:3])
+        assert errors == []
+    finally:
+        context.close()
