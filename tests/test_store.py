@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import urllib.parse
 from pathlib import Path
 
@@ -55,6 +57,19 @@ def test_written_tables_read_with_plain_pandas_and_carry_schema_version(tmp_path
     meta = pq.read_schema(tmp_path / "exp" / "trials" / "k1.parquet").metadata
     assert int(meta[METADATA_KEY]) == SCHEMA_VERSION
     assert rd.stored_ok_keys() == {"k1", "k2"}
+
+
+def test_stored_files_have_an_ordinary_files_mode_not_the_writers_alone(tmp_path):
+    # They were 0600 (tempfile.mkstemp's mode) whatever the umask: in a store shared by a team, a colleague's
+    # `perfsite build` or `query` could not read them.
+    rd = ResultsDir(tmp_path / "exp")
+    _write(rd, "k1")
+    rd.write_spec("s" * 64, SPEC)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    files = [p for p in (tmp_path / "exp").rglob("*") if p.is_file() and ".locks" not in p.parts]
+    assert {p.relative_to(tmp_path / "exp").parts[0] for p in files} >= {"trials", "latencies", "specs"}
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {oct(0o666 & ~mask)}
 
 
 def test_failed_trials_are_not_counted_as_stored(tmp_path):

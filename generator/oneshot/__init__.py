@@ -148,12 +148,6 @@ def _inputs(model_path: Path, dims: Sequence[str], shapes: Sequence[str],
     return resolved, files
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _rendered(record: dict[str, Any], view: Any, json_path: Path, html_path: Path) -> str:
     from generator.oneshot.html import render_html
 
@@ -174,9 +168,7 @@ def _write(path: Path, text: str, kept: Path | None = None) -> None:
     from generator.results.store import atomic_write_bytes
 
     try:
-        atomic_write_bytes(path, text.encode("utf-8"))
-        # The temporary file was created 0600; the outputs are ordinary files for the user to share.
-        path.chmod(0o666 & ~_umask())
+        atomic_write_bytes(path, text.encode("utf-8"))  # an ordinary file's mode, for the user to share
     except OSError as e:
         also = f" The measurement is kept in {kept}." if kept is not None else ""
         raise ResultsError(f"Cannot write {path}: {e.strerror or e}. Choose another folder with --out.{also}") from e
