@@ -79,6 +79,16 @@ def test_default_profile_is_batch_1_at_most_threads_concurrency_1(trials):
     assert [t.trial.config_label for t in targets] == ["b1 t2 c1"]
 
 
+def test_default_profile_is_a_configuration_some_trial_has_when_exclude_left_it_out(trials):
+    # `exclude: [{batch: 1, threads: 2}]` leaves the default (batch 1 at the most threads) out of the plan: the
+    # profile page of a spec without `profile:` said "No trial with this configuration" and showed no profile.
+    fp32 = [t for t in trials if t.version == "fp32" and t.config_label != "b1 t2 c1"]
+    targets = S.profile_targets(fp32, [], {"batch": 1, "threads": 1, "concurrency": 1, "provider": "cpu"})
+    assert [t.trial.config_label for t in targets] == ["b1 t1 c1"]
+    only_batch_8 = [t for t in fp32 if t.batch == 8]
+    assert [t.trial.config_label for t in S.profile_targets(only_batch_8, [], {"batch": 1})] == ["b8 t2 c1"]
+
+
 def test_profile_entries_are_partial_and_each_trial_shows_once(trials):
     fp32 = [t for t in trials if t.version == "fp32"]
     targets = S.profile_targets(fp32, [{"batch": 8}, {"threads": 2}, {"batch": 4}], {})

@@ -328,15 +328,23 @@ class ProfileTarget:
 
 def default_profile_entry(trials: list[TrialSummary], first_values: dict[str, Any]) -> dict[str, Any]:
     """The configuration shown when the spec names none: batch 1 (else the smallest) at the most threads,
-    concurrency 1 (else the smallest), and the first swept value of every other axis."""
+    concurrency 1 (else the smallest), and the first swept value of every other axis.
+
+    When no trial has that configuration (`exclude: [{batch: 1, threads: 2}]` leaves it out of the plan), the
+    configuration of the trial that differs from it on the fewest axes, the first in configuration order among
+    equals: the profile page said "No trial with this configuration" and asked to check `profile` entries the
+    spec does not have."""
     entry = dict(first_values)
-    if trials:
-        batches = {t.batch for t in trials}
-        entry["batch"] = 1 if 1 in batches else min(batches)
-        entry["threads"] = max(t.threads for t in trials)
-        concurrencies = {t.concurrency for t in trials}
-        entry["concurrency"] = 1 if 1 in concurrencies else min(concurrencies)
-    return entry
+    if not trials:
+        return entry
+    batches = {t.batch for t in trials}
+    entry["batch"] = 1 if 1 in batches else min(batches)
+    entry["threads"] = max(t.threads for t in trials)
+    concurrencies = {t.concurrency for t in trials}
+    entry["concurrency"] = 1 if 1 in concurrencies else min(concurrencies)
+    nearest = min(trials, key=lambda t: (sum(not _same(t.axis_value(k), v) for k, v in entry.items()),
+                                         t.sort_key(), t.trial_key))
+    return {axis: nearest.axis_value(axis) for axis in entry}
 
 
 def profile_targets(
