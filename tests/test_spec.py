@@ -511,6 +511,26 @@ def test_validation_messages_name_file_line_path_and_fix(
         assert part in message, (part, message)
 
 
+def test_a_profile_entry_or_compare_config_that_exclude_leaves_nothing_of_is_refused(spec_file: Path) -> None:
+    # Both passed `validate`; the profile page then said "No trial with this configuration" and the compare page
+    # "These versions cannot be compared".
+    text = _edit("  - {batch: 1, threads: 2}\nregression", "  - {batch: 8, concurrency: 2}\nregression")
+    spec_file.write_text(text)
+    result = perfsite("validate", str(spec_file), "--allow-outside")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    message = " ".join(result.stderr.split())
+    assert message.startswith(f"error: Spec `{spec_file}` is invalid: line 32, `profile[0]`: matches only "
+                              "configurations that `exclude` leaves out of the plan (exclude[0]), so it would select "
+                              "no trial; name a configuration the plan keeps, or change `exclude` (got "), message
+    compare = _edit("config: {batch: 1, threads: 2}", "config: {batch: 8, concurrency: 2, threads: 1}")
+    assert "line 30, `compare[2].config`: matches only configurations" in _error(spec_file, compare)
+    assert _load(spec_file, _edit("{batch: 1, threads: 2}\nregression", "{batch: 8}\nregression")).spec.profile
+    # Results stored under such a spec stay readable.
+    stored = json.loads(spec_to_json(_load(spec_file, EXAMPLE).spec))
+    stored["profile"] = [{"batch": 8, "concurrency": 2}]
+    assert spec_from_json(json.dumps(stored)).profile == ({"batch": 8, "concurrency": 2},)
+
+
 def test_batch_axis_without_a_batch_placeholder(spec_file: Path) -> None:
     text = _edit("[batch, 4]", "[2, 4]", MINIMAL) + "sweep: {batch: [1, 2]}\n"
     assert "no input shape uses the `batch` placeholder" in _error(spec_file, text)

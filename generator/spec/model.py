@@ -248,6 +248,8 @@ class Spec(Record):
         issues += _compare_issues(self.compare, self.models, axes, stored=bool((info.context or {}).get("stored")))
         if not issues:  # the sweep is within MAX_TRIALS and every exclude entry names axes and values it has
             issues = _nothing_left_issues(self.exclude, axes)
+        if not issues and self.exclude and not (info.context or {}).get("stored"):
+            issues = _excluded_selection_issues(self, axes)
         if issues:
             fail(*issues)
         return self
@@ -350,6 +352,30 @@ def _nothing_left_issues(exclude: tuple[dict, ...], axes: dict[str, tuple]) -> l
             return []
     return [Issue(("exclude",), "these entries remove every configuration of the sweep, so there is nothing to "
                   "measure; remove an entry, or add values to the sweep that no entry matches")]
+
+
+def _excluded_selection_issues(spec: Spec, axes: dict[str, tuple]) -> list[Issue]:
+    """`profile` entries and compare `config`s that match only configurations `exclude` leaves out: they passed,
+    and the profile page said "No trial with this configuration", the compare page "cannot be compared"."""
+    names = list(axes)
+    planned = [config for combo in itertools.product(*axes.values())
+               if not any(_matches(e, config := dict(zip(names, combo, strict=True))) for e in spec.exclude)]
+    selections = [(("profile", i), entry) for i, entry in enumerate(spec.profile)]
+    selections += [(("compare", i, "config"), pair.config) for i, pair in enumerate(spec.compare) if pair.config]
+    issues = []
+    for loc, entry in selections:
+        if not any(_matches(entry, config) for config in planned):
+            hits = ", ".join(f"exclude[{j}]" for j, e in enumerate(spec.exclude)
+                             if all(_same(v, entry[k]) for k, v in e.items() if k in entry))
+            issues.append(Issue(loc, "matches only configurations that `exclude` leaves out of the plan "
+                                f"({hits}), so it would select no trial; name a configuration the plan keeps, or "
+                                "change `exclude`", entry))
+    return issues
+
+
+def _matches(entry: dict[str, Any], config: dict[str, Any]) -> bool:
+    """Whether a whole configuration has every item of a partial one."""
+    return all(_same(value, config[key]) for key, value in entry.items())
 
 
 def _selection_issues(field: str, items: tuple[dict, ...], axes: dict[str, tuple], allow_empty: bool) -> list:
