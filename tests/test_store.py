@@ -264,6 +264,30 @@ def test_a_file_url_with_a_host_or_credentials_is_refused_without_showing_the_se
     assert local_path("file:///tmp/x") == local_path("file://localhost/tmp/x") == Path("/tmp/x")
 
 
+@pytest.mark.parametrize("command", ["run", "build", "query"])
+def test_a_store_url_without_its_slashes_is_refused_not_made_a_local_folder(tmp_path, command):
+    """`--results s3:perf/results` (or `file:results`, `GS:bucket`): a colon and no slash after it was taken for a
+    local folder named `s3:perf`, into which `run` measured, while the user believed the results in a bucket."""
+    from support.cli import perfsite, write_spec
+    from support.models import matmul_model
+
+    from generator.results.location import local_path
+
+    matmul_model(tmp_path / "tiny.onnx")
+    write_spec(tmp_path, "name: tiny\nmodels: {fp32: {path: tiny.onnx}}\ninputs: {x: {shape: [batch, 4]}}\n")
+    (tmp_path / "a:b").mkdir()  # a local folder of that form that exists is still one
+    args = {"run": ["run", "spec.yaml", "--dry-run", "--results"], "build": ["build", "--results"],
+            "query": ["query", "SELECT 1", "--results"]}[command]
+    for url in ("s3:perf/results", "file:results", "GS:bucket"):
+        result = perfsite(*args, url, cwd=tmp_path)
+        message = " ".join(result.stderr.split())
+        assert result.returncode == 1 and "Traceback" not in message, message
+        assert message.startswith(f"error: The results store {url}"), message
+        assert "is not a valid URL: a URL is written scheme://bucket/path (two slashes)." in message, message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a:b", "spec.yaml", "tiny.onnx"]
+    assert local_path("a:b") == Path("a:b") and local_path("no-scheme:x") == Path("no-scheme:x")
+
+
 def test_a_file_url_names_its_folder_percent_decoded(tmp_path):
     """`--results file:///srv/my%20results` (a file URL as a browser shows it) was taken literally: `run` wrote
     a new folder named `my%20results` beside the real one and `query` said the store did not exist."""

@@ -99,7 +99,7 @@ def local_path(root: StoreRoot) -> Path | None:
     """The local folder a root names (a path or a file:// URL), or None for an object store."""
     if not is_url(root):
         text = str(root)
-        if _ALMOST_URL.match(text) and not os.path.exists(text):
+        if _almost_url(text) and not os.path.exists(text):
             raise ResultsError(f"The results store {shown(text)} is not a valid URL: a URL is written "
                                f"scheme://bucket/path (two slashes). {ALLOWED}")
         return Path(root)
@@ -113,6 +113,19 @@ def local_path(root: StoreRoot) -> Path | None:
                                f"store keeps in its keys: what is written there is not found again. {ALLOWED}")
         return None
     return _file_url_path(str(root), match["rest"])
+
+
+def _almost_url(text: str) -> bool:
+    """`s3:/bucket` (one slash), or a protocol fsspec knows and a colon without slashes (`s3:bucket/results`,
+    `file:results`): a typo of a URL, which was taken for a local folder named `s3:bucket`."""
+    if _ALMOST_URL.match(text):
+        return True
+    scheme, colon, _ = text.partition(":")
+    if not colon or "/" in scheme:
+        return False
+    import fsspec
+
+    return scheme.lower() in fsspec.available_protocols()
 
 
 def _file_url_path(root: str, rest: str) -> Path:
