@@ -222,6 +222,23 @@ def test_a_spec_given_twice_is_measured_once(matmul_project):
     assert len(pd.read_parquet(matmul_project / "results" / "tiny" / "processes")) == 2  # one trial's two
 
 
+def test_a_stored_spec_deleted_by_hand_is_stored_again_by_the_run_builds_advise(matmul_project):
+    """`build` refuses results whose specs/S.json is gone and advises `perfsite run SPEC --results …`; that run
+    said "0 measured, 1 already stored" and wrote nothing, so the advice never helped."""
+    from generator.errors import ResultsError
+
+    first = perfsite("run", "spec.yaml", "--only", "version=a,batch=1", cwd=matmul_project)
+    assert first.returncode == 0, first.stderr
+    folder = matmul_project / "results" / "tiny"
+    (stored,) = (folder / "specs").iterdir()
+    stored.unlink()
+    with pytest.raises(ResultsError, match=r"Re-run the experiment with `perfsite run SPEC --results "):
+        load_experiment(folder)
+    again = perfsite("run", "spec.yaml", "--only", "version=a,batch=1", cwd=matmul_project)
+    assert again.returncode == 0 and "0 measured, 1 already stored" in again.stdout, again.stdout + again.stderr
+    assert stored.is_file() and list(load_experiment(folder).trials["version"]) == ["a"]
+
+
 def test_dry_run_lists_trials_and_measures_nothing(cnn_project):
     out = perfsite("run", "spec.yaml", "--dry-run", "--results", str(cnn_project / "r"), cwd=cnn_project)
     assert out.returncode == 0, out.stderr

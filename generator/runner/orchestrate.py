@@ -350,7 +350,10 @@ def _record_spec(side: Side) -> None:
     trials = side.results.read_table("trials").sort_values(["finished_at", "trial_key"], kind="stable")
     runs = side.results.read_table("runs").sort_values("started_at", kind="stable")
     if not trials.empty and shown_spec_sha256(trials, runs) == side.loaded.sha256:
-        return  # the pages follow this very spec already: nothing new to record
+        # The pages follow this very spec already: nothing new to record, unless its specs/S.json was deleted by
+        # hand, which `build` refuses, advising this very run (a no-op when the file is there).
+        side.results.write_spec(side.loaded.sha256, spec_to_json(side.loaded.spec))
+        return
     side.results.ensure_writable()
     start_run(side.results, side.loaded, side.env, side.quick, environment=False)
 
