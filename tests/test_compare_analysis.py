@@ -61,9 +61,10 @@ def _nodes(key: str, version: str) -> list[dict]:
 
 def _write(root: Path, threshold: float | None = 5.0, profiled=((1, 2),), compare=None,
            versions=("fp32", "int8", "int8-dyn"), preempted: tuple[str, ...] | None = None,
-           one_clean: tuple[str, ...] = ()) -> Path:
+           one_clean: tuple[str, ...] = (), starved: tuple[str, ...] = ()) -> Path:
     """`preempted`: record run-delay (results schema 2), each request of these trials preempted; `one_clean`:
-    of these trials, every request of processes 1 and 2 preempted, none of process 0."""
+    of these trials, every request of processes 1 and 2 preempted, none of process 0; `starved`: processes 1
+    and 2 of these trials got a quarter of the CPU process 0 got (preemption unknown, as in schema 1)."""
     spec = spec_from_json(_spec(threshold, compare if compare is not None else [{"a": "fp32", "b": "int8"},
                                                                                 {"a": "fp32"}]))
     sha = hashlib.sha256(canonical_json(spec).encode()).hexdigest()
@@ -90,8 +91,8 @@ def _write(root: Path, threshold: float | None = 5.0, profiled=((1, 2),), compar
         delay = {"run_delay_ms": None} if preempted is None else {"run_delay_ms": 0.0}
         files = TrialFiles(
             trial=trial,
-            processes=[{"trial_key": key, "process": p, "throughput_ips": 1000 * batch / a.mean()}
-                       for p, a in enumerate(lat)],
+            processes=[{"trial_key": key, "process": p, "throughput_ips": 1000 * batch / a.mean(),
+                        "cores_used": 0.5 if key in starved and p else 2.0} for p, a in enumerate(lat)],
             latencies=[{"trial_key": key, "process": p, "stream": 0, "iteration": i, "latency_ms": float(v),
                         **({"run_delay_ms": float(v)} if key in (preempted or ()) or (key in one_clean and p)
                            else delay)}
@@ -307,10 +308,9 @@ def test_a_side_with_one_clean_process_of_three_is_not_judged_as_diff_does_not(t
     for ratio in (c.latency_ratio, c.throughput_ratio):
         assert not ratio.significant and ratio.unjudged == why
     assert latency_words(c.latency_ratio) == (
-        f"not compared: {why} (B / A {c.latency_ratio.point:.2f} from the clean requests of the processes that "
-        "kept enough)")
+        f"not compared: {why} (B / A {c.latency_ratio.point:.2f} from the clean requests of that process alone)")
     assert ("Only 1 of 3 measurement processes of A (fp32 at b1 t2 c1) kept enough clean (not preempted) requests "
-            "(a verdict needs 2 or more): its figures come from the clean requests of that process alone and are "
+            "(a verdict needs 2 or more): its figures come from the clean requests of that process alone, and are "
             "shown without a verdict (not compared).") in c.notes[0]
     assert c.timings[0].processes == 1 and c.timings[0].note == (
         "from the clean requests of the 1 of 3 measurement processes that kept enough of them: not judged (a "
@@ -325,6 +325,23 @@ def test_a_side_with_one_clean_process_of_three_is_not_judged_as_diff_does_not(t
     assert c.kernels and all(k.ratio is None or not k.ratio.significant for k in c.kernels)
     side = side_samples(exp, exp.trials[exp.trials["trial_key"] == "fp32-b1-t2"].iloc[-1])
     assert not side.judgeable and side.processes - side.starved == 1  # the diff's rule, the same side
+    assert compare_versions(exp, "fp32", "int8", {"batch": 4, "threads": 2}).latency_ratio.significant
+
+
+def test_a_side_starved_of_cpu_in_results_without_preemption_is_not_judged_as_diff_does_not(tmp_path):
+    """Results without run-delay (schema 1, or a machine that does not record it): `perfsite diff` leaves out
+    processes starved of CPU and calls a side with fewer than two left not comparable; the compare pages judged
+    every process. Both apply one rule now (generator.analysis.sides)."""
+    from generator.diff.noise import side_samples
+
+    exp = load_experiment(_write(tmp_path, starved=("fp32-b1-t2",)))
+    c = compare_versions(exp, "fp32", "int8", {"batch": 1, "threads": 2})
+    why = ("only 1 of 3 measurement processes of A got the CPU they asked for (a verdict needs 2 or more, and no "
+           "more than half left out)")
+    assert not c.latency_ratio.significant and c.latency_ratio.unjudged == why
+    assert c.timings[0].processes == 3 and c.timings[0].note.startswith("from every process, starved ones included")
+    assert "its figures come from every process, starved ones included, and are shown without a verdict" in c.notes[0]
+    assert not side_samples(exp, exp.trials[exp.trials["trial_key"] == "fp32-b1-t2"].iloc[-1]).judgeable
     assert compare_versions(exp, "fp32", "int8", {"batch": 4, "threads": 2}).latency_ratio.significant
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from generator.analysis import stats
 from generator.analysis.records_compare import RatioCI, VersionTiming
+from generator.analysis.sides import side_samples
 from generator.analysis.summaries import TrialSummary
 from generator.results import intervals
 from generator.results.by_trial import trial_rows
@@ -38,6 +39,11 @@ class TrialStats:
     samples: stats.ProcessSamples
     run_id: Any
     preemption_known: bool = False  # results schema 2: requests a neighbour preempted are known and left out
+    # The processes the trial recorded and how many of them cannot decide a verdict (generator.analysis.sides,
+    # the rule `perfsite diff` applies): too few clean requests, or starved of CPU where preemption is unknown.
+    recorded: int = 0
+    left_out: int = 0
+    judgeable: bool = True
     _figures: dict[str, list[float]] = field(default_factory=dict)
     _pooled: dict[str, float] = field(default_factory=dict)
     _boots: dict[str, stats.Bootstrap] = field(default_factory=dict)
@@ -96,11 +102,14 @@ def trial_stats(cache: dict, exp, t: TrialSummary) -> TrialStats:
     key = ("stats", t.trial_key)
     if key not in cache:
         rows = trial_rows(exp.trials, t.trial_key)
-        row = {} if rows.empty else dict(rows.iloc[-1].items())
-        known = row.get("preemption_known")
-        known = bool(known) if isinstance(known, bool | np.bool_) else False  # results schema 2 only
-        samples = stats.process_samples(exp.processes, exp.latencies, t.trial_key, known)
-        cache[key] = TrialStats(t, samples, row.get("run_id"), known)
+        if rows.empty:
+            cache[key] = TrialStats(t, stats.process_samples(exp.processes, exp.latencies, t.trial_key), None)
+            return cache[key]
+        row = rows.iloc[-1]
+        # The samples `perfsite diff` judges: usable processes' clean requests, or without starved processes.
+        side = side_samples(exp, row)
+        cache[key] = TrialStats(t, side.samples, row.get("run_id"), side.preemption_known, side.processes,
+                                side.starved, side.judgeable)
     return cache[key]
 
 
@@ -152,12 +161,10 @@ def pair_ratios(a: TrialStats, b: TrialStats, q_name: str) -> PairRatios:
     fell_back = [(role, s) for role, s in (("A", a), ("B", b)) if unjudged_side(s)]
     if not fell_back:
         return PairRatios(latency, throughput, reference, paired)
-    why = "; ".join(_fallback_why(role, s) for role, s in fell_back)
+    why = "; ".join(_why(s, role)[0] for role, s in fell_back)
     notes = tuple(fallback_note(role, s) for role, s in fell_back)
-    kinds = {falls_back(s) for _, s in fell_back}
-    source = ("every request, preempted ones included" if kinds == {True}
-              else "the clean requests of the processes that kept enough" if kinds == {False}
-              else "figures of the kinds noted below")
+    sources = {_why(s, role)[1] for role, s in fell_back}
+    source = sources.pop() if len(sources) == 1 else "figures of the kinds noted below"
     # The reference too: the layer ratios that borrow its spread are not judged either.
     return PairRatios(_unjudged(latency, why, source), _unjudged(throughput, why, source),
                       _unjudged(reference, why, source), paired, notes)
@@ -171,8 +178,16 @@ def falls_back(s: TrialStats) -> bool:
 
 
 def unjudged_side(s: TrialStats) -> bool:
-    """A side shown without a verdict (falls_back, too_few_clean), as `perfsite diff` would not judge it."""
-    return falls_back(s) or too_few_clean(s)
+    """A side shown without a verdict (falls_back, too_few_clean, starved_side), as `perfsite diff` would not
+    judge it."""
+    return falls_back(s) or too_few_clean(s) or starved_side(s)
+
+
+def starved_side(s: TrialStats) -> bool:
+    """Preemption unknown (results schema 1): too many of the trial's processes were starved of CPU for the
+    rest to decide (generator.analysis.sides); its figures are every process's. A trial of one process by
+    design keeps its flagged interval, as in too_few_clean."""
+    return not s.preemption_known and not s.judgeable and bool(s.samples.processes) and s.recorded >= 2
 
 
 def too_few_clean(s: TrialStats) -> bool:
@@ -180,39 +195,42 @@ def too_few_clean(s: TrialStats) -> bool:
     recorded more): its figures are their clean requests, and `perfsite diff` calls such a side not comparable
     (a verdict needs two), so a comparison shows it without a verdict too. A trial measured with one process by
     design (`repeats: 1`) keeps its flagged one-process interval (docs/methodology-compare.md)."""
-    recorded = s.summary.processes or 0
     return (s.preemption_known and s.samples.judged_clean
-            and s.samples.processes < MIN_JUDGED_PROCESSES <= recorded)
+            and s.samples.processes < MIN_JUDGED_PROCESSES <= s.recorded)
 
 
 FALLBACK_TIMING_NOTE = ("from every request, preempted ones included: no measurement process kept enough clean "
                         "(not preempted) requests; not judged")
 
 
-def _too_few_timing_note(s: TrialStats) -> str:
-    return (f"from the clean requests of the {s.samples.processes} of {s.summary.processes} measurement processes "
-            f"that kept enough of them: not judged (a verdict needs {MIN_JUDGED_PROCESSES} or more)")
-
-
-def _fallback_why(role: str, s: TrialStats) -> str:
+def _why(s: TrialStats, role: str) -> tuple[str, str, str]:
+    """A side shown without a verdict (unjudged_side), in `perfsite diff`'s words: why, what its figures come
+    from (a ratio's words, the page's note) and its timing note."""
+    n, verdict = s.recorded, f"a verdict needs {MIN_JUDGED_PROCESSES} or more"
     if falls_back(s):
         n = s.samples.processes
         return (f"only 0 of {n} measurement process{'es' if n != 1 else ''} of {role} kept enough clean "
-                "(not preempted) requests")
-    return (f"only {s.samples.processes} of {s.summary.processes} measurement processes of {role} kept enough "
-            f"clean (not preempted) requests (a verdict needs {MIN_JUDGED_PROCESSES} or more)")
+                "(not preempted) requests", "every request, preempted ones included", FALLBACK_TIMING_NOTE)
+    if too_few_clean(s):
+        kept = s.samples.processes
+        return (f"only {kept} of {n} measurement processes of {role} kept enough clean (not preempted) requests "
+                f"({verdict})", f"the clean requests of {'that process' if kept == 1 else 'those'} alone",
+                f"from the clean requests of the {kept} of {n} measurement processes that kept enough of them: "
+                f"not judged ({verdict})")
+    kept = n - s.left_out
+    return (f"only {kept} of {n} measurement processes of {role} got the CPU they asked for ({verdict}, and no "
+            "more than half left out)", "every process, starved ones included",
+            f"from every process, starved ones included: only {kept} of {n} got the CPU they asked for; not "
+            "judged")
 
 
 def fallback_note(role: str, s: TrialStats) -> str:
-    """The page's note on a side shown without a verdict (falls_back, too_few_clean), in the words of
-    `perfsite diff`."""
+    """The page's note on a side shown without a verdict (unjudged_side), in the words of `perfsite diff`."""
     t = s.summary
-    why = _fallback_why(f"{role} ({t.version} at {t.config_label})", s)
-    source = ("fall back to every request, preempted ones included," if falls_back(s)
-              else f"come from the clean requests of {'that process' if s.samples.processes == 1 else 'those'} "
-                   "alone")
-    return (f"{why[0].upper()}{why[1:]}: its figures {source} and are shown without a verdict (not compared). "
-            "Measure again with a larger measure.budget_s, or on a quieter machine.")
+    why, source, _ = _why(s, f"{role} ({t.version} at {t.config_label})")
+    verb = "fall back to" if falls_back(s) else "come from"
+    return (f"{why[0].upper()}{why[1:]}: its figures {verb} {source}, and are shown without a verdict (not "
+            "compared). Measure again with a larger measure.budget_s, or on a quieter machine.")
 
 
 def _unjudged(ratio: RatioCI | None, why: str, source: str) -> RatioCI | None:
@@ -252,6 +270,6 @@ def timing(s: TrialStats, q_name: str) -> VersionTiming:
         throughput_ips=float(np.median(s.throughput_figures())) if thr_band else t.throughput_ips,
         throughput_ci_low=thr_low,
         throughput_ci_high=thr_high, processes=s.samples.processes, trial_key=t.trial_key, percentile=q_name,
-        note=(FALLBACK_TIMING_NOTE if falls_back(s) else _too_few_timing_note(s) if too_few_clean(s)
-              else stats.small_sample_note(s.samples.processes, s.samples.processes)),
+        note=_why(s, "")[2] if unjudged_side(s) else stats.small_sample_note(s.samples.processes,
+                                                                             s.samples.processes),
     )
