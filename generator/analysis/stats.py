@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -264,47 +264,75 @@ def small_sample_note(processes_a: int, processes_b: int) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class SideFigure:
+    """One side of a ratio as shown: its figure (pooled percentile, median throughput over the processes) with
+    its own 95 % interval (own_interval; the bootstrap's where it has fewer than two figures)."""
+
+    point: float
+    low: float
+    high: float
+    processes: int
+
+    def interval(self) -> tuple[float, float]:
+        return self.low, self.high
+
+
 def latency_ratio(a: ProcessSamples, b: ProcessSamples, q: float, seed: int = SEED,
                   resamples: int = RESAMPLES, paired: bool = False,
-                  between_run_sd: intervals.Drift = 0.0) -> tuple[RatioCI, Bootstrap, Bootstrap]:
-    """Latency ratio B / A at quantile `q` with its calibrated interval (module docstring), and both sides'
-    bootstraps (A drawn first, then B, from one generator)."""
-    rng = np.random.default_rng(seed)
-    boot_a = bootstrap_latency(a.latencies_ms, q, rng, resamples)
-    boot_b = bootstrap_latency(b.latencies_ms, q, rng, resamples)
-    figures = ([float(np.quantile(x, q)) for x in a.latencies_ms], [float(np.quantile(x, q)) for x in b.latencies_ms])
-    return calibrated_ratio(boot_a, boot_b, figures, (a.rounds, b.rounds), paired, between_run_sd), boot_a, boot_b
+                  between_run_sd: intervals.Drift = 0.0) -> tuple[RatioCI, SideFigure, SideFigure]:
+    """Latency ratio B / A at quantile `q` with its calibrated interval (figures_ratio), and both sides' figures.
+    Bootstraps (A drawn first, then B, from one generator) are drawn only where a side has one process: the
+    ratio's interval and that side's own then come from them. Raises ValueError for a side without requests."""
+    boots = _drawn_once(lambda rng: tuple(bootstrap_latency(s.latencies_ms, q, rng, resamples) for s in (a, b)), seed)
+    figures = tuple([float(np.quantile(x, q)) for x in s.latencies_ms] for s in (a, b))
+    sides = tuple(_side(f, _pooled(s.latencies_ms, q), lambda i=i: boots()[i], s.processes)
+                  for i, (s, f) in enumerate(zip((a, b), figures, strict=True)))
+    ci = figures_ratio(figures, (a.rounds, b.rounds), paired, between_run_sd, (a.processes, b.processes))
+    return (ci if ci is not None else ratio_ci(*boots())), *sides
 
 
 def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED, resamples: int = RESAMPLES,
                      paired: bool = False, between_run_sd: intervals.Drift = 0.0,
-                     ) -> tuple[RatioCI | None, Bootstrap | None, Bootstrap | None]:
-    """Throughput ratio B / A; None parts when a side has no recorded throughput."""
-    rng = np.random.default_rng(seed + 1)
-    boot_a = bootstrap_throughput(a, rng, resamples)
-    boot_b = bootstrap_throughput(b, rng, resamples)
-    if boot_a is None or boot_b is None:
-        return None, boot_a, boot_b
-    figures = (list(a.throughput_ips), list(b.throughput_ips))
-    return calibrated_ratio(boot_a, boot_b, figures, (a.rounds, b.rounds), paired, between_run_sd), boot_a, boot_b
+                     ) -> tuple[RatioCI | None, SideFigure | None, SideFigure | None]:
+    """Throughput ratio B / A, as latency_ratio; None parts when a side has no recorded throughput."""
+    boots = _drawn_once(lambda rng: tuple(bootstrap_throughput(s, rng, resamples) for s in (a, b)), seed + 1)
+    kept = [[t for t, x in zip(s.throughput_ips, s.latencies_ms, strict=True) if math.isfinite(t) and x.size]
+            for s in (a, b)]
+    side_a, side_b = (_side(k, float(np.median(k)), lambda i=i: boots()[i], len(k)) if k
+                      else None for i, k in enumerate(kept))
+    if side_a is None or side_b is None:
+        return None, side_a, side_b
+    ci = figures_ratio((list(a.throughput_ips), list(b.throughput_ips)), (a.rounds, b.rounds), paired,
+                       between_run_sd, (len(kept[0]), len(kept[1])))
+    return (ci if ci is not None else ratio_ci(*boots())), side_a, side_b
 
 
-def calibrated_ratio(boot_a: Bootstrap, boot_b: Bootstrap, figures: tuple[list[float], list[float]],
-                     rounds: tuple[tuple[int, ...], tuple[int, ...]], paired: bool,
-                     between_run_sd: intervals.Drift) -> RatioCI:
-    """B / A as the geometric mean of the per-process figures' ratio (per round when `paired` and two or more
-    rounds have both, else of each side's geometric mean), with its t interval (Welch's with
-    `between_run_sd` when unpaired). The ratio of per-process figures, not of the pooled ones: pooling mixes
-    the processes' disagreement into the tail (a p90 over processes that disagree by 25 % rises with the
-    disagreement itself). The bootstrap ratio of the pooled figures where a side has one process."""
-    ci = figures_ratio(figures, rounds, paired, between_run_sd, (boot_a.processes, boot_b.processes))
-    return ci if ci is not None else ratio_ci(boot_a, boot_b)
+def _drawn_once(draw: Callable[[np.random.Generator], tuple], seed: int) -> Callable[[], tuple]:
+    """Both sides' bootstraps from one generator seeded `seed`, drawn on first use only."""
+    return functools.cache(lambda: draw(np.random.default_rng(seed)))
+
+
+def _pooled(samples: Sequence[np.ndarray], q: float) -> float:
+    arrays = [a for a in samples if len(a)]
+    if not arrays:
+        raise ValueError("a ratio needs at least one process with requests on each side")
+    return float(np.quantile(np.concatenate(arrays), q))
+
+
+def _side(figures: Sequence[float], point: float, boot: Callable[[], Bootstrap], processes: int) -> SideFigure:
+    band = own_interval(figures, point) or boot().interval()
+    return SideFigure(point, *band, processes)
 
 
 def figures_ratio(figures: tuple[list[float], list[float]], rounds: tuple[tuple[int, ...], tuple[int, ...]],
                   paired: bool, between_run_sd: intervals.Drift, processes: tuple[int, int]) -> RatioCI | None:
-    """calibrated_ratio without its bootstrap fallback: None where no t interval exists (a side with fewer
-    than two figures), so that callers can skip bootstrapping whenever it is not needed."""
+    """B / A as the geometric mean of the per-process figures' ratio (per round when `paired` and two or more
+    rounds have both, else of each side's geometric mean), with its t interval (Welch's with `between_run_sd`
+    when unpaired). The ratio of per-process figures, not of the pooled ones: pooling mixes the processes'
+    disagreement into the tail (a p90 over processes that disagree by 25 % rises with the disagreement itself).
+    None where no t interval exists (a side with fewer than two figures): callers then take the bootstrap ratio
+    (ratio_ci), drawing bootstraps only when needed."""
     ci = _paired_interval(figures, rounds) if paired else None
     if ci is None:
         ci = intervals.unpaired(figures[0], figures[1], between_run_sd)

@@ -6,7 +6,7 @@ bootstraps do not depend on what it is compared with: the compare pages and the 
 CompareContext's cache. Each bootstrap draws from its own generator (seeded like generator.analysis.stats), so a
 trial's intervals are the same whatever it is compared with.
 
-Ratios follow generator.analysis.stats.calibrated_ratio: t intervals on per-process figures, paired by round when
+Ratios follow generator.analysis.stats.figures_ratio: t intervals on per-process figures, paired by round when
 both trials were measured in the same rounds of one run, Welch's with the between-run drift floor when they
 come from two runs; the bootstrap ratio only where a side has a single process.
 """

@@ -32,14 +32,7 @@ import numpy as np
 import pandas as pd
 
 from generator.analysis.records_compare import RatioCI
-from generator.analysis.stats import (
-    Bootstrap,
-    ProcessSamples,
-    latency_ratio,
-    own_interval,
-    percentile_of,
-    throughput_ratio,
-)
+from generator.analysis.stats import ProcessSamples, latency_ratio, percentile_of, throughput_ratio
 from generator.analysis.summaries import AXIS_COLUMNS, clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
 from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
@@ -307,7 +300,8 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     q = percentile_of(q_name)
     pair = paired(a, b)
     between = 0.0 if pair else (run_drift(BETWEEN_RUN_SD, _spread(a)), run_drift(BETWEEN_RUN_SD, _spread(b)))
-    lat, boot_a, boot_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between)
+    # Each side's figure and own interval (stats.SideFigure), as the compare pages give them.
+    lat, lat_a, lat_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between)
     thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b, paired=pair, between_run_sd=between)
     verdict, why = judge(lat, thr, limits, (side_a, side_b), q, pair)
     config = {axis: clean(b[axis]) for axis in AXIS_COLUMNS} | {"dims": str(b["dims"])}
@@ -315,7 +309,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         experiment=cand_exp.name, version=str(b["version"]), config_label=str(b["config_label"]), config=config,
         baseline_key=str(a["trial_key"]), candidate_key=str(b["trial_key"]),
         percentile=percentile_label(percentile, (q_name,)),
-        latency_baseline_ms=boot_a.point, latency_candidate_ms=boot_b.point, latency_ratio=lat,
+        latency_baseline_ms=lat_a.point, latency_candidate_ms=lat_b.point, latency_ratio=lat,
         throughput_baseline_ips=thr_a.point if thr_a else None,
         throughput_candidate_ips=thr_b.point if thr_b else None, throughput_ratio=thr,
         verdict=verdict,
@@ -326,20 +320,10 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         same_measurement=all(str(a.get(c)) == str(b.get(c)) for c in ("trial_key", "run_id", "finished_at")),
         quick=bool(clean(a.get("quick"))) or bool(clean(b.get("quick"))),
         model_changed=str(a["model_sha256"]) != str(b["model_sha256"]),
-        latency_baseline_ci=_band(_figures(samples_a, q), boot_a),
-        latency_candidate_ci=_band(_figures(samples_b, q), boot_b),
-        throughput_baseline_ci=_band(samples_a.throughput_ips, thr_a) if thr_a else None,
-        throughput_candidate_ci=_band(samples_b.throughput_ips, thr_b) if thr_b else None,
+        latency_baseline_ci=lat_a.interval(), latency_candidate_ci=lat_b.interval(),
+        throughput_baseline_ci=thr_a.interval() if thr_a else None,
+        throughput_candidate_ci=thr_b.interval() if thr_b else None,
     )
-
-
-def _figures(samples: ProcessSamples, q: float) -> list[float]:
-    return [float(np.quantile(x, q)) for x in samples.latencies_ms]
-
-
-def _band(figures, boot: Bootstrap) -> tuple[float, float]:
-    """A side's own interval as the compare pages give it (stats.own_interval), the bootstrap's with one process."""
-    return own_interval(figures, boot.point) or boot.interval()
 
 
 def _reported_percentile(percentile: str, a: pd.Series, b: pd.Series) -> str:
