@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import multiprocessing
 import os
 import runpy
 import shutil
@@ -13,16 +14,19 @@ import subprocess
 import sys
 import time
 import types
+from collections import deque
 from pathlib import Path
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 from support.cli import in_forks
 from support.results import EXPERIMENT, write_results
 from support.site import site_files
 
 import generator
 from generator import processes
+from generator.errors import PerfsiteError
 from generator.site import build_site, incremental
 from generator.site import pages as P
 
@@ -54,7 +58,8 @@ def _slower(experiment: Path) -> None:
 def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build_and_a_damaged_entry_again(
         tmp_path, monkeypatch):
     """Builds of these two small experiments generate them in the build's own process (pool_workers); the full
-    build from scratch generates them in a pool of workers, so the pool's entries are compared too."""
+    build from scratch generates one in a pool's worker beside the build's process (_shared), so the pool's
+    entries are compared too."""
     results = tmp_path / "results"
     first, second = _two_experiments(results)
     project = tmp_path / "project"
@@ -137,6 +142,20 @@ def test_small_stores_are_generated_in_the_builds_own_process_and_big_ones_in_a_
     assert incremental.pool_workers([3_600_000] * 25) == 2  # bench/site_scale.py's store: a worker per core
     monkeypatch.setattr(incremental.os, "cpu_count", lambda: 1)
     assert incremental.pool_workers([3_600_000] * 25) == 0
+
+
+def test_an_error_in_the_pools_share_is_raised_as_it_was_and_the_builds_own_share_is_generated(tmp_path):
+    """The pool takes the biggest experiments from the front, the build's own process the smallest from the
+    back (_shared): a worker's error (a damaged results file) reaches the build as raised, once the build's
+    process has finished the experiment it had started."""
+    first, second = _two_experiments(tmp_path / "results")
+    damaged = sorted((first / "trials").glob("*.parquet"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    cache = tmp_path / "cache"
+    backlog = deque([((first,), "a", cache / "a"), ((second,), "b", cache / "b")])
+    with pytest.raises(PerfsiteError, match="is not readable Parquet"):
+        incremental._shared(backlog, 1, multiprocessing.get_context("forkserver"))
+    assert (cache / "b" / incremental.ENTRY).is_file() and not (cache / "a").exists()
 
 
 def _scale_benchmark(*args: str) -> tuple[int, str]:
