@@ -167,7 +167,7 @@ def test_a_trend_whose_trial_reported_p95_for_p99_does_not_compare_the_two():
     assert not change.comparable and change.first.reported == "p95" and change.last.reported == "p99"
     commits = [Commit(f"{n:040x}", "2026-11-01", "s") for n in (0, 1)]
     row = next(line for line in trend_page(commits, mixed, 10).markdown.splitlines() if line.startswith("| e |"))
-    assert "| 1.00 (p95) | 1.30 (p99) | — &#40;not the same percentile&#41; |" in row
+    assert "| 1.00 &#40;p95&#41; | 1.30 &#40;p99&#41; | — &#40;not the same percentile&#41; |" in row
     spec = trend_chart(mixed, "latency", "t").to_dict()
     assert spec["layer"][0]["encoding"]["y"]["title"] == "Latency p99 (p95 below 460 requests) (ms)"
     assert {t["field"] for t in spec["layer"][0]["encoding"]["tooltip"]} >= {"percentile"}
