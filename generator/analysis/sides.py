@@ -14,6 +14,7 @@ import pandas as pd
 
 from generator.analysis.stats import ProcessSamples, process_samples
 from generator.analysis.summaries import clean
+from generator.results.by_trial import trial_rows
 from generator.results.clean import MIN_JUDGED_PROCESSES
 from generator.results.noise import NOISE_CORES_SHARE
 from generator.results.store import ExperimentResults
@@ -53,7 +54,7 @@ def side_samples(exp: ExperimentResults, row: pd.Series) -> SideSamples:
     """The trial's per-process samples: its usable processes' clean requests where preemption is known, else
     without its starved processes (all of them when too few remain)."""
     key = row["trial_key"]
-    procs = exp.processes[exp.processes["trial_key"] == key]
+    procs = trial_rows(exp.processes, key)  # indexed: the compare pages and the chooser ask for every trial
     if preemption_known(row):
         samples = process_samples(exp.processes, exp.latencies, key, True)
         # No process kept enough clean requests: the samples fell back to every request, preempted ones
@@ -63,7 +64,8 @@ def side_samples(exp: ExperimentResults, row: pd.Series) -> SideSamples:
     starved = starved_processes(procs, clean(row.get("cores_expected")))
     if not starved or len(procs) - len(starved) < MIN_PROCESSES or 2 * len(starved) > len(procs):
         return SideSamples(process_samples(exp.processes, exp.latencies, key), len(procs), len(starved))
-    lat = exp.latencies[(exp.latencies["trial_key"] == key) & ~exp.latencies["process"].isin(starved)]
+    lat = trial_rows(exp.latencies, key)
+    lat = lat[~lat["process"].isin(starved)]
     return SideSamples(process_samples(procs, lat, key), len(procs), len(starved))
 
 

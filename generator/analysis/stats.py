@@ -286,7 +286,7 @@ def latency_ratio(a: ProcessSamples, b: ProcessSamples, q: float, seed: int = SE
     ratio's interval and that side's own then come from them. Raises ValueError for a side without requests."""
     boots = _drawn_once(lambda rng: tuple(bootstrap_latency(s.latencies_ms, q, rng, resamples) for s in (a, b)), seed)
     figures = tuple([float(np.quantile(x, q)) for x in s.latencies_ms] for s in (a, b))
-    sides = tuple(_side(f, _pooled(s.latencies_ms, q), lambda i=i: boots()[i], s.processes)
+    sides = tuple(side_figure(f, pooled_latency(s.latencies_ms, q), lambda i=i: boots()[i], s.processes)
                   for i, (s, f) in enumerate(zip((a, b), figures, strict=True)))
     ci = figures_ratio(figures, (a.rounds, b.rounds), paired, between_run_sd, (a.processes, b.processes))
     return (ci if ci is not None else ratio_ci(*boots())), *sides
@@ -297,9 +297,8 @@ def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED, res
                      ) -> tuple[RatioCI | None, SideFigure | None, SideFigure | None]:
     """Throughput ratio B / A, as latency_ratio; None parts when a side has no recorded throughput."""
     boots = _drawn_once(lambda rng: tuple(bootstrap_throughput(s, rng, resamples) for s in (a, b)), seed + 1)
-    kept = [[t for t, x in zip(s.throughput_ips, s.latencies_ms, strict=True) if math.isfinite(t) and x.size]
-            for s in (a, b)]
-    side_a, side_b = (_side(k, float(np.median(k)), lambda i=i: boots()[i], len(k)) if k
+    kept = [throughput_figures(s) for s in (a, b)]
+    side_a, side_b = (side_figure(k, float(np.median(k)), lambda i=i: boots()[i], len(k)) if k
                       else None for i, k in enumerate(kept))
     if side_a is None or side_b is None:
         return None, side_a, side_b
@@ -313,14 +312,23 @@ def _drawn_once(draw: Callable[[np.random.Generator], tuple], seed: int) -> Call
     return functools.cache(lambda: draw(np.random.default_rng(seed)))
 
 
-def _pooled(samples: Sequence[np.ndarray], q: float) -> float:
+def throughput_figures(samples: ProcessSamples) -> list[float]:
+    """Each process's throughput where it recorded one (and requests): what bootstrap_throughput draws from."""
+    return [t for t, x in zip(samples.throughput_ips, samples.latencies_ms, strict=True) if math.isfinite(t) and x.size]
+
+
+def pooled_latency(samples: Sequence[np.ndarray], q: float) -> float:
+    """The latency a side shows: quantile `q` of every request of every process, pooled."""
     arrays = [a for a in samples if len(a)]
     if not arrays:
         raise ValueError("a ratio needs at least one process with requests on each side")
     return float(np.quantile(np.concatenate(arrays), q))
 
 
-def _side(figures: Sequence[float], point: float, boot: Callable[[], Bootstrap], processes: int) -> SideFigure:
+def side_figure(figures: Sequence[float], point: float, boot: Callable[[], Bootstrap | None],
+                processes: int) -> SideFigure:
+    """`point` with its own interval: own_interval of the per-process `figures`, else the bootstrap's (drawn
+    only then)."""
     band = own_interval(figures, point) or boot().interval()
     return SideFigure(point, *band, processes)
 

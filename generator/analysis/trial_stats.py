@@ -23,7 +23,7 @@ import numpy as np
 
 from generator.analysis import stats
 from generator.analysis.records_compare import RatioCI, VersionTiming
-from generator.analysis.sides import side_samples
+from generator.analysis.sides import SideSamples, side_samples
 from generator.analysis.summaries import TrialSummary
 from generator.results import intervals
 from generator.results.by_trial import trial_rows
@@ -38,14 +38,11 @@ class TrialStats:
     summary: TrialSummary
     samples: stats.ProcessSamples
     run_id: Any
-    preemption_known: bool = False  # results schema 2: requests a neighbour preempted are known and left out
     # The processes the trial recorded and how many of them cannot decide a verdict (generator.analysis.sides,
-    # the rule `perfsite diff` applies): too few clean requests, or starved of CPU where preemption is unknown.
-    recorded: int = 0
-    left_out: int = 0
-    judgeable: bool = True
+    # the rule `perfsite diff` applies); None without a `trials` row.
+    side: SideSamples | None = None
     _figures: dict[str, list[float]] = field(default_factory=dict)
-    _pooled: dict[str, float] = field(default_factory=dict)
+    _sides: dict[str, stats.SideFigure | None] = field(default_factory=dict)
     _boots: dict[str, stats.Bootstrap] = field(default_factory=dict)
     _throughput: list[stats.Bootstrap | None] = field(default_factory=list)
 
@@ -60,29 +57,33 @@ class TrialStats:
             self._figures[q_name] = [float(np.quantile(x, q)) for x in self.samples.latencies_ms]
         return self._figures[q_name]
 
-    def pooled(self, q_name: str) -> float:
-        """The latency shown: percentile `q_name` of every (clean) request of every process, pooled."""
-        if q_name not in self._pooled:
-            self._pooled[q_name] = float(np.quantile(np.concatenate(self.samples.latencies_ms),
-                                                     stats.percentile_of(q_name)))
-        return self._pooled[q_name]
+    @property
+    def preemption_known(self) -> bool:  # results schema 2: requests a neighbour preempted are known, left out
+        return self.side is not None and self.side.preemption_known
 
-    def latency_band(self, q_name: str) -> tuple[float, float]:
-        """The latency's own 95 % interval (stats.own_interval; the bootstrap with fewer than two processes)."""
-        band = stats.own_interval(self.figures(q_name), self.pooled(q_name))
-        return band if band is not None else self.boot(q_name).interval()
+    @property
+    def recorded(self) -> int:
+        return self.side.processes if self.side is not None else 0
 
-    def throughput_figures(self) -> list[float]:
-        """Each process's throughput where it recorded one."""
-        return [t for t in self.samples.throughput_ips if math.isfinite(t)]
+    @property
+    def judgeable(self) -> bool:
+        return self.side is None or self.side.judgeable
 
-    def throughput_band(self) -> tuple[float, float] | None:
-        """The throughput's own 95 % interval, as latency_band; None when no process recorded a throughput."""
-        figures = self.throughput_figures()
-        if not figures:
-            return None
-        band = stats.own_interval(figures, float(np.median(figures)))
-        return band if band is not None else self.throughput_boot().interval()
+    def latency_side(self, q_name: str) -> stats.SideFigure:
+        """The latency shown (pooled percentile) with its own interval, as `perfsite diff` gives a side's."""
+        if q_name not in self._sides:
+            self._sides[q_name] = stats.side_figure(
+                self.figures(q_name), stats.pooled_latency(self.samples.latencies_ms, stats.percentile_of(q_name)),
+                lambda: self.boot(q_name), self.samples.processes)
+        return self._sides[q_name]
+
+    def throughput_side(self) -> stats.SideFigure | None:
+        """The throughput shown (median over the processes) with its own interval; None without one."""
+        if "throughput" not in self._sides:
+            figures = stats.throughput_figures(self.samples)
+            self._sides["throughput"] = stats.side_figure(figures, float(np.median(figures)), self.throughput_boot,
+                                                          len(figures)) if figures else None
+        return self._sides["throughput"]
 
     def boot(self, q_name: str) -> stats.Bootstrap:
         if q_name not in self._boots:
@@ -108,8 +109,7 @@ def trial_stats(cache: dict, exp, t: TrialSummary) -> TrialStats:
         row = rows.iloc[-1]
         # The samples `perfsite diff` judges: usable processes' clean requests, or without starved processes.
         side = side_samples(exp, row)
-        cache[key] = TrialStats(t, side.samples, row.get("run_id"), side.preemption_known, side.processes,
-                                side.starved, side.judgeable)
+        cache[key] = TrialStats(t, side.samples, row.get("run_id"), side)
     return cache[key]
 
 
@@ -119,8 +119,8 @@ def bootstrap_all(trials: list[TrialStats], percentile: str) -> None:
     and each bootstrap has its own generator, so the figures do not depend on the order."""
     def draw(s: TrialStats) -> None:
         if s.samples.processes:
-            s.latency_band(quantile_name(percentile, s, s)[0])
-            s.throughput_band()
+            s.latency_side(quantile_name(percentile, s, s)[0])
+            s.throughput_side()
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         list(pool.map(draw, trials))
@@ -217,7 +217,7 @@ def _why(s: TrialStats, role: str) -> tuple[str, str, str]:
                 f"({verdict})", f"the clean requests of {'that process' if kept == 1 else 'those'} alone",
                 f"from the clean requests of the {kept} of {n} measurement processes that kept enough of them: "
                 f"not judged ({verdict})")
-    kept = n - s.left_out
+    kept = n - s.side.starved
     return (f"only {kept} of {n} measurement processes of {role} got the CPU they asked for ({verdict}, and no "
             "more than half left out)", "every process, starved ones included",
             f"from every process, starved ones included: only {kept} of {n} got the CPU they asked for; not "
@@ -261,15 +261,13 @@ def _throughput(a: TrialStats, b: TrialStats, paired: bool, between: intervals.D
 
 def timing(s: TrialStats, q_name: str) -> VersionTiming:
     """The trial's latency and throughput with their own intervals (a compare page's timing table)."""
-    lat_low, lat_high = s.latency_band(q_name)
-    thr_band = s.throughput_band()
-    thr_low, thr_high = thr_band if thr_band else (None, None)
+    lat, thr = s.latency_side(q_name), s.throughput_side()
     t = s.summary
     return VersionTiming(
-        version=t.version, latency_ms=s.pooled(q_name), latency_ci_low=lat_low, latency_ci_high=lat_high,
-        throughput_ips=float(np.median(s.throughput_figures())) if thr_band else t.throughput_ips,
-        throughput_ci_low=thr_low,
-        throughput_ci_high=thr_high, processes=s.samples.processes, trial_key=t.trial_key, percentile=q_name,
+        version=t.version, latency_ms=lat.point, latency_ci_low=lat.low, latency_ci_high=lat.high,
+        throughput_ips=thr.point if thr else t.throughput_ips, throughput_ci_low=thr.low if thr else None,
+        throughput_ci_high=thr.high if thr else None, processes=s.samples.processes, trial_key=t.trial_key,
+        percentile=q_name,
         note=_why(s, "")[2] if unjudged_side(s) else stats.small_sample_note(s.samples.processes,
                                                                              s.samples.processes),
     )
