@@ -7,6 +7,7 @@ plain (the page escapes them), name the versions, and give the figure that trigg
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,8 +15,10 @@ from typing import TYPE_CHECKING
 
 from generator.analysis.layer_match import kernel_op
 from generator.analysis.layer_names import CONVERSION_OPS
-from generator.analysis.records_compare import Advice, Comparison
+from generator.analysis.profile_times import ProcessTimes, node_times, ratio_of, summed
+from generator.analysis.records_compare import Advice, Comparison, RatioCI
 from generator.numbers import counted
+from generator.results.evidence import one_side_test, p_from_interval, unpaired_test
 
 if TYPE_CHECKING:
     from generator.analysis.layer_match import Executed, LayerMatch
@@ -74,6 +77,7 @@ def fp32_share_rule(op: str) -> Rule:
         share = sum(e.dur_us for e in fp32) / total if total > 0 else 0.0
         if share < FP32_SHARE_MIN:
             return None
+        p, evidence = share_test(fp32, kernels, FP32_SHARE_MIN, f"FP32 share of {op} time in {data.comparison.b}")
         text = (f"{_pct(share)} of {op} time still runs in FP32 in {data.comparison.b} ({len(fp32)} of "
                 f"{counted(len(kernels), op + ' kernel')}). ")
         level = _low_level_qdq(data)
@@ -83,7 +87,7 @@ def fp32_share_rule(op: str) -> Rule:
         else:
             text += (f"The transform left them in full precision, or this provider has no low-precision {op} "
                      "kernel for them: check the transform's op_types and exclude_nodes.")
-        return Advice(f"fp32_{op.lower()}", "warning", text)
+        return Advice(f"fp32_{op.lower()}", "warning", text, p, evidence)
     return rule
 
 
@@ -95,11 +99,44 @@ def dynamic_conv_slower(data: AdviceInput) -> Advice | None:
     row = next((r for r in c.layer_types if r.op_type == "Conv"), None)
     if row is None or row.ratio is None or row.ratio.point < CONV_SLOWER_MIN:
         return None
-    caveat = "" if row.ratio.significant else ", not significant at 95 %"
+    conv_a = [e for e in _executed(data, "a") if _op(e) == "Conv"]
+    conv_b = [e for e in _executed(data, "b") if _op(e) == "Conv"]
+    test = unpaired_test(process_sum(conv_a).floored(), process_sum(conv_b).floored())
+    p = test.p_above(math.log(CONV_SLOWER_MIN)) if test else None
+    caveat = "" if row.ratio.significant else f", {_too_wide(row.ratio, conv_a, conv_b)}"
     return Advice("dynamic_conv_slower", "warning", (
         f"Dynamic INT8 made Conv slower on this CPU: Conv takes {row.time_b_us:.0f} µs in {c.b} against "
-        f"{row.time_a_us:.0f} µs in {c.a} (x{row.ratio.point:.2f}{caveat}); ConvInteger has no fast kernel "
-        "here. Try static quantization (quantize mode static_qdq) for convolutional models."))
+        f"{row.time_a_us:.0f} µs in {c.a} ({row.ratio.point:.3g}×{caveat}); ConvInteger has no fast kernel "
+        "here. Try static quantization (quantize mode static_qdq) for convolutional models."),
+        p, f"Conv time {c.b} / {c.a} above {CONV_SLOWER_MIN:g}×")
+
+
+def _too_wide(ratio: RatioCI, a: list[Executed], b: list[Executed]) -> str:
+    """Why a large layer-type ratio is not significant: its interval, and what made it wide."""
+    fewest = min(len(process_sum(m).floored()) for m in (a, b))
+    spread = max(_spread(process_sum(m)) for m in (a, b))
+    why = (f"only {fewest} profiling process{'es' if fewest != 1 else ''} on a side" if fewest < 2 else
+           f"the profiling processes of one side disagree by up to {spread:.0%}")
+    return f"its 95 % interval ({ratio.low:.3g}× to {ratio.high:.3g}×) is too wide to settle it: {why}"
+
+
+def _spread(t: ProcessTimes) -> float:
+    values = t.floored()
+    return max(values) / min(values) - 1 if len(values) >= 2 and min(values) > 0 else 0.0
+
+
+def process_sum(executed: list[Executed]) -> ProcessTimes:
+    """The executed nodes' summed time, process by process."""
+    return summed(node_times(e.dur_us, e.dur_process_us or None) for e in executed)
+
+
+def share_test(part: list[Executed], whole: list[Executed], bound: float, what: str) -> tuple[float | None, str]:
+    """p-value that `part`'s share of `whole`'s time is above `bound`, over the profiling processes."""
+    shares = ratio_of(process_sum(part), process_sum(whole))
+    test = one_side_test([x for x in shares.per_process if math.isfinite(x) and x > 0])
+    band = shares.interval()
+    words = f"{what}: {shares.value:.0%}" + (f" ({band[0]:.0%} to {band[1]:.0%})" if band else "")
+    return (test.p_above(math.log(bound)) if test else None), f"{words}, above {bound:.0%}"
 
 
 def _is_fp16_cast(e: Executed) -> bool:
@@ -117,6 +154,7 @@ def qdq_overhead(data: AdviceInput) -> Advice | None:
     share = sum(e.dur_us for e in kernels) / total if total > 0 else 0.0
     if share < OVERHEAD_SHARE_MIN:
         return None
+    p, evidence = share_test(kernels, list(executed), OVERHEAD_SHARE_MIN, f"Q/DQ share of {c.b}'s kernel time")
     by_op: dict[str, float] = {}
     for e in kernels:
         by_op[e.op_type] = by_op.get(e.op_type, 0.0) + e.dur_us
@@ -126,7 +164,7 @@ def qdq_overhead(data: AdviceInput) -> Advice | None:
     if level:
         text += (f" At optimization level {level} onnxruntime runs QuantizeLinear/DequantizeLinear as separate "
                  "kernels instead of fusing them into QLinear kernels: try optimization_level all.")
-    return Advice("qdq_overhead", "warning", text)
+    return Advice("qdq_overhead", "warning", text, p, evidence)
 
 
 def fp16_casts(data: AdviceInput) -> Advice | None:
@@ -141,7 +179,7 @@ def fp16_casts(data: AdviceInput) -> Advice | None:
     share = f", {_pct(time / total)} of its time" if total > 0 else ""
     return Advice("fp16_casts", "warning", (
         f"FP16 {where} inserted {counted(len(casts), 'cast')} in {c.b} ({time:.0f} µs{share}): the provider runs ops "
-        "without an FP16 kernel in FP32 and converts around them."))
+        "without an FP16 kernel in FP32 and converts around them."), 0.0, "casts in the graph that ran")
 
 
 def _provider_name(text: str) -> str:
@@ -166,40 +204,25 @@ def provider_fallback(data: AdviceInput) -> Advice | None:
         return None
     return Advice("provider_fallback", "warning", (
         f"Provider fallback: {'; '.join(parts)} instead of the {data.provider} provider asked for. Those "
-        "operators have no kernel there for these types."))
+        "operators have no kernel there for these types."), 0.0, "the provider each node ran on")
 
 
 def b_slower(data: AdviceInput) -> Advice | None:
     """B is significantly slower than A at the compared configuration."""
     c = data.comparison
     lat, thr = c.latency_ratio, c.throughput_ratio
-    findings = []
+    findings, tests = [], []
     if lat is not None and lat.significant and lat.point > 1.0:
         findings.append(f"{c.timing_percentile} latency x{lat.point:.2f} (95 % CI {lat.low:.2f} to {lat.high:.2f})")
+        tests.append(p_from_interval(lat.point, lat.low, lat.high))
     if thr is not None and thr.significant and thr.point < 1.0:
         findings.append(f"throughput x{thr.point:.2f} (95 % CI {thr.low:.2f} to {thr.high:.2f})")
+        tests.append(p_from_interval(thr.point, thr.low, thr.high))
     if not findings:
         return None
-    return Advice("b_slower", "warning",
-                  f"{c.b} is slower than {c.a} at {c.config_label}: {' and '.join(findings)}.")
-
-
-def noisy_trials(data: AdviceInput) -> Advice | None:
-    """The compared trials (or others on the chart) were flagged noisy by the runner's noise rules."""
-    c = data.comparison
-    compared = [p for p in c.points if p.role in ("a", "b") and p.noisy]
-    others = sum(1 for p in c.points if p.role is None and p.noisy)
-    if not compared and not others:
-        return None
-    parts = []
-    if compared:
-        parts.append(" and ".join(f"the {p.version} trial at {p.config_label}" for p in compared)
-                     + (" was" if len(compared) == 1 else " were") + " flagged noisy")
-    if others:
-        parts.append(f"{others} other trial{'s' * (others != 1)} on the chart {'is' if others == 1 else 'are'} noisy")
-    return Advice("noisy_trials", "info", (
-        f"{'; '.join(parts).capitalize()}: differences of a few percent may be noise. Measure again on a "
-        "quieter machine, or with more repeats."))
+    known = [p for p in tests if p is not None]
+    return Advice("b_slower", "warning", f"{c.b} is slower than {c.a} at {c.config_label}: {' and '.join(findings)}.",
+                  min(known) if known else None, f"{c.b} against {c.a}: {' and '.join(findings)}")
 
 
 def _number(value: float | None, fmt: str) -> str:
@@ -216,7 +239,8 @@ def outputs_disagree(data: AdviceInput) -> Advice | None:
     whose = "the spec's tolerance" if data.comparison.tolerance_set else "perfsite's default tolerance (cosine ≥ 0.99)"
     return Advice("outputs_disagree", "warning",
                   f"Outputs differ beyond {whose} ({shown}): the speed of a broken model is not a result. Check "
-                  "B's accuracy (calibration data, quantized ops) before using its speed.")
+                  "B's accuracy (calibration data, quantized ops) before using its speed.", 0.0,
+                  "the outputs on the same inputs")
 
 
 RULES: tuple[tuple[str, Rule], ...] = (
@@ -229,7 +253,6 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("qdq_overhead", qdq_overhead),
     ("fp16_casts", fp16_casts),
     ("provider_fallback", provider_fallback),
-    ("noisy_trials", noisy_trials),
 )
 
 

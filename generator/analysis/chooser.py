@@ -187,8 +187,8 @@ def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
                      timing(s, q_name) if s.samples.processes else None,
                      {e.name: (e.dur_us, e.precision, e.dur_std_us) for e in executed},
                      sum(e.dur_us for e in executed), layer_type_rows_of(trial_op_side(ctx, t), _NO_NODES, None),
-                     budget_note(t) if t.budget_exhausted and not unjudged_side(s) else None, time_accounting(t),
-                     iterations_of(t))
+                     budget_note(t) if t.budget_exhausted and not unjudged_side(s) else None,
+                     time_accounting(ctx.exp, t), iterations_of(t))
 
 
 # A card's layer types are the A side of a table without B (B's times 0, no ratio).

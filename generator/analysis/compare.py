@@ -125,7 +125,7 @@ def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] 
         timing_percentile=percentile_label(ctx.percentile, [t.percentile for t in timing.timings or ()]),
         b_reason=b_reason, config_reason=config_reason, notes=timing.notes + layer_notes,
         versions=ctx.versions, other_config_items=_other_items(ctx, a, b, chosen),
-        accounting=(time_accounting(ta), time_accounting(tb)) if ta and tb else (None, None),
+        accounting=(time_accounting(ctx.exp, ta), time_accounting(ctx.exp, tb)) if ta and tb else (None, None),
     )
     provider = ta.provider if ta else None
     return _with_advice(comparison, AdviceInput(comparison, match, provider))
@@ -160,7 +160,7 @@ def _points(ctx: CompareContext, spots: tuple[SweetSpot, ...], ta: TrialSummary 
         line = sorted(ctx.trials.get(version, {}).values(), key=lambda t: (t.sort_key(), t.trial_key))
         points += [ConfigPoint(
             version=version, trial_key=t.trial_key, config_label=t.config_label, config=config_dict(t),
-            latency_ms=t.latency_headline_ms, throughput_ips=t.throughput_ips, noisy=t.noisy,
+            latency_ms=t.latency_headline_ms, throughput_ips=t.throughput_ips, uncertain=t.uncertain is not None,
             is_sweet_spot=t.trial_key in spot_keys, role=roles.get(t.trial_key), on_pareto=t.trial_key in pareto,
             order=i, model_bytes=ctx.model_bytes.get(version),
         ) for i, t in enumerate(line)]
@@ -205,8 +205,9 @@ def _bare_timing(t: TrialSummary, percentile: str) -> VersionTiming:
 
 
 def iterations_of(t: TrialSummary) -> int:
-    """Inferences of the trial's profiled pass, as stored; 1 when unknown (the widest interval)."""
-    return t.profile_iterations or 1
+    """The processes a trial's node figures are over (their spread, `dur_process_std_us`, is across them); 1
+    when unknown (the widest interval)."""
+    return t.profile_processes or 1
 
 
 def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | None,
@@ -324,7 +325,7 @@ def _precision_figures(ctx: CompareContext, version: str, chosen: tuple | None) 
         if rows is None:
             ctx.cache[key] = None
         else:
-            time = rows.groupby(rows["runtime_precision"].fillna("other").astype(str))["dur_mean_us"].sum()
+            time = rows.groupby(rows["runtime_precision"].fillna("other").astype(str))["dur_us"].sum()
             total = float(time.sum())
             shares = {str(p): float(v) / total for p, v in sorted(time.items())} if total > 0 else {}
             sequence = [p for p in rows["runtime_precision"] if p in PRECISIONS]

@@ -53,6 +53,7 @@ from generator.analysis.layer_names import (
 from generator.analysis.records_compare import KernelRow, MatchCoverage, QuantOverhead, RatioCI
 from generator.analysis.stats import scaled_ratio_ci
 from generator.analysis.summaries import clean
+from generator.results.profiled import ensured
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,8 @@ class Executed:
     input_shapes: tuple
     output_shapes: tuple
     overhead: bool
-    dur_std_us: float = 0.0  # spread over the profiled iterations
+    dur_std_us: float = 0.0  # spread of its figure over the profiling processes (results.profiled)
+    dur_process_us: tuple[float, ...] = ()  # its figure in each profiling process
     keys: tuple[str, ...] = ()  # common-form names of its non-added original nodes
     weight_keys: tuple[str, ...] = ()  # common-form names of its weights (quantization parameters left out)
 
@@ -136,6 +138,7 @@ def executed_columns(nodes: pd.DataFrame, names: Sequence[str]) -> list[list[Any
     cells (_plain_column; a column missing from older results is all None): readers take the few columns
     they need of every trial of a sweep, a thousand nodes each. Only those columns are taken, at the rows'
     positions in order (a filtered and sorted frame copied each of the table's 26 columns twice)."""
+    nodes = ensured(nodes)
     positions = top_level_positions(nodes)
     return [_plain_column(nodes[name].take(positions)) if name in nodes.columns else [None] * len(positions)
             for name in names]
@@ -153,22 +156,24 @@ def top_level_positions(nodes: pd.DataFrame) -> Any:
 def executed_nodes(side: str, nodes: pd.DataFrame) -> list[Executed]:
     """Top-level executed nodes of one trial's `nodes` rows, in execution order, as version `side` ("a"/"b")."""
     columns = executed_columns(nodes, _EXECUTED_COLUMNS)
-    orders, names, ops, durations, precisions, providers, originals, weights, methods, ins, outs, stds = columns
+    orders, names, ops, durations, precisions, providers, originals, weights, methods, ins, outs, stds, per = columns
     names, ops = [str(n) for n in names], [str(o) for o in ops]
     overheads = map(_is_overhead, names, ops, originals, methods)
     return [built(Executed, {  # a sweep reads a thousand nodes of each of its trials
         "side": side, "exec_order": int(order), "name": name, "op_type": op, "dur_us": float(dur or 0.0),
         "precision": precision, "provider": provider, "original_nodes": original, "weights": weight,
         "method": method, "input_shapes": shapes_in, "output_shapes": shapes_out, "overhead": overhead,
-        "dur_std_us": float(std or 0.0), "keys": (), "weight_keys": ()})  # `or`: never -0.0
-        for order, name, op, dur, precision, provider, original, weight, method, shapes_in, shapes_out, std, overhead
-        in zip(orders, names, ops, durations, precisions, providers, originals, weights, methods, ins, outs, stds,
-               overheads, strict=True)]
+        "dur_std_us": float(std or 0.0), "dur_process_us": tuple(processes or ()), "keys": (),
+        "weight_keys": ()})  # `or`: never -0.0
+        for order, name, op, dur, precision, provider, original, weight, method, shapes_in, shapes_out, std, processes,
+        overhead in zip(orders, names, ops, durations, precisions, providers, originals, weights, methods, ins, outs,
+                        stds, per, overheads, strict=True)]
 
 
 # What an Executed holds, in executed_nodes' order (a column missing from older results reads as None).
-_EXECUTED_COLUMNS = ("exec_order", "node_name", "op_type", "dur_mean_us", "runtime_precision", "provider",
-                     "original_nodes", "weights", "mapping_method", "input_shapes", "output_shapes", "dur_std_us")
+_EXECUTED_COLUMNS = ("exec_order", "node_name", "op_type", "dur_us", "runtime_precision", "provider",
+                     "original_nodes", "weights", "mapping_method", "input_shapes", "output_shapes",
+                     "dur_process_std_us", "dur_process_us")
 
 
 def _is_overhead(name: str, op_type: str, originals: tuple[str, ...], method: str | None) -> bool:

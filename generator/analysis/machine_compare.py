@@ -257,11 +257,11 @@ def layer_type_table(nodes: pd.DataFrame, points: list[MachinePoint], found: lis
     key = preferred[0] if preferred else min(shared, key=lambda k: (-len(shared[k]), k))
     chosen = sorted(shared[key], key=lambda p: [m.env_id for m in found].index(p.env_id))
     times = [{o.op_type: o for o in op_type_times(nodes, p.trial.trial_key)} for p in chosen]
-    ops = sorted({op for t in times for op in t}, key=lambda op: (-max(t[op].dur_mean_us if op in t else 0.0
+    ops = sorted({op for t in times for op in t}, key=lambda op: (-max(t[op].dur_us if op in t else 0.0
                                                                       for t in times), op))
-    rows = tuple(OpTypeRow(op, tuple(t[op].dur_mean_us if op in t else None for t in times),
+    rows = tuple(OpTypeRow(op, tuple(t[op].dur_us if op in t else None for t in times),
                            tuple(t[op].share if op in t else None for t in times)) for op in ops)
     return LayerTypeTable(version, chosen[0].trial.config_label, tuple(p.env_id for p in chosen),
                           tuple(p.trial.trial_key for p in chosen), rows,
-                          tuple(sum(o.dur_mean_us for o in t.values()) for t in times))
+                          tuple(sum(o.dur_us for o in t.values()) for t in times))
 

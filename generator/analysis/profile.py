@@ -19,6 +19,7 @@ import pandas as pd
 
 from generator.analysis.accounting import TimeAccounting
 from generator.analysis.accounting import time_accounting as profiled_accounting
+from generator.analysis.profile_times import ProcessTimes, node_times, summed
 from generator.analysis.roofline import (
     LayerResult,
     Roofline,
@@ -29,7 +30,7 @@ from generator.analysis.roofline import (
     static_totals,
     top_level_nodes,
 )
-from generator.analysis.stats import process_samples
+from generator.analysis.stats import own_interval, process_samples
 from generator.analysis.summaries import TrialSummary, clean
 from generator.analysis.whatif import WhatIf, measured_factors, op_type_whatifs, whatif
 from generator.results.by_trial import trial_rows
@@ -42,18 +43,18 @@ class OpTypeTime:
     op_type: str
     nodes: int
     calls: int
-    dur_mean_us: float
+    dur_us: float
     share: float  # of the summed top-level kernel time
 
 
 def op_type_times(nodes: pd.DataFrame, trial_key: str) -> list[OpTypeTime]:
     """Mean time per inference by op type, largest first (ties by name), with its share of the total."""
     rows = top_level_nodes(nodes, trial_key)
-    total = float(rows["dur_mean_us"].sum())
+    total = float(rows["dur_us"].sum())
     groups = rows.groupby(rows["op_type"].astype(str), sort=True)
-    out = [OpTypeTime(str(op), len(g), int(g["calls"].fillna(1).sum()), float(g["dur_mean_us"].sum()),
-                      float(g["dur_mean_us"].sum()) / total if total > 0 else 0.0) for op, g in groups]
-    return sorted(out, key=lambda o: (-o.dur_mean_us, o.op_type))
+    out = [OpTypeTime(str(op), len(g), int(g["calls"].fillna(1).sum()), float(g["dur_us"].sum()),
+                      float(g["dur_us"].sum()) / total if total > 0 else 0.0) for op, g in groups]
+    return sorted(out, key=lambda o: (-o.dur_us, o.op_type))
 
 
 @dataclass(frozen=True)
@@ -65,29 +66,41 @@ class LayerTime:
     original_nodes: tuple[str, ...]
     weights: tuple[str, ...]
     precision: str | None
-    dur_mean_us: float
+    dur_us: float
     share: float  # of the summed top-level kernel time
 
 
 def top_layers(nodes: pd.DataFrame, trial_key: str, limit: int = 25) -> tuple[list[LayerTime], int]:
     """The `limit` slowest top-level executed nodes (ties by execution order), and how many there are."""
     rows = top_level_nodes(nodes, trial_key)
-    rows = rows.sort_values(["dur_mean_us", "exec_order"], ascending=[False, True])
-    total = float(rows["dur_mean_us"].sum())
+    rows = rows.sort_values(["dur_us", "exec_order"], ascending=[False, True])
+    total = float(rows["dur_us"].sum())
     layers = [LayerTime(
         node_name=str(r["node_name"]), op_type=str(r["op_type"]),
         original_nodes=r["original_nodes"], weights=r["weights"],
-        precision=clean(r.get("runtime_precision")), dur_mean_us=float(r["dur_mean_us"]),
-        share=float(r["dur_mean_us"]) / total if total > 0 else 0.0,
+        precision=clean(r.get("runtime_precision")), dur_us=float(r["dur_us"]),
+        share=float(r["dur_us"]) / total if total > 0 else 0.0,
     ) for _, r in rows.head(limit).iterrows()]
     return layers, len(rows)
 
 
-def time_accounting(trial: TrialSummary) -> TimeAccounting | None:
-    """The trial's profiled time split against its measured median (generator.analysis.accounting's rule,
-    shared with the compare page and the one-shot profile), or None without complete profiled figures."""
-    return profiled_accounting(trial.profiled_latency_us, trial.model_run_us, trial.kernel_sum_us,
-                               trial.latency_p50_ms)
+def time_accounting(tables: Any, trial: TrialSummary) -> TimeAccounting | None:
+    """The trial's profiled kernels against its measured median (generator.analysis.accounting's rule, shared
+    with the compare pages, the chooser and the one-shot profile), or None without profiled nodes. `tables`:
+    an ExperimentResults-like record (nodes, processes, latencies)."""
+    top = top_level_nodes(tables.nodes, trial.trial_key)
+    if top.empty:
+        return None
+    kernels = summed(node_times(d, p) for d, p in zip(top["dur_us"].tolist(), top["dur_process_us"].tolist(),
+                                                      strict=True))
+    samples = process_samples(tables.processes, tables.latencies, trial.trial_key, trial.preemption_known)
+    medians = [float(np.median(x)) for x in samples.latencies_ms if x.size]
+    measured = trial.latency_p50_ms
+    interval = own_interval(medians, measured) if measured and len(medians) >= 2 else None
+    costs = [c for c in trial.profiler_cost_process_us if math.isfinite(c)]
+    calls = int(pd.to_numeric(top["calls"], errors="coerce").fillna(1).sum())
+    return profiled_accounting(kernels.value, kernels.interval(), measured, interval, trial.profiled_latency_us,
+                               float(np.median(costs)) if costs else None, calls)
 
 
 @dataclass(frozen=True)
@@ -176,13 +189,14 @@ class OpTypeProfile:
     op_type: str
     nodes: int
     calls: int  # kernel calls per inference
-    dur_mean_us: float
+    dur_us: float
     time_share: float  # of the summed top-level kernel time
     ops: float  # flops + int_ops attributed to these executed nodes
     ops_share: float | None  # of the operations of every executed node; None without static analysis
     achieved_gops: float | None
     pool_share: float | None  # time-weighted mean share of work run on the pool's other threads
     far_below: int  # nodes of this type far below their roofline
+    times: ProcessTimes | None = None  # dur_us with each profiling process's figure
 
 
 def op_type_profiles(results: list[LayerResult]) -> list[OpTypeProfile]:
@@ -194,26 +208,27 @@ def op_type_profiles(results: list[LayerResult]) -> list[OpTypeProfile]:
         groups.setdefault(r.op_type, []).append(r)
     out = []
     for op, rows in groups.items():
-        dur, ops = sum(r.dur_mean_us for r in rows), sum(r.ops for r in rows)
+        dur, ops = sum(r.dur_us for r in rows), sum(r.ops for r in rows)
         out.append(OpTypeProfile(
-            op_type=op, nodes=len(rows), calls=sum(r.calls for r in rows), dur_mean_us=dur,
+            op_type=op, nodes=len(rows), calls=sum(r.calls for r in rows), dur_us=dur,
             time_share=sum(r.share for r in rows), ops=ops,
             ops_share=(ops / total_ops if total_ops > 0 else 0.0) if analysed else None,
             achieved_gops=ops / (dur * 1e3) if ops > 0 and dur > 0 else None,
             pool_share=_weighted_pool_share(rows), far_below=sum(r.far_below for r in rows),
+            times=summed(r.times for r in rows if r.times is not None),
         ))
-    return sorted(out, key=lambda o: (-o.dur_mean_us, o.op_type))
+    return sorted(out, key=lambda o: (-o.dur_us, o.op_type))
 
 
 def _weighted_pool_share(rows: list[LayerResult]) -> float | None:
     """Mean pool share weighted by time: a 2 ms Conv that runs on one thread matters, a 5 µs Relu not."""
     known = [r for r in rows if r.pool_share is not None]
-    weight = sum(r.dur_mean_us for r in known)
+    weight = sum(r.dur_us for r in known)
     if not known:
         return None
     if weight <= 0:
         return sum(r.pool_share for r in known) / len(known)
-    return sum(r.pool_share * r.dur_mean_us for r in known) / weight
+    return sum(r.pool_share * r.dur_us for r in known) / weight
 
 
 @dataclass(frozen=True)
@@ -221,7 +236,7 @@ class PoolEfficiency:
     """How much of an op type's work the intra-op pool's other threads ran, against the even split."""
 
     op_type: str
-    dur_mean_us: float
+    dur_us: float
     time_share: float
     pool_share: float
     ideal_share: float  # (threads - 1) / threads: every thread took an equal part
@@ -234,7 +249,7 @@ def pool_efficiency(profiles: list[OpTypeProfile], threads: int) -> list[PoolEff
     if threads <= 1:
         return []
     ideal = (threads - 1) / threads
-    return [PoolEfficiency(p.op_type, p.dur_mean_us, p.time_share, p.pool_share, ideal, p.pool_share / ideal)
+    return [PoolEfficiency(p.op_type, p.dur_us, p.time_share, p.pool_share, ideal, p.pool_share / ideal)
             for p in profiles if p.pool_share is not None]
 
 
@@ -244,7 +259,7 @@ class ProviderTime:
 
     provider: str
     nodes: int
-    dur_mean_us: float
+    dur_us: float
     share: float
     fallback: bool
     fallback_nodes: tuple[str, ...]  # executed node names, slowest first
@@ -256,11 +271,11 @@ def provider_times(results: list[LayerResult]) -> list[ProviderTime]:
     for r in results:
         groups.setdefault(r.provider or "unknown", []).append(r)
     out = [ProviderTime(
-        provider=name, nodes=len(rows), dur_mean_us=sum(r.dur_mean_us for r in rows),
+        provider=name, nodes=len(rows), dur_us=sum(r.dur_us for r in rows),
         share=sum(r.share for r in rows), fallback=any(r.fallback for r in rows),
         fallback_nodes=tuple(r.node_name for r in rows if r.fallback),
     ) for name, rows in groups.items()]
-    return sorted(out, key=lambda p: (-p.dur_mean_us, p.provider))
+    return sorted(out, key=lambda p: (-p.dur_us, p.provider))
 
 
 @dataclass(frozen=True)
@@ -301,7 +316,7 @@ def trial_profile(tables: Any, trial: TrialSummary, spec_whatif: Mapping[str, fl
     results = layer_results(tables.nodes, tables.layers, trial, limits)
     op_types = op_type_profiles(results)
     whatifs = [whatif(results, trial, dict(spec_whatif), "spec", "whatif")] if spec_whatif else []
-    mine = {p.op_type: p.dur_mean_us for p in op_types}
+    mine = {p.op_type: p.dur_us for p in op_types}
     for name, times in others.items():
         factors, left_out = measured_factors(mine, times)
         whatifs.append(whatif(results, trial, factors, "measured", name, left_out))
@@ -309,6 +324,6 @@ def trial_profile(tables: Any, trial: TrialSummary, spec_whatif: Mapping[str, fl
         summary=model_summary(tables.trials, tables.processes, tables.latencies, tables.layers, tables.environments,
                               trial),
         limits=limits, layers=results, op_types=op_types, providers=provider_times(results),
-        pool=pool_efficiency(op_types, trial.threads), accounting=time_accounting(trial),
+        pool=pool_efficiency(op_types, trial.threads), accounting=time_accounting(tables, trial),
         whatifs=[w for w in whatifs if w is not None], op_whatifs=op_type_whatifs(results, trial, WHATIF_DEFAULT),
     )

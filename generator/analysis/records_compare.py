@@ -58,7 +58,7 @@ class ConfigPoint:
     config: dict[str, Any]  # every axis, including `dims` placeholders, e.g. {"batch": 1, "threads": 2, ...}
     latency_ms: float  # at the spec's percentile (trials.latency_headline_ms)
     throughput_ips: float
-    noisy: bool
+    uncertain: bool  # too uncertain to settle any finding it takes part in (its page's flag)
     is_sweet_spot: bool  # the version's sweet spot under the threshold
     role: str | None = None  # "a" / "b" for the two trials compared at layer level, else None
     on_pareto: bool = False  # on the frontier over all versions
@@ -182,6 +182,10 @@ class Advice:
     rule_id: str
     severity: str
     text: str
+    # How strongly the data supports it (generator.analysis.findings): the p-value of the figure the rule fired
+    # on (0.0: a fact of the graph or of the outputs, not of timing; None: untested) and that figure in words.
+    p_value: float | None = None
+    evidence: str | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analysis.profile_times import ProcessTimes, node_times
 from generator.analysis.summaries import TrialSummary, clean
 
 # op_family is re-exported: the what-if estimates use it.
@@ -25,6 +26,7 @@ from generator.layers.work import (  # noqa: F401
     traffic_bytes,
 )
 from generator.results.by_trial import trial_rows
+from generator.results.profiled import ensured
 from generator.results.records import records
 
 # A layer is highlighted as a place where optimization pays when it runs below this share of its roofline
@@ -47,7 +49,7 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 def top_level_nodes(nodes: pd.DataFrame, trial_key: str) -> pd.DataFrame:
     """The trial's executed nodes outside sub-graphs, in execution order: an If/Loop/Scan node's time already
     includes its sub-graph's nodes, so summing every node would count that time twice."""
-    rows = trial_rows(nodes, trial_key)
+    rows = ensured(trial_rows(nodes, trial_key))
     return rows[rows["parent"].isna()].sort_values("exec_order", kind="stable")
 
 
@@ -152,8 +154,8 @@ class LayerResult:
     output_shapes: tuple[tuple[Any, ...], ...]
     precision: str | None
     calls: int
-    dur_mean_us: float
-    dur_p50_us: float | None
+    dur_us: float  # generator.results.profiled: median over the profiling processes, profiler cost removed
+    dur_profiled_us: float | None  # the median as profiled (before removing the profiler's cost)
     share: float  # of the summed top-level kernel time
     cumulative_share: float  # this node and every slower one
     analysed: bool  # at least one of its original nodes has a static-analysis row
@@ -169,6 +171,7 @@ class LayerResult:
     far_below: bool
     pool_share: float | None
     weight_bytes: float = 0.0  # static (the timeline's traffic takes them from here too: module docstring)
+    times: ProcessTimes | None = None  # dur_us with each profiling process's figure (its interval, rankings)
 
     @property
     def ops(self) -> float:
@@ -195,12 +198,12 @@ def layer_results(nodes: pd.DataFrame, layers: pd.DataFrame, trial: TrialSummary
     """
     top = top_level_nodes(nodes, trial.trial_key)
     static = trial_layers(layers, trial.trial_key)
-    total = float(top["dur_mean_us"].sum())
+    total = float(top["dur_us"].sum())
     # Plain dicts, not iterrows' Series: building a Series per node and reading it by label was most of the
     # time of a large model's profile page (2,400 nodes). Sorted before the records are made: each is made
     # once, with its cumulative share (a dataclasses.replace per node after was a tenth of this function).
     pairs = sorted(zip(records(top), split_sums(top, static), strict=True),
-                   key=lambda pair: (-float(pair[0]["dur_mean_us"]), int(pair[0]["exec_order"])))
+                   key=lambda pair: (-float(pair[0]["dur_us"]), int(pair[0]["exec_order"])))
     out, running = [], 0.0
     for node, sums in pairs:
         out.append(_layer_result(node, sums, trial, limits, total, running))
@@ -211,7 +214,7 @@ def layer_results(nodes: pd.DataFrame, layers: pd.DataFrame, trial: TrialSummary
 def _layer_result(node: dict[str, Any], sums: dict[str, float] | None, trial: TrialSummary, limits: Roofline,
                   total_us: float, slower_share: float) -> LayerResult:
     """One node's record; `slower_share`: the summed share of the nodes slower than it."""
-    dur = float(node["dur_mean_us"])
+    dur = float(node["dur_us"])
     zero = dict.fromkeys(STATIC_SUMS, 0.0)
     counts = sums or zero
     ops = counts["flops"] + counts["int_ops"]
@@ -228,7 +231,8 @@ def _layer_result(node: dict[str, Any], sums: dict[str, float] | None, trial: Tr
         original_nodes=node["original_nodes"], weights=node["weights"],
         input_shapes=node["input_shapes"], output_shapes=node["output_shapes"],
         precision=clean(node.get("runtime_precision")), calls=int(clean(node.get("calls")) or 1),
-        dur_mean_us=dur, dur_p50_us=as_float(node.get("dur_p50_us")), share=share,
+        dur_us=dur, dur_profiled_us=as_float(node.get("dur_p50_us")), share=share,
+        times=node_times(dur, node.get("dur_process_us")),
         cumulative_share=min(slower_share + share, 1.0),
         analysed=sums is not None, flops=counts["flops"], int_ops=counts["int_ops"], macs=counts["macs"],
         params=counts["params"], bytes=traffic, intensity=intensity, achieved_gops=achieved,

@@ -104,6 +104,13 @@ class TrialSummary:
     # generator.results.headline.P99_MIN_SAMPLES requests (None when the trial's percentile was not stored).
     headline_percentile: str | None = None
     usable_processes: int | None = None  # processes with enough clean requests (None: preemption unknown)
+    # Results schema 5: the profiled inferences of several processes (generator.runner.profiles).
+    profile_processes: int | None = None
+    profiled_latency_process_us: tuple[float, ...] = ()
+    profiler_cost_process_us: tuple[float, ...] = ()
+    # Why the trial is too uncertain to settle any finding it takes part in (generator.analysis.findings
+    # .uncertain_trials), set by the pages; None: not flagged.
+    uncertain: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -173,7 +180,17 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         measuring_s=_float(row.get("measuring_s")), profile_iterations=_int(row.get("profile_iterations")),
         target_name=clean(row.get("target_name")), headline_percentile=_headline_percentile(row),
         usable_processes=_int(row.get("usable_processes")),
+        profile_processes=_int(row.get("profile_processes")),
+        profiled_latency_process_us=_floats(row.get("profiled_latency_process_us")),
+        profiler_cost_process_us=_floats(row.get("profiler_cost_process_us")),
     )
+
+
+def _floats(value: Any) -> tuple[float, ...]:
+    """A list cell (a numpy array in pandas) as a tuple of floats; () when missing."""
+    if value is None or isinstance(value, float):
+        return ()
+    return tuple(float(v) if v is not None else math.nan for v in value)
 
 
 def _headline_percentile(row: pd.Series) -> str | None:

@@ -11,9 +11,11 @@ family by family (FP32 `Conv` against INT8 `QLinearConv`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from generator.analysis.profile_times import ProcessTimes, summed
 from generator.analysis.roofline import LayerResult, op_family
 from generator.analysis.summaries import TrialSummary
 
@@ -44,10 +46,16 @@ class WhatIf:
     measured_ips: float
     estimated_ips: float
     left_out: tuple[str, ...] = ()  # op families only the compared version ran: not in the estimate
+    per_process: tuple[float, ...] = ()  # the speed-up from each profiling process's node times
 
     @property
     def speedup(self) -> float:
         return self.measured_ms / self.estimated_ms
+
+    @property
+    def speedup_times(self) -> ProcessTimes:
+        """The speed-up with its per-process figures (its interval: ProcessTimes.interval)."""
+        return ProcessTimes(self.speedup, self.per_process or (self.speedup,))
 
 
 def _matches(key: str, row: LayerResult) -> bool:
@@ -60,24 +68,25 @@ def whatif(results: list[LayerResult], trial: TrialSummary, factors: Mapping[str
     node name or original node name, or as `match` says; a node matched by several keys takes the first, in
     the mapping's order).
 
-    Amdahl: estimated = measured × (1 − Σ sᵢ (1 − 1/kᵢ)), with sᵢ a node's share of the profiled
-    session.run time and the measured latency the timed processes' median (the mean when no median was
-    stored). Items per second come from the same latency, measured and estimated alike: the items in flight
-    over the time per request (batch × concurrency / latency, Little's law for streams that are always busy).
-    Scaling the stored throughput instead mixed two bases on one line: at b1 c1, 0.799 ms per batch beside
-    1,024 items per second (the stored throughput counts the time between requests). None without a measured
+    Amdahl: estimated = measured × (1 − Σ sᵢ (1 − 1/kᵢ)), with sᵢ a node's time (profiler cost removed,
+    generator.results.profiled) over the measured latency, the timed processes' median (the mean when no
+    median was stored); when the kernels add up to more than that (generator.analysis.accounting), over their
+    sum, so that Σ sᵢ stays at most 1. The speed-up's interval takes the same estimate in each profiling
+    process (its node times) and is the t interval of those around the figure shown. Items per second come
+    from the same latency, measured and estimated alike: the items in flight over the time per request
+    (batch × concurrency / latency, Little's law for streams that are always busy). None without a measured
     latency.
     """
     measured = trial.latency_p50_ms or trial.latency_mean_ms
     if not measured:
         return None
-    # The kernel sum can exceed the profiled latency by timer granularity; the larger keeps Σ sᵢ <= 1.
-    base_us = max(trial.profiled_latency_us or 0.0, sum(r.dur_mean_us for r in results))
-    shares: dict[str, float] = dict.fromkeys(factors, 0.0)
+    base_us = max(measured * 1e3, sum(r.dur_us for r in results))
+    chosen: dict[str, list[LayerResult]] = {k: [] for k in factors}
     for row in results:
         key = next((k for k in factors if (match or _matches)(k, row)), None)
-        if key is not None and base_us > 0:
-            shares[key] += row.dur_mean_us / base_us
+        if key is not None:
+            chosen[key].append(row)
+    shares = {k: sum(r.dur_us for r in rows) / base_us for k, rows in chosen.items()}
     parts = tuple(WhatIfFactor(k, float(f), shares[k], measured * shares[k] * (1 - 1 / f))
                   for k, f in factors.items() if shares[k] > 0)
     estimated = measured - sum(p.saved_ms for p in parts)  # > 0: Σ sᵢ <= 1 and every factor is finite
@@ -86,7 +95,16 @@ def whatif(results: list[LayerResult], trial: TrialSummary, factors: Mapping[str
         kind=kind, label=label, factors=parts, unmatched=tuple(k for k in factors if shares[k] == 0),
         measured_ms=measured, estimated_ms=estimated, measured_ips=in_flight * 1e3 / measured,
         estimated_ips=in_flight * 1e3 / estimated, left_out=left_out,
+        per_process=_per_process(chosen, factors, base_us),
     )
+
+
+def _per_process(chosen: Mapping[str, list[LayerResult]], factors: Mapping[str, float],
+                 base_us: float) -> tuple[float, ...]:
+    """The speed-up in each profiling process: its own node times over the same measured base."""
+    saved = summed(summed(r.times for r in rows if r.times is not None).scaled(1 - 1 / factors[k])
+                   for k, rows in chosen.items() if rows)
+    return tuple(base_us / (base_us - x) if base_us > x else math.inf for x in saved.per_process)
 
 
 def op_type_whatifs(results: list[LayerResult], trial: TrialSummary, factor: float = 2.0) -> list[WhatIf]:
@@ -95,7 +113,7 @@ def op_type_whatifs(results: list[LayerResult], trial: TrialSummary, factor: flo
     first, ties by name."""
     times: dict[str, float] = {}
     for row in results:
-        times[row.op_type] = times.get(row.op_type, 0.0) + row.dur_mean_us
+        times[row.op_type] = times.get(row.op_type, 0.0) + row.dur_us
     order = sorted(times, key=lambda op: (-times[op], op))
     out = [whatif(results, trial, {op: factor}, "op_type", op, match=_exact_op_type) for op in order]
     return [w for w in out if w is not None]

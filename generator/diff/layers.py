@@ -7,15 +7,17 @@ first original node; else, unmapped, its executed name). Executed nodes with the
 (an NCHWc Conv and the ReorderOutput after it). Layers are matched across the two sides by that name, so a
 layer present on one side only is *added* or *removed*.
 
-Statistics, and why they are conservative: each side's profile comes from ONE profiled process of a few
-iterations (`measure.profile_iterations`). Its iteration-to-iteration spread (`dur_std_us`) leaves out what
-dominates on shared machines: a whole process running 10-20 % slower than its siblings (a busy hyper-thread
-sibling, a frequency change) without any sign in its CPU time. Two steps deal with it:
+Statistics, and why they are conservative: each side's profile comes from its profiling processes (the
+measurement processes of its first rounds), each giving a node's median over its profiled inferences. The
+spread between processes (`dur_process_std_us`) is the one that matters on shared machines: a whole process
+running 10-20 % slower than its siblings (a busy hyper-thread sibling, a frequency change) without any sign in
+its CPU time. Two steps deal with it:
 
-1. **Robust times, calibrated.** A layer's time is its median over the profiled iterations (`dur_p50_us`:
-   one preempted iteration does not move it), scaled by (median request latency of the side's timed
-   processes) / (sum of the profiled medians), so a profiled pass that ran uniformly slow or fast cancels
-   out; what remains is each layer's part of the timed latency (µs per inference).
+1. **Robust times, calibrated.** A layer's time is its `dur_us` (the median over the processes of each one's
+   median, less the profiler's measured cost per call: generator.results.profiled; one preempted inference
+   does not move it), scaled by (median request latency of the side's timed processes) / (sum of those
+   figures), so profiled processes that ran uniformly slow or fast cancel out; what remains is each layer's
+   part of the timed latency (µs per inference).
 2. **A conservative rule.** The layer's ratio interval comes from `generator.analysis.stats.scaled_ratio_ci`
    (the compare page's rule): the iteration standard errors of both sides, combined with the process-to-
    process variation borrowed from the whole-model latency ratio of the same two trials. A layer counts as
@@ -44,7 +46,8 @@ MIN_SHARE = 0.05
 
 @dataclass(frozen=True)
 class LayerTiming:
-    """One layer's profiled time per inference on one side (µs), with its spread and iteration count."""
+    """One layer's profiled time per inference on one side (µs), with its spread over the profiling processes
+    and their count (`iterations`)."""
 
     layer: str
     op_type: str
@@ -109,7 +112,7 @@ def layer_timings(
     for _, row in top_level_nodes(nodes, trial_key).sort_values("exec_order").iterrows():
         originals = row["original_nodes"]
         name = layer_name(str(row["node_name"]), str(row["op_type"]), originals)
-        std = clean(row.get("dur_std_us"))
+        std = clean(row.get("dur_process_std_us"))
         grouped.setdefault(name, []).append(
             (str(row["node_name"]), str(row["op_type"]), node_time_us(row), float(std or 0.0),
              int(row["exec_order"]))
@@ -125,9 +128,8 @@ def layer_timings(
 
 
 def node_time_us(row: pd.Series) -> float:
-    """An executed node's median time over the profiled iterations (its mean when no median was stored)."""
-    median = clean(row.get("dur_p50_us"))
-    return float(median) if median is not None else float(row["dur_mean_us"])
+    """An executed node's figure (generator.results.profiled's `dur_us`)."""
+    return float(clean(row.get("dur_us")) or 0.0)
 
 
 def profiled_sum_us(nodes: pd.DataFrame, trial_key: str) -> float:
@@ -169,7 +171,7 @@ def _change(a: LayerTiming, b: LayerTiming, total_a_us: float, reference: RatioC
 
 
 def _rel_se(t: LayerTiming) -> float:
-    """Relative standard error of the mean over the profiled iterations."""
+    """Relative standard error of the layer's figure over the profiling processes."""
     return t.std_us / math.sqrt(max(t.iterations, 1)) / t.mean_us if t.mean_us > 0 else 0.0
 
 

@@ -354,8 +354,8 @@ def _calibration(exp: ExperimentResults, row: pd.Series, samples: ProcessSamples
 
 
 def _profile_iterations(row: pd.Series) -> int:
-    """Inferences of the trial's profiled pass, as stored; 1 when unknown (the widest interval)."""
-    return int(clean(row.get("profile_iterations")) or 1)
+    """The processes a trial's node figures are over; 1 when unknown (the widest interval)."""
+    return int(clean(row.get("profile_processes")) or 1)
 
 
 def _config_key(row: pd.Series) -> tuple:

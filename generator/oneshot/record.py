@@ -111,9 +111,10 @@ def _accounting(analysis: ProfileAnalysis) -> dict[str, Any] | None:
     a = analysis.profile.accounting
     if a is None:
         return None
-    return {"kernels_us": sig(a.kernel_sum_us), "outside_kernels_us": sig(a.unattributed_us),
+    return {"kernels_us": sig(a.kernel_sum_us), "outside_kernels_us": sig(a.outside_us),
             "profiled_latency_us": sig(a.profiled_latency_us), "profiler_overhead_us": sig(a.profiler_overhead_us),
-            "measured_latency_us": sig(a.measured_latency_us), "rule": PROFILED_TIMES_RULE}
+            "profiler_cost_per_call_us": sig(a.profiler_cost_us), "measured_latency_us": sig(a.measured_latency_us),
+            "adds_up": a.consistent, "rule": PROFILED_TIMES_RULE}
 
 
 def _overrun_note(summary: dict[str, Any], view: TimelineView) -> str | None:

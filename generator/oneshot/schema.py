@@ -36,8 +36,9 @@ _SUMMARY = _object({
     "achieved_gops": _NUM_OR_NULL, "peak_gflops": _NUM_OR_NULL, "peak_share_pct": _NUM_OR_NULL,
     "profiled_model_run_us": _NUM, "profiled_kernel_sum_us": _NUM, "profiled_nodes": _INT,
     "time_accounting": {"oneOf": [{"type": "null"}, _object({
-        "kernels_us": _NUM, "outside_kernels_us": _NUM, "profiled_latency_us": _NUM,
-        "profiler_overhead_us": _NUM, "measured_latency_us": _NUM, "rule": _STR})]},
+        "kernels_us": _NUM, "outside_kernels_us": _NUM, "profiled_latency_us": _NUM_OR_NULL,
+        "profiler_overhead_us": _NUM_OR_NULL, "profiler_cost_per_call_us": _NUM_OR_NULL, "measured_latency_us": _NUM,
+        "adds_up": {"type": "boolean"}, "rule": _STR})]},
     "limits_exceeded": _INT,
     "slowest_layers": {"type": "array", "items": _SLOW},
     # The sweep's noise rules on the clean requests, the share of requests another process preempted (null when

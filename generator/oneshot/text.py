@@ -99,9 +99,13 @@ def _accounting_lines(a: Mapping[str, Any] | None) -> list[str]:
     """How the profiled times add up to the measured median (generator.analysis.accounting's rule)."""
     if a is None:
         return []
-    return [f"  time µs       kernels {num(a['kernels_us'])} + outside them {num(a['outside_kernels_us'])} "
-            f"- profiler overhead {num(a['profiler_overhead_us'])} = measured median {num(a['measured_latency_us'])}",
-            "                (layer times below are as profiled, with the profiler's overhead in them)"]
+    lines = [f"  time µs       kernels {num(a['kernels_us'])} + outside them {num(a['outside_kernels_us'])} "
+             f"= measured median {num(a['measured_latency_us'])}",
+             "                (layer times below have the profiler's own cost per kernel call removed)"]
+    if not a.get("adds_up", True):
+        lines.append("                the kernels take longer than the measured inference: the profiled inferences "
+                     "ran slower (a neighbour?), so shares are rough")
+    return lines
 
 
 def _limits_lines(limits: Mapping[str, Any]) -> list[str]:

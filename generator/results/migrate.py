@@ -6,6 +6,7 @@ experiments of several versions side by side.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,7 +27,31 @@ def migrated(data: pa.Table, table: str, version: int, specs: SpecLookup) -> pa.
     data = with_every_column(data, table)
     if table == "trials" and version < 4:
         data = _with_profile_iterations(data, specs)
+    if table == "trials" and version < 5:
+        data = _one_profiling_process(data)
+    if table == "nodes" and version < 5:
+        data = _set(data, "dur_process_p50_us", _singletons(data.column("dur_p50_us")))
     return data
+
+
+def _one_profiling_process(data: pa.Table) -> pa.Table:
+    """Before version 5 a trial's profile came from one separate process: its figures are that process's."""
+    profiled = [bool(x) for x in data.column("profiled").to_pylist()]
+    data = _set(data, "profile_processes", pa.array([1 if p else 0 for p in profiled], pa.int64()))
+    data = _set(data, "profiled_latency_process_us", _singletons(data.column("profiled_latency_us")))
+    data = _set(data, "model_run_process_us", _singletons(data.column("model_run_us")))
+    return _set(data, "profiler_cost_process_us", pa.array([[math.nan] if p else None for p in profiled],
+                                                            pa.list_(pa.float64())))
+
+
+def _singletons(column: pa.ChunkedArray) -> pa.Array:
+    """Each value as a list of one (null stays null)."""
+    return pa.array([None if v is None else [float(v)] for v in column.to_pylist()], pa.list_(pa.float64()))
+
+
+def _set(data: pa.Table, name: str, values: pa.Array) -> pa.Table:
+    index = data.schema.get_field_index(name)
+    return data.set_column(index, data.schema.field(index), values)
 
 
 def with_every_column(data: pa.Table, table: str) -> pa.Table:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,12 @@ SCHEMA_HISTORY = {
                      "target_name and node_id null, profile_iterations by the rule below"),
     4: SchemaVersion("trials: profile_iterations, the profiled inferences the `nodes` statistics are over (until "
                      "then each reader rebuilt it from the spec); target_name and node_id (runs fanned out on Ray)",
+                     "one profiled process: dur_process_p50_us is [dur_p50_us], the trial's per-process profile "
+                     "figures are its one figure each, profile_processes 1 (0 unprofiled), profiler cost unknown"),
+    5: SchemaVersion("the profiled inferences run in several processes (the measurement processes of the first "
+                     "rounds): nodes.dur_p50_us is the median over them of each one's median, dur_process_p50_us "
+                     "lists them; trials' profiled figures are medians over processes, with their per-process "
+                     "lists and the profiler's measured cost per kernel call",
                      "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
@@ -60,6 +66,7 @@ def _c(name: str, type_: pa.DataType, unit: str, meaning: str, nullable: bool = 
 
 STR, F64, I64, BOOL = pa.string(), pa.float64(), pa.int64(), pa.bool_()
 STR_LIST = pa.list_(pa.string())
+F64_LIST = pa.list_(pa.float64())
 
 # Configuration axes, shared by `trials` (and joined into other tables by trial_key).
 CONFIG_COLUMNS = (
@@ -117,11 +124,14 @@ TRIALS = (
     _c("arena_mb", F64, "MiB", "onnxruntime CPU arena in use after the timed loop, when reported"),
     _c("profiled", BOOL, "", "a profiled pass was recorded in `nodes`"),
     _c("profile_error", STR, "", "why the profiled pass failed, when it did (latency figures still hold)"),
-    _c("model_run_us", F64, "µs", "profiled pass: mean onnxruntime model_run duration per inference"),
-    _c("kernel_sum_us", F64, "µs", "profiled pass: mean sum of top-level kernel times per inference"),
-    _c("profiled_latency_us", F64, "µs", "profiled pass: mean end-to-end session.run time per inference"),
-    _c("profile_iterations", I64, "inferences", "profiled pass: inferences the `nodes` statistics are over; null "
-       "without a profiled pass (v4)"),
+    _c("model_run_us", F64, "µs", "profiled inferences: median over the profiling processes of each one's median "
+       "onnxruntime model_run duration (v5; before: the one profiled process's mean)"),
+    _c("kernel_sum_us", F64, "µs", "profiled inferences: sum of the top-level nodes' dur_p50_us (v5; before: the "
+       "mean sum of top-level kernel times per inference)"),
+    _c("profiled_latency_us", F64, "µs", "profiled inferences: median over the profiling processes of each one's "
+       "median end-to-end session.run time (v5; before: a mean)"),
+    _c("profile_iterations", I64, "inferences", "profiled inferences per profiling process, after its warm-up; "
+       "null without a profiled pass (v4)"),
     _c("started_at", STR, "", "ISO 8601 UTC time the trial started"),
     _c("finished_at", STR, "", "ISO 8601 UTC time the trial was written"),
     _c("preemption_known", BOOL, "", "run-delay was read per request and the clean rule applies (v2)"),
@@ -137,6 +147,14 @@ TRIALS = (
     _c("target_name", STR, "", "`perfsite run --ray`: the kind of machine it was measured on (--target or the "
        "spec's `targets:`), part of the trial key; null for a local run or any node (v4)"),
     _c("node_id", STR, "", "`perfsite run --ray`: the Ray node that measured it (hex id); null for a local run (v4)"),
+    _c("profile_processes", I64, "processes", "processes that profiled inferences (the measurement processes of "
+       "the first `measure.repeats` rounds, or a separate profiled pass when none could); 0 without (v5)"),
+    _c("profiled_latency_process_us", F64_LIST, "µs", "each profiling process's median session.run time under the "
+       "profiler, in process order (the order of nodes.dur_process_p50_us) (v5)"),
+    _c("model_run_process_us", F64_LIST, "µs", "each profiling process's median model_run duration (v5)"),
+    _c("profiler_cost_process_us", F64_LIST, "µs", "each profiling process's measured cost of the profiler per "
+       "kernel call, inside the recorded kernel times (generator.machine.profiling.profiler_cost_us; NaN where "
+       "it could not be measured) (v5)"),
 )
 
 PROCESSES = (
@@ -178,8 +196,9 @@ NODES = (
     _c("provider", STR, "", "execution provider that ran the node"),
     _c("parent", STR, "", "enclosing If/Loop/Scan node for sub-graph nodes; null at top level"),
     _c("calls", I64, "", "kernel calls per inference (sub-graph nodes may run several times)"),
-    _c("dur_mean_us", F64, "µs", "mean time per inference over the profiled iterations"),
-    _c("dur_p50_us", F64, "µs", "median time per inference"),
+    _c("dur_mean_us", F64, "µs", "mean time per inference over every profiled inference of every process"),
+    _c("dur_p50_us", F64, "µs", "median over the profiling processes of each one's median time per inference "
+       "(v5; before: the one profiled process's median): the figure pages rank, share and sum"),
     _c("dur_min_us", F64, "µs", "fastest"),
     _c("dur_max_us", F64, "µs", "slowest"),
     _c("dur_std_us", F64, "µs", "standard deviation"),
@@ -197,6 +216,8 @@ NODES = (
     _c("pool_share", F64, "ratio", "share of the node's work run on the intra-op pool's other threads"),
     _c("thread_id", I64, "", "thread that ran the node in the profiled pass"),
     _c("start_offset_us", F64, "µs", "median start of the node relative to its inference's model_run start"),
+    _c("dur_process_p50_us", F64_LIST, "µs", "each profiling process's median time per inference of this node, "
+       "in the order of trials.profiled_latency_process_us; NaN where a process did not run it (v5)"),
 )
 
 LAYERS = (

@@ -45,6 +45,7 @@ from generator.results.location import (  # noqa: F401  (atomic_write_bytes: pro
     shown,
 )
 from generator.results.migrate import SpecLookup
+from generator.results.profiled import with_profiled_times
 from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
 from generator.spec import Spec, spec_from_json
 
@@ -381,6 +382,12 @@ class ExperimentResults:
     # tables it lacks (its pages say so instead of dropping sections silently).
     problems: tuple[str, ...] = ()
     incomplete: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Every reader's node times (generator.results.profiled), however the record was built: loaded, merged
+        # from several stores, or assembled by a test.
+        if "dur_us" not in self.nodes.columns:
+            object.__setattr__(self, "nodes", with_profiled_times(self.nodes, self.trials))
 
 
 def shown_spec_sha256(trials: pd.DataFrame, runs: pd.DataFrame) -> str:

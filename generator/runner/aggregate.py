@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,11 +302,3 @@ def config_columns(trial: Trial) -> dict[str, Any]:
         "dims": json.dumps(dict(c.dims), sort_keys=True),
         "config_label": c.label,
     }
-
-
-def node_rows(trial_key: str, nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of the `nodes` table from the profiled pass's node records (already mapped in the worker)."""
-    from generator.results.schema import column_names
-
-    names = set(column_names("nodes"))
-    return [{**{k: v for k, v in n.items() if k in names}, "trial_key": trial_key} for n in nodes]

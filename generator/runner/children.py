@@ -19,13 +19,17 @@ import numpy as np
 
 from generator import processes
 from generator.runner.aggregate import ProcessOutcome
-from generator.runner.protocol import WorkerJob
+from generator.runner.protocol import WorkerJob, profile_path
 
 
 @dataclass(frozen=True)
 class ChildResult:
     output: dict[str, Any]
     error: str | None
+    # A measurement process that profiled after its timed loop (WorkerJob.profile_requests): what it profiled,
+    # or why not. Its timed figures stand either way: OUT.json was written before profiling started.
+    profile: dict[str, Any] | None = None
+    profile_error: str | None = None
 
 
 def run_child(job: WorkerJob, timeout_s: float) -> ChildResult:
@@ -36,11 +40,35 @@ def run_child(job: WorkerJob, timeout_s: float) -> ChildResult:
     try:
         proc = processes.run(cmd, timeout=timeout_s, text=True)
     except subprocess.TimeoutExpired:
-        return ChildResult({}, f"timed out after {timeout_s:g} s (measure.timeout_s)")
+        return _timed_out(job, out_path, timeout_s)
     output = _read_output(out_path)
+    profiles = job.mode == "measure" and job.profile_requests > 0
+    if "error" not in output and output and (proc.returncode == 0 or profiles):
+        # A measurement whose profiling crashed the process: the figures stand, the profile is lost.
+        return ChildResult(output, None, *_profile_of(proc, out_path, profiles))
     if proc.returncode == 0 and "error" not in output:
         return ChildResult(output, None)
     return ChildResult(output, _failure_reason(proc, output))
+
+
+def _timed_out(job: WorkerJob, out_path: Path, timeout_s: float) -> ChildResult:
+    reason = f"timed out after {timeout_s:g} s (measure.timeout_s)"
+    output = _read_output(out_path) if job.mode == "measure" and job.profile_requests > 0 else {}
+    if output and "error" not in output:  # killed while profiling: the timed figures were written
+        return ChildResult(output, None, None, f"the profiled inferences {reason}")
+    return ChildResult({}, reason)
+
+
+def _profile_of(proc: subprocess.CompletedProcess, out_path: Path,
+                profiles: bool) -> tuple[dict[str, Any] | None, str | None]:
+    if not profiles:
+        return None, None
+    profile = _read_output(profile_path(out_path))
+    if profile and "error" not in profile:
+        return profile, None
+    if "error" in profile:
+        return None, str(profile["error"])
+    return None, _failure_reason(proc, {}).replace("measurement process", "process, while profiling,", 1)
 
 
 def _read_output(path: Path) -> dict[str, Any]:

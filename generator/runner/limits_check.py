@@ -19,6 +19,7 @@ import pandas as pd
 from generator.layers.work import cell, split_sums, traffic_bytes
 from generator.machine import probe
 from generator.machine.environment import Environment
+from generator.results.profiled import ensured, with_profiled_times
 from generator.results.store import ResultsDir
 
 
@@ -44,6 +45,7 @@ def limit_excesses(nodes: pd.DataFrame, layers: pd.DataFrame, trials: pd.DataFra
     """Every top-level executed node of `trials` whose operations per second exceed the compute peak (scaled
     by threads ÷ physical cores, as the pages scale it) or whose bytes per second exceed the bandwidth."""
     out: list[LimitExcess] = []
+    nodes = ensured(nodes)
     for _, trial in trials.iterrows():
         key = str(trial["trial_key"])
         top = nodes[(nodes["trial_key"] == key) & nodes["parent"].isna()]
@@ -59,7 +61,7 @@ def limit_excesses(nodes: pd.DataFrame, layers: pd.DataFrame, trials: pd.DataFra
 
 def _node_excesses(key: str, node: pd.Series, sums: dict[str, float] | None, env: Environment,
                    scale: float) -> list[LimitExcess]:
-    dur_us = float(cell(node.get("dur_mean_us")) or 0.0)
+    dur_us = float(cell(node.get("dur_us")) or 0.0)
     if sums is None or dur_us <= 0:
         return []
     found = []
@@ -84,7 +86,8 @@ def recheck_limits(results: ResultsDir, measured: Collection[str], env: Environm
         return env
     trials = results.read_table("trials")
     trials = trials[trials["trial_key"].isin(set(measured)) & (trials["status"] == "ok")]
-    excesses = limit_excesses(results.read_table("nodes"), results.read_table("layers"), trials, env)
+    nodes = with_profiled_times(results.read_table("nodes"), trials)
+    excesses = limit_excesses(nodes, results.read_table("layers"), trials, env)
     if not excesses:
         return env
     say(f"{excesses[0].text}{f' (and {len(excesses) - 1} more)' if len(excesses) > 1 else ''}: the cached "

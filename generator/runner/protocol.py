@@ -31,6 +31,15 @@ class WorkerJob:
     # Profile mode: also record the outputs as outputs mode does, after the profiled inferences: the trials that
     # the agreement check compares then pay no process of their own for it.
     record_outputs: bool = False
+    # Measure mode: after the timed loop, profile this many inferences in the same process (0: none), so that
+    # per-layer times come from every profiled process of the trial's first rounds, interleaved with the other
+    # versions' like the timed ones. `profile_full`: this process also maps the nodes to the model file and
+    # records the static analysis, the timeline and (with record_outputs) the outputs, once per trial.
+    profile_requests: int = 0
+    profile_full: bool = False
+    # The profiler-cost calibration chain (generator.machine.profiling.calibration_model_bytes), written once
+    # per group by the sweep; empty: the worker writes it into its work folder.
+    calibration_model: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -59,3 +68,8 @@ class WorkerJob:
     @property
     def work(self) -> Path:
         return Path(self.work_dir)
+
+
+def profile_path(out_path: Path) -> Path:
+    """Where a measurement process that also profiles writes its profile: OUT.profile.json beside OUT.json."""
+    return out_path.with_name(f"{out_path.stem}.profile.json")

@@ -19,11 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from generator.errors import RunError
+from generator.machine import profiling
 from generator.plan import Configuration, Trial
 from generator.processes import owned_tempdir
 from generator.results import clean, intervals
+from generator.results.schema import column_names
 from generator.results.store import TrialFiles
-from generator.runner import aggregate, agreement, children
+from generator.runner import aggregate, agreement, children, profiles
 from generator.runner.locks import TrialLock
 from generator.runner.protocol import WorkerJob
 from generator.runner.sides import PlannedTrial, Progress, Side, now
@@ -60,6 +62,7 @@ def check_feeds(loaded: LoadedSpec, model_paths: Mapping[str, Path], trials: Ite
 @dataclass
 class SweepContext:
     progress: Progress
+    calibration: Path | None = None  # the profiler-cost calibration chain of the group being measured
 
     def measure_group(self, config: Configuration, group: list[tuple[Side, PlannedTrial]]) -> None:
         """All versions (of every side) at one configuration: adaptive interleaved rounds, then the profiled
@@ -82,12 +85,19 @@ class SweepContext:
         states = _paired_order([_TrialState(p, now(), side, tag=f"{i}") for i, (side, p) in enumerate(group)])
         for state in states:
             state.feeds = self._feeds(tmp, state)
+        self.calibration = tmp / "calibration.onnx"
+        self.calibration.write_bytes(profiling.calibration_model_bytes())
+        for side in dict.fromkeys(st.side for st in states):
+            mine = [st for st in states if st.side is side]
+            compared = _compared(side, {st.planned.trial.version: st for st in mine})
+            for state in mine:
+                state.record_outputs = state.planned.trial.version in compared
         self._rounds(tmp, states)
         for side in dict.fromkeys(st.side for st in states):
             mine = [st for st in states if st.side is side]
-            compared = {v for pair in agreement.agreement_pairs(side.loaded.spec, _ok(mine)) for v in pair}
+            compared = _compared(side, _ok(mine))
             for state in mine:
-                if state.error is None:
+                if state.error is None and state.profile is None:  # no measurement process could profile fully
                     self._profile(tmp, state, record_outputs=state.planned.trial.version in compared)
             agreement_rows = self._agreement(tmp, side, mine)
             for state in mine:
@@ -140,9 +150,11 @@ class SweepContext:
 
     def _one_process(self, tmp: Path, state: _TrialState, rnd: int) -> None:
         job = self._job(tmp, state, "measure", f"m{rnd}")
+        if rnd < state.side.settings["repeats"]:
+            job = self._profiling(tmp, state, job)
         started = time.perf_counter()
         result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
-        state.measuring_s += time.perf_counter() - started
+        state.measuring_s += time.perf_counter() - started - float((result.profile or {}).get("profile_s", 0.0))
         if result.error:
             state.error = result.error
             return
@@ -151,6 +163,26 @@ class SweepContext:
         state.processes.append(children.process_outcome(
             result.output, process=len(state.processes), rnd=rnd, rule_applies=applies,
             concurrency=config.concurrency))
+        self._take_profile(state, job, result)
+
+    def _profiling(self, tmp: Path, state: _TrialState, job: WorkerJob) -> WorkerJob:
+        """`job` profiling after its timed loop (the first rounds' processes); the first to succeed with
+        `profile_full` maps the nodes and records the static analysis, the timeline and the outputs."""
+        full = state.profile is None
+        job = dataclasses.replace(job, profile_requests=int(state.side.settings["profile_iterations"]),
+                                  profile_full=full, calibration_model=str(self.calibration))
+        return self._with_outputs(tmp, state, job) if full and state.record_outputs else job
+
+    def _take_profile(self, state: _TrialState, job: WorkerJob, result: children.ChildResult) -> None:
+        if result.profile is None:
+            if result.profile_error:
+                state.profile_errors.append(result.profile_error)
+            return
+        state.profiled.append(profiles.ProfiledProcess.from_output(result.profile))
+        if job.profile_full:
+            state.profile = result.profile
+            if job.record_outputs:
+                self._take_outputs(state, result.profile.get("outputs_error"), result.profile)
 
     def _profile(self, tmp: Path, state: _TrialState, record_outputs: bool = False) -> None:
         """The profiled pass; for a trial the agreement check compares, it records the outputs too (a process
@@ -168,6 +200,7 @@ class SweepContext:
             state.profile_error = result.error
             return
         state.profile = result.output
+        state.profiled.append(profiles.ProfiledProcess.from_output(result.output))
         if record_outputs:
             self._take_outputs(state, result.output.get("outputs_error"), result.output)
 
@@ -175,7 +208,8 @@ class SweepContext:
         """`job` recording the outputs on the trial's feeds and the extra batches (outputs mode, or a profiled
         pass's record_outputs)."""
         extra = tuple(str(p) for p in self._extra_feeds(tmp, state))
-        return dataclasses.replace(job, extra_feeds_paths=extra, record_outputs=job.mode == "profile")
+        return dataclasses.replace(job, extra_feeds_paths=extra,
+                                   record_outputs=job.mode == "profile" or job.profile_full)
 
     def _agreement(self, tmp: Path, side: Side, states: list[_TrialState]) -> dict[str, list[dict]]:
         """Agreement rows by trial key: each ok trial against its reference versions measured in this group.
@@ -243,7 +277,9 @@ class SweepContext:
             # The Python API has no allocator statistics; the profiled pass reads the arena from its profile.
             if row.get("arena_mb") is None:
                 row["arena_mb"] = (state.profile or {}).get("arena_mb")
-            nodes = aggregate.node_rows(p.key, (state.profile or {}).get("nodes", []))
+            nodes = profiles.node_rows(p.key, (state.profile or {}).get("nodes", []), state.profiled,
+                                       set(column_names("nodes")))
+            row.update(profiles.trial_columns(state.profiled if state.profile else [], nodes))
             layers = [{**layer, "trial_key": p.key} for layer in (state.profile or {}).get("layers", [])]
             timeline = [{**call, "trial_key": p.key} for call in (state.profile or {}).get("timeline", [])]
         else:
@@ -287,16 +323,14 @@ def _ok(states: list[_TrialState]) -> dict[str, _TrialState]:
 
 
 def _profile_columns(state: _TrialState) -> dict:
-    prof = state.profile or {}
-    return {
-        "profiled": state.profile is not None,
-        "profile_error": state.profile_error,
-        "model_run_us": prof.get("model_run_us"),
-        "kernel_sum_us": prof.get("kernel_sum_us"),
-        "profiled_latency_us": prof.get("profiled_latency_us"),
-        # The inferences the profile held after its warm-up: what the nodes' statistics are over.
-        "profile_iterations": prof.get("runs"),
-    }
+    """Whether the trial has a profile, and why not; its figures are profiles.trial_columns'."""
+    error = state.profile_error or (state.profile_errors[0] if state.profile_errors else None)
+    return {"profiled": state.profile is not None, "profile_error": None if state.profile else error}
+
+
+def _compared(side: Side, trials: Mapping[str, object]) -> set[str]:
+    """The versions whose outputs the agreement check compares, of those given."""
+    return {v for pair in agreement.agreement_pairs(side.loaded.spec, trials) for v in pair}
 
 
 @dataclass(eq=False)
@@ -312,6 +346,9 @@ class _TrialState:
     profile_error: str | None = None
     outputs: list[dict[str, np.ndarray]] | None = None
     outputs_error: str | None = None
+    record_outputs: bool = False  # the agreement check compares this version's outputs
+    profiled: list[profiles.ProfiledProcess] = field(default_factory=list)
+    profile_errors: list[str] = field(default_factory=list)
     pair: _TrialState | None = None
     pair_id: str | None = None
     measuring_s: float = 0.0

@@ -48,7 +48,7 @@ from generator.errors import PerfsiteError, RunError
 from generator.machine import profiling
 from generator.machine.session import open_session
 from generator.runner import measure
-from generator.runner.protocol import WorkerJob
+from generator.runner.protocol import WorkerJob, profile_path
 
 EXIT_OK = 0
 EXIT_ERROR = 3
@@ -62,6 +62,21 @@ def run_job(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     if job.mode == "profile":
         return profile_pass(job)
     return outputs_pass(job)
+
+
+def profile_after_measuring(job: WorkerJob, out_path: Path) -> None:
+    """The profiled inferences of a measurement process, written to profile_path once OUT.json holds the
+    measurement: a crash while profiling costs the profile, never the timed figures."""
+    started = time.perf_counter()
+    try:
+        outcome = profile_pass(job, full=job.profile_full)
+        # Not measuring time: the parent leaves it out of the trial's measuring budget.
+        outcome["profile_s"] = time.perf_counter() - started
+    except Exception as e:
+        if not isinstance(e, PerfsiteError | MemoryError):
+            traceback.print_exc(file=sys.stderr)
+        outcome = {"error": _error_line(e)}
+    _write_json(profile_path(out_path), outcome)
 
 
 def _feeds(feeds_path: str) -> dict[str, np.ndarray]:
@@ -107,20 +122,26 @@ def measure_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     }
 
 
-def profile_pass(job: WorkerJob) -> dict[str, Any]:
-    """Profile mode: a separate session with onnxruntime's profiler on; per-node statistics, mapped."""
+def profile_pass(job: WorkerJob, full: bool = True) -> dict[str, Any]:
+    """A session with onnxruntime's profiler on: per-node statistics, each node's time in every profiled
+    inference (``node_runs_us``, for the medians per process the pages use) and the profiler's own cost per
+    kernel call measured on a calibration chain (``profiler_cost_us``). With `full` (profile mode, or the
+    first profiling process of a trial): also the nodes mapped to the model file, the static analysis, the
+    timeline and the outputs when asked for."""
     config, settings = job.config, job.measure
     work = job.work
     work.mkdir(parents=True, exist_ok=True)
     optimized = work / "optimized.onnx"
     feeds = _feeds(job.feeds_path)
-    session, load_ms = open_session(job.model_path, config, profile_dir=work, optimized_path=optimized)
+    profiled = {**config, "concurrency": 1}
+    session, load_ms = open_session(job.model_path, profiled, profile_dir=work,
+                                    optimized_path=optimized if full else None)
     _test_fault(job.model_path)
     warmup = max(1, min(int(settings.get("warmup", 1)), PROFILE_WARMUP_MAX))
     run = session.run
     for _ in range(warmup):
         run(None, feeds)
-    iterations = max(1, int(settings.get("profile_iterations", 10)))
+    iterations = max(1, job.profile_requests or int(settings.get("profile_iterations", 10)))
     latencies_ns = np.empty(iterations, dtype=np.int64)
     for i in range(iterations):
         t0 = time.perf_counter_ns()
@@ -129,18 +150,26 @@ def profile_pass(job: WorkerJob) -> dict[str, Any]:
     profile_file = Path(session.end_profiling())
     recording = profiling.parse_profile(profile_file, skip_runs=warmup)
     stats = profiling.node_statistics(recording)
-    mapped = _map_nodes(job.original_model_path, optimized, stats)
+    per_run = profiling.node_run_times(recording, stats)
     arena = recording.arena_held_bytes
-    outputs = _recorded_outputs(session, job) if job.record_outputs else {}
-    return {
-        **outputs,
-        "nodes": [{**s.as_dict(), **m} for s, m in zip(stats, mapped, strict=True)],
+    common = {
+        "model_run_runs_us": list(recording.model_run_us), "kernel_sum_runs_us": list(recording.kernel_sum_us),
+        "latency_runs_us": [float(x) / 1e3 for x in latencies_ns], "node_runs_us": per_run,
+        "profiler_cost_us": profiling.profiler_cost_us(profiled, work, job.calibration_model or None),
         "model_run_us": float(np.mean(recording.model_run_us)),
         "kernel_sum_us": float(np.mean(recording.kernel_sum_us)),
-        "profiled_latency_us": float(latencies_ns.mean() / 1e3),
-        "runs": len(recording.runs), "arena_mb": arena / 2**20 if arena is not None else None,
+        "profiled_latency_us": float(latencies_ns.mean() / 1e3), "runs": len(recording.runs),
+        "arena_mb": arena / 2**20 if arena is not None else None, "load_ms": load_ms,
+    }
+    if not full:
+        return {**common, "nodes": [s.as_dict() for s in stats]}
+    mapped = _map_nodes(job.original_model_path, optimized, stats)
+    outputs = _recorded_outputs(session, job) if job.record_outputs else {}
+    return {
+        **outputs, **common,
+        "nodes": [{**s.as_dict(), **m} for s, m in zip(stats, mapped, strict=True)],
         "timeline": _timeline_rows(recording),
-        "optimized_model": str(optimized), "profile_file": str(profile_file), "load_ms": load_ms,
+        "optimized_model": str(optimized), "profile_file": str(profile_file),
         **_layer_analysis(job.original_model_path, feeds),
     }
 
@@ -341,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         _write_json(out_path, {"error": _error_line(e)})
         return EXIT_ERROR
     _write_json(out_path, outcome)
+    if job.mode == "measure" and job.profile_requests > 0:
+        profile_after_measuring(job, out_path)
     return EXIT_OK
 
 

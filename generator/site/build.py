@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from generator import processes
+from generator.analysis.findings import FindingSet
 from generator.errors import SiteError
 from generator.results.location import StoreRoot, is_url, local_path, shown
 from generator.results.store import ResultsDir, find_experiments
@@ -171,6 +172,8 @@ def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[Sto
     for entry in cached:
         for warning in entry.warnings:
             say(warning)
+        if entry.view.findings is not None:
+            say(findings_line(entry.view.name, entry.view.findings))
     extra = []
     if baseline or trend:  # the changes and trend pages read every experiment's results themselves
         from generator.site.changes_page import history_pages
@@ -182,6 +185,13 @@ def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[Sto
     say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
     _run_mkdocs(mkdocs, config, parent, project_root, project_root / ".perfsite" / "cache" / "render")
+
+
+def findings_line(name: str, findings: FindingSet) -> str:
+    """What `perfsite build` says of an experiment's findings (generator.analysis.findings)."""
+    count = len(findings.findings)
+    return (f"{name}: {findings.settled} of {count} finding{'s' if count != 1 else ''} settled "
+            f"(the others are marked unsettled on its pages, with the reason; all in findings.json)")
 
 
 def _config_error(parent: Path, config: Path, output: str) -> str:

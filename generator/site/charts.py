@@ -26,7 +26,7 @@ from generator.site.formatting import config_text
 # orders of magnitude in latency, and a linear axis then squeezes the small configurations into one corner.
 LOG_SCALE_RATIO = 20.0
 THRESHOLD_COLOR = "#c62828"
-NOISE_SHAPES = alt.Scale(domain=["ok", "noisy"], range=["circle", "triangle"])
+NOISE_SHAPES = alt.Scale(domain=["ok", "uncertain"], range=["circle", "triangle"])
 _CHART_ID = re.compile(r"[a-z][a-z0-9-]*")
 
 
@@ -98,7 +98,7 @@ def _point_record(trial: TrialSummary, percentile: str, axis: str | None = None)
         "concurrency": trial.concurrency, "latency_ms": _round(trial.latency_headline_ms),
         "latency_mean_ms": _round(trial.latency_mean_ms), "latency_p50_ms": _round(trial.latency_p50_ms),
         "throughput_ips": _round(trial.throughput_ips), "cores_used": _round(trial.cores_used, 3),
-        "noise": ", ".join(trial.noise_reasons) if trial.noisy else "none", "percentile": percentile,
+        "noise": trial.uncertain or "none", "percentile": percentile,
     }
 
 
@@ -143,8 +143,8 @@ def latency_throughput_chart(
     )
     points = base.mark_point(filled=True, size=70).encode(
         x=x, y=y, color=color, opacity=faded, tooltip=_tooltip(percentile),
-        shape=alt.Shape("noisy:N", title="Noise", scale=NOISE_SHAPES),
-    ).transform_calculate(noisy="datum.noise == 'none' ? 'ok' : 'noisy'").add_params(pick)
+        shape=alt.Shape("noisy:N", title="Interval", scale=NOISE_SHAPES),
+    ).transform_calculate(noisy="datum.noise == 'none' ? 'ok' : 'uncertain'").add_params(pick)
     layers = [lines.properties(name="lines"), points.properties(name="points")]
     chart = alt.layer(*layers, *_threshold_layers(latency_threshold_ms, base, x, y, color, percentile))
     if latency_threshold_ms is not None and lat:
@@ -183,17 +183,17 @@ def _threshold_layers(threshold_ms, base, x, y, color, percentile) -> list:
 
 def op_time_chart(op_times: list[OpTypeTime], name: str = "op_time") -> alt.LayerChart:
     """Mean time per inference by op type (top-level nodes), largest first, with each one's share."""
-    records = [{"op_type": o.op_type, "dur_mean_us": _round(o.dur_mean_us), "share": _round(o.share, 4),
+    records = [{"op_type": o.op_type, "dur_us": _round(o.dur_us), "share": _round(o.share, 4),
                 "nodes": o.nodes, "calls": o.calls} for o in op_times]
     y = alt.Y("op_type:N", title=None, sort=[o.op_type for o in op_times])
     # Room right of the longest bar for its share label.
-    top = max((o.dur_mean_us for o in op_times), default=0.0)
+    top = max((o.dur_us for o in op_times), default=0.0)
     scale = alt.Scale(domain=[0, _round(top * 1.15, 3)]) if top > 0 else alt.Scale()
-    x = alt.X("dur_mean_us:Q", title="Time per inference (µs)", scale=scale)
+    x = alt.X("dur_us:Q", title="Time per inference (µs)", scale=scale)
     base = Chart(inline_rows(records))
     bars = base.mark_bar(color="#3f51b5").encode(x=x, y=y, tooltip=[
         alt.Tooltip("op_type:N", title="Op type"),
-        alt.Tooltip("dur_mean_us:Q", title="Time per inference (µs)", format=",.4~r"),
+        alt.Tooltip("dur_us:Q", title="Time per inference (µs)", format=",.4~r"),
         alt.Tooltip("share:Q", title="Share of kernel time", format=".1%"),
         alt.Tooltip("nodes:Q", title="Nodes"), alt.Tooltip("calls:Q", title="Kernel calls"),
     ])

@@ -76,7 +76,7 @@ def _point_record(point: ConfigPoint, axis: str | None) -> dict[str, Any]:
         "order": along if isinstance(along, int) else point.order,
         "configuration": config_text(point.config), "label": point.config_label,
         "latency_ms": _round(point.latency_ms), "throughput_ips": _round(point.throughput_ips),
-        "noise": "noisy" if point.noisy else "ok", "role": (point.role or "").upper(), "key": point.trial_key,
+        "noise": "uncertain" if point.uncertain else "ok", "role": (point.role or "").upper(), "key": point.trial_key,
     }
 
 
@@ -146,7 +146,7 @@ def _lines(x, y, color, hide) -> alt.Chart:
 def _points_layer(x, y, color, percentile: str) -> alt.Chart:
     return Chart().mark_point(filled=True, size=60, opacity=1).encode(
         x=x, y=y, color=color, tooltip=_results_tooltip(percentile),
-        shape=alt.Shape("noise:N", title="Noise", scale=alt.Scale(domain=["ok", "noisy"],
+        shape=alt.Shape("noise:N", title="Interval", scale=alt.Scale(domain=["ok", "uncertain"],
                                                                  range=["square", "triangle"])),
     ).transform_filter(_shown("version_hide")).properties(name="points")
 

@@ -34,9 +34,9 @@ def ops_time_chart(profiles: list[OpTypeProfile], name: str = "ops_time") -> alt
     records = []
     for p in profiles:
         records.append({"op_type": p.op_type, "measure": measures[0], "share": _round(p.time_share, 4),
-                        "time_us": _round(p.dur_mean_us), "gops": _round(p.ops / 1e9, 4)})
+                        "time_us": _round(p.dur_us), "gops": _round(p.ops / 1e9, 4)})
         records.append({"op_type": p.op_type, "measure": measures[1], "share": _round(p.ops_share or 0.0, 4),
-                        "time_us": _round(p.dur_mean_us), "gops": _round(p.ops / 1e9, 4)})
+                        "time_us": _round(p.dur_us), "gops": _round(p.ops / 1e9, 4)})
     color = alt.Color("measure:N", title=None, scale=alt.Scale(domain=measures, range=[TIME_COLOR, OPS_COLOR]),
                       legend=alt.Legend(orient="top"))
     return Chart(inline_rows(records)).mark_bar().encode(
@@ -55,7 +55,7 @@ def _points(layers: list[LayerResult]) -> list[dict]:
     placed = [r for r in layers if r.intensity and r.achieved_gops]
     if len(placed) <= ROOFLINE_POINTS:
         return _layer_points(placed)
-    placed.sort(key=lambda r: -r.dur_mean_us)  # stable: equal times keep their order
+    placed.sort(key=lambda r: -r.dur_us)  # stable: equal times keep their order
     combined = _combined_point(placed[ROOFLINE_POINTS:])
     return _layer_points(placed[:ROOFLINE_POINTS]) + ([combined] if combined["intensity"] and combined["gops"] else [])
 
@@ -69,7 +69,7 @@ def _combined_point(rest: list[LayerResult]) -> dict:
     """The nodes beyond ROOFLINE_POINTS as one: their operations over their bytes and over their time."""
     ops = sum(r.ops for r in rest)
     moved = sum(r.bytes or 0.0 for r in rest)
-    time_us = sum(r.dur_mean_us for r in rest)
+    time_us = sum(r.dur_us for r in rest)
     return {
         "node": f"{len(rest):,} shorter nodes, combined", "op_type": "(several)", "exec_order": None,
         "intensity": _round(ops / moved) if moved else None,
@@ -84,7 +84,7 @@ def _layer_points(layers: list[LayerResult]) -> list[dict]:
         "node": r.node_name, "op_type": r.op_type, "exec_order": r.exec_order,
         "intensity": _round(r.intensity), "gops": _round(r.achieved_gops),
         "attainable": _round(r.attainable_gops), "efficiency": _round(r.efficiency, 4),
-        "share": _round(r.share, 4), "time_us": _round(r.dur_mean_us),
+        "share": _round(r.share, 4), "time_us": _round(r.dur_us),
         "ceiling": "INT8" if r.integer else "FP32", "group": FAR_BELOW if r.far_below else OTHER,
     } for r in layers]
 

@@ -267,11 +267,11 @@ def _counts(items: Iterable[tuple[str, int]]) -> str:
 
 
 def _accounting(a: TimeAccounting | None) -> list[Any] | None:
-    """[kernels, outside the kernels, profiler overhead, measured latency] in µs per inference (the compare
-    page's "how the times add up"), or None when the trial lacks a figure."""
-    if a is None or a.measured_latency_us is None or a.profiler_overhead_us is None:
+    """[kernels, outside the kernels, measured latency, why the parts do not add up (null when they do)] in µs
+    per inference (the compare page's "how the times add up"), or None when the trial lacks a figure."""
+    if a is None or a.measured_latency_us is None:
         return None
-    return [_num(a.kernel_sum_us), _num(a.unattributed_us), _num(a.profiler_overhead_us), _num(a.measured_latency_us)]
+    return [_num(a.kernel_sum_us), _num(a.outside_us), _num(a.measured_latency_us), a.why_not]
 
 
 @dataclass

@@ -9,13 +9,14 @@ for ratios live here too, so the terminal output of `perfsite compare` says exac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
 import jinja2
 
 from generator.analysis.compare import effective_tolerance
+from generator.analysis.findings import compare_prefix
 from generator.analysis.records_compare import (
     Advice,
     AgreementRow,
@@ -248,7 +249,7 @@ def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     from generator.analysis.compare import compare_versions  # the analysis is only needed when there are pairs
 
     pages = []
-    for pair, link in zip(view.results.spec.compare, links, strict=True):
+    for i, (pair, link) in enumerate(zip(view.results.spec.compare, links, strict=True)):
         config = dict(pair.config) if pair.config else None
         try:
             c = compare_versions(view.results, pair.a, pair.b, config, ctx=view.context)
@@ -259,17 +260,21 @@ def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
             pages.append(render(env, "compare_failed.md.j2", f"{REPORTS_DIR}/{view.slug}/{link.path}",
                                 link.title, e=view, reason=reason))
             continue
-        pages.append(compare_page(env, view, c, link, bool(pair.config)))
+        pages.append(compare_page(env, view, c, link, bool(pair.config), f"compare:{i}", compare_prefix(pair)))
     return pages
 
 
 def compare_page(env: jinja2.Environment, view: ExperimentView, c: Comparison, link: CompareLink,
-                 named_config: bool = False) -> Page:
-    """The page of one comparison; its title names the configuration when the pair did."""
+                 named_config: bool = False, page_key: str = "", prefix: str = "") -> Page:
+    """The page of one comparison; its title names the configuration when the pair did. `page_key` and
+    `prefix`: where its findings are (generator.analysis.findings)."""
     best = "the best, " if c.b_was_default else ""  # tells this page from a pair naming the same B
     title = f"{c.a} vs {best}{c.b}" + (f" at {c.config_label}" if named_config and c.config_label else "")
+    flagged = {t.trial_key for t in view.uncertain}
+    c = replace(c, points=tuple(replace(p, uncertain=p.trial_key in flagged) for p in c.points))
     return render(env, "compare.md.j2", f"{REPORTS_DIR}/{view.slug}/{link.path}", title, True, e=view,
-                  v=compare_view(view, c, named_config), c=c, fn=TEMPLATE_FUNCTIONS)
+                  v=compare_view(view, c, named_config), c=c, fn=TEMPLATE_FUNCTIONS,
+                  page_findings=view.findings_on(page_key), prefix=prefix)
 
 
 def precision_counts(counts: dict[str, int]) -> str:

@@ -38,10 +38,11 @@ def on_off(value: bool | None) -> str:
 
 
 def at(trial: TrialSummary | None, missing: str = MISSING) -> str:
-    """Where a best result was measured: the configuration label (escaped), flagged when noisy."""
+    """Where a best result was measured: the configuration label (escaped), flagged when too uncertain to settle
+    anything (generator.analysis.findings.uncertain_trials)."""
     if trial is None:
         return missing
-    return md_text(trial.config_label) + (" (noisy)" if trial.noisy else "")
+    return md_text(trial.config_label) + (" (uncertain)" if trial.uncertain else "")
 
 
 def config_text(trial: TrialSummary) -> str:
@@ -88,8 +89,45 @@ def url(value: str) -> str:
     return quote(value, safe="/#&=%.-_~")
 
 
+def answer(value: Any) -> str:
+    """A finding's answer as a page shows it: a number as `num` rounds it, text escaped."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return num(value)
+    return md_text(value)
+
+
+def band(figure: Any) -> str:
+    """A finding's figure as `value (low–high)`, its 95 % interval; a dash without one."""
+    if figure is None or getattr(figure, "value", None) is None:
+        return MISSING
+    if figure.low is None or figure.high is None:
+        return num(figure.value)
+    return f"{num(figure.value)} ({num(figure.low)}–{num(figure.high)})"
+
+
+def interval(bounds: Any) -> str:
+    """A 95 % interval as `low–high`; a dash without one."""
+    if not bounds or bounds[0] is None or bounds[1] is None:
+        return MISSING
+    return f"{num(bounds[0])}–{num(bounds[1])}"
+
+
+def times_band(times: Any) -> str:
+    """A profiled time over the processes (analysis.profile_times.ProcessTimes) as `value (low–high)`."""
+    if times is None:
+        return MISSING
+    bounds = times.interval()
+    return num(times.value) + (f" ({interval(bounds)})" if bounds else "")
+
+
+def plain(value: float) -> str:
+    """A number as Python's `g` format writes it: how finding ids name a threshold (`20ms`)."""
+    return f"{float(value):g}"
+
+
 FILTERS = {
     "num": num, "pct": pct, "of_limit": of_limit, "fixed": fixed, "mib": mib, "short_sha": short_sha, "on_off": on_off,
     "when": when, "at": at, "config_text": config_text, "wanted_text": wanted_text, "url": url,
-    "op_name": op_name, "shapes": shapes,
+    "op_name": op_name, "shapes": shapes, "answer": answer, "band": band, "plain": plain,
+    "interval": interval, "times_band": times_band,
 }

@@ -23,8 +23,11 @@ GLOSSARY: dict[str, str] = {
     "inter-op": "threads that run independent operators of one request at the same time",
     "preempted": "a request during which the scheduler gave this process's CPU to another process for a while",
     "clean requests": "requests no other process took the CPU from; the headline figures come from them",
-    "noisy": "a trial whose measurement processes disagree, or whose requests vary, more than the rules allow",
-    "profiled pass": "a separate run under onnxruntime's profiler that times every node; it slows nodes down",
+    "uncertain": "a trial whose interval is too wide to settle any finding it takes part in",
+    "settled": "a finding whose interval separates it from the alternatives, after the correction for every "
+               "finding of the report",
+    "unsettled": "a finding the data cannot decide: shown with the reason, never as a fact",
+    "profiled pass": "inferences run under onnxruntime's profiler, which times every node and slows it down",
     "model_run": "onnxruntime's own timing of one whole session.run in the profiled pass",
     "MOP": "millions of operations per inference: floating-point operations plus integer operations",
     "GOP/s": "billions of operations per second achieved: operations divided by the node's measured time",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,9 @@ import jinja2
 
 import generator
 from generator.analysis import summaries as S
-from generator.analysis.accounting import DISTURBED_OVERHEAD, PROFILED_TIMES_RULE
+from generator.analysis.accounting import PROFILED_TIMES_RULE
 from generator.analysis.compare_choice import CompareContext, compare_context
+from generator.analysis.findings import FindingSet, report_findings, uncertain_trials
 from generator.results.headline import percentile_label, stand_in_mark
 from generator.results.store import ExperimentResults
 from generator.site.escape import md_paragraphs, md_text
@@ -100,6 +101,9 @@ class ExperimentView:
     # per-trial statistics, bootstraps, executed nodes and comparisons it caches are computed once, not once per
     # page kind. None in a view kept without its results (the page cache).
     context: CompareContext | None = None
+    # Every claim of the experiment's pages, settled together (generator.analysis.findings); None in a view kept
+    # without its results (the page cache).
+    findings: FindingSet | None = None
 
     @property
     def quick(self) -> bool:
@@ -114,16 +118,15 @@ class ExperimentView:
         return [t for t in self.trials if t.status != "ok"]
 
     @property
-    def noisy(self) -> list[S.TrialSummary]:
-        return [t for t in self.trials if t.noisy and t.status == "ok"]
+    def uncertain(self) -> list[S.TrialSummary]:
+        """Ok trials too uncertain to settle any finding they take part in (TrialSummary.uncertain)."""
+        return [t for t in self.trials if t.uncertain and t.status == "ok"]
 
-    @property
-    def noisy_unpreempted(self) -> list[S.TrialSummary]:
-        """Noisy trials whose processes disagree although hardly a request was preempted: the machine itself
-        varied between processes (a virtual machine's host, CPU frequency, memory traffic), which run-delay
-        cannot see and a larger budget does not cure."""
-        return [t for t in self.noisy if t.preemption_known and (t.preempted_share or 0.0) < UNPREEMPTED_SHARE
-                and any(r.startswith("process medians spread") for r in t.noise_reasons)]
+    def findings_on(self, page: str) -> tuple[Any, ...]:
+        return self.findings.on(page) if self.findings is not None else ()
+
+    def finding(self, finding_id: str) -> Any:
+        return self.findings.get(finding_id) if self.findings is not None else None
 
     @property
     def oversubscribed(self) -> list[S.TrialSummary]:
@@ -165,10 +168,6 @@ class ExperimentView:
         return [v.best.sweet_spot for v in self.versions if v.best.sweet_spot is not None]
 
 
-# Below this share of preempted requests, a trial's spread is not the neighbours' doing (methodology page).
-UNPREEMPTED_SHARE = 0.01
-
-
 def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
     """Summaries of one experiment's results, versions in spec order."""
     spec = spec_view(results.spec)
@@ -184,10 +183,17 @@ def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
         for info, best in zip(infos, bests, strict=True)
     ]
     context = compare_context(results)
+    findings = report_findings(context, trials, versions, spec.profile_entries, spec.first_values,
+                               {v.info.version: v.best.sweet_spot for v in views})
+    flags = uncertain_trials(findings, {t.trial_key: t.ci_halfwidth for t in trials if t.ok})
+    trials = [replace(t, uncertain=flags.get(t.trial_key)) for t in trials]
+    bests = S.version_bests(trials, versions, spec.latency_threshold_ms)  # with the flags, as the pages show them
+    views = [replace(v, best=best) for v, best in zip(views, bests, strict=True)]
     return ExperimentView(
         name=results.name, slug=slug, spec=spec, percentile=percentile, trials=trials, versions=views,
         environments=S.environment_summaries(results.environments, results.trials),
         last_run=S.last_run(results.runs), results=results, chooser=has_chooser(context), context=context,
+        findings=findings,
     )
 
 
@@ -214,7 +220,6 @@ def template_env() -> jinja2.Environment:
     env.filters.update(FILTERS, md=md_text, md_paragraphs=md_paragraphs)
     # One sentence for every page that shows per-layer times (generator.analysis.accounting).
     env.globals["profiled_times_rule"] = PROFILED_TIMES_RULE
-    env.globals["disturbed_overhead"] = DISTURBED_OVERHEAD
     return env
 
 

@@ -6,6 +6,7 @@ and profile kinds are here, the compare and chooser kinds in their own modules.
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -15,6 +16,7 @@ import jinja2
 
 from generator.analysis import summaries as S
 from generator.analysis.chooser import choosable
+from generator.analysis.findings import OVERVIEW, cached_profile, profile_page, profile_sections
 from generator.analysis.limits import LimitOverruns, limit_overruns
 from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
@@ -48,7 +50,19 @@ def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page
                   chart=block, multi_env=len(view.environments) > 1,
                   multi_target=any(t.target_name for t in view.trials), line_axis=charts.line_axis(view.trials),
                   compares=compare_page.compare_links(view), chooser=view.chooser)
+    if view.findings is not None:
+        page = replace(page, files=page.files + ((f"{REPORTS_DIR}/{view.slug}/findings.json", findings_json(view)),))
     return [page]
+
+
+def findings_json(view: ExperimentView) -> str:
+    """findings.json (docs/findings.md): every finding of the experiment, each naming the page that states it."""
+    pages = {OVERVIEW: "index.md", **{profile_page(v.info.version): v.profile_path for v in view.versions},
+             **{f"compare:{i}": link.path for i, link in enumerate(compare_page.compare_links(view))}}
+    data = view.findings.as_dict(view.name)
+    for f in data["findings"]:
+        f["page"] = pages.get(f["page"], f["page"])
+    return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
 
 
 def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
@@ -59,21 +73,18 @@ def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
 def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """One page per version: the full profile of each profiled configuration (the spec's `profile` entries,
     by default batch 1 at the most threads) and of the version's sweet spot."""
-    whatif = dict(view.results.spec.whatif)
     pages = []
     for version in view.versions:
         name = version.info.version
-        mine = [t for t in view.trials if t.version == name]
-        targets = S.profile_targets(mine, list(view.spec.profile_entries), view.spec.first_values)
-        sweet = version.best.sweet_spot
-        if sweet is not None and all(t.trial is None or t.trial.trial_key != sweet.trial_key for t in targets):
-            targets.append(S.ProfileTarget((), sweet))
+        found = profile_sections(view.trials, name, view.spec.profile_entries, view.spec.first_values,
+                                 version.best.sweet_spot)
         stem = version.profile_path.removesuffix(".md")
-        sections = [_profile_section(view, target, i + 1, sweet, whatif, stem) for i, target in enumerate(targets)]
+        sections = [_profile_section(view, s.target, i + 1, s.sweet_spot, stem) for i, s in enumerate(found)]
         path = f"{REPORTS_DIR}/{view.slug}/{version.profile_path}"
         title = f"{name} — profile"
         page = render(env, "profile.md.j2", path, title, True, e=view, v=version, sections=sections,
-                      far_below=(FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE), whatif_factor=_plain(WHATIF_DEFAULT))
+                      far_below=(FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE), whatif_factor=_plain(WHATIF_DEFAULT),
+                      page_findings=view.findings_on(profile_page(name)))
         traces = tuple((f"{REPORTS_DIR}/{view.slug}/{s.trace_file}", s.trace_json) for s in sections if s.trace_file)
         pages.append(replace(page, files=traces + page.files))
     return pages
@@ -99,13 +110,13 @@ class ProfileSection:
     overruns: LimitOverruns | None = None  # figures above a measured limit (generator.analysis.limits)
 
 
-def _profile_section(view: ExperimentView, target: S.ProfileTarget, number: int, sweet: S.TrialSummary | None,
-                     whatif: dict[str, float], stem: str = "profile") -> ProfileSection:
+def _profile_section(view: ExperimentView, target: S.ProfileTarget, number: int, is_sweet: bool,
+                     stem: str = "profile") -> ProfileSection:
     trial = target.trial
-    is_sweet = trial is not None and sweet is not None and trial.trial_key == sweet.trial_key
     if trial is None or trial.status != "ok":
         return ProfileSection(target, is_sweet, None)
-    profile = trial_profile(view.results, trial, whatif, _compared_times(view, trial))
+    profile = cached_profile(view.context, trial) if view.context is not None else \
+        trial_profile(view.results, trial, dict(view.results.spec.whatif), {})
     op_times = op_type_times(view.results.nodes, trial.trial_key)
     blocks = {}
     if op_times:
@@ -159,25 +170,6 @@ def _timeline_blocks(view: ExperimentView, trial: S.TrialSummary, profile: Trial
                                              temporal_chart(tv.stats, tv.peak_gflops, tv.bandwidth_gbs,
                                                             f"temporal_{number}", tv.integer)),
     }
-
-
-def _compared_times(view: ExperimentView, trial: S.TrialSummary) -> dict[str, dict[str, float]]:
-    """Time per op type (µs per inference) of each version the spec's `compare` pairs this one with, at the
-    same configuration, when that version has a profiled ok trial there (a pair's `config` restricts the
-    comparison page, not this estimate)."""
-    others = []
-    for pair in view.results.spec.compare:
-        a, b = pair.a, pair.b
-        other = b if a == trial.version else a if b == trial.version else None
-        if other and other not in others:
-            others.append(other)
-    out = {}
-    for other in others:
-        match = next((t for t in view.trials if t.version == other and t.ok and t.profiled
-                      and t.sort_key() == trial.sort_key()), None)
-        if match is not None:
-            out[other] = {o.op_type: o.dur_mean_us for o in op_type_times(view.results.nodes, match.trial_key)}
-    return out
 
 
 def chooser_pages(env: jinja2.Environment, view: ExperimentView,

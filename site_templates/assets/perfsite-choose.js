@@ -313,14 +313,17 @@
                        rows, [false, true, true, true, true, true, true, true, false, false])];
     var ta = nodesA.accounting, tb = nodesB.accounting;
     if (ta && tb) {
-      // The compare pages' "how the times add up": kernels as profiled, minus the profiler's overhead, give the
+      // The compare pages' "how the times add up": kernels (the profiler's cost removed) and the rest of the
       // measured latency (generator.analysis.accounting).
       nodes.push(table(["How the times add up (\u00b5s per inference)", "A", "B"], [
-        ["Kernels (the layer types above, as profiled)", fmt(ta[0], 4), fmt(tb[0], 4)],
-        ["Outside the kernels (executor, binding, copies)", fmt(ta[1], 4), fmt(tb[1], 4)],
-        ["Minus the profiler overhead (profiled session.run \u2212 measured)", fmt(-ta[2], 4), fmt(-tb[2], 4)],
-        ["Measured latency (median, without the profiler)", fmt(ta[3], 4), fmt(tb[3], 4)]
+        ["Kernels (the layer types above, the profiler's own cost removed)", fmt(ta[0], 4), fmt(tb[0], 4)],
+        ["Outside the kernels (executor, allocation, binding, copies: measured \u2212 kernels)", fmt(ta[1], 4),
+         fmt(tb[1], 4)],
+        ["Measured latency (median, without the profiler)", fmt(ta[2], 4), fmt(tb[2], 4)]
       ], [false, true, true]));
+      [["A", ta], ["B", tb]].forEach(function (side) {
+        if (side[1][3]) nodes.push(el("p", side[0] + "'s parts do not add up: " + side[1][3] + "."));
+      });
     }
     fill("types", nodes);
   }

@@ -255,7 +255,7 @@
         columns.forEach(function (name, i) {
           if (!cells[i] || name === "version" || !name) return;
           var text = !r ? (name === "config" ? "none under the threshold" : "\u2014")
-            : name === "config" ? r.label + (box.dataset.noisySuffix && r.noise !== "none" ? " (noisy)" : "")
+            : name === "config" ? r.label + (box.dataset.noisySuffix && r.noise !== "none" ? " (uncertain)" : "")
             : name === "latency" ? num(r.latency_ms) : num(r.throughput_ips);
           cells[i].textContent = text;
         });

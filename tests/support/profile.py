@@ -81,6 +81,10 @@ EXECUTED = {
 }
 
 
+# Each profiling process's figure, relative to the median (three processes, as a run's first rounds give).
+PROCESS_FACTORS = (0.99, 1.0, 1.02)
+
+
 def spec_dict(description: str = "Where does the time of the example CNN go, and how close to the machine?") -> dict:
     return {
         "name": EXPERIMENT, "description": description,
@@ -109,6 +113,8 @@ def _nodes(key: str, row: dict, version: str, payload: bool) -> list[dict]:
         out.append({
             "trial_key": key, "exec_order": i, "node_name": name, "op_type": op, "provider": "CPUExecutionProvider",
             "parent": None, "calls": 1, "dur_mean_us": kernels * share, "dur_p50_us": kernels * share * 0.97,
+            # Three profiling processes, the median the node's figure (generator.runner.profiles).
+            "dur_process_p50_us": [kernels * share * 0.97 * f for f in PROCESS_FACTORS],
             "input_shapes": _batched(batch, ins), "output_shapes": _batched(batch, outs),
             "runtime_precision": "INT8" if integer else "FP32", "original_nodes": originals,
             "weights": [f"{o.strip('/').split('/')[0]}.weight" for o in originals if o.endswith(("Conv", "Gemm"))],
@@ -153,6 +159,10 @@ def write_profile_results(root: Path, payload: bool = False, probed: bool | dict
         failed = (version, batch, threads) == ("int8", 8, 2)
         row = {**trial_row(key, version, batch, threads, failed, False, n), "spec_sha256": sha,
                "experiment": EXPERIMENT}
+        if not failed:
+            row.update(profile_processes=len(PROCESS_FACTORS), profiler_cost_process_us=[0.0] * len(PROCESS_FACTORS),
+                       profiled_latency_process_us=[row["profiled_latency_us"] * f for f in PROCESS_FACTORS],
+                       model_run_process_us=[row["model_run_us"] * f for f in PROCESS_FACTORS])
         if failed:
             rd.write_trial(TrialFiles(trial=row, processes=[], latencies=[], nodes=[]))
             continue

@@ -1,0 +1,165 @@
+"""A profile page's findings, per configuration shown: the top op types and layers by time, in order; each
+estimated speed-up; the roofline position of the top layers and the layers listed far below it.
+
+Rankings: the item at rank k is settled when its time is above the next one's and below the previous one's,
+each compared process by process (the profiling processes timed every node: generator.results.evidence
+.paired_test). Estimates (a speed-up) are settled when their interval lies within ± ESTIMATE_PRECISION of the
+figure shown: the figure is then known to that precision. Both need the profiled kernels to agree with the
+measured latency (generator.analysis.accounting), and the roofline claims need limits probed until two probes
+agreed; where either fails the finding says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from generator.analysis.findings.record import Figure, Finding, worst
+from generator.analysis.profile import TrialProfile
+from generator.analysis.profile_times import ProcessTimes
+from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, LayerResult, Roofline
+from generator.analysis.summaries import TrialSummary
+from generator.analysis.whatif import WhatIf
+from generator.results.evidence import one_side_test
+
+TOP_OP_TYPES = 3
+TOP_LAYERS = 5
+ESTIMATE_PRECISION = 0.05  # an estimate is settled when known to ± 5 %
+# A layer whose operations per byte lie within this share of the ridge point is not called compute- or
+# memory-bound: two probes that agree within a few per cent can still move the ridge by this much between
+# machines' good and bad spells.
+RIDGE_MARGIN = 0.20
+ORDINALS = ("", "most", "second most", "third most", "fourth most", "fifth most")
+
+
+def page_key(version: str) -> str:
+    return f"profile:{version}"
+
+
+def profile_findings(trial: TrialSummary, p: TrialProfile) -> list[Finding]:
+    """The findings of one configuration's section of its version's profile page."""
+    prefix = f"profile/{trial.version}/{trial.config_label}"
+    page = page_key(trial.version)
+    blocked = _profile_blocked(trial)
+    out: list[Finding] = []
+    ops = [(o.op_type, o.times or ProcessTimes(o.dur_us, (o.dur_us,))) for o in p.op_types]
+    out += _ranks(f"{prefix}/op-type", "op_type_rank", page, ops, TOP_OP_TYPES, "op type", blocked, trial)
+    layers = [(r.node_name, r.times or ProcessTimes(r.dur_us, (r.dur_us,))) for r in p.layers]
+    out += _ranks(f"{prefix}/layer", "layer_rank", page, layers, TOP_LAYERS, "layer", blocked, trial)
+    estimates_blocked = blocked or _accounting_blocked(p)
+    out += [_speedup(prefix, page, w, estimates_blocked) for w in p.op_whatifs + p.whatifs if w.factors]
+    if limits_unsettled(p.limits) is None:  # otherwise the page makes no roofline claim at all
+        out += [_roofline(prefix, page, r, p.limits, estimates_blocked)
+                for r in p.layers[:TOP_LAYERS] if r.intensity is not None]
+        out += [_far_below(prefix, page, r, estimates_blocked) for r in p.far_below]
+    return out
+
+
+def _profile_blocked(trial: TrialSummary) -> str | None:
+    if (trial.profile_processes or 0) < 2:
+        return (f"one profiling process: no interval across processes (measure.repeats ≥ 2 profiles in "
+                f"{'that many' if trial.profile_processes else 'several'} processes)")
+    return None
+
+
+def _accounting_blocked(p: TrialProfile) -> str | None:
+    a = p.accounting
+    if a is not None and a.disturbed:
+        return f"the parts do not add up to the whole: {a.why_not}"
+    return None
+
+
+def limits_unsettled(limits: Roofline) -> str | None:
+    """Why the machine's limits cannot carry a claim (None: they can)."""
+    if not limits.measured:
+        return "the machine's limits were not probed"
+    settled = getattr(limits, "settled", None)
+    if settled is not None:
+        return None if settled else (getattr(limits, "unsettled_reason", None) or "the limits probe did not settle")
+    quality = (limits.quality or "").strip()
+    return None if quality.startswith("clean") else f"the limits probe was {quality or 'of unknown quality'}"
+
+
+def _ranks(prefix: str, kind: str, page: str, items: Sequence[tuple[str, ProcessTimes]], top: int, noun: str,
+           blocked: str | None, trial: TrialSummary) -> list[Finding]:
+    """Findings for ranks 1..top of `items` (largest first)."""
+    if len(items) < 2:
+        return []
+    total = sum(t.value for _, t in items if math.isfinite(t.value))
+    out = []
+    for k in range(min(top, len(items))):
+        name, times = items[k]
+        parts = []
+        if k > 0:
+            parts.append(_above(items[k - 1], items[k]))
+        if k + 1 < len(items):
+            parts.append(_above(items[k], items[k + 1]))
+        p, weakest = worst(parts)
+        share = times.value / total if total > 0 else math.nan
+        out.append(Finding(
+            f"{prefix}/{k + 1}", kind, page,
+            f"at {trial.config_label}, {name} is the {noun} with the {ORDINALS[k + 1]} time "
+            f"({share:.0%} of the kernels)",
+            name, p_value=p, weakest=weakest, blocked=blocked,
+            figures=tuple(_figure(n, t) for n, t in items[max(0, k - 1):k + 2]),
+        ))
+    return out
+
+
+def _above(upper: tuple[str, ProcessTimes], lower: tuple[str, ProcessTimes]) -> tuple[float | None, str]:
+    test = upper[1].versus(lower[1])  # log(lower / upper): below 0 when upper takes longer
+    words = f"{upper[0]} and {lower[0]} are within each other's intervals"
+    return (test.p_below(0.0) if test else None), words
+
+
+def _speedup(prefix: str, page: str, w: WhatIf, blocked: str | None) -> Finding:
+    key = {"op_type": f"op-type/{w.label}", "spec": "whatif", "measured": f"at/{w.label}"}[w.kind]
+    times = w.speedup_times
+    test = one_side_test(times.floored())
+    precision = math.log1p(ESTIMATE_PRECISION)
+    centre = math.log(w.speedup)
+    p = test.p_within(centre - precision, centre + precision) if test else None
+    band = times.interval()
+    what = {"op_type": f"{w.label} {w.factors[0].factor:g}× faster", "spec": "the spec's whatif factors",
+            "measured": f"{w.label}'s op speeds"}[w.kind]
+    return Finding(
+        f"{prefix}/speedup/{key}", "speedup", page, f"with {what}, the inference would be {w.speedup:.3g}× faster",
+        round(w.speedup, 4), unit="×", interval=band, p_value=p,
+        weakest=f"its interval is wider than ± {ESTIMATE_PRECISION:.0%}" if test else "one profiling process",
+        blocked=blocked, figures=(Figure("speed-up", w.speedup, *(band or (None, None))),),
+    )
+
+
+def _roofline(prefix: str, page: str, r: LayerResult, limits: Roofline, blocked: str | None) -> Finding:
+    peak = limits.peak(r.integer)
+    ridge = peak / limits.bandwidth_gbs if peak and limits.bandwidth_gbs else None
+    answer = "compute-bound" if ridge is not None and r.intensity >= ridge else "memory-bound"
+    near = ridge is not None and abs(math.log(r.intensity / ridge)) < math.log1p(RIDGE_MARGIN)
+    why = blocked or (f"its {r.intensity:.3g} operations per byte are within {RIDGE_MARGIN:.0%} of the ridge point "
+                      f"({ridge:.3g})" if near else None)
+    return Finding(
+        f"{prefix}/roofline/{r.node_name}", "roofline", page,
+        f"{r.node_name} is {answer} ({r.intensity:.3g} operations per byte; ridge point "
+        f"{ridge:.3g})" if ridge else f"{r.node_name} is {answer}",
+        answer, p_value=0.0 if ridge is not None else None, blocked=why,
+        weakest=None if ridge is not None else "no ridge point: limits missing",
+    )
+
+
+def _far_below(prefix: str, page: str, r: LayerResult, blocked: str | None) -> Finding:
+    """A layer listed far below its roofline: its efficiency is under FAR_BELOW_EFFICIENCY in every profiling
+    process's time, beyond chance."""
+    per = [r.efficiency * r.dur_us / x for x in (r.times.per_process if r.times else ()) if x > 0] \
+        if r.efficiency else []
+    test = one_side_test(per)
+    return Finding(
+        f"{prefix}/far-below/{r.node_name}", "far_below", page,
+        f"{r.node_name} runs at {r.efficiency:.0%} of its attainable rate, far below its roofline",
+        "far below", p_value=test.p_below(math.log(FAR_BELOW_EFFICIENCY)) if test else None,
+        weakest=f"its efficiency's interval reaches {FAR_BELOW_EFFICIENCY:.0%}", blocked=blocked,
+    )
+
+
+def _figure(name: str, t: ProcessTimes) -> Figure:
+    band = t.interval()
+    return Figure(f"{name}, µs per inference", t.value, *(band or (None, None)))
