@@ -40,12 +40,14 @@ from generator.analysis.compare import (
     iterations_of,
     layer_type_rows_of,
     op_side,
+    trial_accounting,
     trial_op_side,
 )
 from generator.analysis.compare_choice import CompareContext, compare_context, config_dict, headline_label
+from generator.analysis.findings import FindingSet, settle
+from generator.analysis.findings.compare import compare_findings
 from generator.analysis.frozen_records import built
 from generator.analysis.layer_match import Executed
-from generator.analysis.profile import time_accounting
 from generator.analysis.records_compare import (
     Advice,
     AgreementRow,
@@ -103,16 +105,29 @@ class RowShape:
 
 
 @dataclass(frozen=True)
+class ConfigFindings:
+    """B against A at one configuration both versions ran: the advice and the output agreement there, and the
+    findings the comparison states (its verdicts and advice), settled among themselves."""
+
+    config_label: str
+    advice: tuple[Advice, ...]
+    agreement: tuple[AgreementRow, ...]
+    findings: FindingSet
+
+
+@dataclass(frozen=True)
 class VersionPair:
-    """B against A, whatever the configurations: the layer matching, advice and output agreement."""
+    """B against A: the layer matching (one serves every configuration), and at each configuration both
+    versions ran, the advice, output agreement and findings of that configuration (`at`)."""
 
     a: str
     b: str
-    config_label: str | None  # where the matching, the advice and the agreement were computed
+    config_label: str | None  # where the matching was computed
     rows: tuple[RowShape, ...]
     advice: tuple[Advice, ...]
     agreement: tuple[AgreementRow, ...]
     reason: str | None = None  # why there is no matching (no configuration both versions profiled)
+    at: tuple[ConfigFindings, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -188,7 +203,7 @@ def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
                      {e.name: (e.dur_us, e.precision, e.dur_std_us) for e in executed},
                      sum(e.dur_us for e in executed), layer_type_rows_of(trial_op_side(ctx, t), _NO_NODES, None),
                      budget_note(t) if t.budget_exhausted and not unjudged_side(s) else None,
-                     time_accounting(ctx.exp, t), iterations_of(t))
+                     trial_accounting(ctx, t), iterations_of(t))
 
 
 # A card's layer types are the A side of a table without B (B's times 0, no ratio).
@@ -202,7 +217,24 @@ def _version_pair(ctx: CompareContext, a: str, b: str) -> VersionPair:
         return VersionPair(a, b, None, (), (), (), str(e))
     rows = tuple(_shape(k) for k in c.kernels)
     reason = None if rows else " ".join(c.notes) or "no configuration both versions profiled"
-    return VersionPair(a, b, c.config_label, rows, c.advice, c.agreement, reason)
+    return VersionPair(a, b, c.config_label, rows, c.advice, c.agreement, reason, _at_each_config(ctx, a, b))
+
+
+def _at_each_config(ctx: CompareContext, a: str, b: str) -> tuple[ConfigFindings, ...]:
+    """The comparison of A and B at every configuration both ran (the compare pages' analysis, without the
+    kernel ratios the page computes itself), in configuration order: a chosen pair's advice is about the
+    configuration chosen, not about one picked for the version pair."""
+    common = sorted((t for k, t in ctx.trials.get(a, {}).items() if k in ctx.trials.get(b, {})),
+                    key=lambda t: (t.sort_key(), t.trial_key))
+    out = []
+    for t in common:
+        try:
+            c = compare_versions(ctx.exp, a, b, config_dict(t), ctx=ctx, kernel_ratios=False)
+        except ResultsError:
+            continue
+        found = settle(compare_findings(ctx, c, page="choose", prefix=f"choose/{a}/{b}/{t.config_label}"))
+        out.append(ConfigFindings(t.config_label, c.advice, c.agreement, found))
+    return tuple(out)
 
 
 def _shape(k: KernelRow) -> RowShape:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analysis.accounting import TimeAccounting
 from generator.analysis.advice import AdviceInput, advise
 from generator.analysis.compare_choice import (
     PAIR_CONFIG,
@@ -125,10 +126,19 @@ def _compare(ctx: CompareContext, a: str, b: str | None, config: dict[str, Any] 
         timing_percentile=percentile_label(ctx.percentile, [t.percentile for t in timing.timings or ()]),
         b_reason=b_reason, config_reason=config_reason, notes=timing.notes + layer_notes,
         versions=ctx.versions, other_config_items=_other_items(ctx, a, b, chosen),
-        accounting=(time_accounting(ctx.exp, ta), time_accounting(ctx.exp, tb)) if ta and tb else (None, None),
+        accounting=(trial_accounting(ctx, ta), trial_accounting(ctx, tb)) if ta and tb else (None, None),
     )
     provider = ta.provider if ta else None
     return _with_advice(comparison, AdviceInput(comparison, match, provider))
+
+
+def trial_accounting(ctx: CompareContext, t: TrialSummary) -> TimeAccounting | None:
+    """The trial's time accounting (analysis.profile.time_accounting), once per context: every comparison and
+    chooser card of the trial shows it."""
+    key = ("accounting", t.trial_key)
+    if key not in ctx.cache:
+        ctx.cache[key] = time_accounting(ctx.exp, t)
+    return ctx.cache[key]
 
 
 def every_trial(ctx: CompareContext) -> list[TrialSummary]:

@@ -32,7 +32,12 @@ FDR_Q = 0.05  # expected share of settled findings that are flukes, at most
 
 @dataclass(frozen=True)
 class LogTest:
-    """An estimate on the log scale with its standard error and degrees of freedom (a t statistic's parts)."""
+    """An estimate on the log scale with its standard error and degrees of freedom (a t statistic's parts).
+
+    Its p-values are those of the matching *two-sided* interval (twice the one-sided tail, at most 1): a claim's
+    direction is the one the data showed (the faster version, the larger layer), and a one-sided test in the
+    direction the data chose would settle twice as many flukes as its level says. So p ≤ 0.05 exactly when the
+    95 % interval separates, which is what pages call settled before the report-wide correction."""
 
     estimate: float
     se: float
@@ -40,16 +45,18 @@ class LogTest:
     n: int
 
     def p_above(self, bound: float = 0.0) -> float:
-        """One-sided p-value of "the true value is above `bound`" (log scale): small when it clearly is."""
-        return _t_sf((self.estimate - bound) / self.se, self.df) if self.se > 0 else (0.0 if self.estimate > bound
-                                                                                      else 1.0)
+        """p-value of "the true value is above `bound`" (log scale): small when it clearly is."""
+        if self.se <= 0:
+            return 0.0 if self.estimate > bound else 1.0
+        return min(1.0, 2.0 * _t_sf((self.estimate - bound) / self.se, self.df))
 
     def p_below(self, bound: float = 0.0) -> float:
-        return _t_sf((bound - self.estimate) / self.se, self.df) if self.se > 0 else (0.0 if self.estimate < bound
-                                                                                      else 1.0)
+        if self.se <= 0:
+            return 0.0 if self.estimate < bound else 1.0
+        return min(1.0, 2.0 * _t_sf((bound - self.estimate) / self.se, self.df))
 
     def p_within(self, low: float, high: float) -> float:
-        """Two one-sided tests: the true value lies inside (low, high)."""
+        """Two one-sided tests: the true value lies inside (low, high) (the 95 % interval lies within them)."""
         return max(self.p_above(low), self.p_below(high))
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:

@@ -45,6 +45,7 @@ from generator.analysis.chooser import (
     chooser_data,
     pair_figures,
 )
+from generator.analysis.findings import FindingSet
 from generator.analysis.layer_details import (
     KernelDetail,
     LayerDetail,
@@ -52,7 +53,7 @@ from generator.analysis.layer_details import (
     details_fingerprints,
     trial_details,
 )
-from generator.analysis.records_compare import RatioCI, VersionTiming
+from generator.analysis.records_compare import Advice, AgreementRow, RatioCI, VersionTiming
 from generator.analysis.stats import z_value
 from generator.numbers import rounded
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
@@ -229,10 +230,32 @@ def _pair(p: VersionPair) -> dict[str, Any]:
         "config": p.config_label, "reason": p.reason,
         "rows": [[r.layer, op_name(r.op_type, r.ops_a, r.ops_b) if r.kind == "layer" else r.op_type, r.kind,
                   r.only_in, r.note, list(r.executed_a), list(r.executed_b), list(r.weights)] for r in p.rows],
-        "advice": [[a.severity, a.text] for a in p.advice],
-        "agreement": [[g.version, g.reference_version, g.output, _num(g.cosine), _num(g.max_abs), g.within_tolerance]
-                      for g in p.agreement],
+        "advice": _advice(p.advice, None), "agreement": _agreement(p.agreement),
+        # Per configuration both versions ran: what the page shows when A and B are chosen there.
+        "at": {f.config_label: {"advice": _advice(f.advice, f.findings), "agreement": _agreement(f.agreement),
+                                "verdict": _verdicts(f.findings)} for f in p.at},
     }
+
+
+def _advice(advice: Sequence[Advice], findings: FindingSet | None) -> list[list[Any]]:
+    """[severity, text, settled, why not] per advice item; settled and why come from its finding."""
+    out = []
+    for a in advice:
+        f = next((x for x in findings.findings if x.kind == "advice" and x.answer == a.rule_id), None) \
+            if findings is not None else None
+        out.append([a.severity, a.text, f.settled if f else None, f.reason if f else None])
+    return out
+
+
+def _agreement(rows: Sequence[AgreementRow]) -> list[list[Any]]:
+    return [[g.version, g.reference_version, g.output, _num(g.cosine), _num(g.max_abs), g.within_tolerance]
+            for g in rows]
+
+
+def _verdicts(findings: FindingSet) -> dict[str, list[Any]]:
+    """latency / throughput -> [answer, settled, why not] of the comparison's verdicts."""
+    return {f.id.rsplit("/", 1)[-1]: [f.answer, f.settled, f.reason] for f in findings.findings
+            if f.kind == "verdict"}
 
 
 def _ratio(r: RatioCI | None) -> list[Any] | None:

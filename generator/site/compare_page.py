@@ -91,6 +91,11 @@ def throughput_words(ratio: RatioCI | None) -> str:
     return f"B has {times(ratio.point, d)}× A's throughput ({_interval(ratio.low, ratio.high, d)}{_note(ratio)})"
 
 
+# From this ratio (or its inverse) on, a ratio whose interval holds 1 is shown with that interval, "too wide to
+# tell", rather than as "no significant difference" (perfsite-choose.js keeps the same figure).
+WIDE_RATIO = 1.5
+
+
 def ratio_cell(ratio: RatioCI | None) -> tuple[str, str]:
     """(ratio, interval) table cells: ("0.55", "0.52–0.58"), ("0.98", "no significant difference"), or
     ("0.40", "not compared") for a pair shown without a verdict (RatioCI.unjudged)."""
@@ -98,6 +103,9 @@ def ratio_cell(ratio: RatioCI | None) -> tuple[str, str]:
         return "—", "—"
     if ratio.unjudged:
         return f"{ratio.point:.2f}", "not compared"
+    if not ratio.significant and not 1 / WIDE_RATIO < ratio.point < WIDE_RATIO:
+        # A large change whose interval still holds 1 is not "no difference" (issue 34: an 11.74× Conv).
+        return f"{ratio.point:.2f}", f"{ratio.low:.2f}–{ratio.high:.2f}, too wide to tell"
     if not ratio.significant:
         return f"{ratio.point:.2f}", "no significant difference"
     return f"{ratio.point:.2f}", f"{ratio.low:.2f}–{ratio.high:.2f}"

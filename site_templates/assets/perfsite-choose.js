@@ -66,10 +66,16 @@
   // [point, low, high, significant, note] of a ratio, or [point, low, high] of a layer row (its interval
   // excludes 1 when significant), [point] of a layer row of a pair shown without a verdict, or 0/null where
   // there is none.
+  var WIDE_RATIO = 1.5;
+
   function ratioCells(r) {
     if (!r) return [DASH, DASH];
     if (r.length === 1) return [r[0].toFixed(2), "not compared"];
     var significant = r.length > 3 ? r[3] : r[1] > 1 || r[2] < 1;
+    // A large ratio whose interval still holds 1 is not "no difference": its interval is too wide to tell
+    // (compare_page.ratio_cell's rule).
+    if (!significant && (r[0] >= WIDE_RATIO || r[0] <= 1 / WIDE_RATIO))
+      return [r[0].toFixed(2), r[1].toFixed(2) + "\u2013" + r[2].toFixed(2) + ", too wide to tell"];
     if (!significant) return [r[0].toFixed(2), "no significant difference"];
     return [r[0].toFixed(2), r[1].toFixed(2) + "\u2013" + r[2].toFixed(2)];
   }
@@ -214,8 +220,26 @@
     var open = page.state.layer && rows.filter(function (r) { return r.layer === page.state.layer; })[0];
     if (open) openLayer(open, a, b); else renderLayerHint(pair);
     renderOverhead(pair, rows);
-    renderAgreement(pair);
-    renderAdvice(pair);
+    var here = pair ? atChosen(pair, ta, tb) : null;
+    renderAgreement(pair, here);
+    renderAdvice(pair, here);
+  }
+
+  // The advice, agreement and verdicts of the version pair at the chosen configuration: both trials' when A and
+  // B ran at one configuration, else B's, else A's (each was computed there when the site was built, by the
+  // compare pages' analysis); null when the two versions share neither, and the page says where its figures
+  // come from instead.
+  function atChosen(pair, ta, tb) {
+    var at = pair.at || {};
+    var config = [tb.config, ta.config].filter(function (c) { return at[c]; })[0];
+    return config === undefined ? null : { config: config, same: ta.config === tb.config, figures: at[config] };
+  }
+
+  function whereComputed(pair, here, ta, tb) {
+    if (here && here.same) return "at " + here.config + ", the configuration both were chosen at";
+    if (here) return "at " + here.config + ": A and B were chosen at different configurations (A at " + ta.config +
+      ", B at " + tb.config + "), and these compare the two versions at one configuration both ran, B's or else A's";
+    return "at " + (pair.config || "one configuration") + ": neither chosen configuration was profiled in both versions";
   }
 
   function renderVerdict(ta, tb, figures, pair) {
@@ -228,11 +252,20 @@
     p.appendChild(el("strong", "Throughput: "));
     p.appendChild(document.createTextNode(figures.throughputText + "."));
     out.push(p);
+    var here = pair ? atChosen(pair, ta, tb) : null;
+    if (here && here.same && here.figures.verdict) {
+      ["latency", "throughput"].forEach(function (m) {
+        var v = here.figures.verdict[m];
+        if (v) out.push(el("p", (m === "latency" ? "Latency" : "Throughput") + " verdict: " + v[0] +
+          (v[1] ? " (settled)." : " (unsettled: " + v[2] + ")."), "perfsite-chooser-note"));
+      });
+    }
     var notes = figures.notes.slice();
     if (figures.paired) notes.push("A and B were measured in the same rounds of one run: their ratio is compared round by round.");
     if (ta.config !== tb.config) notes.push("A and B ran at different configurations: the ratios compare the two trials as they ran, not the versions at one setting.");
     [ta, tb].forEach(function (t) { if (t.budget) notes.push(t.budget); });
-    if (pair && pair.agreement.some(function (g) { return g[5] === false; }))
+    var agreement = here ? here.figures.agreement : pair ? pair.agreement : [];
+    if (agreement.some(function (g) { return g[5] === false; }))
       notes.push("Some outputs disagree with their reference beyond the tolerance (the spec's, or perfsite's default of cosine \u2265 0.99; see Output agreement): the speed of a broken model is not a result.");
     notes.forEach(function (n) { out.push(el("p", n, "perfsite-chooser-note")); });
     fill("verdict", out);
@@ -602,32 +635,38 @@
                       table(["Op type", "Kernels", "A (\u00b5s)", "B (\u00b5s)"], rowsOut, [false, true, true, true])]);
   }
 
-  function renderAgreement(pair) {
-    if (!pair || !pair.agreement.length) {
+  function renderAgreement(pair, here) {
+    var agreement = here ? here.figures.agreement : pair ? pair.agreement : [];
+    if (!pair || !agreement.length) {
       fill("agreement", [el("p", pair ? "No output agreement was recorded between these two versions." :
                                      "A and B are the same version: their outputs are the same model's.")]);
       return;
     }
-    var rows = pair.agreement.map(function (g) {
+    var ta = store.index.trials[page.state.a], tb = store.index.trials[page.state.b];
+    var rows = agreement.map(function (g) {
       return [g[0], g[1], g[2], g[3] === null ? DASH : g[3].toFixed(4), fmt(g[4], 3),
               g[5] === null ? "no tolerance set" : g[5] ? "within tolerance" : "beyond tolerance"];
     });
-    fill("agreement", [el("p", "Outputs of each version against its reference on the same inputs, recorded at " + (pair.config || "one configuration") + "."),
+    fill("agreement", [el("p", "Outputs of each version against its reference on the same inputs, recorded " + whereComputed(pair, here, ta, tb) + "."),
                        table(["Version", "Reference", "Output", "Cosine", "Max abs difference", "Tolerance"], rows,
                              [false, false, false, true, true, false])]);
   }
 
-  function renderAdvice(pair) {
+  function renderAdvice(pair, here) {
     if (!pair) { fill("advice", [el("p", "No advice: A and B are the same version.")]); return; }
-    if (!pair.advice.length) { fill("advice", [el("p", "No finding for this pair of versions.")]); return; }
+    var ta = store.index.trials[page.state.a], tb = store.index.trials[page.state.b];
+    var advice = here ? here.figures.advice : pair.advice;
+    var where = "Advice for these two versions, computed " + whereComputed(pair, here, ta, tb) + ".";
+    if (!advice.length) { fill("advice", [el("p", where + " No advice rule fired.")]); return; }
     var list = el("ul");
-    pair.advice.forEach(function (a) {
+    advice.forEach(function (a) {
       var li = el("li");
       li.appendChild(el("strong", a[0] === "warning" ? "Warning: " : "Note: "));
       li.appendChild(document.createTextNode(a[1]));
+      if (a[2] === false) li.appendChild(el("span", " unsettled: " + a[3], "perfsite-unsettled"));
       list.appendChild(li);
     });
-    fill("advice", [el("p", "Findings for these two versions, computed at " + (pair.config || "one configuration") + "."), list]);
+    fill("advice", [el("p", where), list]);
   }
 
   // ---- wiring ----
