@@ -12,7 +12,6 @@ from generator.analysis.layer_match import match_layers
 from generator.analysis.records_compare import (
     AgreementRow,
     Comparison,
-    ConfigPoint,
     LayerTypeRow,
     RatioCI,
 )

@@ -215,7 +215,8 @@ def test_no_usable_process_says_the_figures_count_every_request(tmp_path):
 def test_whatif_items_per_second_agree_with_its_ms_per_batch(pages):
     """Item 9 of the figures tour: the estimated items per second are the items in flight over the estimated
     ms per batch, the basis the line names, on every what-if of every page."""
-    line = re.compile(r"Estimated \*\*([\d.,]+) ms per batch\*\* against ([\d.,]+) measured: \*\*[\d.]+×\*\* \([^)]*\), about "
+    line = re.compile(r"Estimated \*\*([\d.,]+) ms per batch\*\* against ([\d.,]+) measured: \*\*[\d.]+×\*\* "
+                      r"\([^)]*\), about "
                       r"([\d.,]+) items per second against ([\d.,]+) at the measured ms per batch \((\d+) items? in "
                       r"flight ÷ ms per batch; the measured throughput, [\d.,]+ items per second, is items over "
                       r"the timed run's wall time")

@@ -89,8 +89,8 @@ def copy_onto(folder: Path, changes: dict[str, Any], factor: float, run_id: str,
 def _stored_cells(table: str, row: dict[str, Any]) -> dict[str, Any]:
     """A loaded row's decoded list and shape cells (generator.results.cells) back in their stored form: JSON text,
     or a list for Arrow list columns."""
-    names = set(column_names(table))
-    out = {k: v for k, v in row.items() if k in names}  # not the columns derived at load (results.profiled)
+    stored = set(column_names(table))
+    out = {k: v for k, v in row.items() if k in stored}  # not the columns derived at load (results.profiled)
     for column, decoder in DECODERS.get(table, {}).items():
         value = out.get(column)
         if value is not None:
