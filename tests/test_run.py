@@ -75,6 +75,7 @@ def test_run_writes_every_table_skips_stored_trials_and_measures_only_an_added_b
     assert exp.nodes["original_nodes"].map(len).gt(0).mean() > 0.9
     assert any("conv1.weight" in list(w) for w in exp.nodes["weights"])
     assert len(exp.environments) == 1 and len(exp.runs) == 1
+    assert exp.environments["limits_settled"].iloc[0]  # the suite's settled limits (tests/support/limits.py)
     # Versions interleave: round 0 of both versions before round 1 of either, per configuration.
     assert list(exp.spec.models) == ["fp32", "int8"]
     again = _run(cnn_project)

@@ -277,7 +277,9 @@ ENVIRONMENTS = (
     _c("bandwidth_gbs", F64, "GB/s", "measured memory bandwidth (large copy), when probed"),
     _c("captured_at", STR, "", "ISO 8601 UTC time of capture"),
     _c("limits_probed_at", STR, "", "ISO 8601 UTC time the limits above were probed (v2)"),
-    _c("limits_quality", STR, "", "the limits probe's quality in words: clean or disturbed, probes, why (v2)"),
+    _c("limits_quality", STR, "", "the limits probe's quality in words: settled or unsettled, probes, why (v2)"),
+    _c("limits_settled", BOOL, "", "two undisturbed probes agreed on the limits above, so pages use them; null in "
+       "results written before the rule: not settled"),
 )
 
 RUNS = (
