@@ -100,6 +100,7 @@ class ExperimentView:
     # per-trial statistics, bootstraps, executed nodes and comparisons it caches are computed once, not once per
     # page kind. None in a view kept without its results (the page cache).
     context: CompareContext | None = None
+    run_noise: S.RunNoise | None = None  # the machine's own noise in the latest run that measured it
 
     @property
     def quick(self) -> bool:
@@ -188,6 +189,7 @@ def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
         name=results.name, slug=slug, spec=spec, percentile=percentile, trials=trials, versions=views,
         environments=S.environment_summaries(results.environments, results.trials),
         last_run=S.last_run(results.runs), results=results, chooser=has_chooser(context), context=context,
+        run_noise=S.run_noise(results.runs),
     )
 
 
