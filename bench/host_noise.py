@@ -4,7 +4,8 @@ perfsite's spread rule (docs/methodology.md, *Noise flags*) flags a trial whose 
 spread more than 5 % (2 σ / median). On a virtual machine the host can change how fast a vCPU runs (its other
 guests, SMT siblings, frequency) without the guest seeing it: no run-delay, no steal time. This script shows
 whether that happens here. It runs one fixed pure-Python loop (no I/O, no allocation, no model) back to back on
-one thread for `--seconds`, groups the loops into windows as long as a `make demo` measurement process
+one thread for `--seconds` (generator.machine.host_noise, the measurement `perfsite run` makes once per run
+for a few seconds), groups the loops into windows as long as a `make demo` measurement process
 (`--window`, 0.5 s), and prints the spread of the window medians by the same 2 σ / median formula, with the
 guest's steal and the process's run-delay over the whole run::
 
@@ -25,18 +26,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
-NOISE_SPREAD = 0.05  # generator.results.noise.NOISE_SPREAD, restated so the script runs without perfsite
+from generator.machine.host_noise import fixed_work, measure, spread, window_medians
+from generator.results.noise import NOISE_SPREAD
+
 SLOW = 1.10  # a window this much slower than the fastest one counts as slow
-
-
-def fixed_work() -> int:
-    total = 0
-    for i in range(200_000):
-        total += i * i
-    return total
 
 
 def steal_s() -> float:
@@ -47,24 +42,6 @@ def steal_s() -> float:
 
 def run_delay_s() -> float:
     return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
-
-
-def measure(seconds: float) -> list[tuple[float, float]]:
-    """(start, duration) of every loop, seconds."""
-    loops = []
-    end = time.perf_counter() + seconds
-    while (start := time.perf_counter()) < end:
-        fixed_work()
-        loops.append((start, time.perf_counter() - start))
-    return loops
-
-
-def window_medians(loops: list[tuple[float, float]], window: float) -> list[float]:
-    first = loops[0][0]
-    windows: dict[int, list[float]] = {}
-    for start, duration in loops:
-        windows.setdefault(int((start - first) / window), []).append(duration)
-    return [statistics.median(d) for _, d in sorted(windows.items()) if len(d) >= 3]
 
 
 def longest_slow_stretch(medians: list[float]) -> int:
@@ -87,19 +64,18 @@ def main() -> None:
     medians = window_medians(loops, args.window)
     if len(medians) < 3:
         sys.exit("too few windows: run longer (--seconds) or use shorter windows (--window)")
-    center = statistics.median(medians)
-    spread = 2 * statistics.stdev(medians) / center
+    spread_ = spread(medians) or 0.0
     low, high = min(medians), max(medians)
     print(f"fixed work: {len(loops):,} loops of {statistics.median(d for _, d in loops) * 1e3:.2f} ms median in "
           f"{len(medians)} windows of {args.window:g} s")
     print(f"window medians: {low * 1e3:.2f} to {high * 1e3:.2f} ms ({high / low - 1:.0%} apart); spread "
-          f"2σ/median {spread:.1%} (perfsite's rule: {NOISE_SPREAD:.0%})")
+          f"2σ/median {spread_:.1%} (perfsite's rule: {NOISE_SPREAD:.0%})")
     print(f"slowest stretch: {longest_slow_stretch(medians)} windows in a row ≥ {SLOW - 1:.0%} above the fastest "
           "window")
-    cause = ("neither explains it: the host changed the CPU's speed" if spread > NOISE_SPREAD
+    cause = ("neither explains it: the host changed the CPU's speed" if spread_ > NOISE_SPREAD
              and steal < 0.05 * args.seconds and delay < 0.05 * args.seconds else "")
     print(f"steal time: {steal:.2f} s; this thread's run-delay: {delay:.2f} s" + (f" ({cause})" if cause else ""))
-    sys.exit(1 if spread > NOISE_SPREAD else 0)
+    sys.exit(1 if spread_ > NOISE_SPREAD else 0)
 
 
 if __name__ == "__main__":

@@ -33,17 +33,14 @@ SHARED_CACHE_ENV = "PERFSITE_TEST_CACHE"
 
 
 def pytest_configure(config) -> None:
-    # With make test's shared cache, the machine is probed once, fully, before any test or worker starts: a full
-    # probe serves quick runs too (generator.machine.probe.ensure_limits). Probed inside the suite, it ran
-    # beside the other worker: disturbed, so repeated (about 9 s a full probe, 2026-11-27), once in each of
-    # the two parts and again when a later quiet moment measured a layer above the low figures it had kept.
+    # With make test's shared cache, the cache gets its settled machine limits (tests/support/limits.py) once,
+    # before any test or worker starts: a full probe serves quick runs too (generator.machine.probe.ensure_limits).
     folder = os.environ.get(SHARED_CACHE_ENV)
     runs_tests = not (config.option.collectonly or config.option.help or config.option.version)
     if folder and runs_tests and not hasattr(config, "workerinput"):
-        from generator.machine.environment import capture_environment
-        from generator.machine.probe import ensure_limits
+        from support.limits import seed_settled_limits
 
-        ensure_limits(capture_environment(), quick=False, cache_dir=Path(folder) / "probe")
+        seed_settled_limits(Path(folder))
 
 
 @pytest.fixture(scope="session")
@@ -51,13 +48,17 @@ def _probe_cache(tmp_path_factory, worker_id) -> Path:
     # Under pytest-xdist (`make test`), every worker's temporary folders share one parent: the workers share the
     # cache too, so the machine is probed and each model quantized once per run, not once per worker. Both
     # caches write each entry to a temporary name and rename it, so two workers never see a half-written one.
+    from support.limits import seed_settled_limits
+
     if os.environ.get(SHARED_CACHE_ENV):
         return Path(os.environ[SHARED_CACHE_ENV])
     if worker_id == "master":
-        return tmp_path_factory.mktemp("perfsite-cache")
-    shared = tmp_path_factory.getbasetemp().parent / "perfsite-cache"
-    shared.mkdir(exist_ok=True)
-    return shared
+        folder = tmp_path_factory.mktemp("perfsite-cache")
+    else:
+        folder = tmp_path_factory.getbasetemp().parent / "perfsite-cache"
+        folder.mkdir(exist_ok=True)
+    seed_settled_limits(folder)  # settled limits, whatever the neighbours (tests/support/limits.py)
+    return folder
 
 
 @pytest.fixture(autouse=True)

@@ -27,7 +27,7 @@ def results(tmp_path) -> ResultsDir:
 
 def _env(fp32: float, int8: float, bandwidth: float):
     return dataclasses.replace(capture_environment(), physical_cores=2, logical_cores=2, peak_gflops_fp32=fp32,
-                               peak_gops_int8=int8, bandwidth_gbs=bandwidth)
+                               peak_gops_int8=int8, bandwidth_gbs=bandwidth, limits_settled=True)
 
 
 def _excesses(results: ResultsDir, env) -> list[limits_check.LimitExcess]:
@@ -49,8 +49,9 @@ def test_layers_above_a_limit_are_found_and_none_under_generous_limits(results):
 def test_run_probes_again_once_when_a_layer_exceeds_the_cached_limits(results, tmp_path, monkeypatch):
     monkeypatch.setenv(probe.CACHE_ENV, str(tmp_path / "cache"))
     env = _env(0.01, 0.01, 0.001)
-    low = probe.MachineLimits(0.01, 0.01, 0.001, threads=2, quick=True, notes=(), measured_at="2026-01-05T10:00:00")
-    probe._store(probe.probe_cache_dir(), env.fingerprint, low)
+    low = probe.MachineLimits(0.01, 0.01, 0.001, threads=2, quick=True, notes=(), measured_at="2026-01-05T10:00:00",
+                              settled=True)
+    probe.store(probe.probe_cache_dir(), env.fingerprint, low)
     high = dataclasses.replace(low, peak_gflops_fp32=1e6, peak_gops_int8=1e6, bandwidth_gbs=1e6,
                                measured_at="2026-01-06T10:00:00")
     monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): high)
@@ -76,3 +77,19 @@ def test_a_figure_above_its_limit_is_never_a_silent_percentage():
     over = limit_overruns([("a", 0.9), ("b", 1.12), ("c", None), ("d", 1.06)])
     assert (over.count, over.worst_what, over.worst_share) == (2, "b", 1.12)
     assert limit_overruns([("a", 1.0), ("b", None)]) is None
+
+
+def test_unsettled_limits_are_not_checked_nor_probed_again_after_the_sweep(results, tmp_path, monkeypatch):
+    """No page sets a figure against unsettled limits, and the next run probes them again anyway."""
+    monkeypatch.setenv(probe.CACHE_ENV, str(tmp_path / "cache"))
+    env = dataclasses.replace(_env(0.01, 0.01, 0.001), limits_settled=False)
+    low = probe.MachineLimits(0.01, 0.01, 0.001, threads=2, quick=True, notes=(), measured_at="2026-01-05T10:00:00",
+                              settled=False, reason="they disagreed")
+    probe.store(probe.probe_cache_dir(), env.fingerprint, low)
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("re-probed unsettled limits")
+
+    monkeypatch.setattr(probe, "probe_machine", no_probe)
+    keys = set(results.read_table("trials")["trial_key"])
+    assert limits_check.recheck_limits(results, keys, env, True, print) == env

@@ -320,6 +320,34 @@ def test_a_mostly_integer_model_is_set_against_the_int8_peak(tmp_path):
     assert re.search(r"peak compute\s+[\d.,]+ INT8 GOP/s\.", page)
 
 
+def test_limits_that_did_not_settle_are_said_unknown_and_nothing_is_set_against_them(tmp_path, monkeypatch):
+    """The one-shot follows the site's one rule (generator.analysis.limits): no peak share, bound or roofline
+    figure over limits two probes did not agree on, and one line that says why."""
+    from support.models import matmul_model
+
+    from generator.machine import probe
+    from generator.oneshot import ProfileOptions, profile_model, summary_text
+
+    reason = "the undisturbed probes disagreed by more than 5 %: bandwidth 5.9 against 17.6 GB/s (2 undisturbed of 4)"
+    unsettled = probe.MachineLimits(200.0, 400.0, 5.9, threads=2, quick=True, notes=(), settled=False, reason=reason,
+                                    measured_at="2026-01-05T09:58:00+00:00", attempts=4, undisturbed=2)
+    monkeypatch.setenv("PERFSITE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(probe, "probe_machine", lambda quick, threads=None, isa=(): unsettled)
+    options = ProfileOptions(threads=1, iterations=5, warmup=1, profile_iterations=1, quick=True)
+    record = profile_model(matmul_model(tmp_path / "mm.onnx"), options, out_dir=tmp_path).record
+    limits, s = record["limits"], record["summary"]
+    assert profile_schema_errors(record) == []
+    assert limits["settled"] is False and limits["unsettled_reason"] == reason
+    assert limits["peak_gflops_fp32"] is limits["bandwidth_gbs"] is limits["peak_gflops_threads"] is None
+    assert s["peak_share_pct"] is None and s["limits_exceeded"] == 0 and limits["note"] is None
+    assert {row["bound"] for row in record["layers"]} == {"unknown"}
+    text = summary_text(record)
+    assert f"  limits        unknown on this machine: {reason}; no figure is set against them" in text
+    assert "of the measured" not in text
+    page = (tmp_path / "mm.perf.html").read_text(encoding="utf-8")
+    assert 'id="limits-unknown">The machine\'s limits are unknown on this machine' in page.replace("&#39;", "'")
+
+
 def test_a_model_onnxruntime_cannot_load_is_refused_before_measuring(tmp_path, monkeypatch, capsys):
     """The runner's check of a spec's model file (generator.versions.checks) now guards the one-shot too."""
     import sys
@@ -487,7 +515,10 @@ def test_a_scalar_model_is_profiled_and_a_page_that_fails_keeps_the_json(scalar_
     _, tmp_path = scalar_run
     data = json.loads((tmp_path / "scalar.perf.json").read_text())
     assert profile_schema_errors(data) == [] and data["inputs"][0]["shape"] == []
-    assert "every bin is 0, above this chart" in (tmp_path / "scalar.perf.html").read_text()
+    # The limit's label over all-zero bins; this run probes for real (uncached), and a busy machine's limits may
+    # not settle, when no limit is drawn at all.
+    shown = "every bin is 0, above this chart" in (tmp_path / "scalar.perf.html").read_text()
+    assert shown == data["limits"]["settled"]
     run = perfsite("profile", "scalar.onnx", "--iterations", "5", "--warmup", "1", "--profile-iterations", "1",
                    "--out", "kept", cwd=tmp_path, env={**env, "PERFSITE_TEST_FAULT": "render"}, timeout=300)
     text = " ".join(run.stderr.split())

@@ -54,7 +54,7 @@ def layer(name: str, op: str, flops: float = 0.0, int_ops: float = 0.0, weight_b
 
 
 ENV = {"env_id": "env", "physical_cores": 4, "logical_cores": 8, "isa": ["AVX2", "FMA"],
-       "peak_gflops_fp32": 200.0, "peak_gops_int8": 400.0, "bandwidth_gbs": 20.0}
+       "peak_gflops_fp32": 200.0, "peak_gops_int8": 400.0, "bandwidth_gbs": 20.0, "limits_settled": True}
 
 # A QDQ-like inference: a QLinearConv and the Transpose onnxruntime put before it both cover the Conv region;
 # the input DequantizeLinear is covered by both (counted once, split evenly); an If's body is not top level.
@@ -151,6 +151,28 @@ def test_unprobed_environment_gives_no_ceilings_but_keeps_the_operations(tables)
     assert not limits.measured and limits.attainable(10.0, False) is None
     conv = _by_name(R.layer_results(tables.nodes, tables.layers, t, limits))["/conv/Conv_token_1"]
     assert conv.achieved_gops is not None and conv.efficiency is None and not conv.far_below
+
+
+@pytest.mark.parametrize(("settled", "quality", "why"), [
+    (False, "unsettled: the undisturbed probes disagreed by more than 5 %: bandwidth 5.9 against 17.6 GB/s "
+            "(2 undisturbed of 4)",
+     "the undisturbed probes disagreed by more than 5 %: bandwidth 5.9 against 17.6 GB/s (2 undisturbed of 4)"),
+    # Written before probes had to agree: one probe no second one checked, however clean it said it was.
+    (None, "clean (1 probe)", "these results come from an earlier perfsite, which took its limits from a probe no "
+                              "second one checked (clean (1 probe))"),
+])
+def test_unsettled_limits_are_no_ceilings_for_any_figure(tables, settled, quality, why):
+    """The one place every page and the one-shot follow: no efficiency, far below, peak share or bound."""
+    tables.environments = tables.environments.assign(limits_settled=settled, limits_quality=quality)
+    t = trial()
+    limits = R.roofline(tables.environments, t)
+    assert not limits.measured and not limits.roofline_drawn and limits.unsettled_reason == why
+    assert limits.machine_gflops_fp32 is None and limits.attainable(10.0, False) is None
+    profile = P.trial_profile(tables, t, {}, {})
+    assert all(r.efficiency is None and r.attainable_gops is None and not r.far_below for r in profile.layers)
+    assert profile.far_below == [] and {o.far_below for o in profile.op_types} == {None}
+    assert profile.summary.peak_share_fp32 is None and profile.summary.peak_share_int8 is None
+    assert profile.summary.achieved_gflops is not None  # the model's own rate stays
 
 
 def test_model_summary_totals_and_achieved_rates(tables):

@@ -132,15 +132,42 @@ def test_hostile_text_in_results_stays_inert(tmp_path):
 
 def test_figures_above_a_limit_say_limit_underestimated(tmp_path):
     low = {"peak_gflops_fp32": 0.5, "peak_gops_int8": 0.5, "bandwidth_gbs": 0.01,
-           "limits_quality": "disturbed (2 probes)"}
+           "limits_quality": "settled: two undisturbed probes agreed within 5 % (2 probes)"}
     section = _section(_profile_pages(write_profile_results(tmp_path, probed=low))[
         f"{site_pages.REPORTS_DIR}/{EXPERIMENT}/profile-fp32.md"], "b1 t2 c1")
     assert '!!! warning "Limit underestimated"' in section
-    assert "Probed 2026-01-05 09:58 UTC, disturbed &#40;2 probes&#41;." in section
+    assert "Probed 2026-01-05 09:58 UTC, settled&#58; two undisturbed probes agreed within 5 % &#40;2 probes&#41;." \
+        in section
     assert "of the measured FP32 peak" in section and "% (limit underestimated) of the measured FP32 peak" in section
     assert re.search(r"\| \d[\d,]*\.\d% \(limit underestimated\) \|$", section, re.M)  # a layer's roofline share
     unmarked = re.findall(r"\| (\d[\d,]*\.\d)% \|$", section, re.M)  # the last column: of roofline / at the limit
     assert all(float(v.replace(",", "")) <= 100 for v in unmarked)
+
+
+def test_unsettled_limits_give_one_box_and_no_roofline_claims(tmp_path):
+    """Limits two probes did not agree on: the page says they are unknown and why, and sets nothing against them,
+    although these low figures would otherwise put most layers above them ("limit underestimated")."""
+    unsettled = {"peak_gflops_fp32": 0.5, "peak_gops_int8": 0.5, "bandwidth_gbs": 0.01, "limits_settled": False,
+                 "limits_quality": "unsettled: the undisturbed probes disagreed by more than 5 %: bandwidth 5.9 "
+                                   "against 17.6 GB/s (2 undisturbed of 4)"}
+    page = _profile_pages(write_profile_results(tmp_path, probed=unsettled))[
+        f"{site_pages.REPORTS_DIR}/{EXPERIMENT}/profile-fp32.md"]
+    section = _section(page, "b1 t2 c1")
+    box = section.split('!!! warning "Machine limits unknown"\n', 1)[1].split("\n\n", 1)[0]
+    assert box.startswith("    The machine's limits are unknown on this machine: the undisturbed probes disagreed by "
+                          "more than 5 %&#58; bandwidth 5.9 against 17.6 GB/s &#40;2 undisturbed of 4&#41; (probed "
+                          "2026-01-05 09:58 UTC).")
+    assert "Run again on a quieter machine" in box
+    assert "chart-roofline" not in page and "far below the roofline" not in page
+    assert "of the measured FP32" not in page and "of the measured INT8" not in page
+    assert "limit underestimated" not in page.lower()
+    assert "No roofline: the machine's limits are unknown" in section
+    assert "| Whole machine (probed) |" not in page  # no limits table
+    summaries = section.split("### Layer summaries", 1)[1].split("How the times add up", 1)[0]
+    op_rows = re.findall(r"^\| (?:Conv|Relu|Gemm|MaxPool) \|.*\| (\S+) \|$", summaries, re.M)
+    assert op_rows and set(op_rows) == {"—"}  # the Far below roofline column
+    layer_rows = re.findall(r"^\| \d+ \| .* \| (\S+) \|$", section.split("### Layer results", 1)[1], re.M)
+    assert layer_rows and set(layer_rows) == {"—"}  # the Of roofline column
 
 
 def test_the_kernels_and_the_time_outside_them_add_up_to_the_measured_latency(pages):

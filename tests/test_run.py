@@ -75,6 +75,12 @@ def test_run_writes_every_table_skips_stored_trials_and_measures_only_an_added_b
     assert exp.nodes["original_nodes"].map(len).gt(0).mean() > 0.9
     assert any("conv1.weight" in list(w) for w in exp.nodes["weights"])
     assert len(exp.environments) == 1 and len(exp.runs) == 1
+    assert exp.environments["limits_settled"].iloc[0]  # the suite's settled limits (tests/support/limits.py)
+    # The machine's own noise, measured once before the run measured (quick mode: 0.2 s in 0.1 s windows; a very
+    # busy machine may leave a window without its three loops).
+    noise = exp.runs.iloc[0]
+    assert (noise["host_noise_s"], noise["host_noise_window_s"]) == (0.2, 0.1) and noise["host_noise_windows"] >= 0
+    assert noise["host_noise_windows"] == 0 or 0 < noise["host_noise_fastest_ms"] <= noise["host_noise_slowest_ms"]
     # Versions interleave: round 0 of both versions before round 1 of either, per configuration.
     assert list(exp.spec.models) == ["fp32", "int8"]
     again = _run(cnn_project)
@@ -306,6 +312,9 @@ def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
     assert rows[0]["pair_id"] == rows[1]["pair_id"] and len(rows[0]["pair_id"]) == 16
     assert (rows[0]["pair_side"], rows[1]["pair_side"]) == ("baseline", "candidate")
     assert rows[0]["trial_key"] == rows[1]["trial_key"]
+    # The machine's own noise is measured once for the run: both sides' runs rows hold the same figures.
+    noise = ["host_noise_s", "host_noise_windows", "host_noise_fastest_ms", "host_noise_slowest_ms"]
+    assert sides[0].runs.iloc[0][noise].equals(sides[1].runs.iloc[0][noise])
     # Every round has one process of each side.
     rounds = [sorted(s.processes["round"]) for s in sides]
     assert rounds[0] == rounds[1] == list(range(len(rounds[0]))) and len(rounds[0]) >= 2
@@ -343,6 +352,7 @@ def test_a_spec_edited_where_no_trial_key_changes_reaches_the_pages_without_meas
     exp = load_experiment(folder)
     assert (exp.spec.description, exp.spec.latency_threshold_ms) == ("second words", 7.5)
     assert len(exp.runs) == 2 and len(exp.environments) == 1  # the machine was not probed: no new environment row
+    assert exp.runs["host_noise_windows"].isna().sum() == 1  # nor was its noise measured, as nothing was
     run_experiment(load_spec(spec), RunOptions(results_dir=folder, quick=True))
     assert len(load_experiment(folder).runs) == 2  # the same spec again: nothing new to record
     (folder / "specs" / f"{load_spec(spec).sha256}.json").unlink()  # lost in a partial copy: the trials' spec

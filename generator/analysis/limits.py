@@ -1,4 +1,9 @@
-"""Figures above a measured machine limit: said out loud, never a silent 106 %.
+"""Which machine limits pages may use, and figures above a measured limit: said out loud, never a silent 106 %.
+
+Limits you can believe, or none: a page sets a figure against the machine's limits only when their probe
+settled (two undisturbed probes agreed, generator.machine.probe). ``unsettled_reason`` is the one rule every
+page and the one-shot report follow; where it gives a reason, they show no roofline, no share of a limit and
+no "far below the roofline" list, and say why instead.
 
 A layer cannot run faster than the machine's peak, so a figure above a probed limit means the limit is too
 low: the probe ran while another process held the machine (generator.machine.probe detects some of that and
@@ -12,8 +17,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 LIMIT_UNDERESTIMATED = "limit underestimated"
+# Said of results written before probes had to agree (limits_settled null): even a "clean (1 probe)" there was
+# one probe that no second one checked, so those limits count as unsettled.
+UNCHECKED = "these results come from an earlier perfsite, which took its limits from a probe no second one checked"
+
+
+def unsettled_reason(settled: Any, quality: str | None) -> str | None:
+    """Why an environment's probed limits cannot be used, in words, or None when they can: its
+    `limits_settled` (True, False, or None in older results) and `limits_quality` words."""
+    if settled is True:
+        return None
+    if settled is False:
+        # The words are generator.machine.probe.MachineLimits.quality_text's: "unsettled: <why>".
+        return quality.removeprefix("unsettled: ") if quality else "its probes did not agree"
+    return f"{UNCHECKED} ({quality})" if quality else UNCHECKED
 
 
 def above_limit(share: float | None) -> bool:

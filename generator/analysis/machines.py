@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analysis.limits import unsettled_reason
 from generator.analysis.summaries import EnvironmentSummary, clean, environment_summary
 
 # Where a trial's target name is stored: `trials.target_name` (written by `perfsite run --ray --target NAME`), or a
@@ -44,7 +45,8 @@ _CPU_NOISE = re.compile(r"\((?:R|TM)\)|\b(?:CPU|Processor|\d+-Core)\b|@.*$", re.
 @dataclass(frozen=True)
 class Machine:
     """One environment trials of the experiment ran on (its hardware, software stack and trial count), named, with
-    what only this page shows: target names, hostname, providers and measured limits."""
+    what only this page shows: target names, hostname, providers and measured limits (only settled ones:
+    generator.analysis.limits)."""
 
     env: EnvironmentSummary
     label: str  # untrusted text (a target name): escape when rendering
@@ -56,6 +58,7 @@ class Machine:
     bandwidth_gbs: float | None
     limits_quality: str | None
     limits_probed_at: str | None
+    limits_unknown: str | None = None  # probed, but not settled: why (the peaks above are then None)
     same_hardware: tuple[str, ...] = ()  # env_ids of the other machines with this hardware
     software_differs: tuple[str, ...] = ()  # the software fields it differs from them in
 
@@ -88,13 +91,15 @@ def _machine(row: pd.Series, trials: pd.DataFrame, count: int) -> Machine:
         v = clean(row.get(name))
         return None if v is None else float(v)
 
+    peaks = {name: number(name) for name in ("peak_gflops_fp32", "peak_gops_int8", "bandwidth_gbs")}
+    quality = clean(row.get("limits_quality"))
+    unknown = unsettled_reason(clean(row.get("limits_settled")), quality) if any(peaks.values()) else None
     return Machine(
         env=environment_summary(row, count), label="",
         targets=target_names(row, trials[trials["env_id"].astype(str) == env_id]),
         hostname=clean(row.get("hostname")), providers=_strings(clean(row.get("providers"))),
-        peak_gflops_fp32=number("peak_gflops_fp32"), peak_gops_int8=number("peak_gops_int8"),
-        bandwidth_gbs=number("bandwidth_gbs"), limits_quality=clean(row.get("limits_quality")),
-        limits_probed_at=clean(row.get("limits_probed_at")),
+        **(dict.fromkeys(peaks) if unknown else peaks), limits_quality=quality,
+        limits_probed_at=clean(row.get("limits_probed_at")), limits_unknown=unknown,
     )
 
 

@@ -195,12 +195,13 @@ class OpTypeProfile:
     ops_share: float | None  # of the operations of every executed node; None without static analysis
     achieved_gops: float | None
     pool_share: float | None  # time-weighted mean share of work run on the pool's other threads
-    far_below: int  # nodes of this type far below their roofline
+    far_below: int | None  # nodes of this type far below their roofline; None without ceilings to judge by
     times: ProcessTimes | None = None  # dur_us with each profiling process's figure
 
 
-def op_type_profiles(results: list[LayerResult]) -> list[OpTypeProfile]:
-    """Per executed op type, largest time first (ties by name); shares over every executed node."""
+def op_type_profiles(results: list[LayerResult], judged: bool = True) -> list[OpTypeProfile]:
+    """Per executed op type, largest time first (ties by name); shares over every executed node. `judged`:
+    whether the layers were set against ceilings (Roofline.measured), so that "far below" counts mean anything."""
     total_ops = sum(r.ops for r in results)
     analysed = any(r.analysed for r in results)
     groups: dict[str, list[LayerResult]] = {}
@@ -214,7 +215,7 @@ def op_type_profiles(results: list[LayerResult]) -> list[OpTypeProfile]:
             time_share=sum(r.share for r in rows), ops=ops,
             ops_share=(ops / total_ops if total_ops > 0 else 0.0) if analysed else None,
             achieved_gops=ops / (dur * 1e3) if ops > 0 and dur > 0 else None,
-            pool_share=_weighted_pool_share(rows), far_below=sum(r.far_below for r in rows),
+            pool_share=_weighted_pool_share(rows), far_below=sum(r.far_below for r in rows) if judged else None,
             times=summed(r.times for r in rows if r.times is not None),
         ))
     return sorted(out, key=lambda o: (-o.dur_us, o.op_type))
@@ -314,7 +315,7 @@ def trial_profile(tables: Any, trial: TrialSummary, spec_whatif: Mapping[str, fl
     for a what-if at that version's measured speeds."""
     limits = roofline(tables.environments, trial)
     results = layer_results(tables.nodes, tables.layers, trial, limits)
-    op_types = op_type_profiles(results)
+    op_types = op_type_profiles(results, limits.measured)
     whatifs = [whatif(results, trial, dict(spec_whatif), "spec", "whatif")] if spec_whatif else []
     mine = {p.op_type: p.dur_us for p in op_types}
     for name, times in others.items():

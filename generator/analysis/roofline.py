@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analysis.limits import unsettled_reason
 from generator.analysis.profile_times import ProcessTimes, node_times
 from generator.analysis.summaries import TrialSummary, clean
 
@@ -60,6 +61,10 @@ class Roofline:
     The probe measures the compute peaks with every core; a configuration with fewer threads than physical
     cores can only reach its share of them (threads / physical cores). Bandwidth is not scaled: one core
     streams a large part of it on small machines, and scaling it would hide memory-bound layers.
+
+    Limits whose probe did not settle (generator.analysis.limits.unsettled_reason) are not ceilings: every
+    figure is None and `unsettled_reason` says why, so that nothing built on this record (layer efficiencies,
+    "far below", peak shares, the timeline's bounds) sets anything against them.
     """
 
     env_id: str
@@ -71,10 +76,18 @@ class Roofline:
     thread_scale: float
     probed_at: str | None = None  # when the limits were probed (ISO 8601 UTC); None for older results
     quality: str | None = None  # the probe's quality in words (generator.machine.probe.MachineLimits.quality_text)
+    unsettled_reason: str | None = None  # probed, but the limits cannot be believed: why (then no figures)
 
     @property
     def measured(self) -> bool:
+        """Ceilings to set figures against: probed, and settled."""
         return self.peak_gflops_fp32 is not None and self.bandwidth_gbs is not None
+
+    @property
+    def roofline_drawn(self) -> bool:
+        """Whether pages may draw the roofline chart: not over limits that did not settle (a chart without
+        ceilings is drawn for a machine never probed, as before)."""
+        return self.unsettled_reason is None
 
     def peak(self, integer: bool) -> float | None:
         return self.peak_gops_int8 if integer and self.peak_gops_int8 is not None else self.peak_gflops_fp32
@@ -88,17 +101,22 @@ class Roofline:
 
 
 def roofline(environments: pd.DataFrame, trial: TrialSummary) -> Roofline:
-    """The ceilings of the trial's environment (None figures where the environment was never probed)."""
+    """The ceilings of the trial's environment: None figures where the environment was never probed, or where
+    its limits did not settle (then with the reason)."""
     rows = environments[environments["env_id"].astype(str) == trial.env_id]
     row = rows.iloc[0] if len(rows) else pd.Series(dtype=object)
     cores = clean(row.get("physical_cores")) or clean(row.get("logical_cores")) or trial.threads
     scale = min(trial.threads, int(cores)) / int(cores)
     fp32, int8 = as_float(row.get("peak_gflops_fp32")), as_float(row.get("peak_gops_int8"))
+    bandwidth, quality = as_float(row.get("bandwidth_gbs")), clean(row.get("limits_quality"))
+    why = unsettled_reason(clean(row.get("limits_settled")), quality) if fp32 or bandwidth else None
+    if why is not None:
+        fp32 = int8 = bandwidth = None
     return Roofline(
         env_id=trial.env_id, peak_gflops_fp32=fp32 * scale if fp32 else None,
-        peak_gops_int8=int8 * scale if int8 else None, bandwidth_gbs=as_float(row.get("bandwidth_gbs")),
+        peak_gops_int8=int8 * scale if int8 else None, bandwidth_gbs=bandwidth,
         machine_gflops_fp32=fp32, machine_gops_int8=int8, thread_scale=scale,
-        probed_at=clean(row.get("limits_probed_at")), quality=clean(row.get("limits_quality")),
+        probed_at=clean(row.get("limits_probed_at")), quality=quality, unsettled_reason=why,
     )
 
 

@@ -336,6 +336,41 @@ def last_run(runs: pd.DataFrame) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
+class RunNoise:
+    """The machine's own noise as a run measured it before measuring (generator.machine.host_noise): how long
+    one loop of fixed work took in the fastest and the slowest window, and the spread of the window medians."""
+
+    run_id: str
+    started_at: str | None
+    window_s: float
+    windows: int
+    fastest_ms: float
+    slowest_ms: float
+    spread: float | None  # 2 σ / median of the window medians
+
+    @property
+    def apart(self) -> float:
+        """How much slower the slowest window was than the fastest, (slowest - fastest) / fastest."""
+        return self.slowest_ms / self.fastest_ms - 1 if self.fastest_ms > 0 else 0.0
+
+
+def run_noise(runs: pd.DataFrame | None) -> RunNoise | None:
+    """The machine's noise of the most recent run that measured it (by started_at, then run_id), or None:
+    results written before runs measured it, or only by runs that did not (Ray runs, runs that measured
+    nothing)."""
+    if runs is None or "host_noise_fastest_ms" not in runs:
+        return None
+    measured = runs.dropna(subset=["host_noise_fastest_ms", "host_noise_slowest_ms"])
+    if not len(measured):
+        return None
+    row = measured.sort_values(["started_at", "run_id"], na_position="first").iloc[-1]
+    return RunNoise(run_id=str(row["run_id"]), started_at=clean(row.get("started_at")),
+                    window_s=float(clean(row.get("host_noise_window_s")) or 0.0),
+                    windows=_int(row.get("host_noise_windows")) or 0, fastest_ms=float(row["host_noise_fastest_ms"]),
+                    slowest_ms=float(row["host_noise_slowest_ms"]), spread=_float(row.get("host_noise_spread")))
+
+
+@dataclass(frozen=True)
 class ProfileTarget:
     """A configuration to show on a version's profile page: what was asked for, and the trial that matches."""
 

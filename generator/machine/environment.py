@@ -72,7 +72,8 @@ class Environment:
     bandwidth_gbs: float | None
     captured_at: str
     limits_probed_at: str | None = None  # when the limits above were probed (generator.machine.probe)
-    limits_quality: str | None = None  # the probe's quality in words: "clean (1 probe)", "disturbed (...)"
+    limits_quality: str | None = None  # the probe's quality in words: "settled: …", "unsettled: …"
+    limits_settled: bool | None = None  # two undisturbed probes agreed (generator.machine.probe); None: older
 
     def row(self) -> dict[str, Any]:
         """The row as plain Python values (lists for the list columns)."""

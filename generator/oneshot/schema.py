@@ -101,8 +101,11 @@ PROFILE_SCHEMA: dict[str, Any] = {
 
 
 # Added after version 1 was published, so optional: which inputs came from `--input` files (the others are random),
-# and which compute peak the figures are set against (INT8 for a mostly-integer model, else FP32).
+# which compute peak the figures are set against (INT8 for a mostly-integer model, else FP32), and whether the
+# limits settled (two probes agreed; otherwise every limit figure is null and the reason is given).
 PROFILE_SCHEMA["properties"]["limits"]["properties"]["peak_precision"] = {"enum": ["FP32", "INT8"]}
+PROFILE_SCHEMA["properties"]["limits"]["properties"]["settled"] = {"type": "boolean"}
+PROFILE_SCHEMA["properties"]["limits"]["properties"]["unsettled_reason"] = _STR_OR_NULL
 PROFILE_SCHEMA["properties"]["input_files"] = {"type": "object", "additionalProperties": _object(
     {"file": _STR, "key": _STR_OR_NULL, "shape": {"type": "array", "items": _INT}}, extra=False)}
 

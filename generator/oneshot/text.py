@@ -109,6 +109,9 @@ def _accounting_lines(a: Mapping[str, Any] | None) -> list[str]:
 
 
 def _limits_lines(limits: Mapping[str, Any]) -> list[str]:
+    if limits.get("unsettled_reason"):
+        return [f"  limits        unknown on this machine: {safe(limits['unsettled_reason'])}; no figure is set "
+                "against them: run again on a quieter machine"]
     lines = []
     if limits.get("probed_at"):
         quality = safe(limits.get("quality") or "quality unknown")

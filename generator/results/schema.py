@@ -298,7 +298,9 @@ ENVIRONMENTS = (
     _c("bandwidth_gbs", F64, "GB/s", "measured memory bandwidth (large copy), when probed"),
     _c("captured_at", STR, "", "ISO 8601 UTC time of capture"),
     _c("limits_probed_at", STR, "", "ISO 8601 UTC time the limits above were probed (v2)"),
-    _c("limits_quality", STR, "", "the limits probe's quality in words: clean or disturbed, probes, why (v2)"),
+    _c("limits_quality", STR, "", "the limits probe's quality in words: settled or unsettled, probes, why (v2)"),
+    _c("limits_settled", BOOL, "", "two undisturbed probes agreed on the limits above, so pages use them; null in "
+       "results written before the rule: not settled"),
 )
 
 RUNS = (
@@ -313,6 +315,15 @@ RUNS = (
     _c("quick", BOOL, "", "quick mode"),
     _c("command", STR, "", "the command line"),
     _c("spec_path", STR, "", "the spec file measured, absolute: one spec per name in a results folder (v2)"),
+    _c("host_noise_s", F64, "s", "the machine's own noise, measured once before the run measured: seconds of fixed "
+       "pure-Python work on one thread (generator.machine.host_noise); null: not measured"),
+    _c("host_noise_window_s", F64, "s", "length of the windows that work was cut into, each giving the median "
+       "time of its loops"),
+    _c("host_noise_windows", I64, "windows", "windows with enough loops to have a median"),
+    _c("host_noise_fastest_ms", F64, "ms", "the fastest window's median time of one loop of the fixed work"),
+    _c("host_noise_slowest_ms", F64, "ms", "the slowest window's median time of one loop of the fixed work"),
+    _c("host_noise_spread", F64, "ratio", "2 × standard deviation / median of the window medians (the spread "
+       "rule's formula)"),
 )
 
 TABLES: dict[str, tuple[Column, ...]] = {

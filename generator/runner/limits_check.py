@@ -1,9 +1,11 @@
-"""After a sweep: did any layer run faster than the machine's cached limits allow? Then probe once more.
+"""After a sweep: did any layer run faster than the machine's settled limits allow? Then probe once more.
 
-A layer above a limit proves the limit too low (the probe ran while a neighbour held the machine), or, for
-memory traffic, that the layer's data came from the caches. `perfsite run` re-probes once per cached probe
-(generator.machine.probe.reprobe keeps the better of the old and new figures); what still exceeds the limits
-afterwards, the pages mark "limit underestimated" (generator.analysis.limits).
+A layer above a limit proves the limit too low (both agreeing probes ran while a neighbour held the machine),
+or, for memory traffic, that the layer's data came from the caches. `perfsite run` re-probes once per cached
+probe, by the same rule as the first (generator.machine.probe.reprobe: a re-probe that settles raises the
+limits, one that does not leaves them); what still exceeds the limits afterwards, the pages mark "limit
+underestimated" (generator.analysis.limits). Unsettled limits are not checked: no page uses them, and the next
+run probes them again anyway (generator.machine.probe.ensure_limits).
 
 The operations and bytes of each executed node follow the same rule as the profile pages
 (generator.layers.work), so that the runner and the pages agree on which layer exceeds what.
@@ -78,11 +80,11 @@ def _node_excesses(key: str, node: pd.Series, sums: dict[str, float] | None, env
 
 def recheck_limits(results: ResultsDir, measured: Collection[str], env: Environment, quick: bool,
                    say: Callable[[str], None]) -> Environment:
-    """After a sweep: when a layer of the `measured` trials ran above the limits and the cached probe was not
+    """After a sweep: when a layer of the `measured` trials ran above settled limits and the cached probe was not
     already re-probed, probe again (probe.reprobe) and store the environment row with the new limits; the
     environment as it stands afterwards."""
     cached = probe.cached_limits(probe.probe_cache_dir(), env.fingerprint, quick=True)
-    if not measured or cached is None or cached.reprobed:
+    if not measured or cached is None or cached.reprobed or not cached.settled or not env.limits_settled:
         return env
     trials = results.read_table("trials")
     trials = trials[trials["trial_key"].isin(set(measured)) & (trials["status"] == "ok")]

@@ -28,6 +28,7 @@ from typing import Any
 import generator
 from generator.errors import RunError
 from generator.machine.environment import Environment, capture_environment
+from generator.machine.host_noise import HostNoise, measure_host_noise
 from generator.machine.probe import ensure_limits
 from generator.machine.session import check_providers
 from generator.paths import cache_problem, cache_warning, models_cache_dir
@@ -147,7 +148,7 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
     if not summary.to_measure:
         _record_spec(side)
         return summary
-    _start_side(side, progress)
+    _start_side(side, progress, measure_host_noise(side.quick))
     progress.start(len(summary.to_measure), summary.estimate_s)
     context = SweepContext(progress)
     try:
@@ -170,8 +171,9 @@ def run_paired(baseline: LoadedSpec, candidate: LoadedSpec, options: tuple[RunOp
              for loaded, opt, label in zip((baseline, candidate), options, ("baseline", "candidate"), strict=True)]
     if options[1].dry_run:
         return sides[0].summary, sides[1].summary
+    noise = measure_host_noise(all(side.quick for side in sides))  # once: both sides run on this machine now
     for side in sides:
-        _start_side(side, progress)
+        _start_side(side, progress, noise)
     total = sum(len(s.summary.to_measure) for s in sides)
     progress.start(total, sum(s.summary.estimate_s for s in sides))
     context = SweepContext(progress)
@@ -333,12 +335,14 @@ def keyed_inputs(loaded: LoadedSpec) -> dict[str, Any]:
     return keyed
 
 
-def _start_side(side: Side, progress: Progress) -> None:
+def _start_side(side: Side, progress: Progress, noise: HostNoise) -> None:
+    """Before measuring: the machine's limits, and the run's row with the machine's own noise (measured once
+    per run by the caller, before the sides start, on one thread: generator.machine.host_noise)."""
     side.results.ensure_writable()
     # Roofline and timeline pages need the machine's measured limits; probed once per environment, then cached
     # in the per-user cache `perfsite profile` shares (generator.machine.probe.probe_cache_dir).
     side.env = ensure_limits(side.env, side.quick, warn=progress.message, announce=progress.message)
-    side.run_id = start_run(side.results, side.loaded, side.env, side.quick)
+    side.run_id = start_run(side.results, side.loaded, side.env, side.quick, noise=noise)
 
 
 def _record_spec(side: Side) -> None:
@@ -373,7 +377,7 @@ def _groups(planned: Sequence[tuple[Side, PlannedTrial]]) -> list[tuple[Configur
 
 
 def start_run(results: ResultsDir, loaded: LoadedSpec, env: Environment, quick: bool,
-              environment: bool = True) -> str:
+              environment: bool = True, noise: HostNoise | None = None) -> str:
     from generator.runner.gitinfo import git_state
 
     run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
@@ -387,7 +391,7 @@ def start_run(results: ResultsDir, loaded: LoadedSpec, env: Environment, quick: 
         "started_at": now(), "git_commit": commit, "git_dirty": dirty,
         "perfsite_version": generator.__version__, "quick": quick,
         "command": shlex.join(["perfsite", *sys.argv[1:]]),
-        "spec_path": str(loaded.path),
+        "spec_path": str(loaded.path), **(noise.row() if noise is not None else {}),
     })
     return run_id
 

@@ -104,6 +104,7 @@ class ExperimentView:
     # Every claim of the experiment's pages, settled together (generator.analysis.findings); None in a view kept
     # without its results (the page cache).
     findings: FindingSet | None = None
+    run_noise: S.RunNoise | None = None  # the machine's own noise in the latest run that measured it
 
     @property
     def quick(self) -> bool:
@@ -193,7 +194,7 @@ def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
         name=results.name, slug=slug, spec=spec, percentile=percentile, trials=trials, versions=views,
         environments=S.environment_summaries(results.environments, results.trials),
         last_run=S.last_run(results.runs), results=results, chooser=has_chooser(context), context=context,
-        findings=findings,
+        findings=findings, run_noise=S.run_noise(results.runs),
     )
 
 

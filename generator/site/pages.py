@@ -125,7 +125,7 @@ def _profile_section(view: ExperimentView, target: S.ProfileTarget, number: int,
     if any(r.analysed for r in profile.layers):
         blocks["ops_time_chart"] = charts.chart_block(
             f"chart-ops-time-{number}", charts_profile.ops_time_chart(profile.op_types, f"ops_time_{number}"))
-    if charts_profile.has_roofline_points(profile.layers):
+    if profile.limits.roofline_drawn and charts_profile.has_roofline_points(profile.layers):
         blocks["roofline_chart"] = charts.chart_block(
             f"chart-roofline-{number}",
             charts_profile.roofline_chart(profile.layers, profile.limits, f"roofline_{number}"))

@@ -29,10 +29,13 @@ from support.compare import PAYLOAD, plain, write_compare_results
 
 ARM = {"cpu_model": "ARM Neoverse-N1", "physical_cores": 4, "logical_cores": 4, "isa": ["NEON"],
        "os": "Linux-6.1.0-aarch64-with-glibc2.36", "hostname": PAYLOAD, "peak_gflops_fp32": 151.0,
-       "peak_gops_int8": 402.0, "bandwidth_gbs": 24.5, "limits_quality": "clean (1 probe)",
+       "peak_gops_int8": 402.0, "bandwidth_gbs": 24.5, "limits_settled": True,
+       "limits_quality": "settled: two undisturbed probes agreed within 5 % (3 probes, 1 disturbed)",
        "limits_probed_at": "2026-11-20T09:00:00+00:00", "captured_at": "2026-11-20T08:59:00+00:00"}
 UPGRADE = {"onnxruntime": "1.32.0", "hostname": "bench-2", "peak_gflops_fp32": 98.5, "peak_gops_int8": 180.0,
-           "bandwidth_gbs": 17.2, "limits_quality": "disturbed (3 probes: runs disagreed)",
+           "bandwidth_gbs": 17.2, "limits_settled": False,
+           "limits_quality": "unsettled: the undisturbed probes disagreed by more than 5 %: bandwidth 5.9 against "
+                             "17.2 GB/s (2 undisturbed of 4)",
            "limits_probed_at": "2026-11-21T09:00:00+00:00", "captured_at": "2026-11-21T08:59:00+00:00"}
 COPIES = ((ARM, 0.6, "20261120T090000Z-arm000"), (UPGRADE, 1.1, "20261121T090000Z-upg000"))
 LEFT_OUT = ("int8-dyn", "b4 t2 c1")

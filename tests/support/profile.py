@@ -14,7 +14,8 @@ from support.results import ENV, PAYLOAD, latencies, processes, trial_row
 
 EXPERIMENT = "cnn-profile"
 PROBED = {"peak_gflops_fp32": 180.0, "peak_gops_int8": 340.0, "bandwidth_gbs": 18.0,
-          "limits_probed_at": "2026-01-05T09:58:00+00:00", "limits_quality": "clean (1 probe)"}
+          "limits_probed_at": "2026-01-05T09:58:00+00:00", "limits_settled": True,
+          "limits_quality": "settled: two undisturbed probes agreed within 5 % (2 probes)"}
 
 # Original nodes of the model file at batch 1: op type, FLOPs, MACs, integer ops, params, weight bytes,
 # input bytes, output bytes, counted. Activations and operations scale with the batch, weights do not.

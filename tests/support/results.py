@@ -140,7 +140,10 @@ def write_results(root: Path, payload: bool | str = False, quick: bool = False, 
     rd.write_row("environments", ENV["env_id"], env)
     rd.write_row("runs", "run-0001", {"run_id": "run-0001", "experiment": EXPERIMENT, "spec_sha256": sha,
                                       "env_id": ENV["env_id"], "started_at": "2026-01-05T10:00:00Z",
-                                      "git_commit": "0123456789abcdef", "git_dirty": False, "quick": False})
+                                      "git_commit": "0123456789abcdef", "git_dirty": False, "quick": False,
+                                      "host_noise_s": 2.0, "host_noise_window_s": 0.25, "host_noise_windows": 8,
+                                      "host_noise_fastest_ms": 8.1, "host_noise_slowest_ms": 14.62,
+                                      "host_noise_spread": 0.525})
     plan = [(v, b, t) for b in (1, 8) for t in (1, 2) for v in ("fp32", "int8")]
     if payload:
         plan.append((text, 1, 1))

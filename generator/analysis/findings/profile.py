@@ -70,14 +70,11 @@ def _accounting_blocked(p: TrialProfile) -> str | None:
 
 
 def limits_unsettled(limits: Roofline) -> str | None:
-    """Why the machine's limits cannot carry a claim (None: they can)."""
-    if not limits.measured:
-        return "the machine's limits were not probed"
-    settled = getattr(limits, "settled", None)
-    if settled is not None:
-        return None if settled else (getattr(limits, "unsettled_reason", None) or "the limits probe did not settle")
-    quality = (limits.quality or "").strip()
-    return None if quality.startswith("clean") else f"the limits probe was {quality or 'of unknown quality'}"
+    """Why the machine's limits cannot carry a claim (None: they can): never probed, or probes that did not
+    agree (Roofline.unsettled_reason)."""
+    if limits.unsettled_reason is not None:
+        return limits.unsettled_reason
+    return None if limits.measured else "the machine's limits were not probed"
 
 
 def _ranks(prefix: str, kind: str, page: str, items: Sequence[tuple[str, ProcessTimes]], top: int, noun: str,
