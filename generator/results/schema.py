@@ -38,7 +38,8 @@ SCHEMA_HISTORY = {
     5: SchemaVersion("the profiled inferences run in several processes (the measurement processes of the first "
                      "rounds): nodes.dur_p50_us is the median over them of each one's median, dur_process_p50_us "
                      "lists them; trials' profiled figures are medians over processes, with their per-process "
-                     "lists and the profiler's measured cost per kernel call",
+                     "lists and the profiler's measured cost per kernel call; environments.limits_settled (limits "
+                     "two undisturbed probes agreed on); runs: the machine's own noise measured once per run",
                      "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
