@@ -95,16 +95,26 @@ def whatif(results: list[LayerResult], trial: TrialSummary, factors: Mapping[str
         kind=kind, label=label, factors=parts, unmatched=tuple(k for k in factors if shares[k] == 0),
         measured_ms=measured, estimated_ms=estimated, measured_ips=in_flight * 1e3 / measured,
         estimated_ips=in_flight * 1e3 / estimated, left_out=left_out,
-        per_process=_per_process(chosen, factors, base_us),
+        per_process=_per_process(chosen, factors, results, base_us),
     )
 
 
-def _per_process(chosen: Mapping[str, list[LayerResult]], factors: Mapping[str, float],
+def _per_process(chosen: Mapping[str, list[LayerResult]], factors: Mapping[str, float], results: list[LayerResult],
                  base_us: float) -> tuple[float, ...]:
-    """The speed-up in each profiling process: its own node times over the same measured base."""
+    """The speed-up from each profiling process: its nodes' shares of its own kernels, times the kernels' share
+    of the measured base. Shares, not times: a process that ran uniformly slower (a spell when the host slowed
+    its vCPU) has every node slower alike, and its estimate should not move with it."""
+    kernels = summed(r.times for r in results if r.times is not None)
     saved = summed(summed(r.times for r in rows if r.times is not None).scaled(1 - 1 / factors[k])
                    for k, rows in chosen.items() if rows)
-    return tuple(base_us / (base_us - x) if base_us > x else math.inf for x in saved.per_process)
+    if not kernels.per_process or len(saved.per_process) != len(kernels.per_process):
+        return ()
+    fraction = kernels.value / base_us
+    out = []
+    for part, whole in zip(saved.per_process, kernels.per_process, strict=True):
+        cut = fraction * part / whole if whole > 0 else math.nan
+        out.append(1 / (1 - cut) if cut < 1 else math.inf)
+    return tuple(out)
 
 
 def op_type_whatifs(results: list[LayerResult], trial: TrialSummary, factor: float = 2.0) -> list[WhatIf]:

@@ -211,3 +211,45 @@ def test_a_pair_shown_without_a_verdict_gives_no_layer_verdict(chromium, compare
         assert errors == []
     finally:
         context.close()
+
+
+def test_the_advice_and_agreement_follow_the_configurations_chosen(chromium, compare_url, compare_site):
+    """Issue 34: asked for fp32 against int8-dyn at b4 t1 c1, the page gave "Findings … computed at b8 t1 c2".
+    At one configuration both were chosen at, the advice is the compare analysis's there; at two, the page says
+    plainly which configuration it comes from."""
+    results = load_experiment(compare_site.parent / "results" / "tiny-compare")
+    context, page, visit = open_page(chromium, compare_url + EXPERIMENT + "choose.html")
+    _ready(page)
+    configs = page.locator('select[data-side="a"][data-field="config"] option').all_inner_texts()
+    checked = 0
+    for config in configs:
+        _at(page, "fp32", config, "int8-static", config)
+        advice = page.inner_text('[data-section="advice"]')
+        assert f"computed at {config}, the configuration both were chosen at" in advice
+        c = compare_versions(results, "fp32", "int8-static", _config(config))
+        for item in c.advice:
+            assert item.text in advice
+        agreement = page.inner_text('[data-section="agreement"]')
+        assert "No output agreement" in agreement or f"recorded at {config}, the configuration" in agreement
+        checked += bool(c.advice)
+    assert checked, "no configuration of the recording gave advice to compare"
+    _at(page, "fp32", configs[0], "int8-static", configs[-1])
+    assert (f"computed at {configs[-1]}: A and B were chosen at different configurations (A at {configs[0]}, B at "
+            f"{configs[-1]})") in page.inner_text('[data-section="advice"]')
+    assert visit.errors == []
+    context.close()
+
+
+def _at(page, a: str, a_config: str, b: str, b_config: str) -> None:
+    """Choose through the address (the page follows its hash), and wait for that pair to be drawn."""
+    status = f"A: {a} at {a_config} · B: {b} at {b_config}"
+    if page.inner_text(".perfsite-chooser-status") == status:
+        return
+    page.evaluate("h => { location.hash = h; }", f"a={a}&ac={a_config}&b={b}&bc={b_config}")
+    page.wait_for_function(f"() => document.querySelector('.perfsite-chooser-status').textContent === {status!r}")
+
+
+def _config(label: str) -> dict:
+    """`b4 t1 c2` as the configuration compare_versions takes."""
+    batch, threads, concurrency = (int(part[1:]) for part in label.split())
+    return {"batch": batch, "threads": threads, "concurrency": concurrency}
