@@ -98,7 +98,8 @@ class SweepContext:
             compared = _compared(side, _ok(mine))
             for state in mine:
                 if state.error is None and state.profile is None:  # no measurement process could profile fully
-                    self._profile(tmp, state, record_outputs=state.planned.trial.version in compared)
+                    self._profile(tmp, state, record_outputs=state.planned.trial.version in compared
+                                  and state.outputs_while_profiling)
             agreement_rows = self._agreement(tmp, side, mine)
             for state in mine:
                 self._write(state, agreement_rows.get(state.planned.key, []))
@@ -171,12 +172,16 @@ class SweepContext:
         full = state.profile is None
         job = dataclasses.replace(job, profile_requests=int(state.side.settings["profile_iterations"]),
                                   profile_full=full, calibration_model=str(self.calibration))
-        return self._with_outputs(tmp, state, job) if full and state.record_outputs else job
+        outputs = full and state.record_outputs and state.outputs_error is None and state.outputs_while_profiling
+        return self._with_outputs(tmp, state, job) if outputs else job
 
     def _take_profile(self, state: _TrialState, job: WorkerJob, result: children.ChildResult) -> None:
         if result.profile is None:
             if result.profile_error:
                 state.profile_errors.append(result.profile_error)
+            # The outputs may be what failed it: later processes profile without them, and the outputs get a
+            # process of their own after the rounds (_outputs), so that they never cost the trial its profile.
+            state.outputs_while_profiling = state.outputs_while_profiling and not job.record_outputs
             return
         state.profiled.append(profiles.ProfiledProcess.from_output(result.profile))
         if job.profile_full:
@@ -347,6 +352,7 @@ class _TrialState:
     outputs: list[dict[str, np.ndarray]] | None = None
     outputs_error: str | None = None
     record_outputs: bool = False  # the agreement check compares this version's outputs
+    outputs_while_profiling: bool = True  # until a profiling process that recorded them failed
     profiled: list[profiles.ProfiledProcess] = field(default_factory=list)
     profile_errors: list[str] = field(default_factory=list)
     pair: _TrialState | None = None
