@@ -68,7 +68,6 @@ def main() -> int:
             work = Path(tmp) / f"p{i}"
             work.mkdir()
             runs.append(profile_once(args.model, work, args.threads, args.batch, args.inferences))
-    names = [n["node_name"] for n in runs[0]["nodes"]]
     ops = [n["op_type"] for n in runs[0]["nodes"]]
     top_level = [n.get("parent") is None for n in runs[0]["nodes"]]
     times = np.array([run["node_runs_us"] for run in runs])  # processes × nodes × inferences
