@@ -104,6 +104,7 @@ class TrialSummary:
     # generator.results.headline.P99_MIN_SAMPLES requests (None when the trial's percentile was not stored).
     headline_percentile: str | None = None
     usable_processes: int | None = None  # processes with enough clean requests (None: preemption unknown)
+    ci_sequential: bool = False  # its intervals are confidence sequences (generator.results.sequential)
 
     @property
     def ok(self) -> bool:
@@ -172,7 +173,7 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         target=_float(row.get("target")), budget_exhausted=bool(clean(row.get("budget_exhausted"))),
         measuring_s=_float(row.get("measuring_s")), profile_iterations=_int(row.get("profile_iterations")),
         target_name=clean(row.get("target_name")), headline_percentile=_headline_percentile(row),
-        usable_processes=_int(row.get("usable_processes")),
+        usable_processes=_int(row.get("usable_processes")), ci_sequential=bool(clean(row.get("ci_sequential"))),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from generator.results.schema import arrow_schema
+from generator.results.schema import UNVERSIONED_COLUMNS, arrow_schema
 
 # The runner of schema versions 1-3 capped the profiled pass at this many inferences in quick mode
 # (generator.runner.orchestrate.measure_settings); the spec's value otherwise.
@@ -27,6 +27,13 @@ def migrated(data: pa.Table, table: str, version: int, specs: SpecLookup) -> pa.
     if table == "trials" and version < 4:
         data = _with_profile_iterations(data, specs)
     return data
+
+
+def lacks_only_unversioned(data: pa.Table, table: str) -> bool:
+    """A file of today's version that lacks columns, all of them added since the version was raised
+    (schema.UNVERSIONED_COLUMNS): written before them, read as `migrated` reads an older file."""
+    missing = set(arrow_schema(table).names) - set(data.column_names)
+    return bool(missing) and missing <= set(UNVERSIONED_COLUMNS.get(table, ()))
 
 
 def with_every_column(data: pa.Table, table: str) -> pa.Table:

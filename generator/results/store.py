@@ -272,7 +272,7 @@ def _read_file(source: Any, path: str, table: str, specs: SpecLookup) -> pa.Tabl
         check_version(path, stored.metadata or {})
         data = pf.read(use_threads=False)  # a trial's file is small: Arrow's thread pool cost a third more CPU
         version = _version(stored)
-        if version < SCHEMA_VERSION:
+        if version < SCHEMA_VERSION or migrate.lacks_only_unversioned(data, table):
             migrated = migrate.migrated(data, table, version, specs)
             _check_latencies(path, table, migrated)
             return migrated
