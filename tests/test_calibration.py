@@ -199,6 +199,10 @@ def test_the_confidence_sequence_ends_where_the_bayes_factor_reaches_one_over_al
     unbounded = intervals.paired([1.0, 1.0], [1.1, 1.3], sequential=True)
     assert unbounded.low == 0.0 and unbounded.high == float("inf") and unbounded.point == pytest.approx(1.196, 1e-3)
     assert intervals.one_side([2.0, 2.0, 2.0], sequential=True).half == 0.0  # no doubt: not inf × 0
+    from generator.analysis.stats import own_interval  # a page shows an unbounded band as missing, not 0 to inf
+
+    assert all(np.isnan(own_interval([2.0, 2.2], 2.1, sequential=True)))
+    assert own_interval([2.0, 2.2], 2.1) == pytest.approx((1.146, 3.848), rel=1e-3)  # older results: t
 
 
 def test_a_ratio_beyond_what_a_float_holds_is_infinite_not_an_overflow():

@@ -254,12 +254,14 @@ def own_interval(figures: Sequence[float], point: float, level: float = LEVEL,
     """A side's own 95 % interval (a trial's band on the charts and tables): the figure shown, `point` (its
     pooled percentile, or its median throughput), times exp(± the half-width of the t interval of its
     per-process log figures), intervals.one_side, the interval the runner's stopping rule uses and the one
-    the ratios are built from; the confidence sequence for a trial measured `sequential`ly (unbounded, 0 to
-    infinity, while its figures cannot bound it). None with fewer than two usable figures: the hierarchical
+    the ratios are built from; the confidence sequence for a trial measured `sequential`ly (NaN bounds, shown
+    as missing, while its figures cannot bound it). None with fewer than two usable figures: the hierarchical
     bootstrap then."""
     ci = intervals.one_side(figures, level, sequential)
     if ci is None or not math.isfinite(point):
         return None
+    if math.isinf(ci.half):
+        return math.nan, math.nan
     return point * intervals.exp_or_inf(-ci.half), point * intervals.exp_or_inf(ci.half)
 
 
