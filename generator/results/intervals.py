@@ -3,7 +3,7 @@
 Each process yields one figure (its clean requests' latency at the headline percentile, or its clean
 throughput); figures are compared on the log scale, where a ratio is a difference:
 
-- **one side** (the runner's stopping rule, ``ci_halfwidth``): Student's t interval of the mean log figure;
+- **one side** (a trial's own interval): Student's t interval of the mean log figure;
 - **paired** (two versions measured in the same rounds, A B A B …): Student's t interval of the per-round log
   ratios, so that what a neighbour did to a round hits both members and cancels;
 - **unpaired** (two separately measured runs): Welch's t interval of the difference of mean logs, widened per
@@ -15,8 +15,8 @@ used before covered only 87 % of A/A pairs at 3 processes); tests/test_calibrati
 20 processes on figures drawn from distributions fitted to real stored processes.
 
 With `sequential`, one side and paired intervals are confidence sequences instead (generator.results.sequential):
-what a trial or a pair measured until its interval looked good enough is judged with them, by the runner's
-stopping rule and by every reader after it.
+the runner's stopping rule and ``ci_halfwidth`` are, and what a trial or a pair measured until its interval
+looked good enough is judged with them by every reader after it.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Adaptive measurement looks at an interval after every round and stops once it is narrow enough (a trial), once
 it settles the diff's verdict (a paired run), or when the budget is spent. A fixed-sample interval read at a
 round chosen that way covers less than it says: Student's t at 95 %, stopped once within ± the target, covered
-90 % of simulated trials, and a paired A/A run judged at 95 % after looking every round came out slower or
-faster in 6.5 % of runs on a noisy machine (tests/test_calibration.py). A *confidence sequence* holds at every
+90 to 94 % of simulated trials, and paired A/A runs that stopped early on a 99.9 % t interval, else were judged
+at 95 % at the budget, came out slower or faster in 6.5 % of runs at three times the noise of a busy machine's
+recording (tests/test_calibration.py). A *confidence sequence* holds at every
 round at once, so it holds at whichever round measuring stopped, for whatever reason, however many rounds were
 looked at: the runner and the diff need nothing but the number of figures.
 

@@ -21,7 +21,7 @@ import numpy as np
 from generator.errors import RunError
 from generator.plan import Configuration, Trial
 from generator.processes import owned_tempdir
-from generator.results import clean
+from generator.results import clean, intervals
 from generator.results.store import TrialFiles
 from generator.runner import aggregate, agreement, children
 from generator.runner.locks import TrialLock
@@ -321,7 +321,7 @@ class _TrialState:
     def percentile(self) -> str:
         return self.side.loaded.spec.measure.percentile
 
-    def interval(self):
+    def interval(self) -> intervals.LogInterval | None:
         """The confidence sequence that decides when to stop: the paired ratio's for a pair (over the rounds the
         diff judges, at its level), else the trial's own headline latency's (aggregate.stops)."""
         if self.pair is None:
