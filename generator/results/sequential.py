@@ -24,7 +24,7 @@ Why not alpha spending over looks: the number of looks comes from a time budget 
 for every model and neighbour), and a spending function needs the looks planned, or a last look whose level
 depends on every earlier one, which the diff would have to replay exactly. The price of validity at any
 stopping time: the interval is about 1.8 × as wide as the t interval at the same n (4.2 against 2.26 standard
-errors at 10 figures), so reaching a target takes two to three times the processes; at the rounds a paired
+errors at 10 figures), so reaching a target takes 1.5 to 3 times the processes; at the rounds a paired
 verdict takes, the 97.5 % sequence is about as wide as the 99.9 % t interval the early stop used before.
 """
 
