@@ -235,7 +235,7 @@ def _cost(store: Path) -> dict:
     rows = [pd.read_parquet(p) for p in store.glob("*/check/trials")]
     trials = pd.concat(rows)
     return {"measuring_s": float(trials["measuring_s"].max()), "preempted": float(trials["preempted_share"].mean()),
-            "exhausted": int(trials["budget_exhausted"].sum())}
+            "exhausted": int(trials["budget_exhausted"].sum()), "rounds": int(trials["processes"].max())}
 
 
 def start_neighbours(load: str) -> list[subprocess.Popen]:
@@ -268,7 +268,7 @@ def _round_line(aa: list[dict], ab: list[dict], slowdown: float, count: bool) ->
         if answers:
             a = answers[-1]
             extra = (f"ratio {a['ratio']}, spread {a['spread_pct']:.3f} %" if count else
-                     f"{a['measuring_s']:.0f} s, latency ratio {a['ratio'] or float('nan'):.3f}")
+                     f"{a['measuring_s']:.0f} s, {a['rounds']} rounds, latency ratio {a['ratio'] or float('nan'):.3f}")
             parts.append(f"{name} {a['verdict']} ({extra})")
     return ", ".join(parts)
 

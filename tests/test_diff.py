@@ -168,6 +168,25 @@ def test_drift_between_separate_runs_is_never_called_a_change(tmp_path):
     assert diff_command(base, cand, fail_on="regression")[1] == 2
 
 
+def test_a_pair_measured_until_its_interval_settled_is_judged_by_the_confidence_sequence_it_stopped_on(tmp_path):
+    """The same five rounds, 6 % slower with rounds that disagree by a few percent: a paired run stored before
+    confidence sequences (no ci_sequential) keeps its fixed-sample 95 % t interval (+2.9 % to +10.4 % at b1:
+    slower); a paired run that stopped on its sequence is judged by it at 97.5 % per figure (−1.9 % to +15.8 %:
+    the interval cannot decide), and the summary says why."""
+    rounds = {"base": (0.99, 1.0, 1.01, 1.0, 0.995), "cand": (1.0, 1.03, 0.97, 1.02, 0.99)}
+    for sequential, verdict in ((None, "slower"), (True, "not comparable")):
+        base, cand = sides(tmp_path / str(sequential),
+                           Side(pair_id="p1", process_factors=rounds["base"], sequential=sequential),
+                           Side(latency={1: 1.06, 4: 1.06}, pair_id="p1", process_factors=rounds["cand"], seed=1,
+                                sequential=sequential))
+        text, _ = diff_command(base, cand)
+        assert text.startswith(f"**perfsite diff: {verdict}**"), text
+        said = ("each figure's interval is a 97.5% confidence sequence, valid at whichever round measuring stopped",
+                "the latency estimate lies beyond the threshold but its 97.5% confidence sequence still holds no "
+                "change")
+        assert all((line in text) == bool(sequential) for line in said), text
+
+
 def test_nothing_in_common_is_a_user_error_not_exit_3(tmp_path):
     """Exit 3 means an interval that cannot decide or machines that differ; two folders without one shared
     configuration are the wrong folders (or a renamed version): one paragraph naming both sides, exit 1."""

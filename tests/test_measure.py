@@ -217,11 +217,11 @@ def test_a_trial_whose_every_request_was_preempted_keeps_its_figures_from_all_re
 
 
 def test_an_early_stop_looks_only_at_rounds_the_diff_judges():
-    """A paired run stops early when its 99.9 % interval already settles the verdict. It looked at every
+    """A paired run stops early when its confidence sequence already settles the verdict. It looked at every
     process, preempted ones included, so on a busy runner a pair stopped after five rounds whose figures the
     diff then refused ("0 of N processes kept enough clean requests"), its budget unspent. Rounds whose
     processes kept too few clean requests no longer count toward an early stop."""
-    from generator.runner.aggregate import EARLY_STOP_LEVEL, ProcessOutcome, decides, paired_interval
+    from generator.runner.aggregate import ProcessOutcome, paired_interval, stops
 
     rng = np.random.default_rng(0)
 
@@ -236,9 +236,9 @@ def test_an_early_stop_looks_only_at_rounds_the_diff_judges():
         return out
 
     base, cand = side(1.0, preempted=False), side(2.0, preempted=True)
-    every = paired_interval(base, cand, "p50", EARLY_STOP_LEVEL)
-    assert every is not None and every.n == 6 and decides(every, 1.05)  # what stopped the run before
-    assert paired_interval(base, cand, "p50", EARLY_STOP_LEVEL, usable_only=True) is None
+    every = paired_interval(base, cand, "p50", usable_only=False)
+    assert every is not None and every.n == 6 and stops(every, 0.02, 1.05)  # what stopped the run before
+    assert paired_interval(base, cand, "p50") is None and not stops(None, 0.02, 1.05)
 
 
 def test_the_headline_label_says_where_p95_stands_in_for_p99():

@@ -99,8 +99,8 @@ def test_run_writes_every_table_skips_stored_trials_and_measures_only_an_added_b
     added = exp.trials[exp.trials["batch"] == 2]
     rounds = exp.processes[exp.processes["trial_key"].isin(added["trial_key"])].groupby("trial_key")["round"]
     assert rounds.apply(sorted).tolist() == [[0, 1], [0, 1]]  # both rounds, though the first spent the budget
-    # Out of budget means the interval did not reach the target: two processes that agree closely can reach it.
-    # (No interval, NaN, when a busy machine left one process without clean requests: not reached either.)
+    # Out of budget means the interval did not reach the target. Two processes never reach it: their confidence
+    # sequence is unbounded, stored as no interval (NaN), as when a busy machine left one without clean requests.
     assert (added["measuring_s"] > added["budget_s"]).all()
     assert (added["budget_exhausted"] == ~(added["ci_halfwidth"] <= added["target"])).all()
 

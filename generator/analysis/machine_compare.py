@@ -164,9 +164,10 @@ def _points(results: Any, trials: list[TrialSummary], percentile: str) -> list[M
     out = []
     for t in trials:
         samples = stats.process_samples(results.processes, results.latencies, t.trial_key,
-                                        known.get(t.trial_key, False))
+                                        known.get(t.trial_key, False), t.ci_sequential)
         out.append(MachinePoint(t.env_id, t, _latency_figure(t, samples, percentile),
-                                _figure(t.throughput_ips, list(samples.throughput_ips)), samples.throughput_ips))
+                                _figure(t.throughput_ips, list(samples.throughput_ips), samples.sequential),
+                                samples.throughput_ips))
     return out
 
 
@@ -180,12 +181,14 @@ def _latency_figure(t: TrialSummary, samples: stats.ProcessSamples, percentile: 
     # The interval follows the stored headline, p95 where it stands in for p99 (generator.results.headline).
     q_name = t.headline_percentile or percentile
     q = stats.percentile_of(q_name) if q_name in stats.PERCENTILES else 0.5
-    return _figure(t.latency_headline_ms, [float(np.quantile(x, q)) for x in samples.latencies_ms if x.size])
+    return _figure(t.latency_headline_ms, [float(np.quantile(x, q)) for x in samples.latencies_ms if x.size],
+                   samples.sequential)
 
 
-def _figure(value: float | None, per_process: list[float]) -> Figure:
-    """The stored figure with the relative half-width of the t interval over the per-process figures."""
-    ci = intervals.one_side(per_process)
+def _figure(value: float | None, per_process: list[float], sequential: bool = False) -> Figure:
+    """The stored figure with the relative half-width of the t interval over the per-process figures (the
+    confidence sequence, as the runner stopped on it, for a trial measured `sequential`ly)."""
+    ci = intervals.one_side(per_process, sequential=sequential)
     finite = sum(1 for v in per_process if v is not None and math.isfinite(v) and v > 0)
     if value is None or ci is None or not math.isfinite(ci.half):
         return Figure(value, processes=finite)

@@ -53,21 +53,28 @@ def starved_processes(processes: pd.DataFrame, cores_expected: float | None) -> 
 def side_samples(exp: ExperimentResults, row: pd.Series) -> SideSamples:
     """The trial's per-process samples: its usable processes' clean requests where preemption is known, else
     without its starved processes (all of them when too few remain)."""
-    key = row["trial_key"]
+    key, seq = row["trial_key"], sequential(row)
     procs = trial_rows(exp.processes, key)  # indexed: the compare pages and the chooser ask for every trial
     if preemption_known(row):
-        samples = process_samples(exp.processes, exp.latencies, key, True)
+        samples = process_samples(exp.processes, exp.latencies, key, True, seq)
         # No process kept enough clean requests: the samples fell back to every request, preempted ones
         # included, which must not decide; every process counts as left out, so the side is not judgeable.
         usable = samples.processes if samples.judged_clean else 0
         return SideSamples(samples, len(procs), len(procs) - usable, True)
     starved = starved_processes(procs, clean(row.get("cores_expected")))
     if not starved or len(procs) - len(starved) < MIN_PROCESSES or 2 * len(starved) > len(procs):
-        return SideSamples(process_samples(exp.processes, exp.latencies, key), len(procs), len(starved))
+        return SideSamples(process_samples(exp.processes, exp.latencies, key, sequential=seq), len(procs),
+                           len(starved))
     lat = trial_rows(exp.latencies, key)
     lat = lat[~lat["process"].isin(starved)]
-    return SideSamples(process_samples(procs, lat, key), len(procs), len(starved))
+    return SideSamples(process_samples(procs, lat, key, sequential=seq), len(procs), len(starved))
 
 
 def preemption_known(row: pd.Series) -> bool:
     return bool(clean(row.get("preemption_known")))
+
+
+def sequential(row: pd.Series) -> bool:
+    """The trial was measured until a confidence sequence looked good enough (ci_sequential; null in older
+    results): its intervals are judged by that sequence (generator.results.sequential)."""
+    return bool(clean(row.get("ci_sequential")))

@@ -8,7 +8,9 @@ per-process figures (their geometric means, or per round), not of the pooled fig
 process is judged by its *clean* requests (generator.results.clean). Each side's own interval (the bands drawn
 on charts, the intervals of the timing tables) is the same kind: the t interval of its per-process figures,
 around the figure shown (`own_interval`). The hierarchical bootstrap below gives a side's own interval and the
-ratio interval only where a side has a single process (no t interval exists).
+ratio interval only where a side has a single process (no t interval exists). A trial measured until its
+interval looked narrow enough (`ci_sequential`) has the confidence sequence it stopped on as its own interval,
+and a paired run that stopped on its ratio's sequence is judged by it (generator.results.sequential).
 
 Requests measured in one process share that process's fate (its CPU placement, frequency, cache and memory
 layout, neighbours on a shared machine), so they are not independent repetitions: on pooled samples a
@@ -38,6 +40,7 @@ import pandas as pd
 from generator.analysis.records_compare import RatioCI
 from generator.results import clean as clean_rule
 from generator.results import intervals
+from generator.results import sequential as sequence
 from generator.results.by_trial import trial_rows
 
 RESAMPLES = 2000
@@ -63,6 +66,9 @@ class ProcessSamples:
     # at least one such process); False: every request of every process, which serves a page's figures but
     # must not decide a verdict when preemption was known (generator.diff.noise).
     judged_clean: bool = False
+    # Measured until a confidence sequence looked good enough (the trial's ci_sequential): its own interval is
+    # that sequence, as the runner's stopping rule saw it (generator.results.sequential).
+    sequential: bool = False
 
     @property
     def processes(self) -> int:
@@ -84,7 +90,7 @@ class Bootstrap:
 
 
 def process_samples(processes: pd.DataFrame, latencies: pd.DataFrame, trial_key: str,
-                    preemption_known: bool = False) -> ProcessSamples:
+                    preemption_known: bool = False, sequential: bool = False) -> ProcessSamples:
     """The trial's requests grouped by process (processes without requests are left out), with each
     process's throughput from the `processes` table (NaN when it was not recorded).
 
@@ -102,7 +108,8 @@ def process_samples(processes: pd.DataFrame, latencies: pd.DataFrame, trial_key:
     values = tuple(requests[p][1] if judged_clean else requests[p][0] for p in order)
     column = "clean_throughput_ips" if judged_clean else "throughput_ips"
     throughput = tuple(_float(_get(by_process.get(p), column, "throughput_ips")) for p in order)
-    return ProcessSamples(values, throughput, tuple(_round(by_process.get(p)) for p in order), judged_clean)
+    return ProcessSamples(values, throughput, tuple(_round(by_process.get(p)) for p in order), judged_clean,
+                          sequential)
 
 
 def _round(row) -> int:
@@ -242,14 +249,19 @@ def ratio_ci(a: Bootstrap, b: Bootstrap, level: float = LEVEL) -> RatioCI:
                    processes_b=b.processes)
 
 
-def own_interval(figures: Sequence[float], point: float, level: float = LEVEL) -> tuple[float, float] | None:
+def own_interval(figures: Sequence[float], point: float, level: float = LEVEL,
+                 sequential: bool = False) -> tuple[float, float] | None:
     """A side's own 95 % interval (a trial's band on the charts and tables): the figure shown, `point` (its
     pooled percentile, or its median throughput), times exp(± the half-width of the t interval of its
     per-process log figures), intervals.one_side, the interval the runner's stopping rule uses and the one
-    the ratios are built from. None with fewer than two usable figures: the hierarchical bootstrap then."""
-    ci = intervals.one_side(figures, level)
+    the ratios are built from; the confidence sequence for a trial measured `sequential`ly (NaN bounds, shown
+    as missing, while its figures cannot bound it). None with fewer than two usable figures: the hierarchical
+    bootstrap then."""
+    ci = intervals.one_side(figures, level, sequential)
     if ci is None or not math.isfinite(point):
         return None
+    if math.isinf(ci.half):
+        return math.nan, math.nan
     return point * intervals.exp_or_inf(-ci.half), point * intervals.exp_or_inf(ci.half)
 
 
@@ -279,31 +291,33 @@ class SideFigure:
 
 
 def latency_ratio(a: ProcessSamples, b: ProcessSamples, q: float, seed: int = SEED,
-                  resamples: int = RESAMPLES, paired: bool = False,
-                  between_run_sd: intervals.Drift = 0.0) -> tuple[RatioCI, SideFigure, SideFigure]:
-    """Latency ratio B / A at quantile `q` with its calibrated interval (figures_ratio), and both sides' figures.
-    Bootstraps (A drawn first, then B, from one generator) are drawn only where a side has one process: the
-    ratio's interval and that side's own then come from them. Raises ValueError for a side without requests."""
+                  resamples: int = RESAMPLES, paired: bool = False, between_run_sd: intervals.Drift = 0.0,
+                  sequential: bool = False) -> tuple[RatioCI, SideFigure, SideFigure]:
+    """Latency ratio B / A at quantile `q` with its calibrated interval (figures_ratio; `sequential`: a pair
+    measured until that ratio's sequence settled), and both sides' figures. Bootstraps (A drawn first, then B,
+    from one generator) are drawn only where a side has one process: the ratio's interval and that side's own
+    then come from them. Raises ValueError for a side without requests."""
     boots = _drawn_once(lambda rng: tuple(bootstrap_latency(s.latencies_ms, q, rng, resamples) for s in (a, b)), seed)
     figures = tuple([float(np.quantile(x, q)) for x in s.latencies_ms] for s in (a, b))
-    sides = tuple(side_figure(f, pooled_latency(s.latencies_ms, q), lambda i=i: boots()[i], s.processes)
-                  for i, (s, f) in enumerate(zip((a, b), figures, strict=True)))
-    ci = figures_ratio(figures, (a.rounds, b.rounds), paired, between_run_sd, (a.processes, b.processes))
+    sides = tuple(side_figure(f, pooled_latency(s.latencies_ms, q), lambda i=i: boots()[i], s.processes,
+                              s.sequential) for i, (s, f) in enumerate(zip((a, b), figures, strict=True)))
+    ci = figures_ratio(figures, (a.rounds, b.rounds), paired, between_run_sd, (a.processes, b.processes),
+                       sequential)
     return (ci if ci is not None else ratio_ci(*boots())), *sides
 
 
 def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED, resamples: int = RESAMPLES,
-                     paired: bool = False, between_run_sd: intervals.Drift = 0.0,
+                     paired: bool = False, between_run_sd: intervals.Drift = 0.0, sequential: bool = False,
                      ) -> tuple[RatioCI | None, SideFigure | None, SideFigure | None]:
     """Throughput ratio B / A, as latency_ratio; None parts when a side has no recorded throughput."""
     boots = _drawn_once(lambda rng: tuple(bootstrap_throughput(s, rng, resamples) for s in (a, b)), seed + 1)
     kept = [throughput_figures(s) for s in (a, b)]
-    side_a, side_b = (side_figure(k, float(np.median(k)), lambda i=i: boots()[i], len(k)) if k
-                      else None for i, k in enumerate(kept))
+    side_a, side_b = (side_figure(k, float(np.median(k)), lambda i=i: boots()[i], len(k), s.sequential) if k
+                      else None for i, (s, k) in enumerate(zip((a, b), kept, strict=True)))
     if side_a is None or side_b is None:
         return None, side_a, side_b
     ci = figures_ratio((list(a.throughput_ips), list(b.throughput_ips)), (a.rounds, b.rounds), paired,
-                       between_run_sd, (len(kept[0]), len(kept[1])))
+                       between_run_sd, (len(kept[0]), len(kept[1])), sequential)
     return (ci if ci is not None else ratio_ci(*boots())), side_a, side_b
 
 
@@ -326,22 +340,25 @@ def pooled_latency(samples: Sequence[np.ndarray], q: float) -> float:
 
 
 def side_figure(figures: Sequence[float], point: float, boot: Callable[[], Bootstrap | None],
-                processes: int) -> SideFigure:
-    """`point` with its own interval: own_interval of the per-process `figures`, else the bootstrap's (drawn
-    only then)."""
-    band = own_interval(figures, point) or boot().interval()
+                processes: int, sequential: bool = False) -> SideFigure:
+    """`point` with its own interval: own_interval of the per-process `figures` (a confidence sequence for a
+    trial measured `sequential`ly), else the bootstrap's (drawn only then)."""
+    band = own_interval(figures, point, sequential=sequential) or boot().interval()
     return SideFigure(point, *band, processes)
 
 
 def figures_ratio(figures: tuple[list[float], list[float]], rounds: tuple[tuple[int, ...], tuple[int, ...]],
-                  paired: bool, between_run_sd: intervals.Drift, processes: tuple[int, int]) -> RatioCI | None:
+                  paired: bool, between_run_sd: intervals.Drift, processes: tuple[int, int],
+                  sequential: bool = False) -> RatioCI | None:
     """B / A as the geometric mean of the per-process figures' ratio (per round when `paired` and two or more
     rounds have both, else of each side's geometric mean), with its t interval (Welch's with `between_run_sd`
     when unpaired). The ratio of per-process figures, not of the pooled ones: pooling mixes the processes'
     disagreement into the tail (a p90 over processes that disagree by 25 % rises with the disagreement itself).
     None where no t interval exists (a side with fewer than two figures): callers then take the bootstrap ratio
-    (ratio_ci), drawing bootstraps only when needed."""
-    ci = _paired_interval(figures, rounds) if paired else None
+    (ratio_ci), drawing bootstraps only when needed. `sequential` (a paired run measured until the ratio's
+    confidence sequence settled): the paired interval is that sequence, at the verdict's level for each figure
+    (generator.results.sequential.VERDICT_LEVEL), the one its stopping rule looked at."""
+    ci = _paired_interval(figures, rounds, sequential) if paired else None
     if ci is None:
         ci = intervals.unpaired(figures[0], figures[1], between_run_sd)
     if ci is None:
@@ -351,13 +368,14 @@ def figures_ratio(figures: tuple[list[float], list[float]], rounds: tuple[tuple[
                    note=small_sample_note(*processes), processes_a=processes[0], processes_b=processes[1])
 
 
-def _paired_interval(figures: tuple[list[float], list[float]],
-                     rounds: tuple[tuple[int, ...], tuple[int, ...]]) -> intervals.LogInterval | None:
+def _paired_interval(figures: tuple[list[float], list[float]], rounds: tuple[tuple[int, ...], tuple[int, ...]],
+                     sequential: bool = False) -> intervals.LogInterval | None:
     by_round = [dict(zip(r, f, strict=False)) for r, f in zip(rounds, figures, strict=True)]
     common = sorted(set(by_round[0]) & set(by_round[1]) - {-1})
     if len(common) < 2:
         return None
-    return intervals.paired([by_round[0][r] for r in common], [by_round[1][r] for r in common])
+    level = sequence.VERDICT_LEVEL if sequential else LEVEL
+    return intervals.paired([by_round[0][r] for r in common], [by_round[1][r] for r in common], level, sequential)
 
 
 def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel_se_a: float = 0.0,

@@ -111,6 +111,7 @@ class TrialSummary:
     # Why the trial is too uncertain to settle any finding it takes part in (generator.analysis.findings
     # .uncertain_trials), set by the pages; None: not flagged.
     uncertain: str | None = None
+    ci_sequential: bool = False  # its intervals are confidence sequences (generator.results.sequential)
 
     @property
     def ok(self) -> bool:
@@ -183,6 +184,7 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         profile_processes=_int(row.get("profile_processes")),
         profiled_latency_process_us=_floats(row.get("profiled_latency_process_us")),
         profiler_cost_process_us=_floats(row.get("profiler_cost_process_us")),
+        ci_sequential=bool(clean(row.get("ci_sequential"))),
     )
 
 

@@ -74,7 +74,7 @@ class TrialStats:
         if q_name not in self._sides:
             self._sides[q_name] = stats.side_figure(
                 self.figures(q_name), stats.pooled_latency(self.samples.latencies_ms, stats.percentile_of(q_name)),
-                lambda: self.boot(q_name), self.samples.processes)
+                lambda: self.boot(q_name), self.samples.processes, self.samples.sequential)
         return self._sides[q_name]
 
     def throughput_side(self) -> stats.SideFigure | None:
@@ -82,7 +82,7 @@ class TrialStats:
         if "throughput" not in self._sides:
             figures = stats.throughput_figures(self.samples)
             self._sides["throughput"] = stats.side_figure(figures, float(np.median(figures)), self.throughput_boot,
-                                                          len(figures)) if figures else None
+                                                          len(figures), self.samples.sequential) if figures else None
         return self._sides["throughput"]
 
     def boot(self, q_name: str) -> stats.Bootstrap:
@@ -150,7 +150,9 @@ class PairRatios:
 
 def pair_ratios(a: TrialStats, b: TrialStats, q_name: str) -> PairRatios:
     """Both trials must have request latencies."""
-    # Versions of one configuration measured in one run share its rounds (A B A B …): paired by round.
+    # Versions of one configuration measured in one run share its rounds (A B A B …): paired by round. Their
+    # ratio's interval is Student's t even where each trial's own is a confidence sequence: their rounds stopped
+    # on each trial's own interval, never on this ratio (a `perfsite diff --measure` pair's stopped on theirs).
     same_run = a.run_id == b.run_id
     paired = a.summary.config_label == b.summary.config_label and same_run
     between = 0.0 if same_run else tuple(intervals.run_drift(intervals.BETWEEN_RUN_SD, t.summary.process_median_spread)

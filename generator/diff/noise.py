@@ -31,6 +31,7 @@ from generator.analysis.sides import (  # noqa: F401  (the rule lives there, sha
     starved_processes,
 )
 from generator.analysis.summaries import clean
+from generator.results.sequential import VERDICT_LEVEL
 
 
 def paired(a: pd.Series, b: pd.Series) -> bool:
@@ -57,11 +58,13 @@ def noise_notes(base: SideSamples, cand: SideSamples) -> tuple[str, ...]:
     return tuple(out)
 
 
-def undecided_note(figure: str, paired: bool = False) -> str:
-    """Why a figure is not judged, and what to do: measuring paired is the advice only to trials that were not."""
+def undecided_note(figure: str, paired: bool = False, sequential: bool = False) -> str:
+    """Why a figure is not judged, and what to do: measuring paired is the advice only to trials that were not.
+    `sequential`: the pair was judged by the confidence sequence it stopped on (generator.results.sequential)."""
     advice = (PAIRED_ADVICE if paired else
               "measure paired (`perfsite diff --measure`) or with a larger measure.budget_s")
-    return (f"the {figure} estimate lies beyond the threshold but its 95 % interval still holds no change: the "
+    interval = f"{VERDICT_LEVEL:.1%} confidence sequence" if sequential else "95 % interval"
+    return (f"the {figure} estimate lies beyond the threshold but its {interval} still holds no change: the "
             f"interval cannot decide; {advice}")
 
 

@@ -17,6 +17,10 @@ round by round, separately measured ones with the between-run drift in their int
 estimate lies beyond a threshold while the interval still holds 1, the configuration is *not comparable*
 (the interval cannot decide). A trial whose measuring ran out of budget still gets a verdict.
 
+A paired run that stopped on its ratio's confidence sequence (both trials `ci_sequential`) is judged by that
+sequence, at 97.5 % per figure (generator.results.sequential): the verdict then holds at 95 % whichever round
+measuring stopped at and whichever figure decides. Older paired results keep their t intervals.
+
 The overall verdict is *not comparable* when a pair was measured on environments with different
 fingerprints (unless allowed) or when nothing is in both; else *slower* if any configuration is slower, else
 *not comparable* if any configuration is, else *faster* if any is faster, else *no significant change*.
@@ -39,6 +43,7 @@ from generator.diff.noise import SideSamples, noise_notes, paired, side_samples,
 from generator.machine.environment import FINGERPRINT_FIELDS
 from generator.results.headline import compared_percentile, percentile_label, stored_percentile
 from generator.results.intervals import BETWEEN_RUN_SD, run_drift
+from generator.results.sequential import VERDICT_LEVEL
 from generator.results.store import ExperimentResults
 from generator.spec.model import Regression
 
@@ -88,6 +93,8 @@ class TrialDiff:
     notes: tuple[str, ...] = ()
     model_changed: bool = True  # the model files' sha256 differ
     paired: bool = False  # measured in one paired run, compared round by round
+    # That paired run stopped on its ratio's confidence sequence, which judges it (generator.results.sequential).
+    sequential: bool = False
     # The very same stored measurement on both sides (one trial key, run and finish time): `--force` measures
     # a trial again under its key, so the key alone does not say it.
     same_measurement: bool = False
@@ -199,7 +206,8 @@ def judge(lat: RatioCI, thr: RatioCI | None, limits: Thresholds, sides: tuple[Si
                                        ("throughput", thr, limits.throughput_ratio))
                  if r is not None and _beyond(r.point, limit) and r.low <= 1.0 <= r.high]
     if undecided:
-        return NOT_COMPARABLE, tuple(undecided_note(f, paired) for f in undecided)
+        sequential = paired and base.samples.sequential and cand.samples.sequential
+        return NOT_COMPARABLE, tuple(undecided_note(f, paired, sequential) for f in undecided)
     return verdict, ()
 
 
@@ -299,10 +307,12 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     samples_a, samples_b = side_a.samples, side_b.samples
     q = percentile_of(q_name)
     pair = paired(a, b)
+    # A pair that stopped on its ratio's confidence sequence is judged by that sequence (both figures).
+    seq = pair and samples_a.sequential and samples_b.sequential
     between = 0.0 if pair else (run_drift(BETWEEN_RUN_SD, _spread(a)), run_drift(BETWEEN_RUN_SD, _spread(b)))
     # Each side's figure and own interval (stats.SideFigure), as the compare pages give them.
-    lat, lat_a, lat_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between)
-    thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b, paired=pair, between_run_sd=between)
+    lat, lat_a, lat_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between, sequential=seq)
+    thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b, paired=pair, between_run_sd=between, sequential=seq)
     verdict, why = judge(lat, thr, limits, (side_a, side_b), q, pair)
     config = {axis: clean(b[axis]) for axis in AXIS_COLUMNS} | {"dims": str(b["dims"])}
     return TrialDiff(
@@ -316,7 +326,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         thresholds=limits, layers=_layers((base_exp, a, samples_a), (cand_exp, b, samples_b), lat),
         env_differences=env_differences(base_exp, a, cand_exp, b),
         notes=_trial_notes(a, b) + noise_notes(side_a, side_b) + why,
-        paired=pair,
+        paired=pair, sequential=seq,
         same_measurement=all(str(a.get(c)) == str(b.get(c)) for c in ("trial_key", "run_id", "finished_at")),
         quick=bool(clean(a.get("quick"))) or bool(clean(b.get("quick"))),
         model_changed=str(a["model_sha256"]) != str(b["model_sha256"]),
@@ -441,8 +451,20 @@ def _trial_notes(a: pd.Series, b: pd.Series) -> tuple[str, ...]:
 
 def _side_notes(trials: list[TrialDiff]) -> tuple[str, ...]:
     flagged = sorted({t.latency_ratio.note for t in trials if t.latency_ratio.note})
-    return (_same_trial_note(trials) + _quick_note(trials)
+    return (_same_trial_note(trials) + _quick_note(trials) + _sequential_note(trials)
             + tuple(f"Some intervals deserve less trust: {note}." for note in flagged))
+
+
+def _sequential_note(trials: list[TrialDiff]) -> tuple[str, ...]:
+    """How a paired run that stopped as soon as its interval settled the verdict is judged: looking after every
+    round would make a 95 % interval call identical models slower or faster far more often than 5 %."""
+    count = sum(t.sequential for t in trials)
+    if not count:
+        return ()
+    return (f"For {_how_many(count, len(trials))}, the paired run looked at its interval after every round, to stop "
+            f"as soon as it settled the verdict: each figure's interval is a {VERDICT_LEVEL:.1%} confidence "
+            "sequence, valid at whichever round measuring stopped, so that a verdict from either figure is wrong "
+            "in at most 5 % of such runs (docs/methodology.md, Adaptive measurement).",)
 
 
 def _quick_note(trials: list[TrialDiff]) -> tuple[str, ...]:

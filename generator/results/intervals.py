@@ -3,7 +3,7 @@
 Each process yields one figure (its clean requests' latency at the headline percentile, or its clean
 throughput); figures are compared on the log scale, where a ratio is a difference:
 
-- **one side** (the runner's stopping rule, ``ci_halfwidth``): Student's t interval of the mean log figure;
+- **one side** (a trial's own interval): Student's t interval of the mean log figure;
 - **paired** (two versions measured in the same rounds, A B A B …): Student's t interval of the per-round log
   ratios, so that what a neighbour did to a round hits both members and cancels;
 - **unpaired** (two separately measured runs): Welch's t interval of the difference of mean logs, widened per
@@ -13,6 +13,10 @@ throughput); figures are compared on the log scale, where a ratio is a differenc
 Student's t is exact for normal log figures at every number of processes (the bootstrap percentile interval
 used before covered only 87 % of A/A pairs at 3 processes); tests/test_calibration.py checks ≥ 93 % from 2 to
 20 processes on figures drawn from distributions fitted to real stored processes.
+
+With `sequential`, one side and paired intervals are confidence sequences instead (generator.results.sequential):
+the runner's stopping rule and ``ci_halfwidth`` are, and what a trial or a pair measured until its interval
+looked good enough is judged with them by every reader after it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from generator.results import sequential as sequence
 
 LEVEL = 0.95
 # Drift of one configuration's figure between two runs on a shared machine, as a relative standard deviation
@@ -85,23 +91,31 @@ def _logs(values: Sequence[float]) -> np.ndarray:
     return np.log(a)
 
 
-def one_side(values: Sequence[float], level: float = LEVEL) -> LogInterval | None:
-    """t interval of the geometric mean of per-process figures; None with fewer than 2 figures."""
-    x = _logs(values)
-    if x.size < 2:
-        return None
-    return LogInterval(float(x.mean()), _t(x.size - 1, level) * float(x.std(ddof=1)) / math.sqrt(x.size), x.size)
+def one_side(values: Sequence[float], level: float = LEVEL, sequential: bool = False) -> LogInterval | None:
+    """t interval of the geometric mean of per-process figures (the confidence sequence with `sequential`);
+    None with fewer than 2 figures."""
+    return _mean_interval(_logs(values), level, sequential)
 
 
-def paired(base: Sequence[float], cand: Sequence[float], level: float = LEVEL) -> LogInterval | None:
-    """t interval of the mean per-round log ratio cand / base (equal-length sequences, one entry per round;
-    rounds with a missing figure on either side are left out); None with fewer than 2 complete rounds."""
+def paired(base: Sequence[float], cand: Sequence[float], level: float = LEVEL,
+           sequential: bool = False) -> LogInterval | None:
+    """t interval of the mean per-round log ratio cand / base (the confidence sequence with `sequential`;
+    equal-length sequences, one entry per round; rounds with a missing figure on either side are left out);
+    None with fewer than 2 complete rounds."""
     d = [math.log(c / b) for b, c in zip(base, cand, strict=True)
          if b is not None and c is not None and math.isfinite(b) and math.isfinite(c) and b > 0 and c > 0]
-    if len(d) < 2:
+    return _mean_interval(np.asarray(d, dtype=np.float64), level, sequential)
+
+
+def _mean_interval(x: np.ndarray, level: float, sequential: bool) -> LogInterval | None:
+    """The mean of `x` ± its interval's half-width: Student's t, or the confidence sequence's (which may be
+    unbounded: an infinite half)."""
+    if x.size < 2:
         return None
-    x = np.asarray(d)
-    return LogInterval(float(x.mean()), _t(x.size - 1, level) * float(x.std(ddof=1)) / math.sqrt(x.size), x.size)
+    factor = sequence.multiplier(int(x.size), level) if sequential else _t(x.size - 1, level)
+    sd = float(x.std(ddof=1))
+    # Identical figures leave no doubt whatever the multiplier (an unbounded one times 0 would be NaN).
+    return LogInterval(float(x.mean()), factor * sd / math.sqrt(x.size) if sd > 0 else 0.0, int(x.size))
 
 
 def run_drift(floor: float, process_median_spread: float | None) -> float:

@@ -39,7 +39,8 @@ SCHEMA_HISTORY = {
                      "rounds): nodes.dur_p50_us is the median over them of each one's median, dur_process_p50_us "
                      "lists them; trials' profiled figures are medians over processes, with their per-process "
                      "lists and the profiler's measured cost per kernel call; environments.limits_settled (limits "
-                     "two undisturbed probes agreed on); runs: the machine's own noise measured once per run",
+                     "two undisturbed probes agreed on); runs: the machine's own noise measured once per run; "
+                     "trials.ci_sequential (measuring stopped on confidence sequences)",
                      "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
@@ -139,7 +140,8 @@ TRIALS = (
     _c("preempted_share", F64, "ratio", "share of requests preempted by another process (generator.results.clean)"),
     _c("usable_processes", I64, "processes", "processes with enough clean requests to be judged by them"),
     _c("target", F64, "ratio", "measure.target: wanted relative half-width of the headline's 95 % interval"),
-    _c("ci_halfwidth", F64, "ratio", "relative half-width of the headline's 95 % interval when measuring stopped"),
+    _c("ci_halfwidth", F64, "ratio", "relative half-width of the headline's 95 % interval when measuring stopped "
+       "(a confidence sequence where ci_sequential; null: none, or unbounded)"),
     _c("budget_s", F64, "s", "measure.budget_s: measuring time allowed for the trial"),
     _c("measuring_s", F64, "s", "measuring time spent: wall time of its measurement processes, start-up included"),
     _c("budget_exhausted", BOOL, "", "measuring stopped at the budget before the interval reached the target"),
@@ -156,6 +158,9 @@ TRIALS = (
     _c("profiler_cost_process_us", F64_LIST, "µs", "each profiling process's measured cost of the profiler per "
        "kernel call, inside the recorded kernel times (generator.machine.profiling.profiler_cost_us; NaN where "
        "it could not be measured) (v5)"),
+    _c("ci_sequential", BOOL, "", "measuring stopped on confidence sequences (generator.results.sequential): "
+       "ci_halfwidth is one, and readers judge the trial (and a paired run's ratios) by them; null in older "
+       "results, judged by fixed-sample t intervals"),
 )
 
 PROCESSES = (

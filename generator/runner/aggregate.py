@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ import pyarrow as pa
 
 from generator.numbers import share_above
 from generator.plan import Trial
-from generator.results import clean, intervals
+from generator.results import clean, intervals, sequential
 from generator.results.headline import stored_percentile
 from generator.results.noise import NOISE_CORES_SHARE, NOISE_CV, NOISE_PREEMPTED_SHARE, NOISE_SPREAD
 from generator.runner.measure import latency_stats
@@ -224,6 +225,9 @@ def measurement_columns(
         "preempted_share": share,
         "usable_processes": len(usable) if known else None,
         "ci_halfwidth": headline_halfwidth(processes, percentile),
+        # The interval above, the stopping rule and every reader's interval of this trial are confidence
+        # sequences (generator.results.sequential); results without this column were judged by t intervals.
+        "ci_sequential": True,
     }
 
 
@@ -246,41 +250,55 @@ def process_headline_ms(p: ProcessOutcome, percentile: str) -> float:
     return float(np.quantile(lat, PERCENTILE_Q[percentile])) if lat.size else float("nan")
 
 
-# Stopping early because an interval already settles a verdict is looking at the data again after every round:
-# at 95 % per look, identical models were called "faster" in 2 of 10 paired runs (bench/truth.py, a noisy
-# host). Early stops use a 99.9 % interval after at least EARLY_STOP_ROUNDS rounds, which keeps the chance of
-# any early false verdict over a whole budget of looks near the 5 % of one look; the verdict itself is still
-# judged at 95 % by the diff.
-EARLY_STOP_LEVEL = 0.999
-EARLY_STOP_ROUNDS = 5
-
-
 def paired_interval(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcome], percentile: str,
-                    level: float = intervals.LEVEL, usable_only: bool = False) -> intervals.LogInterval | None:
-    """The paired headline-latency ratio cand / base and its interval, over the rounds both measured; with
-    `usable_only`, over the rounds whose processes on both sides kept enough clean requests, the rounds the
-    diff judges (generator.diff.noise): what an early stop, which claims the verdict, must look at."""
+                    usable_only: bool = True) -> intervals.LogInterval | None:
+    """The paired headline-latency ratio cand / base over the rounds both measured, with its confidence sequence
+    at the verdict's level (sequential.VERDICT_LEVEL), the interval the diff judges the pair with. By default
+    over the rounds whose processes on both sides kept enough clean requests, the rounds the diff judges
+    (generator.diff.noise): preempted processes' figures once stopped runs early on a busy runner, and the diff
+    then found too few usable processes, with the budget unspent."""
     by_round = [{p.round: process_headline_ms(p, percentile) for p in side if p.usable or not usable_only}
                 for side in (base, cand)]
     rounds = sorted(set(by_round[0]) & set(by_round[1]))
-    return intervals.paired([by_round[0][r] for r in rounds], [by_round[1][r] for r in rounds], level)
+    return intervals.paired([by_round[0][r] for r in rounds], [by_round[1][r] for r in rounds],
+                            sequential.VERDICT_LEVEL, sequential=True)
 
 
 def decides(ci: intervals.LogInterval, latency_ratio: float) -> bool:
     """Whether a ratio interval already settles the diff's verdict at this threshold (generator.diff.verdict):
-    beyond the threshold with 1 excluded (slower or faster), or wholly inside (1/threshold, threshold). Give it
-    the EARLY_STOP_LEVEL interval of at least EARLY_STOP_ROUNDS rounds."""
+    beyond the threshold with 1 excluded (slower or faster), or wholly inside (1/threshold, threshold)."""
     point = float(np.exp(ci.centre))
     slower = ci.low > 1.0 and point > latency_ratio
     faster = ci.high < 1.0 and point < 1.0 / latency_ratio
     return slower or faster or (ci.low > 1.0 / latency_ratio and ci.high < latency_ratio)
 
 
-def headline_halfwidth(processes: Sequence[ProcessOutcome], percentile: str) -> float | None:
-    """Relative half-width of the 95 % interval of the headline latency over the usable processes."""
+def stops(ci: intervals.LogInterval | None, target: float, latency_ratio: float | None = None) -> bool:
+    """The adaptive rounds' stopping rule, on the confidence sequence of what was measured so far (a trial's
+    own, headline_interval; a pair's, paired_interval): within ± `target`, or, for a pair whose run knows the
+    diff's threshold, settling the verdict (more rounds would not change it). Every look is at the sequence,
+    so the interval stays valid at whichever round this stopped (generator.results.sequential)."""
+    if ci is None:
+        return False
+    return (latency_ratio is not None and decides(ci, latency_ratio)) or ci.relative_halfwidth <= target
+
+
+def headline_interval(processes: Sequence[ProcessOutcome], percentile: str) -> intervals.LogInterval | None:
+    """The headline latency's 95 % confidence sequence over the usable processes (all when none is usable)."""
     usable = [p for p in processes if p.usable] or list(processes)
-    ci = intervals.one_side([process_headline_ms(p, percentile) for p in usable])
-    return ci.relative_halfwidth if ci is not None else None
+    return intervals.one_side([process_headline_ms(p, percentile) for p in usable], sequential=True)
+
+
+def headline_halfwidth(processes: Sequence[ProcessOutcome], percentile: str) -> float | None:
+    """Relative half-width of headline_interval; None while there is none, or it is unbounded."""
+    return relative_halfwidth(headline_interval(processes, percentile))
+
+
+def relative_halfwidth(ci: intervals.LogInterval | None) -> float | None:
+    """A confidence sequence's relative half-width; None without one, or while it is unbounded (a 2-figure
+    one), as `ci_halfwidth` stores "no interval"."""
+    width = ci.relative_halfwidth if ci is not None else math.inf
+    return width if math.isfinite(width) else None
 
 
 def cores_expected(trial: Trial, logical_cores: int | None) -> float:

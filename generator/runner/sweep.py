@@ -2,7 +2,7 @@
 has two sides), the profiled passes (which record the outputs the agreement check compares), the output
 agreement check, and the write of each trial.
 
-See generator.runner.orchestrate for the order of a whole sweep and generator.results.clean / intervals for the
+See generator.runner.orchestrate for the order of a whole sweep and generator.results.clean / sequential for the
 rules the stopping criterion uses.
 """
 
@@ -364,29 +364,22 @@ class _TrialState:
     def percentile(self) -> str:
         return self.side.loaded.spec.measure.percentile
 
-    def _paired(self, level: float = intervals.LEVEL, usable_only: bool = False):
+    def interval(self) -> intervals.LogInterval | None:
+        """The confidence sequence that decides when to stop: the paired ratio's for a pair (over the rounds the
+        diff judges, at its level), else the trial's own headline latency's (aggregate.stops)."""
+        if self.pair is None:
+            return aggregate.headline_interval(self.processes, self.percentile)
         base, cand = (self.pair, self) if self.side.label == "candidate" else (self, self.pair)
-        return aggregate.paired_interval(base.processes, cand.processes, self.percentile, level, usable_only)
+        return aggregate.paired_interval(base.processes, cand.processes, self.percentile)
 
     def halfwidth(self) -> float | None:
-        """The interval that decides when to stop: the paired ratio's for a pair, else the trial's own."""
-        if self.pair is not None:
-            ci = self._paired()
-            return ci.relative_halfwidth if ci is not None else None
-        return aggregate.headline_halfwidth(self.processes, self.percentile)
+        return aggregate.relative_halfwidth(self.interval())
 
     def converged(self) -> bool:
-        """The interval is within the target; or, for a pair whose run knows the diff's threshold, the interval
-        already settles the verdict (more rounds would not change it)."""
-        if self.pair is not None and self.side.decide_latency_ratio is not None:
-            # Only rounds the diff will judge: preempted processes' figures stopped runs early on a busy runner,
-            # and the diff then found too few usable processes, with the budget unspent.
-            ci = self._paired(aggregate.EARLY_STOP_LEVEL, usable_only=True)
-            early = ci is not None and ci.n >= aggregate.EARLY_STOP_ROUNDS
-            if early and aggregate.decides(ci, self.side.decide_latency_ratio):
-                return True
-        width = self.halfwidth()
-        return width is not None and width <= self.side.settings["target"]
+        """The interval is within the target; or, for a pair whose run knows the diff's threshold, it already
+        settles the verdict."""
+        threshold = self.side.decide_latency_ratio if self.pair is not None else None
+        return aggregate.stops(self.interval(), self.side.settings["target"], threshold)
 
     def wants_more(self, rnd: int) -> bool:
         return self.error is None and (rnd < self.side.settings["repeats"] or not self.converged())

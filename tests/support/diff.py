@@ -51,6 +51,7 @@ class Side:
     pair_id: str | None = None  # the same on both sides: measured in one paired run
     failed: tuple[int, ...] = ()  # batch sizes whose trial failed (onnxruntime refused the input)
     quick: bool = False  # measured in quick mode
+    sequential: bool | None = None  # ci_sequential: measured until its confidence sequence settled (None: older)
 
 
 def spec_dict(side: Side) -> dict:
@@ -100,6 +101,7 @@ def trial_row(key: str, side: Side, batch: int, sha: str, median_ms: float) -> d
         median_ms, "processes": 5, "cores_used": 1.0, "cores_expected": 1.0, "noisy": False, "profiled": True,
         "profile_iterations": 10, "started_at": side.finished, "finished_at": side.finished,
         "pair_id": side.pair_id, "pair_side": "candidate" if side.pair_id else None,
+        "ci_sequential": side.sequential,
     }
 
 
