@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -26,16 +27,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PERFSITE = [sys.executable, "-m", "generator.cli"]
+ESTIMATE_PRECISION = 0.05  # generator.analysis.findings.profile's, restated so the script reads files alone
 
 
 def agree(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Two settled findings of one id say the same thing: equal answers, or numbers whose intervals overlap."""
+    """Two settled findings of one id say the same thing: equal answers; numbers within the ± 5 % a settled
+    estimate is known to (generator.analysis.findings.profile.ESTIMATE_PRECISION), or whose intervals overlap."""
     x, y = a["answer"], b["answer"]
     if isinstance(x, int | float) and isinstance(y, int | float):
+        if x > 0 and y > 0 and abs(math.log(x / y)) <= math.log1p(ESTIMATE_PRECISION):
+            return True
         ia, ib = a["evidence"]["interval"], b["evidence"]["interval"]
-        if ia and ib and None not in ia and None not in ib:
-            return ia[0] <= ib[1] and ib[0] <= ia[1]
-        return x == y
+        return bool(ia and ib and None not in ia and None not in ib and ia[0] <= ib[1] and ib[0] <= ia[1])
     return x == y
 
 

@@ -57,6 +57,16 @@ def op_type_times(nodes: pd.DataFrame, trial_key: str) -> list[OpTypeTime]:
     return sorted(out, key=lambda o: (-o.dur_us, o.op_type))
 
 
+def op_type_process_times(nodes: pd.DataFrame, trial_key: str) -> dict[str, ProcessTimes]:
+    """Time per inference by op type of the top-level nodes, with each profiling process's figure."""
+    rows = top_level_nodes(nodes, trial_key)
+    out: dict[str, list[ProcessTimes]] = {}
+    for op, dur, per in zip(rows["op_type"].astype(str).tolist(), rows["dur_us"].tolist(),
+                            rows["dur_process_us"].tolist(), strict=True):
+        out.setdefault(op, []).append(node_times(dur, per))
+    return {op: summed(parts) for op, parts in out.items()}
+
+
 @dataclass(frozen=True)
 class LayerTime:
     """One executed node of the profiled inference, with what it covers in the version's model file."""
@@ -308,19 +318,20 @@ WHATIF_DEFAULT = 2.0
 
 
 def trial_profile(tables: Any, trial: TrialSummary, spec_whatif: Mapping[str, float],
-                  others: Mapping[str, Mapping[str, float]]) -> TrialProfile:
+                  others: Mapping[str, Mapping[str, float | ProcessTimes]]) -> TrialProfile:
     """The profile of one trial from an ExperimentResults-like `tables` (trials, processes, nodes, layers,
     environments DataFrames). `spec_whatif` is the spec's `whatif` mapping; `others` maps another version's
-    name to its time per op type (µs per inference, see :func:`op_type_times_us`) at the same configuration,
-    for a what-if at that version's measured speeds."""
+    name to its time per op type (µs per inference, each with its profiling processes' figures:
+    :func:`op_type_process_times`) at the same configuration, for a what-if at that version's measured speeds."""
     limits = roofline(tables.environments, trial)
     results = layer_results(tables.nodes, tables.layers, trial, limits)
     op_types = op_type_profiles(results, limits.measured)
     whatifs = [whatif(results, trial, dict(spec_whatif), "spec", "whatif")] if spec_whatif else []
-    mine = {p.op_type: p.dur_us for p in op_types}
+    mine = {p.op_type: p.times or ProcessTimes(p.dur_us, (p.dur_us,)) for p in op_types}
     for name, times in others.items():
-        factors, left_out = measured_factors(mine, times)
-        whatifs.append(whatif(results, trial, factors, "measured", name, left_out))
+        factors, left_out, per_process = measured_factors(mine, times)
+        whatifs.append(whatif(results, trial, factors, "measured", name, left_out,
+                              factors_per_process=per_process))
     return TrialProfile(
         summary=model_summary(tables.trials, tables.processes, tables.latencies, tables.layers, tables.environments,
                               trial),

@@ -63,7 +63,8 @@ def _matches(key: str, row: LayerResult) -> bool:
 
 
 def whatif(results: list[LayerResult], trial: TrialSummary, factors: Mapping[str, float], kind: str, label: str,
-           left_out: tuple[str, ...] = (), match: Callable[[str, LayerResult], bool] | None = None) -> WhatIf | None:
+           left_out: tuple[str, ...] = (), match: Callable[[str, LayerResult], bool] | None = None,
+           factors_per_process: Mapping[str, tuple[float, ...]] | None = None) -> WhatIf | None:
     """Estimated latency if the matching nodes ran `factor` times faster (keys: op type or family, executed
     node name or original node name, or as `match` says; a node matched by several keys takes the first, in
     the mapping's order).
@@ -95,18 +96,21 @@ def whatif(results: list[LayerResult], trial: TrialSummary, factors: Mapping[str
         kind=kind, label=label, factors=parts, unmatched=tuple(k for k in factors if shares[k] == 0),
         measured_ms=measured, estimated_ms=estimated, measured_ips=in_flight * 1e3 / measured,
         estimated_ips=in_flight * 1e3 / estimated, left_out=left_out,
-        per_process=_per_process(chosen, factors, results, base_us),
+        per_process=_per_process(chosen, factors, results, base_us, factors_per_process or {}),
     )
 
 
 def _per_process(chosen: Mapping[str, list[LayerResult]], factors: Mapping[str, float], results: list[LayerResult],
-                 base_us: float) -> tuple[float, ...]:
+                 base_us: float, factors_per_process: Mapping[str, tuple[float, ...]]) -> tuple[float, ...]:
     """The speed-up from each profiling process: its nodes' shares of its own kernels, times the kernels' share
-    of the measured base. Shares, not times: a process that ran uniformly slower (a spell when the host slowed
-    its vCPU) has every node slower alike, and its estimate should not move with it."""
+    of the measured base, each factor the process's own where it has one (a measured comparison's, process by
+    process). Shares, not times: a process that ran uniformly slower (a spell when the host slowed its vCPU) has
+    every node slower alike, and its estimate should not move with it; the uncertainty of the kernels' share
+    itself is the finding's to add (generator.analysis.findings.profile)."""
     kernels = summed(r.times for r in results if r.times is not None)
-    saved = summed(summed(r.times for r in rows if r.times is not None).scaled(1 - 1 / factors[k])
-                   for k, rows in chosen.items() if rows)
+    width = len(kernels.per_process)
+    saved = summed(_saved(summed(r.times for r in rows if r.times is not None), factors[k],
+                          factors_per_process.get(k, ()), width) for k, rows in chosen.items() if rows)
     if not kernels.per_process or len(saved.per_process) != len(kernels.per_process):
         return ()
     fraction = kernels.value / base_us
@@ -115,6 +119,15 @@ def _per_process(chosen: Mapping[str, list[LayerResult]], factors: Mapping[str, 
         cut = fraction * part / whole if whole > 0 else math.nan
         out.append(1 / (1 - cut) if cut < 1 else math.inf)
     return tuple(out)
+
+
+def _saved(times: ProcessTimes, factor: float, per_process: tuple[float, ...], width: int) -> ProcessTimes:
+    """Time saved per process: its time × (1 − 1/its factor)."""
+    if len(per_process) != width or len(times.per_process) != width:
+        return times.scaled(1 - 1 / factor)
+    return ProcessTimes(times.value * (1 - 1 / factor),
+                        tuple(t * (1 - 1 / f) if f > 0 else math.nan for t, f in zip(times.per_process, per_process,
+                                                                                        strict=True)))
 
 
 def op_type_whatifs(results: list[LayerResult], trial: TrialSummary, factor: float = 2.0) -> list[WhatIf]:
@@ -133,18 +146,25 @@ def _exact_op_type(key: str, row: LayerResult) -> bool:
     return row.op_type == key
 
 
-def measured_factors(mine: Mapping[str, float], other: Mapping[str, float]) -> tuple[dict[str, float],
-                                                                                    tuple[str, ...]]:
+def measured_factors(mine: Mapping[str, float | ProcessTimes], other: Mapping[str, float | ProcessTimes]
+                     ) -> tuple[dict[str, float], tuple[str, ...], dict[str, tuple[float, ...]]]:
     """Factors from two versions' times per executed op type (µs per inference), compared by family: my
     time / the other's time for each family both ran (above 1: the other version is faster at it), and the
-    families only the other version ran (quantize and layout nodes), which an estimate of mine leaves out."""
+    families only the other version ran (quantize and layout nodes), which an estimate of mine leaves out.
+    With times per profiling process on both sides (the two versions profiled in the same rounds), the factor
+    of each process too, so that an estimate's interval holds the factors' own uncertainty."""
     mine_f, other_f = _by_family(mine), _by_family(other)
-    factors = {f: mine_f[f] / other_f[f] for f in mine_f if other_f.get(f, 0) > 0 and mine_f[f] > 0}
-    return factors, tuple(sorted(set(other_f) - set(mine_f)))
+    both = [f for f in mine_f if other_f.get(f, ProcessTimes(0.0, ())).value > 0 and mine_f[f].value > 0]
+    factors = {f: mine_f[f].value / other_f[f].value for f in both}
+    per_process = {f: tuple(a / b if b > 0 else math.nan for a, b in zip(mine_f[f].per_process,
+                                                                       other_f[f].per_process, strict=True))
+                   for f in both if len(mine_f[f].per_process) == len(other_f[f].per_process) > 1}
+    return factors, tuple(sorted(set(other_f) - set(mine_f))), per_process
 
 
-def _by_family(times: Mapping[str, float]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for op, us in sorted(times.items()):
-        out[op_family(op)] = out.get(op_family(op), 0.0) + us
-    return dict(sorted(out.items(), key=lambda item: (-item[1], item[0])))
+def _by_family(times: Mapping[str, float | ProcessTimes]) -> dict[str, ProcessTimes]:
+    out: dict[str, list[ProcessTimes]] = {}
+    for op, t in sorted(times.items()):
+        out.setdefault(op_family(op), []).append(t if isinstance(t, ProcessTimes) else ProcessTimes(t, (t,)))
+    families = {f: summed(parts) for f, parts in out.items()}
+    return dict(sorted(families.items(), key=lambda item: (-item[1].value, item[0])))

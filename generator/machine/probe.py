@@ -35,7 +35,7 @@ from generator.paths import CACHE_ENV, cache_warning, unusable_reason
 # 4: settled by two agreeing attempts (older caches were never checked for agreement: probed again).
 CACHE_VERSION = 4
 # Attempts at most, full and quick: a full attempt takes about 2.5 s on the development VM, a quick one 0.4 s.
-MAX_ATTEMPTS = {False: 4, True: 3}
+MAX_ATTEMPTS = {False: 5, True: 3}
 
 
 @dataclass(frozen=True)

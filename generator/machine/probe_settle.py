@@ -20,9 +20,12 @@ from generator.machine.probe_runs import ProbeAttempt
 
 # The best figures of two undisturbed attempts within this share of each other agree. On the 2-vCPU development
 # VM, eight undisturbed back-to-back full attempts of a quiet minute spread 0.7 % (FP32), 2 % (INT8) and 6 %
-# (bandwidth, 39.1 to 41.5 GB/s, one outlier at 29.8), their two best figures within 1 %; undisturbed quick
-# attempts of busier minutes spread 8 to 50 %.
-TOLERANCE = 0.05
+# (bandwidth, 39.1 to 41.5 GB/s, one outlier at 29.8), their two best figures within 1 %; but the probe of an
+# otherwise idle `make demo` later that day saw FP32 peaks of 182 and 196 GFLOP/s and bandwidths of 25.2 and
+# 27.9 GB/s in its undisturbed attempts (7 and 10 % apart: the host moves the vCPU's speed between seconds), and
+# at 5 % no demo site showed a roofline. 10 % keeps a ridge point (peak ÷ bandwidth) within about 20 %, the
+# margin the roofline findings leave around it (generator.analysis.findings.profile.RIDGE_MARGIN).
+TOLERANCE = 0.10
 # (name on the pages, ProbeAttempt field, unit)
 LIMITS = (("FP32 peak", "peak_gflops_fp32", "GFLOP/s"), ("INT8 peak", "peak_gops_int8", "GOP/s"),
           ("bandwidth", "bandwidth_gbs", "GB/s"))

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from generator.results import clean
+
 NodeKey = tuple[str | None, str]
 
 
@@ -30,20 +32,24 @@ class ProfiledProcess:
     latency_runs_us: np.ndarray  # session.run under the profiler
     model_run_runs_us: np.ndarray
     profiler_cost_us: float | None  # inside each kernel call's recorded time (machine.profiling.profiler_cost_us)
+    # The inferences its figures are taken over: the clean ones (generator.results.clean) when enough were,
+    # else every one; all when the run-delay was not read.
+    kept: np.ndarray | None = None
 
     @classmethod
     def from_output(cls, output: Mapping[str, Any]) -> ProfiledProcess:
         nodes = output.get("nodes", [])
         runs = output.get("node_runs_us") or [[n.get("dur_mean_us", math.nan)] for n in nodes]
         cost = output.get("profiler_cost_us")
+        latency = np.asarray(output.get("latency_runs_us") or [output.get("profiled_latency_us")], dtype=np.float64)
         return cls(
             node_keys=tuple((n.get("parent"), str(n["node_name"])) for n in nodes),
             node_runs_us=tuple(np.asarray(r, dtype=np.float64) for r in runs),
-            latency_runs_us=np.asarray(output.get("latency_runs_us") or [output.get("profiled_latency_us")],
-                                       dtype=np.float64),
+            latency_runs_us=latency,
             model_run_runs_us=np.asarray(output.get("model_run_runs_us") or [output.get("model_run_us")],
                                          dtype=np.float64),
             profiler_cost_us=float(cost) if cost is not None and math.isfinite(cost) else None,
+            kept=_clean_runs(latency, output.get("run_delays_us")),
         )
 
     @property
@@ -51,7 +57,26 @@ class ProfiledProcess:
         return len(self.latency_runs_us)
 
     def node_runs(self) -> dict[NodeKey, np.ndarray]:
-        return dict(zip(self.node_keys, self.node_runs_us, strict=True))
+        """Each node's time in the kept inferences."""
+        return {k: self._kept(r) for k, r in zip(self.node_keys, self.node_runs_us, strict=True)}
+
+    def _kept(self, values: np.ndarray) -> np.ndarray:
+        return values[self.kept] if self.kept is not None and len(values) == len(self.kept) else values
+
+    def median_latency_us(self) -> float:
+        return float(np.median(self._kept(self.latency_runs_us)))
+
+    def median_model_run_us(self) -> float:
+        return float(np.median(self._kept(self.model_run_runs_us)))
+
+
+def _clean_runs(latency_us: np.ndarray, delays_us: Any) -> np.ndarray | None:
+    """The inferences no neighbour preempted, when enough of them were (clean.usable); None: keep all."""
+    if delays_us is None or len(delays_us) != len(latency_us):
+        return None
+    preempted = clean.preempted_mask(latency_us / 1e3, np.asarray(delays_us, dtype=np.float64) / 1e3)
+    kept = ~preempted
+    return kept if clean.usable(int(kept.sum()), len(kept)) else None
 
 
 def node_rows(trial_key: str, nodes: Sequence[Mapping[str, Any]], profiled: Sequence[ProfiledProcess],
@@ -87,8 +112,8 @@ def trial_columns(profiled: Sequence[ProfiledProcess], rows: Sequence[Mapping[st
     up to one)."""
     if not profiled:
         return {"profile_processes": 0}
-    latency = [float(np.median(p.latency_runs_us)) for p in profiled]
-    model_run = [float(np.median(p.model_run_runs_us)) for p in profiled]
+    latency = [p.median_latency_us() for p in profiled]
+    model_run = [p.median_model_run_us() for p in profiled]
     cost = [p.profiler_cost_us if p.profiler_cost_us is not None else math.nan for p in profiled]
     kernels = sum(float(r["dur_p50_us"]) for r in rows
                   if r.get("parent") is None and math.isfinite(float(r.get("dur_p50_us", math.nan))))

@@ -47,6 +47,7 @@ import numpy as np
 from generator.errors import PerfsiteError, RunError
 from generator.machine import profiling
 from generator.machine.session import open_session
+from generator.results import clean
 from generator.runner import measure
 from generator.runner.protocol import WorkerJob, profile_path
 
@@ -142,11 +143,7 @@ def profile_pass(job: WorkerJob, full: bool = True) -> dict[str, Any]:
     for _ in range(warmup):
         run(None, feeds)
     iterations = max(1, job.profile_requests or int(settings.get("profile_iterations", 10)))
-    latencies_ns = np.empty(iterations, dtype=np.int64)
-    for i in range(iterations):
-        t0 = time.perf_counter_ns()
-        run(None, feeds)
-        latencies_ns[i] = time.perf_counter_ns() - t0
+    latencies_ns, delays_ns = _profiled_runs(run, feeds, iterations, int(profiled.get("threads", 1)))
     profile_file = Path(session.end_profiling())
     recording = profiling.parse_profile(profile_file, skip_runs=warmup)
     stats = profiling.node_statistics(recording)
@@ -155,6 +152,7 @@ def profile_pass(job: WorkerJob, full: bool = True) -> dict[str, Any]:
     common = {
         "model_run_runs_us": list(recording.model_run_us), "kernel_sum_runs_us": list(recording.kernel_sum_us),
         "latency_runs_us": [float(x) / 1e3 for x in latencies_ns], "node_runs_us": per_run,
+        "run_delays_us": None if delays_ns is None else [float(x) / 1e3 for x in delays_ns],
         "profiler_cost_us": profiling.profiler_cost_us(profiled, work, job.calibration_model or None),
         "model_run_us": float(np.mean(recording.model_run_us)),
         "kernel_sum_us": float(np.mean(recording.kernel_sum_us)),
@@ -172,6 +170,23 @@ def profile_pass(job: WorkerJob, full: bool = True) -> dict[str, Any]:
         "optimized_model": str(optimized), "profile_file": str(profile_file),
         **_layer_analysis(job.original_model_path, feeds),
     }
+
+
+def _profiled_runs(run: Any, feeds: Mapping[str, np.ndarray], iterations: int,
+                   threads: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each profiled inference's session.run time and its run-delay (ns; None where the kernel does not tell,
+    or where the session's own threads outnumber the cores and keep each other waiting: clean.applies)."""
+    read = measure.process_delay_reader() if clean.applies(threads, 1, os.cpu_count()) else None
+    latencies = np.empty(iterations, dtype=np.int64)
+    delays = np.empty(iterations, dtype=np.int64) if read is not None else None
+    for i in range(iterations):
+        before = read() if read is not None else 0
+        t0 = time.perf_counter_ns()
+        run(None, feeds)
+        latencies[i] = time.perf_counter_ns() - t0
+        if delays is not None:
+            delays[i] = read() - before
+    return latencies, delays
 
 
 def _timeline_rows(recording: profiling.ProfileRecording) -> list[dict[str, Any]]:

@@ -20,7 +20,8 @@ from generator.analysis.findings.experiment import OVERVIEW, experiment_findings
 from generator.analysis.findings.profile import page_key as profile_page
 from generator.analysis.findings.profile import profile_findings
 from generator.analysis.findings.record import Figure, Finding, FindingSet, settle
-from generator.analysis.profile import TrialProfile, op_type_times, trial_profile
+from generator.analysis.profile import TrialProfile, op_type_process_times, trial_profile
+from generator.analysis.profile_times import ProcessTimes
 from generator.errors import ResultsError
 
 __all__ = ["OVERVIEW", "Figure", "Finding", "FindingSet", "ProfileSection", "cached_profile", "compare_prefix",
@@ -57,7 +58,7 @@ def cached_profile(ctx: CompareContext, trial: S.TrialSummary) -> TrialProfile:
     return ctx.cache[key]
 
 
-def _compared_times(ctx: CompareContext, trial: S.TrialSummary) -> dict[str, dict[str, float]]:
+def _compared_times(ctx: CompareContext, trial: S.TrialSummary) -> dict[str, dict[str, ProcessTimes]]:
     """Time per op type (µs per inference) of each version the spec's `compare` pairs this one with, at the
     same configuration, when that version has a profiled ok trial there (a pair's `config` restricts the
     comparison page, not this estimate)."""
@@ -71,8 +72,18 @@ def _compared_times(ctx: CompareContext, trial: S.TrialSummary) -> dict[str, dic
         match = next((t for t in ctx.trials.get(other, {}).values() if t.profiled and t.sort_key() == trial.sort_key()),
                      None)
         if match is not None:
-            out[other] = {o.op_type: o.dur_us for o in op_type_times(ctx.exp.nodes, match.trial_key)}
+            out[other] = op_type_process_times(ctx.exp.nodes, match.trial_key)
     return out
+
+
+def _timed_blocked(ctx: CompareContext, t: S.TrialSummary) -> str | None:
+    """Why the trial's timed figures cannot carry an estimate (the diff's rule on its processes), or None."""
+    from generator.analysis.trial_stats import trial_stats, unjudged_side
+
+    if unjudged_side(trial_stats(ctx.cache, ctx.exp, t)):
+        return (f"{t.version} at {t.config_label} has too few processes with clean requests for its measured "
+                "latency to be judged (generator.analysis.sides)")
+    return None
 
 
 def compare_prefix(pair: Any) -> str:
@@ -98,7 +109,7 @@ def report_findings(ctx: CompareContext, trials: Sequence[S.TrialSummary], versi
         for section in profile_sections(trials, version, entries, first_values, sweet_spots.get(version)):
             t = section.target.trial
             if t is not None and t.ok and t.profiled:
-                items += profile_findings(t, cached_profile(ctx, t))
+                items += profile_findings(t, cached_profile(ctx, t), _timed_blocked(ctx, t))
     return settle(_unique(items))
 
 

@@ -14,21 +14,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from generator.analysis.accounting import TimeAccounting
 from generator.analysis.findings.record import Figure, Finding, worst
 from generator.analysis.profile import TrialProfile
 from generator.analysis.profile_times import ProcessTimes
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, LayerResult, Roofline
 from generator.analysis.summaries import TrialSummary
 from generator.analysis.whatif import WhatIf
-from generator.results.evidence import one_side_test
+from generator.results.evidence import LogTest, one_side_test
 
 TOP_OP_TYPES = 3
 TOP_LAYERS = 5
 ESTIMATE_PRECISION = 0.05  # an estimate is settled when known to ± 5 %
 # A layer whose operations per byte lie within this share of the ridge point is not called compute- or
-# memory-bound: two probes that agree within a few per cent can still move the ridge by this much between
-# machines' good and bad spells.
-RIDGE_MARGIN = 0.20
+# memory-bound: settled limits agree within 10 % each (generator.machine.probe_settle.TOLERANCE), so their
+# ratio, the ridge, within about 21 %.
+RIDGE_MARGIN = 0.25
 ORDINALS = ("", "most", "second most", "third most", "fourth most", "fifth most")
 
 
@@ -36,8 +37,9 @@ def page_key(version: str) -> str:
     return f"profile:{version}"
 
 
-def profile_findings(trial: TrialSummary, p: TrialProfile) -> list[Finding]:
-    """The findings of one configuration's section of its version's profile page."""
+def profile_findings(trial: TrialSummary, p: TrialProfile, timed_blocked: str | None = None) -> list[Finding]:
+    """The findings of one configuration's section of its version's profile page. `timed_blocked`: why the
+    trial's timed figures cannot be judged (the measured latency estimates divide by), or None."""
     prefix = f"profile/{trial.version}/{trial.config_label}"
     page = page_key(trial.version)
     blocked = _profile_blocked(trial)
@@ -46,8 +48,9 @@ def profile_findings(trial: TrialSummary, p: TrialProfile) -> list[Finding]:
     out += _ranks(f"{prefix}/op-type", "op_type_rank", page, ops, TOP_OP_TYPES, "op type", blocked, trial)
     layers = [(r.node_name, r.times or ProcessTimes(r.dur_us, (r.dur_us,))) for r in p.layers]
     out += _ranks(f"{prefix}/layer", "layer_rank", page, layers, TOP_LAYERS, "layer", blocked, trial)
-    estimates_blocked = blocked or _accounting_blocked(p)
-    out += [_speedup(prefix, page, w, estimates_blocked) for w in p.op_whatifs + p.whatifs if w.factors]
+    estimates_blocked = blocked or timed_blocked or _accounting_blocked(p)
+    out += [_speedup(prefix, page, w, estimates_blocked, p.accounting) for w in p.op_whatifs + p.whatifs
+            if w.factors]
     if limits_unsettled(p.limits) is None:  # otherwise the page makes no roofline claim at all
         out += [_roofline(prefix, page, r, p.limits, estimates_blocked)
                 for r in p.layers[:TOP_LAYERS] if r.intensity is not None]
@@ -109,22 +112,54 @@ def _above(upper: tuple[str, ProcessTimes], lower: tuple[str, ProcessTimes]) -> 
     return (test.p_below(0.0) if test else None), words
 
 
-def _speedup(prefix: str, page: str, w: WhatIf, blocked: str | None) -> Finding:
+def _speedup(prefix: str, page: str, w: WhatIf, blocked: str | None, accounting: TimeAccounting | None) -> Finding:
     key = {"op_type": f"op-type/{w.label}", "spec": "whatif", "measured": f"at/{w.label}"}[w.kind]
-    times = w.speedup_times
-    test = one_side_test(times.floored())
+    test = speedup_test(w, accounting)
     precision = math.log1p(ESTIMATE_PRECISION)
     centre = math.log(w.speedup)
-    p = test.p_within(centre - precision, centre + precision) if test else None
-    band = times.interval()
+    band = test.interval() if test else None
     what = {"op_type": f"{w.label} {w.factors[0].factor:g}× faster", "spec": "the spec's whatif factors",
             "measured": f"{w.label}'s op speeds"}[w.kind]
     return Finding(
         f"{prefix}/speedup/{key}", "speedup", page, f"with {what}, the inference would be {w.speedup:.3g}× faster",
-        round(w.speedup, 4), unit="×", interval=band, p_value=p,
+        round(w.speedup, 4), unit="×", interval=band,
+        p_value=test.p_within(centre - precision, centre + precision) if test else None,
         weakest=f"its interval is wider than ± {ESTIMATE_PRECISION:.0%}" if test else "one profiling process",
         blocked=blocked, figures=(Figure("speed-up", w.speedup, *(band or (None, None))),),
     )
+
+
+def speedup_test(w: WhatIf, accounting: TimeAccounting | None) -> LogTest | None:
+    """The speed-up on the log scale with its uncertainty: the spread of the processes' estimates (each from its
+    own nodes' shares and factors) and that of the kernels' share of the measured latency, which every process's
+    estimate shares (d log S / d log f = S − 1, with f that share), combined in quadrature."""
+    times = w.speedup_times
+    own = one_side_test(times.floored())
+    if own is None:
+        return None
+    half = own.interval()
+    spread = (math.log(half[1]) - math.log(half[0])) / 2
+    shared = abs(w.speedup - 1) * _fraction_halfwidth(accounting)
+    total = math.hypot(spread, shared)
+    return LogTest(math.log(w.speedup), total / _t_quantile(own.df), own.df, own.n)
+
+
+def _fraction_halfwidth(a: TimeAccounting | None) -> float:
+    """Half-width on the log scale of the kernels' share of the measured latency (at most 1, as Amdahl takes
+    it), from the kernels' and the measured latency's intervals; 0 without them."""
+    if a is None or a.measured_latency_us is None or not a.kernel_interval or not a.measured_interval:
+        return 0.0
+    k, m = a.kernel_sum_us, a.measured_latency_us
+    (k_low, k_high), (m_low, m_high) = a.kernel_interval, a.measured_interval
+    f = k / max(m, k)
+    low, high = k_low / max(m_high, k_low), k_high / max(m_low, k_high)
+    return max(math.log(f) - math.log(low), math.log(high) - math.log(f)) if low > 0 else math.inf
+
+
+def _t_quantile(df: float) -> float:
+    from generator.results.intervals import _t
+
+    return _t(max(df, 1.0))
 
 
 def _roofline(prefix: str, page: str, r: LayerResult, limits: Roofline, blocked: str | None) -> Finding:
