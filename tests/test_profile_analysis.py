@@ -18,6 +18,7 @@ from generator.analysis import profile as P
 from generator.analysis import roofline as R
 from generator.analysis import summaries as S
 from generator.analysis import whatif as W
+from generator.analysis.profile_times import ProcessTimes as PT
 from generator.results.cells import decoded
 from generator.results.schema import column_names
 
@@ -275,10 +276,15 @@ def test_op_type_whatifs_match_exactly_and_measured_factors_compare_families(tab
     results = R.layer_results(tables.nodes, tables.layers, t, R.roofline(tables.environments, t))
     rows = {w.label: w for w in W.op_type_whatifs(results, t, 2.0)}
     assert list(rows)[0] == "QLinearConv" and rows["QLinearConv"].factors[0].time_share == pytest.approx(0.6)
-    factors, left_out = W.measured_factors({"QLinearConv": 600.0, "Gemm": 100.0, "Transpose": 50.0},
-                                           {"FusedConv": 900.0, "Conv": 300.0, "Gemm": 50.0, "ReorderInput": 5.0})
+    factors, left_out, per_process = W.measured_factors(
+        {"QLinearConv": 600.0, "Gemm": 100.0, "Transpose": 50.0},
+        {"FusedConv": 900.0, "Conv": 300.0, "Gemm": 50.0, "ReorderInput": 5.0})
     assert factors == {"Conv": 0.5, "Gemm": 2.0}
-    assert left_out == ("ReorderInput",)
+    assert left_out == ("ReorderInput",) and per_process == {}  # one figure a side: no factor per process
+    # Profiled in the same rounds, each process's factor too: an estimate's interval holds their spread.
+    mine = {"QLinearConv": PT(600.0, (590.0, 600.0, 620.0))}
+    other = {"Conv": PT(1200.0, (1180.0, 1200.0, 1210.0))}
+    assert W.measured_factors(mine, other)[2] == {"Conv": pytest.approx((590 / 1180, 0.5, 620 / 1210))}
     assert W.op_family("QLinearConv") == "Conv" and W.op_family("Relu") == "Relu"
 
 
