@@ -370,8 +370,8 @@ def side_ratio(a: tuple[float, float], b: tuple[float, float], reference: RatioC
 
 
 def _rel_se(members: Sequence[Executed], iterations: int, total: float) -> float:
-    """Relative standard error of the members' summed mean time `total` (nodes' iteration spreads taken as
-    independent)."""
+    """Relative standard error of the members' summed time `total`: the nodes' spreads over the `iterations`
+    profiling processes (`dur_process_std_us`), taken as independent."""
     if total <= 0:
         return 0.0
     if len(members) == 1:  # a row of one kernel: sum() of one square adds it to 0, the square itself

@@ -382,11 +382,10 @@ def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel
                     rel_se_b: float = 0.0, level: float = LEVEL) -> RatioCI | None:
     """A ratio of two profiled times (a layer or a layer type) with an approximate interval.
 
-    The profiled pass runs in one process per version, so its own repetitions say nothing about
-    process-to-process variation. That variation is borrowed from `reference` (the whole-model median
-    latency ratio of the same two trials, bootstrapped over processes): its half-width on the log scale is
-    combined in quadrature with the relative standard errors of the two profiled times (from the spread over
-    profiled iterations). None when either time is zero.
+    The whole model's process-to-process variation is borrowed from `reference` (the median latency ratio of
+    the same two trials): its half-width on the log scale is combined in quadrature with the relative
+    standard errors of the two profiled times (each layer's spread over its profiling processes,
+    layer_match.member_time). None when either time is zero.
     """
     if time_a <= 0 or time_b <= 0:
         return None

@@ -128,7 +128,9 @@ class Measure(Record):
     budget_s: PositiveFloat = Field(45.0, le=MAX_PROCESS_SECONDS, description="Measuring time allowed per trial "
                                     "(its measurement processes' wall time, start-up included) before it stops "
                                     "unconverged.")
-    profile_iterations: IterationCount = Field(20, description="Requests in the separate profiled pass.")
+    profile_iterations: IterationCount = Field(
+        20, description="Inferences each profiling process profiles, after its warm-up (the measurement processes "
+                        "of the first `repeats` rounds profile after their timed loop).")
     timeout_s: PositiveFloat = Field(600.0, le=MAX_PROCESS_SECONDS,
                                      description="Kill a measurement process running longer.")
 

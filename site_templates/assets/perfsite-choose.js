@@ -376,8 +376,8 @@
   }
 
   // One side of a layer's ratio, as generator.analysis.layer_match.member_time: the summed time of the row's
-  // nodes that ran in the trial and its relative standard error (the nodes' spreads over the profiled
-  // iterations taken as independent), summed in the same order; null when none of them ran.
+  // nodes that ran in the trial and its relative standard error (the nodes' spreads over the profiling
+  // processes taken as independent), summed in the same order; null when none of them ran.
   function rowSide(names, nodes) {
     var total = 0, variance = 0, present = 0;
     names.forEach(function (name) {

@@ -52,8 +52,8 @@ def profile_findings(trial: TrialSummary, p: TrialProfile, timed_blocked: str | 
     out += [_speedup(prefix, page, w, estimates_blocked, p.accounting) for w in p.op_whatifs + p.whatifs
             if w.factors]
     if limits_unsettled(p.limits) is None:  # otherwise the page makes no roofline claim at all
-        out += [_roofline(prefix, page, r, p.limits, estimates_blocked)
-                for r in p.layers[:TOP_LAYERS] if r.intensity is not None]
+        # A layer's side of the ridge is its operations per byte against the limits: no time enters it.
+        out += [_roofline(prefix, page, r, p.limits, None) for r in p.layers[:TOP_LAYERS] if r.intensity is not None]
         out += [_far_below(prefix, page, r, estimates_blocked) for r in p.far_below]
     return out
 
