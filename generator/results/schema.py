@@ -151,7 +151,7 @@ TRIALS = (
        "spec's `targets:`), part of the trial key; null for a local run or any node (v4)"),
     _c("node_id", STR, "", "`perfsite run --ray`: the Ray node that measured it (hex id); null for a local run (v4)"),
     _c("profile_processes", I64, "processes", "processes that profiled inferences (the measurement processes of "
-       "the first `measure.repeats` rounds, or a separate profiled pass when none could); 0 without (v5)"),
+       "the first three rounds, or a separate profiled pass when none could); 0 without (v5)"),
     _c("profiled_latency_process_us", F64_LIST, "µs", "each profiling process's median session.run time under the "
        "profiler, in process order (the order of nodes.dur_process_p50_us) (v5)"),
     _c("model_run_process_us", F64_LIST, "µs", "each profiling process's median model_run duration (v5)"),

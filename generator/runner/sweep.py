@@ -31,6 +31,10 @@ from generator.runner.protocol import WorkerJob
 from generator.runner.sides import PlannedTrial, Progress, Side, now
 from generator.spec import LoadedSpec
 
+# The measurement processes of this many first rounds (at most measure.repeats) profile after their timed
+# loop: three processes rank a model's layers alike, process by process, and further ones mostly narrow
+# absolute figures that a process's speed moves anyway (docs/methodology.md, bench/profile_processes.py).
+PROFILE_ROUNDS = 3
 # Random input batches drawn (seeds 1..N) besides the trial's own for the output agreement check: top-1
 # agreement on one batch of one item says little, and a model run costs far less than a process start.
 AGREEMENT_EXTRA_BATCHES = 2
@@ -151,7 +155,7 @@ class SweepContext:
 
     def _one_process(self, tmp: Path, state: _TrialState, rnd: int) -> None:
         job = self._job(tmp, state, "measure", f"m{rnd}")
-        if rnd < state.side.settings["repeats"]:
+        if rnd < min(state.side.settings["repeats"], PROFILE_ROUNDS):
             job = self._profiling(tmp, state, job)
         started = time.perf_counter()
         result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])

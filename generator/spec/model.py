@@ -130,7 +130,7 @@ class Measure(Record):
                                     "unconverged.")
     profile_iterations: IterationCount = Field(
         20, description="Inferences each profiling process profiles, after its warm-up (the measurement processes "
-                        "of the first `repeats` rounds profile after their timed loop).")
+                        "of the first three rounds, `repeats` when fewer, profile after their timed loop).")
     timeout_s: PositiveFloat = Field(600.0, le=MAX_PROCESS_SECONDS,
                                      description="Kill a measurement process running longer.")
 
