@@ -80,9 +80,18 @@ class HostNoise:
                 "host_noise_slowest_ms": self.slowest_ms, "host_noise_spread": self.spread}
 
 
-def measure_host_noise(quick: bool) -> HostNoise:
-    """The fixed work for FULL's (QUICK's) seconds in its windows, on this thread, after one warm loop."""
+# Of the measuring a run expects, the share the noise measurement may take (at least MIN_FULL_S): two seconds
+# before a run of ten would be a fifth of it.
+SHARE_OF_RUN = 0.05
+MIN_FULL_S = 0.5
+
+
+def measure_host_noise(quick: bool, run_estimate_s: float | None = None) -> HostNoise:
+    """The fixed work for FULL's (QUICK's) seconds in its windows, on this thread, after one warm loop; a full
+    measurement takes at most SHARE_OF_RUN of the run's estimated measuring (at least MIN_FULL_S)."""
     seconds, window = QUICK if quick else FULL
+    if not quick and run_estimate_s is not None:
+        seconds = min(seconds, max(MIN_FULL_S, SHARE_OF_RUN * run_estimate_s))
     fixed_work()
     medians = window_medians(measure(seconds), window)
     return HostNoise(seconds=seconds, window_s=window, windows=len(medians),

@@ -148,7 +148,7 @@ def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress |
     if not summary.to_measure:
         _record_spec(side)
         return summary
-    _start_side(side, progress, measure_host_noise(side.quick))
+    _start_side(side, progress, measure_host_noise(side.quick, summary.estimate_s))
     progress.start(len(summary.to_measure), summary.estimate_s)
     context = SweepContext(progress)
     try:
@@ -171,7 +171,8 @@ def run_paired(baseline: LoadedSpec, candidate: LoadedSpec, options: tuple[RunOp
              for loaded, opt, label in zip((baseline, candidate), options, ("baseline", "candidate"), strict=True)]
     if options[1].dry_run:
         return sides[0].summary, sides[1].summary
-    noise = measure_host_noise(all(side.quick for side in sides))  # once: both sides run on this machine now
+    # Once: both sides run on this machine now.
+    noise = measure_host_noise(all(side.quick for side in sides), sum(s.summary.estimate_s for s in sides))
     for side in sides:
         _start_side(side, progress, noise)
     total = sum(len(s.summary.to_measure) for s in sides)
