@@ -253,6 +253,14 @@
     p.appendChild(document.createTextNode(figures.throughputText + "."));
     out.push(p);
     var here = pair ? atChosen(pair, ta, tb) : null;
+    if (here && here.same) {
+      // The findings of this choice (its verdicts and advice, settled together when the site was built).
+      var states = Object.keys(here.figures.verdict || {}).map(function (m) { return here.figures.verdict[m][1]; })
+        .concat(here.figures.advice.map(function (a) { return a[2]; })).filter(function (x) { return x !== null; });
+      var settled = states.filter(function (x) { return x; }).length;
+      out.unshift(el("p", settled + " of " + states.length + " findings of this choice settled (its verdicts and advice; " +
+        "unsettled ones say why).", "perfsite-chooser-findings"));
+    }
     if (here && here.same && here.figures.verdict) {
       ["latency", "throughput"].forEach(function (m) {
         var v = here.figures.verdict[m];

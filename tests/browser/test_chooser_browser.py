@@ -226,6 +226,7 @@ def test_the_advice_and_agreement_follow_the_configurations_chosen(chromium, com
         _at(page, "fp32", config, "int8-static", config)
         advice = page.inner_text('[data-section="advice"]')
         assert f"computed at {config}, the configuration both were chosen at" in advice
+        assert re.search(r"^\d+ of \d+ findings of this choice settled", page.inner_text('[data-section="verdict"]'))
         c = compare_versions(results, "fp32", "int8-static", _config(config))
         for item in c.advice:
             assert item.text in advice
