@@ -9,6 +9,7 @@ import pytest
 from support.results import NODES, write_results
 
 from generator.analysis import profile as P
+from generator.analysis import run_summaries as R
 from generator.analysis import summaries as S
 from generator.results.store import load_experiment
 
@@ -167,11 +168,11 @@ def test_process_spread_over_measurement_processes(results, trials):
 
 
 def test_environments_and_last_run(results):
-    (env,) = S.environment_summaries(results.environments, results.trials)
+    (env,) = R.environment_summaries(results.environments, results.trials)
     assert env.isa == ("AVX", "AVX2", "FMA") and env.trials == 8 and env.logical_cores == 2
-    assert S.environment_summaries(results.environments, results.trials.iloc[0:0]) == []
-    assert S.last_run(results.runs)["git_commit"] == "0123456789abcdef"
-    assert S.last_run(results.runs.iloc[0:0]) is None
+    assert R.environment_summaries(results.environments, results.trials.iloc[0:0]) == []
+    assert R.last_run(results.runs)["git_commit"] == "0123456789abcdef"
+    assert R.last_run(results.runs.iloc[0:0]) is None
 
 
 def test_clean_turns_every_missing_flavour_into_none():

@@ -125,11 +125,83 @@ def test_findings_json_lists_every_finding_the_pages_state_with_its_page_and_evi
     kinds = {f["kind"] for f in data["findings"]}
     assert {"best_throughput", "best_latency", "sweet_spot", "fastest_version", "verdict"} <= kinds
     folder = path.rsplit("/", 1)[0]
+    chosen = [f for f in data["findings"] if f["page"] == "choose.md"]  # the chooser's, one rule with the rest
+    assert chosen and all(f["id"].startswith("choose/") for f in chosen)
     for f in data["findings"]:
-        assert f"{folder}/{f['page']}" in pages  # the page stating it exists
+        assert f"{folder}/{f['page']}" in pages or f in chosen  # the page stating it exists (this build's)
         assert (f["reason"] is None) == f["settled"]
-        assert set(f["evidence"]) == {"interval", "p_value", "needed", "weakest", "blocked", "figures", "trials"}
+        assert set(f["evidence"]) == {"interval", "fact", "p_value", "needed", "weakest", "blocked", "figures",
+                                      "trials"}
     summary = pages[f"{folder}/index.md"].markdown
     overview = [f for f in data["findings"] if f["page"] == "index.md"]
     settled = sum(f["settled"] for f in overview)
     assert f'!!! abstract "{settled} of {len(overview)} findings on this page settled"' in summary
+
+
+def test_a_trial_that_stopped_on_its_confidence_sequence_is_judged_on_it():
+    """A trial measured until its confidence sequence looked narrow enough (ci_sequential) makes its own claims
+    ("under the threshold") on that sequence, whose p-value matches its interval as Student's does."""
+    from generator.results import sequential
+
+    for n in (3, 5, 10, 30):
+        m = sequential.multiplier(n, 0.95)
+        assert sequential.p_value(m, n) == pytest.approx(0.05)  # at the edge of the 95 % sequence
+        assert sequential.p_value(m * 1.2, n) < 0.05 < sequential.p_value(m * 0.8, n)
+    figures = [10.0, 10.3, 9.8, 10.1, 10.2, 9.9]
+    fixed, anytime = one_side_test(figures), one_side_test(figures, sequential=True)
+    bound = math.log(10.4)  # "under 10.4 ms": clear on t, not on the wider sequence
+    assert fixed.p_below(bound) < 0.05 < anytime.p_below(bound)
+    low, high = anytime.interval()
+    t_low, t_high = fixed.interval()
+    assert low < t_low and high > t_high
+    assert anytime.p_above(bound) == 1.0  # the data points the other way
+
+
+def test_facts_are_settled_outside_the_false_discovery_rule_and_speed_ups_need_their_saving_known():
+    from generator.analysis.findings.profile import speedup_tolerance
+
+    tested = [Finding(f"t/{i}", "k", "o", "s", "a", p_value=p) for i, p in enumerate((0.01, 0.02, 0.04, 0.3))]
+    facts = [Finding(f"f/{i}", "roofline", "o", "s", "memory-bound", fact=True) for i in range(20)]
+    found = settle(tested + facts + [Finding("f/blocked", "roofline", "o", "s", "x", fact=True, blocked="why")])
+    assert all(found.get(f"f/{i}").settled for i in range(20)) and not found.get("f/blocked").settled
+    # Counted as tests, twenty p = 0 facts would have settled t/2 (0.04 ≤ 0.05 × 23 / 24): they are not tests.
+    assert [found.get(f"t/{i}").settled for i in range(4)] == [True, True, False, False]
+    assert found.get("t/2").reason.endswith("for the 4 findings of this report (needed p ≤ 0.025)")
+    assert speedup_tolerance(2.0) == pytest.approx(0.1)  # ± 5 % of the figure
+    assert speedup_tolerance(1.1) == pytest.approx(0.02)  # ± 20 % of the 10 % it saves
+    assert speedup_tolerance(1.01) == pytest.approx(0.005)  # at least ± 0.005×
+
+
+def test_an_unbounded_interval_is_the_widest_when_flagging_uncertain_trials():
+    found = settle([Finding("1", "k", "o", "s", "x", trials=("unbounded", "narrow"))])
+    flags = uncertain_trials(found, {"unbounded": None, "narrow": 0.04})
+    assert flags == {"unbounded": "its interval (unbounded) is the widest of every comparison it takes part in, "
+                                  "and none of those 1 finding is settled"}
+
+
+def test_profiling_processes_pair_only_in_the_same_rounds_of_one_run():
+    from dataclasses import replace
+
+    from generator.analysis.findings import profiles_paired
+
+    a = replace(TRIAL, run_id="r1", profile_rounds=(0, 1, 2))
+    assert profiles_paired(a, replace(a, version="w"))
+    assert not profiles_paired(a, replace(a, profile_rounds=(0, 2, 3)))  # a process of round 1 dropped
+    assert not profiles_paired(a, replace(a, run_id="r2"))  # measured minutes apart
+    assert not profiles_paired(a, replace(a, profile_rounds=(-1, 1, 2)))  # a separate pass outside the rounds
+    older = replace(a, profile_rounds=None)  # rounds not recorded: the same run and count of processes
+    assert profiles_paired(older, replace(older, version="w"))
+    assert not profiles_paired(older, replace(older, profile_processes=2))
+
+
+def test_a_measurement_process_charges_the_budget_until_it_wrote_its_figures():
+    import time
+
+    from generator.runner.children import ChildResult, measured_s
+
+    started = time.monotonic() - 10.0
+    # Killed while profiling after 4 s of measuring: only those 4 s count.
+    assert measured_s(started, ChildResult({"measured_until": started + 4.0}, None)) == pytest.approx(4.0)
+    # No figures written (a crash before): the whole wall time, less any profiling it reported.
+    assert measured_s(started, ChildResult({}, "crashed")) == pytest.approx(10.0, abs=0.5)
+    assert measured_s(started, ChildResult({}, None, {"profile_s": 3.0})) == pytest.approx(7.0, abs=0.5)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from support.cli import ROOT
 
-from generator.analysis.summaries import run_noise
+from generator.analysis.run_summaries import run_noise
 from generator.machine import host_noise as library
 from generator.results.schema import column_names
 

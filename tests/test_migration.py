@@ -48,6 +48,19 @@ def test_v1_tables_are_read_in_todays_schema_with_profile_iterations_from_the_st
     assert profile_iterations_before_v4(row, lambda sha: None) is None  # its spec lost: unknown
 
 
+def test_a_one_process_profile_keeps_the_spread_of_its_inferences(v1):
+    """Before schema 5 a profile came from one process: a node's spread is that of its inferences (dur_std_us),
+    over its profiled inferences, not a spread of 0 over one process that would make layer ratios certain."""
+    from generator.results.profiled import spread_count
+
+    nodes = v1.nodes[v1.nodes["dur_std_us"] > 0]
+    assert len(nodes) and (nodes["dur_process_std_us"] == nodes["dur_std_us"]).all()
+    assert set(v1.trials["profile_processes"]) == {1}
+    assert [spread_count(p, i) for p, i in zip(v1.trials["profile_processes"], v1.trials["profile_iterations"],
+                                                 strict=True)] == [2, 2]
+    assert spread_count(3, 20) == 3 and spread_count(None, None) == 1
+
+
 def test_v1_list_and_shape_cells_are_decoded_once_at_load(v1):
     first = v1.nodes[v1.nodes["node_name"] == "input_QuantizeLinear"].iloc[0]
     assert first["input_shapes"] == ((1, 3, 64, 64),) and first["output_shapes"] == ((1, 3, 64, 64), (), ())

@@ -123,6 +123,6 @@ def test_scaled_ratio_borrows_process_variation():
 def test_student_t_quantiles_are_the_tables(df, quantile):
     """The 97.5 % quantile of Student's t (from scipy.special.stdtrit, not scipy.stats: a second's import in every
     page-building process), against published tables; fractional degrees of freedom come from Welch's formula."""
-    from generator.results.intervals import _t
+    from generator.results.intervals import t_quantile
 
-    assert _t(df) == pytest.approx(quantile, rel=1e-6)
+    assert t_quantile(df) == pytest.approx(quantile, rel=1e-6)

@@ -12,13 +12,12 @@ from generator.analysis.profile import (
     top_layers,
     trial_profile,
 )
+from generator.analysis.run_summaries import EnvironmentSummary, environment_summaries
 from generator.analysis.summaries import (
-    EnvironmentSummary,
     ProfileTarget,
     TrialSummary,
     VersionBest,
     VersionInfo,
-    environment_summaries,
     profile_targets,
     sweet_spot,
     trial_summaries,

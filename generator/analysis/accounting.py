@@ -2,7 +2,7 @@
 per-op-type times follows (the profile page, the compare page, the chooser and the one-shot report).
 
 Per-node times are each profiling process's median, less the profiler's own cost inside every kernel call, which
-each of those processes measured on a calibration chain (generator.machine.profiling.profiler_cost_us); a node's
+each of those processes measured on a calibration chain (generator.machine.profiler_cost.profiler_cost_us); a node's
 figure is the median over the processes (generator.results.profiled). Their sum, the *kernels*, is set against
 the *measured* latency (the median of the timed processes, which ran without the profiler): the rest of the
 measured latency is the time outside the kernels (executor, allocation, binding, copies). The profiler's cost

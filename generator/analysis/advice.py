@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from generator.analysis.layer_match import kernel_op
 from generator.analysis.layer_names import CONVERSION_OPS
 from generator.analysis.profile_times import ProcessTimes, node_times, ratio_of, summed
-from generator.analysis.records_compare import Advice, Comparison, RatioCI
+from generator.analysis.records_compare import Advice, Comparison
 from generator.numbers import counted
 from generator.results.evidence import one_side_test, p_from_interval, unpaired_test
 
@@ -103,7 +103,9 @@ def dynamic_conv_slower(data: AdviceInput) -> Advice | None:
     conv_b = [e for e in _executed(data, "b") if _op(e) == "Conv"]
     test = unpaired_test(process_sum(conv_a).floored(), process_sum(conv_b).floored())
     p = test.p_above(math.log(CONV_SLOWER_MIN)) if test else None
-    caveat = "" if row.ratio.significant else f", {_too_wide(row.ratio, conv_a, conv_b)}"
+    # The caveat and the finding's p-value come from the same test: the text never calls settled what the
+    # finding does not, nor the other way round.
+    caveat = "" if p is not None and p <= 0.05 else f", {_too_wide(test.interval() if test else None, conv_a, conv_b)}"
     return Advice("dynamic_conv_slower", "warning", (
         f"Dynamic INT8 made Conv slower on this CPU: Conv takes {row.time_b_us:.0f} µs in {c.b} against "
         f"{row.time_a_us:.0f} µs in {c.a} ({row.ratio.point:.3g}×{caveat}); ConvInteger has no fast kernel "
@@ -111,13 +113,15 @@ def dynamic_conv_slower(data: AdviceInput) -> Advice | None:
         p, f"Conv time {c.b} / {c.a} above {CONV_SLOWER_MIN:g}×")
 
 
-def _too_wide(ratio: RatioCI, a: list[Executed], b: list[Executed]) -> str:
-    """Why a large layer-type ratio is not significant: its interval, and what made it wide."""
+def _too_wide(interval: tuple[float, float] | None, a: list[Executed], b: list[Executed]) -> str:
+    """Why a large layer-type ratio is not settled: its interval, and what made it wide."""
     fewest = min(len(process_sum(m).floored()) for m in (a, b))
     spread = max(_spread(process_sum(m)) for m in (a, b))
     why = (f"only {fewest} profiling process{'es' if fewest != 1 else ''} on a side" if fewest < 2 else
            f"the profiling processes of one side disagree by up to {spread:.0%}")
-    return f"its 95 % interval ({ratio.low:.3g}× to {ratio.high:.3g}×) is too wide to settle it: {why}"
+    if interval is None:
+        return f"too few figures to settle it: {why}"
+    return f"its 95 % interval ({interval[0]:.3g}× to {interval[1]:.3g}×) is too wide to settle it: {why}"
 
 
 def _spread(t: ProcessTimes) -> float:
@@ -220,9 +224,10 @@ def b_slower(data: AdviceInput) -> Advice | None:
         tests.append(p_from_interval(thr.point, thr.low, thr.high))
     if not findings:
         return None
-    known = [p for p in tests if p is not None]
+    # The text states every figure it lists: the claim needs each (the largest p-value, as findings.worst).
+    p = None if any(x is None for x in tests) else max(tests)
     return Advice("b_slower", "warning", f"{c.b} is slower than {c.a} at {c.config_label}: {' and '.join(findings)}.",
-                  min(known) if known else None, f"{c.b} against {c.a}: {' and '.join(findings)}")
+                  p, f"{c.b} against {c.a}: {' and '.join(findings)}")
 
 
 def _number(value: float | None, fmt: str) -> str:

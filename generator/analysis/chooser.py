@@ -45,7 +45,8 @@ from generator.analysis.compare import (
 )
 from generator.analysis.compare_choice import CompareContext, compare_context, config_dict, headline_label
 from generator.analysis.findings import FindingSet, settle
-from generator.analysis.findings.compare import compare_findings
+from generator.analysis.findings.choose import chooser_findings, config_comparisons
+from generator.analysis.findings.choose import prefix as choose_prefix
 from generator.analysis.frozen_records import built
 from generator.analysis.layer_match import Executed
 from generator.analysis.records_compare import (
@@ -107,7 +108,7 @@ class RowShape:
 @dataclass(frozen=True)
 class ConfigFindings:
     """B against A at one configuration both versions ran: the advice and the output agreement there, and the
-    findings the comparison states (its verdicts and advice), settled among themselves."""
+    findings the comparison states there (its verdicts and advice; the report's, settled with all its others)."""
 
     config_label: str
     advice: tuple[Advice, ...]
@@ -158,18 +159,21 @@ class ChooserData:
         return next((p for p in self.pairs if p.a == a and p.b == b), None)
 
 
-def chooser_data(exp, ctx: CompareContext | None = None) -> tuple[ChooserData, CompareContext] | None:
+def chooser_data(exp, ctx: CompareContext | None = None,
+                 findings: FindingSet | None = None) -> tuple[ChooserData, CompareContext] | None:
     """The chooser's per-trial and per-version-pair parts, and the context whose cache pair_figures reuses
     (`ctx`, the experiment's, when its other pages made comparisons with it already); None with fewer than two
-    ok trials."""
+    ok trials. `findings`: the report's (generator.analysis.findings.report_findings), which hold the chooser's;
+    without them, the chooser's own are settled among themselves."""
     ctx = ctx or compare_context(exp)
+    findings = findings if findings is not None else settle(chooser_findings(ctx))
     ok = choosable(ctx)
     if len(ok) < 2:
         return None
     bootstrap_all([trial_stats(ctx.cache, exp, t) for t in ok], ctx.percentile)
     cards = tuple(_card(ctx, t) for t in ok)
     versions = tuple(v for v in ctx.versions if v in ctx.trials)
-    pairs = tuple(_version_pair(ctx, a, b) for a in versions for b in versions if a != b)
+    pairs = tuple(_version_pair(ctx, a, b, findings) for a in versions for b in versions if a != b)
     return ChooserData(versions, cards, pairs, _default(ctx, versions), headline_label(ctx, ok)), ctx
 
 
@@ -210,29 +214,25 @@ def _card(ctx: CompareContext, t: TrialSummary) -> TrialCard:
 _NO_NODES = op_side((), 1)
 
 
-def _version_pair(ctx: CompareContext, a: str, b: str) -> VersionPair:
+def _version_pair(ctx: CompareContext, a: str, b: str, findings: FindingSet) -> VersionPair:
     try:
         c = compare_versions(ctx.exp, a, b, ctx=ctx, kernel_ratios=False)  # only the rows' shapes are shown
     except ResultsError as e:
         return VersionPair(a, b, None, (), (), (), str(e))
     rows = tuple(_shape(k) for k in c.kernels)
     reason = None if rows else " ".join(c.notes) or "no configuration both versions profiled"
-    return VersionPair(a, b, c.config_label, rows, c.advice, c.agreement, reason, _at_each_config(ctx, a, b))
+    return VersionPair(a, b, c.config_label, rows, c.advice, c.agreement, reason,
+                       _at_each_config(ctx, a, b, findings))
 
 
-def _at_each_config(ctx: CompareContext, a: str, b: str) -> tuple[ConfigFindings, ...]:
+def _at_each_config(ctx: CompareContext, a: str, b: str, findings: FindingSet) -> tuple[ConfigFindings, ...]:
     """The comparison of A and B at every configuration both ran (the compare pages' analysis, without the
-    kernel ratios the page computes itself), in configuration order: a chosen pair's advice is about the
-    configuration chosen, not about one picked for the version pair."""
-    common = sorted((t for k, t in ctx.trials.get(a, {}).items() if k in ctx.trials.get(b, {})),
-                    key=lambda t: (t.sort_key(), t.trial_key))
+    kernel ratios the page computes itself), in configuration order, with the report's findings there: a
+    chosen pair's advice is about the configuration chosen, not about one picked for the version pair."""
     out = []
-    for t in common:
-        try:
-            c = compare_versions(ctx.exp, a, b, config_dict(t), ctx=ctx, kernel_ratios=False)
-        except ResultsError:
-            continue
-        found = settle(compare_findings(ctx, c, page="choose", prefix=f"choose/{a}/{b}/{t.config_label}"))
+    for t, c in config_comparisons(ctx, a, b):
+        stem = choose_prefix(a, b, t.config_label) + "/"
+        found = FindingSet(tuple(f for f in findings.findings if f.id.startswith(stem)), findings.q)
         out.append(ConfigFindings(t.config_label, c.advice, c.agreement, found))
     return tuple(out)
 

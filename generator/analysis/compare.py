@@ -56,6 +56,7 @@ from generator.analysis.trial_stats import pair_ratios, quantile_name, timing, t
 from generator.errors import ResultsError
 from generator.results.by_trial import trial_rows
 from generator.results.headline import percentile_label
+from generator.results.profiled import spread_count
 from generator.results.store import ExperimentResults
 
 PRECISIONS = ("FP32", "FP16", "INT8")
@@ -215,9 +216,8 @@ def _bare_timing(t: TrialSummary, percentile: str) -> VersionTiming:
 
 
 def iterations_of(t: TrialSummary) -> int:
-    """The processes a trial's node figures are over (their spread, `dur_process_std_us`, is across them); 1
-    when unknown (the widest interval)."""
-    return t.profile_processes or 1
+    """What a trial's node spreads (`dur_process_std_us`) are over: generator.results.profiled.spread_count."""
+    return spread_count(t.profile_processes, t.profile_iterations)
 
 
 def _layers(ctx: CompareContext, ta: TrialSummary | None, tb: TrialSummary | None,

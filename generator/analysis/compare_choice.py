@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.analysis.records_compare import SweetSpot
-from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary, clean, sweet_spot, trial_summary
+from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary, optional_int, sweet_spot, trial_summary
 from generator.errors import ResultsError
 from generator.results.headline import percentile_label
 from generator.results.store import ExperimentResults
@@ -59,12 +59,6 @@ def compare_context(exp: ExperimentResults) -> CompareContext:
     versions = tuple(v for v in known + found if v in trials or v in known)
     return CompareContext(exp, versions, trials, spec.latency_threshold_ms, spec.measure.percentile,
                        {v: model_bytes.get(v) for v in versions})
-
-
-def optional_int(value: Any) -> int | None:
-    """A stored integer column's value, or None where it is missing."""
-    value = clean(value)
-    return None if value is None else int(value)
 
 
 def check_version(ctx: CompareContext, version: str, side: str) -> None:

@@ -25,7 +25,8 @@ from typing import Any
 import pandas as pd
 
 from generator.analysis.limits import unsettled_reason
-from generator.analysis.summaries import EnvironmentSummary, clean, environment_summary
+from generator.analysis.run_summaries import EnvironmentSummary, environment_summary
+from generator.analysis.summaries import clean
 
 # Where a trial's target name is stored: `trials.target_name` (written by `perfsite run --ray --target NAME`), or a
 # string column of `environments` of these names; `trials.target` is the float `measure.target`, which the string

@@ -45,6 +45,10 @@ class ProcessTimes:
     def scaled(self, factor: float) -> ProcessTimes:
         return ProcessTimes(self.value * factor, tuple(x * factor for x in self.per_process))
 
+    def point(self) -> ProcessTimes:
+        """The figure alone, as one process's (no interval)."""
+        return ProcessTimes(self.value, (self.value,))
+
     def floored(self) -> list[float]:
         return [max(x, FLOOR_US) for x in self.per_process if math.isfinite(x)]
 

@@ -31,14 +31,19 @@ def clean(value: Any) -> Any:
     return value
 
 
-def _float(value: Any) -> float | None:
+def optional_float(value: Any) -> float | None:
     value = clean(value)
     return None if value is None else float(value)
 
 
-def _int(value: Any) -> int | None:
+def optional_int(value: Any) -> int | None:
     value = clean(value)
     return None if value is None else int(value)
+
+
+def _str(value: Any) -> str | None:
+    value = clean(value)
+    return None if value is None else str(value)
 
 
 def parse_dims(value: Any) -> tuple[tuple[str, Any], ...]:
@@ -106,6 +111,8 @@ class TrialSummary:
     usable_processes: int | None = None  # processes with enough clean requests (None: preemption unknown)
     # Results schema 5: the profiled inferences of several processes (generator.runner.profiles).
     profile_processes: int | None = None
+    profile_rounds: tuple[int, ...] | None = None  # each profiling process's round; None: not recorded
+    run_id: str | None = None
     profiled_latency_process_us: tuple[float, ...] = ()
     profiler_cost_process_us: tuple[float, ...] = ()
     # Why the trial is too uncertain to settle any finding it takes part in (generator.analysis.findings
@@ -155,6 +162,13 @@ class TrialSummary:
 def trial_summary(row: pd.Series) -> TrialSummary:
     """Build a TrialSummary from one row of the `trials` table."""
     reasons = clean(row.get("noise_reasons")) or ""
+
+    def number(column: str) -> float | None:
+        return optional_float(row.get(column))
+
+    def count(column: str) -> int | None:
+        return optional_int(row.get(column))
+
     return TrialSummary(
         trial_key=str(row["trial_key"]), version=str(row["version"]), env_id=str(row["env_id"]),
         config_label=str(row["config_label"]), batch=int(row["batch"]), threads=int(row["threads"]),
@@ -162,30 +176,39 @@ def trial_summary(row: pd.Series) -> TrialSummary:
         provider=str(row["provider"]), spinning=bool(row["spinning"]),
         inter_op_threads=int(row["inter_op_threads"]), dims=parse_dims(row["dims"]),
         status=str(row["status"]), error=clean(row.get("error")), quick=bool(clean(row.get("quick"))),
-        latency_headline_ms=_float(row.get("latency_headline_ms")),
-        latency_mean_ms=_float(row.get("latency_mean_ms")), latency_p50_ms=_float(row.get("latency_p50_ms")),
-        latency_std_ms=_float(row.get("latency_std_ms")), throughput_ips=_float(row.get("throughput_ips")),
-        cores_used=_float(row.get("cores_used")), cores_expected=_float(row.get("cores_expected")),
-        cv=_float(row.get("cv")), process_median_spread=_float(row.get("process_median_spread")),
-        processes=_int(row.get("processes")), iterations=_int(row.get("iterations")),
+        latency_headline_ms=number("latency_headline_ms"),
+        latency_mean_ms=number("latency_mean_ms"), latency_p50_ms=number("latency_p50_ms"),
+        latency_std_ms=number("latency_std_ms"), throughput_ips=number("throughput_ips"),
+        cores_used=number("cores_used"), cores_expected=number("cores_expected"),
+        cv=number("cv"), process_median_spread=number("process_median_spread"),
+        processes=count("processes"), iterations=count("iterations"),
         noisy=bool(clean(row.get("noisy"))), noise_reasons=tuple(r.strip() for r in reasons.split(";") if r.strip()),
-        load_ms=_float(row.get("load_ms")), first_run_ms=_float(row.get("first_run_ms")),
-        peak_rss_mb=_float(row.get("peak_rss_mb")), arena_mb=_float(row.get("arena_mb")),
+        load_ms=number("load_ms"), first_run_ms=number("first_run_ms"),
+        peak_rss_mb=number("peak_rss_mb"), arena_mb=number("arena_mb"),
         profiled=bool(clean(row.get("profiled"))), profile_error=clean(row.get("profile_error")),
-        model_run_us=_float(row.get("model_run_us")), kernel_sum_us=_float(row.get("kernel_sum_us")),
-        profiled_latency_us=_float(row.get("profiled_latency_us")),
-        percentiles_ms=tuple((p, _float(row.get(f"latency_{p}_ms"))) for p in ("p50", "p90", "p95", "p99")),
+        model_run_us=number("model_run_us"), kernel_sum_us=number("kernel_sum_us"),
+        profiled_latency_us=number("profiled_latency_us"),
+        percentiles_ms=tuple((p, number(f"latency_{p}_ms")) for p in ("p50", "p90", "p95", "p99")),
         preemption_known=bool(clean(row.get("preemption_known"))),
-        preempted_share=_float(row.get("preempted_share")), ci_halfwidth=_float(row.get("ci_halfwidth")),
-        target=_float(row.get("target")), budget_exhausted=bool(clean(row.get("budget_exhausted"))),
-        measuring_s=_float(row.get("measuring_s")), profile_iterations=_int(row.get("profile_iterations")),
+        preempted_share=number("preempted_share"), ci_halfwidth=number("ci_halfwidth"),
+        target=number("target"), budget_exhausted=bool(clean(row.get("budget_exhausted"))),
+        measuring_s=number("measuring_s"), profile_iterations=count("profile_iterations"),
         target_name=clean(row.get("target_name")), headline_percentile=_headline_percentile(row),
-        usable_processes=_int(row.get("usable_processes")),
-        profile_processes=_int(row.get("profile_processes")),
+        usable_processes=count("usable_processes"),
+        profile_processes=count("profile_processes"),
+        profile_rounds=_ints(row.get("profile_rounds")),
+        run_id=_str(row.get("run_id")),
         profiled_latency_process_us=_floats(row.get("profiled_latency_process_us")),
         profiler_cost_process_us=_floats(row.get("profiler_cost_process_us")),
         ci_sequential=bool(clean(row.get("ci_sequential"))),
     )
+
+
+def _ints(value: Any) -> tuple[int, ...] | None:
+    """A list cell of integers as a tuple; None when missing (older results)."""
+    if value is None or isinstance(value, float):
+        return None
+    return tuple(int(v) if v is not None else -1 for v in value)
 
 
 def _floats(value: Any) -> tuple[float, ...]:
@@ -197,7 +220,7 @@ def _floats(value: Any) -> tuple[float, ...]:
 
 def _headline_percentile(row: pd.Series) -> str | None:
     percentile = clean(row.get("percentile"))
-    return None if percentile is None else stored_percentile(str(percentile), _float(row.get("latency_p99_ms")))
+    return None if percentile is None else stored_percentile(str(percentile), optional_float(row.get("latency_p99_ms")))
 
 
 def trial_summaries(trials: pd.DataFrame, version_order: list[str] | None = None) -> list[TrialSummary]:
@@ -276,7 +299,7 @@ def version_infos(trials: pd.DataFrame, versions: list[str]) -> list[VersionInfo
         latest = rows.sort_values(["finished_at", "trial_key"], na_position="first").tail(1)
         infos.append(VersionInfo(
             version=version,
-            model_sha256=_latest(latest, "model_sha256"), model_bytes=_int(_latest(latest, "model_bytes")),
+            model_sha256=_latest(latest, "model_sha256"), model_bytes=optional_int(_latest(latest, "model_bytes")),
             model_files=int(rows["model_sha256"].nunique()),
             trials_ok=int((rows["status"] == "ok").sum()),
             trials_failed=int((rows["status"] != "ok").sum()),
@@ -287,89 +310,6 @@ def version_infos(trials: pd.DataFrame, versions: list[str]) -> list[VersionInfo
 
 def _latest(latest: pd.DataFrame, column: str) -> Any:
     return clean(latest[column].iloc[0]) if len(latest) and column in latest else None
-
-
-@dataclass(frozen=True)
-class EnvironmentSummary:
-    """A machine and software stack the trials ran on."""
-
-    env_id: str
-    cpu_model: str | None
-    physical_cores: int | None
-    logical_cores: int | None
-    isa: tuple[str, ...]
-    memory_gb: float | None
-    os: str | None
-    python: str | None
-    onnxruntime: str | None
-    onnx: str | None
-    numpy: str | None
-    trials: int
-
-
-def environment_summaries(environments: pd.DataFrame, trials: pd.DataFrame) -> list[EnvironmentSummary]:
-    """The environments that trials reference, by env_id, with the number of trials measured on each."""
-    counts = trials["env_id"].astype(str).value_counts().to_dict() if len(trials) else {}
-    rows = environments.drop_duplicates("env_id").sort_values("env_id")
-    return [environment_summary(row, int(counts[str(row["env_id"])])) for _, row in rows.iterrows()
-            if str(row["env_id"]) in counts]
-
-
-def environment_summary(row: pd.Series, trials: int) -> EnvironmentSummary:
-    """One `environments` row as a record, with the number of trials measured on it."""
-    isa = clean(row.get("isa"))
-    return EnvironmentSummary(
-        env_id=str(row["env_id"]), cpu_model=clean(row.get("cpu_model")),
-        physical_cores=_int(row.get("physical_cores")), logical_cores=_int(row.get("logical_cores")),
-        isa=tuple(str(x) for x in isa) if isa is not None else (), memory_gb=_float(row.get("memory_gb")),
-        os=clean(row.get("os")), python=clean(row.get("python")),
-        onnxruntime=clean(row.get("onnxruntime")), onnx=clean(row.get("onnx")),
-        numpy=clean(row.get("numpy")), trials=trials,
-    )
-
-
-def last_run(runs: pd.DataFrame) -> dict[str, Any] | None:
-    """The most recent `perfsite run` (by started_at, then run_id) as a plain dict, or None."""
-    if runs is None or not len(runs):
-        return None
-    row = runs.sort_values(["started_at", "run_id"], na_position="first").iloc[-1]
-    return {key: clean(row.get(key)) for key in ("run_id", "started_at", "git_commit", "git_dirty",
-                                                   "perfsite_version", "quick", "command")}
-
-
-@dataclass(frozen=True)
-class RunNoise:
-    """The machine's own noise as a run measured it before measuring (generator.machine.host_noise): how long
-    one loop of fixed work took in the fastest and the slowest window, and the spread of the window medians."""
-
-    run_id: str
-    started_at: str | None
-    window_s: float
-    windows: int
-    fastest_ms: float
-    slowest_ms: float
-    spread: float | None  # 2 σ / median of the window medians
-
-    @property
-    def apart(self) -> float:
-        """How much slower the slowest window was than the fastest, (slowest - fastest) / fastest."""
-        return self.slowest_ms / self.fastest_ms - 1 if self.fastest_ms > 0 else 0.0
-
-
-def run_noise(runs: pd.DataFrame | None) -> RunNoise | None:
-    """The machine's noise of the most recent run that measured it (by started_at, then run_id), or None:
-    results written before runs measured it, or only by runs that did not (Ray runs, runs that measured
-    nothing)."""
-    if runs is None or "host_noise_fastest_ms" not in runs:
-        return None
-    measured = runs.dropna(subset=["host_noise_fastest_ms", "host_noise_slowest_ms"])
-    if not len(measured):
-        return None
-    row = measured.sort_values(["started_at", "run_id"], na_position="first").iloc[-1]
-    return RunNoise(run_id=str(row["run_id"]), started_at=clean(row.get("started_at")),
-                    window_s=float(clean(row.get("host_noise_window_s")) or 0.0),
-                    windows=_int(row.get("host_noise_windows")) or 0, fastest_ms=float(row["host_noise_fastest_ms"]),
-                    slowest_ms=float(row["host_noise_slowest_ms"]), spread=_float(row.get("host_noise_spread")))
 
 
 @dataclass(frozen=True)

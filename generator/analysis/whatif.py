@@ -47,6 +47,9 @@ class WhatIf:
     estimated_ips: float
     left_out: tuple[str, ...] = ()  # op families only the compared version ran: not in the estimate
     per_process: tuple[float, ...] = ()  # the speed-up from each profiling process's node times
+    # A measured what-if's factors came process by process (the two versions profiled in the same rounds);
+    # False: the factors are figures alone, and the speed-up's interval lacks their uncertainty.
+    factors_paired: bool = True
 
     @property
     def speedup(self) -> float:
@@ -97,6 +100,7 @@ def whatif(results: list[LayerResult], trial: TrialSummary, factors: Mapping[str
         measured_ms=measured, estimated_ms=estimated, measured_ips=in_flight * 1e3 / measured,
         estimated_ips=in_flight * 1e3 / estimated, left_out=left_out,
         per_process=_per_process(chosen, factors, results, base_us, factors_per_process or {}),
+        factors_paired=kind != "measured" or all(p.key in (factors_per_process or {}) for p in parts),
     )
 
 

@@ -43,6 +43,7 @@ from generator.diff.noise import SideSamples, noise_notes, paired, side_samples,
 from generator.machine.environment import FINGERPRINT_FIELDS
 from generator.results.headline import compared_percentile, percentile_label, stored_percentile
 from generator.results.intervals import BETWEEN_RUN_SD, run_drift
+from generator.results.profiled import spread_count
 from generator.results.sequential import VERDICT_LEVEL
 from generator.results.store import ExperimentResults
 from generator.spec.model import Regression
@@ -364,8 +365,8 @@ def _calibration(exp: ExperimentResults, row: pd.Series, samples: ProcessSamples
 
 
 def _profile_iterations(row: pd.Series) -> int:
-    """The processes a trial's node figures are over; 1 when unknown (the widest interval)."""
-    return int(clean(row.get("profile_processes")) or 1)
+    """What a trial's node spreads are over (generator.results.profiled.spread_count)."""
+    return spread_count(row.get("profile_processes"), row.get("profile_iterations"))
 
 
 def _config_key(row: pd.Series) -> tuple:

@@ -63,7 +63,7 @@ class MachineLimits:
 
     @property
     def quality_text(self) -> str:
-        """The quality as pages show it: ``settled: two undisturbed probes agreed within 5 % (2 probes)``,
+        """The quality as pages show it: ``settled: two undisturbed probes agreed within 10 % (2 probes)``,
         ``unsettled: the undisturbed probes disagreed …``."""
         probes = f"{self.attempts} probe{'s' if self.attempts != 1 else ''}"
         if self.settled:

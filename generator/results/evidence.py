@@ -22,10 +22,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
-from generator.results.intervals import LEVEL, Drift, _log_side, _logs, _t
+from generator.results import sequential as sequence
+from generator.results.intervals import LEVEL, Drift, log_side, positive_logs, t_quantile
 
 FDR_Q = 0.05  # expected share of settled findings that are flukes, at most
 
@@ -37,23 +39,31 @@ class LogTest:
     Its p-values are those of the matching *two-sided* interval (twice the one-sided tail, at most 1): a claim's
     direction is the one the data showed (the faster version, the larger layer), and a one-sided test in the
     direction the data chose would settle twice as many flukes as its level says. So p ≤ 0.05 exactly when the
-    95 % interval separates, which is what pages call settled before the report-wide correction."""
+    95 % interval separates, which is what pages call settled before the report-wide correction.
+
+    `sequential`: the figures are those of a trial measured until its confidence sequence looked narrow enough
+    (trials.ci_sequential). A t test read at a round chosen that way claims more than it holds, so its p-value
+    and interval are the sequence's (generator.results.sequential), which hold at any stopping round."""
 
     estimate: float
     se: float
     df: float
     n: int
+    sequential: bool = False
 
     def p_above(self, bound: float = 0.0) -> float:
         """p-value of "the true value is above `bound`" (log scale): small when it clearly is."""
-        if self.se <= 0:
-            return 0.0 if self.estimate > bound else 1.0
-        return min(1.0, 2.0 * _t_sf((self.estimate - bound) / self.se, self.df))
+        return self._p(self.estimate - bound)
 
     def p_below(self, bound: float = 0.0) -> float:
+        return self._p(bound - self.estimate)
+
+    def _p(self, margin: float) -> float:
         if self.se <= 0:
-            return 0.0 if self.estimate < bound else 1.0
-        return min(1.0, 2.0 * _t_sf((bound - self.estimate) / self.se, self.df))
+            return 0.0 if margin > 0 else 1.0
+        if self.sequential:
+            return sequence.p_value(margin / self.se, self.n) if margin > 0 else 1.0
+        return min(1.0, 2.0 * _t_sf(margin / self.se, self.df))
 
     def p_within(self, low: float, high: float) -> float:
         """Two one-sided tests: the true value lies inside (low, high) (the 95 % interval lies within them)."""
@@ -61,16 +71,18 @@ class LogTest:
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         """The t interval on the ratio scale (exp of the log bounds)."""
-        half = _t(max(self.df, 1.0), level) * self.se
+        factor = sequence.multiplier(self.n, level) if self.sequential else t_quantile(max(self.df, 1.0), level)
+        half = factor * self.se if self.se > 0 else 0.0
         return _exp(self.estimate - half), _exp(self.estimate + half)
 
 
-def one_side_test(values: Sequence[float]) -> LogTest | None:
-    """The geometric mean of per-process figures; None with fewer than 2."""
-    x = _logs(values)
+def one_side_test(values: Sequence[float], sequential: bool = False) -> LogTest | None:
+    """The geometric mean of per-process figures (`sequential`: LogTest); None with fewer than 2."""
+    x = positive_logs(values)
     if x.size < 2:
         return None
-    return LogTest(float(x.mean()), float(x.std(ddof=1)) / math.sqrt(x.size), float(x.size - 1), int(x.size))
+    return LogTest(float(x.mean()), float(x.std(ddof=1)) / math.sqrt(x.size), float(x.size - 1), int(x.size),
+                   sequential)
 
 
 def paired_test(base: Sequence[float], cand: Sequence[float]) -> LogTest | None:
@@ -86,7 +98,7 @@ def paired_test(base: Sequence[float], cand: Sequence[float]) -> LogTest | None:
 def unpaired_test(base: Sequence[float], cand: Sequence[float], drift: Drift = 0.0) -> LogTest | None:
     """Welch's mean log cand − mean log base, with the drift term of intervals.unpaired; None unless both
     sides have 2 or more figures."""
-    (mean_a, va, size_a), (mean_b, vb, size_b) = _log_side(tuple(base)), _log_side(tuple(cand))
+    (mean_a, va, size_a), (mean_b, vb, size_b) = log_side(tuple(base)), log_side(tuple(cand))
     if size_a < 2 or size_b < 2:
         return None
     drift_a, drift_b = drift if isinstance(drift, tuple) else (drift, drift)
@@ -101,8 +113,6 @@ def p_from_interval(point: float, low: float, high: float, level: float = LEVEL)
     scale (for a figure that only its interval records); None when the interval is not usable."""
     if not (point > 0 and low > 0 and high > low):
         return None
-    from statistics import NormalDist
-
     se = (math.log(high) - math.log(low)) / (2 * NormalDist().inv_cdf(0.5 + level / 2))
     return 2 * (1 - NormalDist().cdf(abs(math.log(point)) / se))
 

@@ -77,7 +77,7 @@ def exp_or_inf(x: float) -> float:
 
 
 @functools.lru_cache(maxsize=1024)
-def _t(df: float, level: float = LEVEL) -> float:
+def t_quantile(df: float, level: float = LEVEL) -> float:
     # scipy.special's inverse of Student's t (the function stats.t.ppf calls) on first use: importing it takes a
     # fifth of a second, scipy.stats a whole second more (it parses every distribution's docstring), in every
     # process that builds a page or a diff. Measurement processes never pay either.
@@ -86,7 +86,7 @@ def _t(df: float, level: float = LEVEL) -> float:
     return float(stdtrit(df, 0.5 + level / 2.0))
 
 
-def _logs(values: Sequence[float]) -> np.ndarray:
+def positive_logs(values: Sequence[float]) -> np.ndarray:
     a = np.asarray([v for v in values if v is not None and math.isfinite(v) and v > 0], dtype=np.float64)
     return np.log(a)
 
@@ -94,7 +94,7 @@ def _logs(values: Sequence[float]) -> np.ndarray:
 def one_side(values: Sequence[float], level: float = LEVEL, sequential: bool = False) -> LogInterval | None:
     """t interval of the geometric mean of per-process figures (the confidence sequence with `sequential`);
     None with fewer than 2 figures."""
-    return _mean_interval(_logs(values), level, sequential)
+    return _mean_interval(positive_logs(values), level, sequential)
 
 
 def paired(base: Sequence[float], cand: Sequence[float], level: float = LEVEL,
@@ -112,7 +112,7 @@ def _mean_interval(x: np.ndarray, level: float, sequential: bool) -> LogInterval
     unbounded: an infinite half)."""
     if x.size < 2:
         return None
-    factor = sequence.multiplier(int(x.size), level) if sequential else _t(x.size - 1, level)
+    factor = sequence.multiplier(int(x.size), level) if sequential else t_quantile(x.size - 1, level)
     sd = float(x.std(ddof=1))
     # Identical figures leave no doubt whatever the multiplier (an unbounded one times 0 would be NaN).
     return LogInterval(float(x.mean()), factor * sd / math.sqrt(x.size) if sd > 0 else 0.0, int(x.size))
@@ -135,7 +135,7 @@ def unpaired(base: Sequence[float], cand: Sequence[float], between_run_sd: Drift
     """Welch's t interval of mean log cand − mean log base, each side's variance of the mean widened by its
     drift between runs (`between_run_sd`: one relative SD for both sides, or (base, candidate), run_drift);
     None unless both sides have 2 or more figures."""
-    (mean_a, va, size_a), (mean_b, vb, size_b) = _log_side(tuple(base)), _log_side(tuple(cand))
+    (mean_a, va, size_a), (mean_b, vb, size_b) = log_side(tuple(base)), log_side(tuple(cand))
     if size_a < 2 or size_b < 2:
         return None
     drift_a, drift_b = between_run_sd if isinstance(between_run_sd, tuple) else (between_run_sd,) * 2
@@ -144,14 +144,14 @@ def unpaired(base: Sequence[float], cand: Sequence[float], between_run_sd: Drift
     # spread) bounds how far two windows can differ; it enters the variance, not the degrees of freedom.
     denom = va ** 2 / (size_a - 1) + vb ** 2 / (size_b - 1)
     df = (va + vb) ** 2 / denom if denom > 0 else float(size_a + size_b - 2)
-    return LogInterval(float(mean_b - mean_a), _t(max(df, 1.0), level) * math.sqrt(se2), min(size_a, size_b))
+    return LogInterval(float(mean_b - mean_a), t_quantile(max(df, 1.0), level) * math.sqrt(se2), min(size_a, size_b))
 
 
 @functools.lru_cache(maxsize=4096)
-def _log_side(values: tuple[float | None, ...]) -> tuple[np.float64, np.float64, int]:
+def log_side(values: tuple[float | None, ...]) -> tuple[np.float64, np.float64, int]:
     """One side of `unpaired`: the mean log figure, its variance of the mean and the count of usable figures.
     Once per trial's figures: the chooser pairs every trial with every other."""
-    x = _logs(values)
+    x = positive_logs(values)
     if x.size < 2:
         return np.float64(math.nan), np.float64(math.nan), int(x.size)
     return x.mean(), x.var(ddof=1) / x.size, int(x.size)

@@ -54,7 +54,6 @@ def _set(data: pa.Table, name: str, values: pa.Array) -> pa.Table:
     return data.set_column(index, data.schema.field(index), values)
 
 
-
 def with_every_column(data: pa.Table, table: str) -> pa.Table:
     """`data` in today's column order and types: every column it lacks (added since, see
     schema.SCHEMA_HISTORY) is null, which the readers take as "not recorded" (v1: no run-delay, so every

@@ -2,10 +2,12 @@
 
 - ``dur_process_us``: per profiling process, the node's median time per inference less the profiler's own
   cost inside each of its kernel calls, as that process measured it (``trials.profiler_cost_process_us``,
-  generator.machine.profiling.profiler_cost_us), never below 0; a tuple in process order.
+  generator.machine.profiler_cost.profiler_cost_us), never below 0; a tuple in process order.
 - ``dur_us``: the median of those: the node's figure that pages rank, share, sum and compare;
-- ``dur_process_std_us``: their standard deviation (0 with one process), the spread a layer ratio's interval
-  takes from the processes (generator.analysis.layer_match.member_time).
+- ``dur_process_std_us``: their standard deviation, the spread a layer ratio's interval takes from the
+  processes (generator.analysis.layer_match.member_time); with one process (results before schema 5, a trial
+  measured in one process) the spread of its inferences (``dur_std_us``), over its ``profile_iterations``
+  (spread_count): an interval of request-to-request variation only, as one process's timed figures have.
 
 The correction subtracts a measured fixed cost per call; it does not rescale. Where a process's cost is unknown
 (results written before schema 5, a calibration that failed) the trial's median known cost stands in, and with
@@ -39,8 +41,34 @@ def with_profiled_times(nodes: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
     ]
     known = [tuple(x for x in p if math.isfinite(x)) for p in per_process]
     figure = [float(np.median(v)) if v else math.nan for v in known]
-    spread = [float(np.std(v, ddof=1)) if len(v) > 1 else 0.0 for v in known]
+    within = _column(nodes, "dur_std_us")
+    spread = [float(np.std(v, ddof=1)) if len(v) > 1 else _finite(w) for v, w in zip(known, within, strict=True)]
     return nodes.assign(dur_us=figure, dur_process_us=per_process, dur_process_std_us=spread)
+
+
+def spread_count(profile_processes: Any, profile_iterations: Any) -> int:
+    """What a node's ``dur_process_std_us`` is a spread over: its profiling processes, or with one process, its
+    profiled inferences; 1 when unknown (the widest interval)."""
+    processes = _int(profile_processes)
+    if processes >= 2:
+        return processes
+    return max(_int(profile_iterations), 1)
+
+
+def _int(x: Any) -> int:
+    try:
+        value = float(x)
+    except (TypeError, ValueError):
+        return 0
+    return int(value) if math.isfinite(value) else 0
+
+
+def _finite(x: Any) -> float:
+    try:
+        value = float(x)
+    except (TypeError, ValueError):
+        return 0.0
+    return value if math.isfinite(value) else 0.0
 
 
 def trial_costs(values: Any) -> tuple[float, ...]:

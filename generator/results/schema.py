@@ -156,11 +156,14 @@ TRIALS = (
        "profiler, in process order (the order of nodes.dur_process_p50_us) (v5)"),
     _c("model_run_process_us", F64_LIST, "µs", "each profiling process's median model_run duration (v5)"),
     _c("profiler_cost_process_us", F64_LIST, "µs", "each profiling process's measured cost of the profiler per "
-       "kernel call, inside the recorded kernel times (generator.machine.profiling.profiler_cost_us; NaN where "
+       "kernel call, inside the recorded kernel times (generator.machine.profiler_cost.profiler_cost_us; NaN where "
        "it could not be measured) (v5)"),
     _c("ci_sequential", BOOL, "", "measuring stopped on confidence sequences (generator.results.sequential): "
        "ci_halfwidth is one, and readers judge the trial (and a paired run's ratios) by them; null in older "
        "results, judged by fixed-sample t intervals"),
+    _c("profile_rounds", pa.list_(pa.int64()), "", "the round each profiling process ran in, in process order "
+       "(-1: a separate profiled pass outside the rounds): two versions' processes of one round compare as a "
+       "pair; null in older results, whose processes are paired only when the run and their count agree"),
 )
 
 PROCESSES = (

@@ -55,3 +55,15 @@ def multiplier(n: int, level: float) -> float:
     if r >= spread:
         return math.inf
     return math.sqrt((n - 1) * (r - 1.0) / (1.0 - r / spread))
+
+
+def p_value(t_stat: float, n: int) -> float:
+    """The anytime-valid p-value of the mean at a bound: 1 / BF_n at the bound's t statistic `t_stat` (module
+    docstring), at most 1. The level-(1 − α) sequence excludes the bound exactly when this is at most α, as
+    Student's two-sided p-value and its interval agree; 1 below 2 figures."""
+    if n < 2 or not math.isfinite(t_stat):
+        return 0.0 if n >= 2 and math.isinf(t_stat) else 1.0
+    nu, spread = n - 1, 1.0 + n * MIXTURE_G
+    t2 = t_stat * t_stat
+    log_bf = -0.5 * math.log(spread) + 0.5 * n * (math.log1p(t2 / nu) - math.log1p(t2 / (nu * spread)))
+    return min(1.0, math.exp(-log_bf))

@@ -11,6 +11,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,3 +120,15 @@ def process_outcome(output: dict[str, Any], process: int, rnd: int, rule_applies
         rule_applies=rule_applies,
         concurrency=concurrency,
     )
+
+
+def measured_s(started: float, result: ChildResult) -> float:
+    """What a measurement process started at `started` (time.monotonic()) charges the trial's budget: its time
+    until it wrote its figures (OUT.json's measured_until, the clock every process shares), so that the
+    profiling after them is left out, a crash or a timeout while profiling included; its whole wall time when
+    it wrote none (a failure costs what it took)."""
+    now = time.monotonic()
+    until = (result.output or {}).get("measured_until")
+    if isinstance(until, int | float) and started <= until <= now:
+        return float(until) - started
+    return now - started - float((result.profile or {}).get("profile_s", 0.0))

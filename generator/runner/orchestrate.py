@@ -54,7 +54,7 @@ from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, Silen
     SilentProgress,
     now,
 )
-from generator.runner.sweep import SweepContext, check_feeds
+from generator.runner.sweep import PROFILE_ROUNDS, SweepContext, check_feeds
 from generator.runner.whatif_check import whatif_warnings
 from generator.spec import LoadedSpec, spec_to_json
 from generator.versions import ModelVersion, prepare_versions
@@ -122,15 +122,17 @@ def measure_settings(loaded: LoadedSpec, quick: bool) -> dict:
 
 
 def estimate_trial_s(settings: dict, startup_s: float = 0.7) -> float:
-    """Rough duration of one trial: its processes' start-up and timed phases, plus the profiled pass."""
+    """Rough duration of one trial: its processes' start-up and timed phases, and the profiled inferences of
+    the first rounds' processes (about a millisecond-scale model's worth each: 0.1 s)."""
     timed = settings["min_seconds"] + 0.1
-    return settings["repeats"] * (startup_s + timed) + startup_s + 0.3
+    profiling = min(settings["repeats"], PROFILE_ROUNDS) * 0.1
+    return settings["repeats"] * (startup_s + timed) + profiling
 
 
 def longest_trial_s(settings: dict, startup_s: float = 0.7) -> float:
-    """One trial that measures until its budget is spent (adaptive rounds on a noisy machine), profiled pass
+    """One trial that measures until its budget is spent (adaptive rounds on a noisy machine), its profiling
     included: what a dry run gives as the upper end of its estimate."""
-    return max(estimate_trial_s(settings, startup_s), settings["budget_s"] + startup_s + 0.3)
+    return max(estimate_trial_s(settings, startup_s), settings["budget_s"] + 0.3)
 
 
 def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress | None = None,

@@ -31,13 +31,14 @@ class ProfiledProcess:
     node_runs_us: tuple[np.ndarray, ...]  # per node (same order), its time in each inference
     latency_runs_us: np.ndarray  # session.run under the profiler
     model_run_runs_us: np.ndarray
-    profiler_cost_us: float | None  # inside each kernel call's recorded time (machine.profiling.profiler_cost_us)
+    profiler_cost_us: float | None  # inside each kernel call's recorded time (machine.profiler_cost.profiler_cost_us)
     # The inferences its figures are taken over: the clean ones (generator.results.clean) when enough were,
     # else every one; all when the run-delay was not read.
     kept: np.ndarray | None = None
+    round: int = -1  # the measurement round it ran in; -1: a separate profiled pass
 
     @classmethod
-    def from_output(cls, output: Mapping[str, Any]) -> ProfiledProcess:
+    def from_output(cls, output: Mapping[str, Any], rnd: int = -1) -> ProfiledProcess:
         nodes = output.get("nodes", [])
         runs = output.get("node_runs_us") or [[n.get("dur_mean_us", math.nan)] for n in nodes]
         cost = output.get("profiler_cost_us")
@@ -50,6 +51,7 @@ class ProfiledProcess:
                                          dtype=np.float64),
             profiler_cost_us=float(cost) if cost is not None and math.isfinite(cost) else None,
             kept=_clean_runs(latency, output.get("run_delays_us")),
+            round=rnd,
         )
 
     @property
@@ -122,4 +124,5 @@ def trial_columns(profiled: Sequence[ProfiledProcess], rows: Sequence[Mapping[st
         "model_run_us": float(np.median(model_run)), "kernel_sum_us": kernels,
         "profile_iterations": profiled[0].runs, "profiled_latency_process_us": latency,
         "model_run_process_us": model_run, "profiler_cost_process_us": cost,
+        "profile_rounds": [p.round for p in profiled],
     }

@@ -37,7 +37,7 @@ class WorkerJob:
     # records the static analysis, the timeline and (with record_outputs) the outputs, once per trial.
     profile_requests: int = 0
     profile_full: bool = False
-    # The profiler-cost calibration chain (generator.machine.profiling.calibration_model_bytes), written once
+    # The profiler-cost calibration chain (generator.machine.profiler_cost.calibration_model_bytes), written once
     # per group by the sweep; empty: the worker writes it into its work folder.
     calibration_model: str = ""
 

@@ -13,22 +13,21 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from generator.errors import RunError
-from generator.machine import profiling
+from generator.machine import profiler_cost
 from generator.plan import Configuration, Trial
 from generator.processes import owned_tempdir
-from generator.results import clean, intervals
-from generator.results.schema import column_names
-from generator.results.store import TrialFiles
-from generator.runner import aggregate, agreement, children, profiles
+from generator.results import clean
+from generator.runner import agreement, children, profiles
 from generator.runner.locks import TrialLock
 from generator.runner.protocol import WorkerJob
 from generator.runner.sides import PlannedTrial, Progress, Side, now
+from generator.runner.trial_state import TrialState, trial_files
 from generator.spec import LoadedSpec
 
 # The measurement processes of this many first rounds (at most measure.repeats) profile after their timed
@@ -86,11 +85,11 @@ class SweepContext:
                 self._measure_in(Path(tmp), mine)
 
     def _measure_in(self, tmp: Path, group: list[tuple[Side, PlannedTrial]]) -> None:
-        states = _paired_order([_TrialState(p, now(), side, tag=f"{i}") for i, (side, p) in enumerate(group)])
+        states = _paired_order([TrialState(p, now(), side, tag=f"{i}") for i, (side, p) in enumerate(group)])
         for state in states:
             state.feeds = self._feeds(tmp, state)
         self.calibration = tmp / "calibration.onnx"
-        self.calibration.write_bytes(profiling.calibration_model_bytes())
+        self.calibration.write_bytes(profiler_cost.calibration_model_bytes())
         for side in dict.fromkeys(st.side for st in states):
             mine = [st for st in states if st.side is side]
             compared = _compared(side, {st.planned.trial.version: st for st in mine})
@@ -108,7 +107,7 @@ class SweepContext:
             for state in mine:
                 self._write(state, agreement_rows.get(state.planned.key, []))
 
-    def _rounds(self, tmp: Path, states: list[_TrialState]) -> None:
+    def _rounds(self, tmp: Path, states: list[TrialState]) -> None:
         """At least `repeats` rounds; then rounds for the trials whose interval is still wider than the target
         (both members of a pair go on together), each until its budget is spent."""
         rnd = 0
@@ -131,7 +130,7 @@ class SweepContext:
         for state in states:
             state.exhausted = state.error is None and not state.converged()
 
-    def _report_converging(self, state: _TrialState) -> None:
+    def _report_converging(self, state: TrialState) -> None:
         """Which trial is still measuring, how wide its interval is and how much budget it spent."""
         report = getattr(self.progress, "converging", None)  # progress objects written before it lack it
         if report is not None:
@@ -139,13 +138,13 @@ class SweepContext:
             report(label, state.halfwidth(), state.side.settings["target"], state.measuring_s,
                    state.side.settings["budget_s"])
 
-    def _feeds(self, tmp: Path, state: _TrialState) -> Path | None:
+    def _feeds(self, tmp: Path, state: TrialState) -> Path | None:
         p, side = state.planned, state.side
         path = tmp / f"{state.tag}-{p.key}.feeds.npz"
         np.savez(path, **trial_feeds(side.loaded, side.versions[p.trial.version].path, p.trial))
         return path
 
-    def _job(self, tmp: Path, state: _TrialState, mode: str, tag: str) -> WorkerJob:
+    def _job(self, tmp: Path, state: TrialState, mode: str, tag: str) -> WorkerJob:
         version = state.side.versions[state.planned.trial.version]
         work = tmp / f"{state.tag}-{state.planned.key}-{tag}"
         work.mkdir(exist_ok=True)
@@ -153,13 +152,13 @@ class SweepContext:
                          config=state.planned.trial.config.as_dict(), feeds_path=str(state.feeds),
                          measure=state.side.settings, work_dir=str(work))
 
-    def _one_process(self, tmp: Path, state: _TrialState, rnd: int) -> None:
+    def _one_process(self, tmp: Path, state: TrialState, rnd: int) -> None:
         job = self._job(tmp, state, "measure", f"m{rnd}")
         if rnd < min(state.side.settings["repeats"], PROFILE_ROUNDS):
             job = self._profiling(tmp, state, job)
-        started = time.perf_counter()
+        started = time.monotonic()
         result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
-        state.measuring_s += time.perf_counter() - started - float((result.profile or {}).get("profile_s", 0.0))
+        state.measuring_s += children.measured_s(started, result)
         if result.error:
             state.error = result.error
             return
@@ -168,9 +167,9 @@ class SweepContext:
         state.processes.append(children.process_outcome(
             result.output, process=len(state.processes), rnd=rnd, rule_applies=applies,
             concurrency=config.concurrency))
-        self._take_profile(state, job, result)
+        self._take_profile(state, job, result, rnd)
 
-    def _profiling(self, tmp: Path, state: _TrialState, job: WorkerJob) -> WorkerJob:
+    def _profiling(self, tmp: Path, state: TrialState, job: WorkerJob) -> WorkerJob:
         """`job` profiling after its timed loop (the first rounds' processes); the first to succeed with
         `profile_full` maps the nodes and records the static analysis, the timeline and the outputs."""
         full = state.profile is None
@@ -179,7 +178,7 @@ class SweepContext:
         outputs = full and state.record_outputs and state.outputs_error is None and state.outputs_while_profiling
         return self._with_outputs(tmp, state, job) if outputs else job
 
-    def _take_profile(self, state: _TrialState, job: WorkerJob, result: children.ChildResult) -> None:
+    def _take_profile(self, state: TrialState, job: WorkerJob, result: children.ChildResult, rnd: int) -> None:
         if result.profile is None:
             if result.profile_error:
                 state.profile_errors.append(result.profile_error)
@@ -187,13 +186,13 @@ class SweepContext:
             # process of their own after the rounds (_outputs), so that they never cost the trial its profile.
             state.outputs_while_profiling = state.outputs_while_profiling and not job.record_outputs
             return
-        state.profiled.append(profiles.ProfiledProcess.from_output(result.profile))
+        state.profiled.append(profiles.ProfiledProcess.from_output(result.profile, rnd))
         if job.profile_full:
             state.profile = result.profile
             if job.record_outputs:
                 self._take_outputs(state, result.profile.get("outputs_error"), result.profile)
 
-    def _profile(self, tmp: Path, state: _TrialState, record_outputs: bool = False) -> None:
+    def _profile(self, tmp: Path, state: TrialState, record_outputs: bool = False) -> None:
         """The profiled pass; for a trial the agreement check compares, it records the outputs too (a process
         start saved a trial: about half a second on 2 cores, 2026-11-27). Should that pass fail, the outputs may
         be what failed it (more runs in one process, under one timeout): it runs again without them, and the
@@ -213,14 +212,14 @@ class SweepContext:
         if record_outputs:
             self._take_outputs(state, result.output.get("outputs_error"), result.output)
 
-    def _with_outputs(self, tmp: Path, state: _TrialState, job: WorkerJob) -> WorkerJob:
+    def _with_outputs(self, tmp: Path, state: TrialState, job: WorkerJob) -> WorkerJob:
         """`job` recording the outputs on the trial's feeds and the extra batches (outputs mode, or a profiled
         pass's record_outputs)."""
         extra = tuple(str(p) for p in self._extra_feeds(tmp, state))
         return dataclasses.replace(job, extra_feeds_paths=extra,
                                    record_outputs=job.mode == "profile" or job.profile_full)
 
-    def _agreement(self, tmp: Path, side: Side, states: list[_TrialState]) -> dict[str, list[dict]]:
+    def _agreement(self, tmp: Path, side: Side, states: list[TrialState]) -> dict[str, list[dict]]:
         """Agreement rows by trial key: each ok trial against its reference versions measured in this group.
         A version whose outputs could not be recorded gets no rows, and its trial stays ok."""
         ok = _ok(states)
@@ -234,7 +233,7 @@ class SweepContext:
                 rows.setdefault(key, []).extend(agreement.agreement_rows(key, version, reference, theirs, mine))
         return rows
 
-    def _outputs(self, tmp: Path, state: _TrialState) -> list[dict[str, np.ndarray]] | None:
+    def _outputs(self, tmp: Path, state: TrialState) -> list[dict[str, np.ndarray]] | None:
         """The trial's outputs on its feeds and the extra batches, one dict per batch; None when they failed.
         Its profiled pass recorded them; an outputs process of their own when that pass failed."""
         if state.outputs is not None or state.outputs_error is not None:
@@ -244,14 +243,14 @@ class SweepContext:
         self._take_outputs(state, result.error, result.output)
         return state.outputs
 
-    def _take_outputs(self, state: _TrialState, error: str | None, output: dict) -> None:
+    def _take_outputs(self, state: TrialState, error: str | None, output: dict) -> None:
         state.outputs_error = error
         if error is None:
             state.outputs, state.outputs_error = _load_outputs(output)
         if state.outputs_error is not None:
             self.progress.message(f"No output agreement for {state.planned.trial.label}: {state.outputs_error}")
 
-    def _extra_feeds(self, tmp: Path, state: _TrialState) -> list[Path]:
+    def _extra_feeds(self, tmp: Path, state: TrialState) -> list[Path]:
         p, side = state.planned, state.side
         with np.load(state.feeds, allow_pickle=False) as npz:
             base = {name: npz[name] for name in npz.files}
@@ -264,52 +263,19 @@ class SweepContext:
             np.savez(paths[-1], **feeds)
         return paths
 
-    def _write(self, state: _TrialState, agreement_rows: list[dict] | None = None) -> None:
+    def _write(self, state: TrialState, agreement_rows: list[dict] | None = None) -> None:
         p, side = state.planned, state.side
-        version = side.versions[p.trial.version]
-        row = {
-            "experiment": side.loaded.spec.name, "trial_key": p.key, "run_id": side.run_id,
-            "env_id": side.env.env_id, "spec_sha256": side.loaded.sha256, "version": p.trial.version,
-            "model_sha256": version.sha256, "model_bytes": version.size_bytes,
-            "version_source": version.source, "version_notes": "; ".join(version.notes) or None,
-            **aggregate.config_columns(p.trial), "quick": side.quick,
-            "percentile": side.loaded.spec.measure.percentile, "started_at": state.started_at,
-            "finished_at": now(), **state.adaptive_columns(), "target_name": side.target, "node_id": side.node_id,
-        }
-        nodes: list = []
-        layers: list = []
-        timeline: list = []
-        if state.error is None and state.processes:
-            expected = aggregate.cores_expected(p.trial, side.env.logical_cores)
-            row.update(aggregate.measurement_columns(state.processes, expected, row["percentile"]))
-            row.update(status="ok", **_profile_columns(state))
-            # The Python API has no allocator statistics; the profiled pass reads the arena from its profile.
-            if row.get("arena_mb") is None:
-                row["arena_mb"] = (state.profile or {}).get("arena_mb")
-            nodes = profiles.node_rows(p.key, (state.profile or {}).get("nodes", []), state.profiled,
-                                       set(column_names("nodes")))
-            row.update(profiles.trial_columns(state.profiled if state.profile else [], nodes))
-            layers = [{**layer, "trial_key": p.key} for layer in (state.profile or {}).get("layers", [])]
-            timeline = [{**call, "trial_key": p.key} for call in (state.profile or {}).get("timeline", [])]
-        else:
-            row.update(status="failed", error=state.error or "no measurement process finished")
-            side.summary.failed.append((p.trial.label, row["error"]))
-        side.results.write_trial(TrialFiles(
-            trial=row,
-            processes=[o.row(p.key) for o in state.processes],
-            latencies=aggregate.latency_table(p.key, state.processes),
-            nodes=nodes,
-            layers=layers,
-            agreement=list(agreement_rows or []) if row["status"] == "ok" else [],
-            timeline=timeline,
-        ))
+        files = trial_files(state, agreement_rows)
+        if files.trial["status"] != "ok":
+            side.summary.failed.append((p.trial.label, files.trial["error"]))
+        side.results.write_trial(files)
         side.summary.measured.append(p.key)
-        if row.get("budget_exhausted"):
+        if files.trial.get("budget_exhausted"):
             side.summary.exhausted.append(p.trial.label)
-        self.progress.trial_done(p.trial, row["status"])
+        self.progress.trial_done(p.trial, files.trial["status"])
 
 
-def _paired_order(states: list[_TrialState]) -> list[_TrialState]:
+def _paired_order(states: list[TrialState]) -> list[TrialState]:
     """Link each candidate trial to the baseline trial of the same version (one group: one configuration), and
     order the group so that the two members of a pair run next to each other in every round."""
     baseline = {st.planned.trial.version: st for st in states if st.side.label == "baseline"}
@@ -319,86 +285,21 @@ def _paired_order(states: list[_TrialState]) -> list[_TrialState]:
             pair_id = uuid.uuid4().hex[:16]
             st.pair, twin.pair = twin, st
             st.pair_id = twin.pair_id = pair_id
-    ordered: list[_TrialState] = []
+    ordered: list[TrialState] = []
     for st in states:
         if st not in ordered:
             ordered += [st] if st.pair is None or st.pair in ordered else [st, st.pair]
     return ordered
 
 
-def _ok(states: list[_TrialState]) -> dict[str, _TrialState]:
+def _ok(states: list[TrialState]) -> dict[str, TrialState]:
     """The trials measured (no error, a process at least) by version: those the agreement check compares."""
     return {s.planned.trial.version: s for s in states if s.error is None and s.processes}
-
-
-def _profile_columns(state: _TrialState) -> dict:
-    """Whether the trial has a profile, and why not; its figures are profiles.trial_columns'."""
-    error = state.profile_error or (state.profile_errors[0] if state.profile_errors else None)
-    return {"profiled": state.profile is not None, "profile_error": None if state.profile else error}
 
 
 def _compared(side: Side, trials: Mapping[str, object]) -> set[str]:
     """The versions whose outputs the agreement check compares, of those given."""
     return {v for pair in agreement.agreement_pairs(side.loaded.spec, trials) for v in pair}
-
-
-@dataclass(eq=False)
-class _TrialState:
-    planned: PlannedTrial
-    started_at: str
-    side: Side
-    tag: str = ""  # unique within the group: the same trial key can be on both sides of a paired run
-    feeds: Path | None = None
-    processes: list[aggregate.ProcessOutcome] = field(default_factory=list)
-    error: str | None = None
-    profile: dict | None = None
-    profile_error: str | None = None
-    outputs: list[dict[str, np.ndarray]] | None = None
-    outputs_error: str | None = None
-    record_outputs: bool = False  # the agreement check compares this version's outputs
-    outputs_while_profiling: bool = True  # until a profiling process that recorded them failed
-    profiled: list[profiles.ProfiledProcess] = field(default_factory=list)
-    profile_errors: list[str] = field(default_factory=list)
-    pair: _TrialState | None = None
-    pair_id: str | None = None
-    measuring_s: float = 0.0
-    exhausted: bool = False
-
-    @property
-    def percentile(self) -> str:
-        return self.side.loaded.spec.measure.percentile
-
-    def interval(self) -> intervals.LogInterval | None:
-        """The confidence sequence that decides when to stop: the paired ratio's for a pair (over the rounds the
-        diff judges, at its level), else the trial's own headline latency's (aggregate.stops)."""
-        if self.pair is None:
-            return aggregate.headline_interval(self.processes, self.percentile)
-        base, cand = (self.pair, self) if self.side.label == "candidate" else (self, self.pair)
-        return aggregate.paired_interval(base.processes, cand.processes, self.percentile)
-
-    def halfwidth(self) -> float | None:
-        return aggregate.relative_halfwidth(self.interval())
-
-    def converged(self) -> bool:
-        """The interval is within the target; or, for a pair whose run knows the diff's threshold, it already
-        settles the verdict."""
-        threshold = self.side.decide_latency_ratio if self.pair is not None else None
-        return aggregate.stops(self.interval(), self.side.settings["target"], threshold)
-
-    def wants_more(self, rnd: int) -> bool:
-        return self.error is None and (rnd < self.side.settings["repeats"] or not self.converged())
-
-    def out_of_budget(self) -> bool:
-        """Spent its budget; the two members of a pair stop together, so that every round has both."""
-        spent = self.measuring_s >= self.side.settings["budget_s"]
-        return spent or (self.pair is not None and self.pair.measuring_s >= self.pair.side.settings["budget_s"])
-
-    def adaptive_columns(self) -> dict:
-        return {
-            "target": self.side.settings["target"], "budget_s": self.side.settings["budget_s"],
-            "measuring_s": self.measuring_s, "budget_exhausted": self.exhausted,
-            "pair_id": self.pair_id, "pair_side": self.side.label if self.pair_id else None,
-        }
 
 
 def _load_outputs(output: dict) -> tuple[list[dict[str, np.ndarray]] | None, str | None]:

@@ -8,7 +8,8 @@ measure settings, work folder).
 OUT.json, measure mode: iterations, items, wall_s, cpu_s, cores_used, latency_median_ms, latency_mean_ms,
 throughput_ips, load_ms, first_run_ms, peak_rss_mb, arena_mb, latency_files (one float64 .npy of request
 latencies in ms per stream, next to OUT.json), run_delay_files (the same per stream for each request's scheduler
-run-delay in ms; empty when the kernel does not tell) and delay_threads (threads read per request, 0: unknown).
+run-delay in ms; empty when the kernel does not tell), delay_threads (threads read per request, 0: unknown) and
+measured_until (time.monotonic() when the figures were written: what the parent charges to the budget).
 Profile mode: nodes (``nodes`` table records, mapped to the
 original graph), model_run_us, kernel_sum_us, profiled_latency_us (means per inference), runs, arena_mb,
 optimized_model, profile_file, load_ms, layers (``layers`` table records without trial_key: static FLOP
@@ -45,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from generator.errors import PerfsiteError, RunError
-from generator.machine import profiling
+from generator.machine import profiler_cost, profiling
 from generator.machine.session import open_session
 from generator.results import clean
 from generator.runner import measure
@@ -123,6 +124,22 @@ def measure_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     }
 
 
+def _profiled_figures(recording: profiling.ProfileRecording, stats: list[profiling.NodeStat],
+                      latencies_ns: np.ndarray, delays_ns: np.ndarray | None) -> dict[str, Any]:
+    """A profiling process's figures: per inference (for the medians per process) and their means."""
+    arena = recording.arena_held_bytes
+    return {
+        "model_run_runs_us": list(recording.model_run_us), "kernel_sum_runs_us": list(recording.kernel_sum_us),
+        "latency_runs_us": [float(x) / 1e3 for x in latencies_ns],
+        "node_runs_us": profiling.node_run_times(recording, stats),
+        "run_delays_us": None if delays_ns is None else [float(x) / 1e3 for x in delays_ns],
+        "model_run_us": float(np.mean(recording.model_run_us)),
+        "kernel_sum_us": float(np.mean(recording.kernel_sum_us)),
+        "profiled_latency_us": float(latencies_ns.mean() / 1e3), "runs": len(recording.runs),
+        "arena_mb": arena / 2**20 if arena is not None else None,
+    }
+
+
 def profile_pass(job: WorkerJob, full: bool = True) -> dict[str, Any]:
     """A session with onnxruntime's profiler on: per-node statistics, each node's time in every profiled
     inference (``node_runs_us``, for the medians per process the pages use) and the profiler's own cost per
@@ -147,18 +164,8 @@ def profile_pass(job: WorkerJob, full: bool = True) -> dict[str, Any]:
     profile_file = Path(session.end_profiling())
     recording = profiling.parse_profile(profile_file, skip_runs=warmup)
     stats = profiling.node_statistics(recording)
-    per_run = profiling.node_run_times(recording, stats)
-    arena = recording.arena_held_bytes
-    common = {
-        "model_run_runs_us": list(recording.model_run_us), "kernel_sum_runs_us": list(recording.kernel_sum_us),
-        "latency_runs_us": [float(x) / 1e3 for x in latencies_ns], "node_runs_us": per_run,
-        "run_delays_us": None if delays_ns is None else [float(x) / 1e3 for x in delays_ns],
-        "profiler_cost_us": profiling.profiler_cost_us(profiled, work, job.calibration_model or None),
-        "model_run_us": float(np.mean(recording.model_run_us)),
-        "kernel_sum_us": float(np.mean(recording.kernel_sum_us)),
-        "profiled_latency_us": float(latencies_ns.mean() / 1e3), "runs": len(recording.runs),
-        "arena_mb": arena / 2**20 if arena is not None else None, "load_ms": load_ms,
-    }
+    common = {**_profiled_figures(recording, stats, latencies_ns, delays_ns), "load_ms": load_ms,
+              "profiler_cost_us": profiler_cost.profiler_cost_us(profiled, work, job.calibration_model or None)}
     if not full:
         return {**common, "nodes": [s.as_dict() for s in stats]}
     mapped = _map_nodes(job.original_model_path, optimized, stats)
@@ -384,6 +391,10 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc(file=sys.stderr)
         _write_json(out_path, {"error": _error_line(e)})
         return EXIT_ERROR
+    if job.mode == "measure":
+        # When measuring ended, on the clock every process shares: the parent charges the trial's budget up to
+        # here, whatever profiling after it costs (a crash or a timeout while profiling included).
+        outcome["measured_until"] = time.monotonic()
     _write_json(out_path, outcome)
     if job.mode == "measure" and job.profile_requests > 0:
         profile_after_measuring(job, out_path)

@@ -80,7 +80,7 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView,
                   details: Callable[[], ChunksOf] | None = None) -> list[Page]:
     """The experiment's chooser page with its data files; none with fewer than two ok trials. `details`: where
     another process wrote the layer details (detail_files) and gives their chunks, else they are made here."""
-    made = chooser_data(view.results, view.context)
+    made = chooser_data(view.results, view.context, view.findings)
     if made is None:
         return []
     data, ctx = made
@@ -230,19 +230,18 @@ def _pair(p: VersionPair) -> dict[str, Any]:
         "config": p.config_label, "reason": p.reason,
         "rows": [[r.layer, op_name(r.op_type, r.ops_a, r.ops_b) if r.kind == "layer" else r.op_type, r.kind,
                   r.only_in, r.note, list(r.executed_a), list(r.executed_b), list(r.weights)] for r in p.rows],
-        "advice": _advice(p.advice, None), "agreement": _agreement(p.agreement),
+        "agreement": _agreement(p.agreement),
         # Per configuration both versions ran: what the page shows when A and B are chosen there.
         "at": {f.config_label: {"advice": _advice(f.advice, f.findings), "agreement": _agreement(f.agreement),
                                 "verdict": _verdicts(f.findings)} for f in p.at},
     }
 
 
-def _advice(advice: Sequence[Advice], findings: FindingSet | None) -> list[list[Any]]:
+def _advice(advice: Sequence[Advice], findings: FindingSet) -> list[list[Any]]:
     """[severity, text, settled, why not] per advice item; settled and why come from its finding."""
     out = []
     for a in advice:
-        f = next((x for x in findings.findings if x.kind == "advice" and x.answer == a.rule_id), None) \
-            if findings is not None else None
+        f = next((x for x in findings.findings if x.kind == "advice" and x.answer == a.rule_id), None)
         out.append([a.severity, a.text, f.settled if f else None, f.reason if f else None])
     return out
 

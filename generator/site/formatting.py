@@ -120,6 +120,12 @@ def times_band(times: Any) -> str:
     return num(times.value) + (f" ({interval(bounds)})" if bounds else "")
 
 
+def first_upper(text: str) -> str:
+    """The text with its first letter upper-cased and the rest as written (jinja2's `capitalize` lowers the
+    rest: a version named "INT8" or a node "Conv_0" in a reason came out "int8", "conv_0")."""
+    return text[:1].upper() + text[1:]
+
+
 def plain(value: float) -> str:
     """A number as Python's `g` format writes it: how finding ids name a threshold (`20ms`)."""
     return f"{float(value):g}"
@@ -129,5 +135,5 @@ FILTERS = {
     "num": num, "pct": pct, "of_limit": of_limit, "fixed": fixed, "mib": mib, "short_sha": short_sha, "on_off": on_off,
     "when": when, "at": at, "config_text": config_text, "wanted_text": wanted_text, "url": url,
     "op_name": op_name, "shapes": shapes, "answer": answer, "band": band, "plain": plain,
-    "interval": interval, "times_band": times_band,
+    "interval": interval, "times_band": times_band, "first_upper": first_upper,
 }

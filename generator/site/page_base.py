@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 import generator
+from generator.analysis import run_summaries as R
 from generator.analysis import summaries as S
 from generator.analysis.accounting import PROFILED_TIMES_RULE
 from generator.analysis.compare_choice import CompareContext, compare_context
@@ -93,7 +94,7 @@ class ExperimentView:
     percentile: str
     trials: list[S.TrialSummary]
     versions: list[VersionView]
-    environments: list[S.EnvironmentSummary]
+    environments: list[R.EnvironmentSummary]
     last_run: dict[str, Any] | None
     results: ExperimentResults  # its nodes and processes feed the profile pages
     chooser: bool = False  # whether the experiment gets a "choose A and B" page (has_chooser)
@@ -104,7 +105,7 @@ class ExperimentView:
     # Every claim of the experiment's pages, settled together (generator.analysis.findings); None in a view kept
     # without its results (the page cache).
     findings: FindingSet | None = None
-    run_noise: S.RunNoise | None = None  # the machine's own noise in the latest run that measured it
+    run_noise: R.RunNoise | None = None  # the machine's own noise in the latest run that measured it
 
     @property
     def quick(self) -> bool:
@@ -192,9 +193,9 @@ def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
     views = [replace(v, best=best) for v, best in zip(views, bests, strict=True)]
     return ExperimentView(
         name=results.name, slug=slug, spec=spec, percentile=percentile, trials=trials, versions=views,
-        environments=S.environment_summaries(results.environments, results.trials),
-        last_run=S.last_run(results.runs), results=results, chooser=has_chooser(context), context=context,
-        findings=findings, run_noise=S.run_noise(results.runs),
+        environments=R.environment_summaries(results.environments, results.trials),
+        last_run=R.last_run(results.runs), results=results, chooser=has_chooser(context), context=context,
+        findings=findings, run_noise=R.run_noise(results.runs),
     )
 
 

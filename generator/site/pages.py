@@ -14,9 +14,11 @@ from typing import Any
 
 import jinja2
 
+from generator.analysis import run_summaries as R
 from generator.analysis import summaries as S
 from generator.analysis.chooser import choosable
 from generator.analysis.findings import OVERVIEW, cached_profile, profile_page, profile_sections
+from generator.analysis.findings.choose import PAGE as CHOOSE_PAGE
 from generator.analysis.limits import LimitOverruns, limit_overruns
 from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
@@ -58,7 +60,8 @@ def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page
 def findings_json(view: ExperimentView) -> str:
     """findings.json (docs/findings.md): every finding of the experiment, each naming the page that states it."""
     pages = {OVERVIEW: "index.md", **{profile_page(v.info.version): v.profile_path for v in view.versions},
-             **{f"compare:{i}": link.path for i, link in enumerate(compare_page.compare_links(view))}}
+             **{f"compare:{i}": link.path for i, link in enumerate(compare_page.compare_links(view))},
+             CHOOSE_PAGE: chooser_page.CHOOSER_PAGE}
     data = view.findings.as_dict(view.name)
     for f in data["findings"]:
         f["page"] = pages.get(f["page"], f["page"])
@@ -234,9 +237,9 @@ def home_page(views: list[ExperimentView]) -> Page:
     return render(template_env(), "home.md.j2", "index.md", "Performance reports", experiments=views)
 
 
-def _all_environments(views: list[ExperimentView]) -> list[tuple[S.EnvironmentSummary, list[str]]]:
+def _all_environments(views: list[ExperimentView]) -> list[tuple[R.EnvironmentSummary, list[str]]]:
     """Environments across experiments (by env_id), each with the experiments measured on it."""
-    found: dict[str, tuple[S.EnvironmentSummary, list[str]]] = {}
+    found: dict[str, tuple[R.EnvironmentSummary, list[str]]] = {}
     for view in views:
         for env in view.environments:
             found.setdefault(env.env_id, (env, []))[1].append(view.name)

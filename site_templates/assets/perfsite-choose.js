@@ -663,7 +663,14 @@
   function renderAdvice(pair, here) {
     if (!pair) { fill("advice", [el("p", "No advice: A and B are the same version.")]); return; }
     var ta = store.index.trials[page.state.a], tb = store.index.trials[page.state.b];
-    var advice = here ? here.figures.advice : pair.advice;
+    // Advice is about one configuration: none is shown for another than the ones chosen (it once was, and
+    // spoke of a configuration the reader had not picked).
+    if (!here) {
+      fill("advice", [el("p", "No advice at the chosen configurations: neither " + ta.config +
+        (ta.config === tb.config ? "" : " nor " + tb.config) + " ran in both versions. Choose a configuration both ran.")]);
+      return;
+    }
+    var advice = here.figures.advice;
     var where = "Advice for these two versions, computed " + whereComputed(pair, here, ta, tb) + ".";
     if (!advice.length) { fill("advice", [el("p", where + " No advice rule fired.")]); return; }
     var list = el("ul");

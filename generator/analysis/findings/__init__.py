@@ -3,25 +3,29 @@
 The pages render from it (each claim marked settled or not, with the reason) and the build writes it beside
 them as findings.json (docs/findings.md). Builders per page: experiment (best results, sweet spots, the
 fastest version per configuration), compare (verdicts, advice), profile (top op types and layers, speed-ups,
-roofline positions). The profiles and comparisons are computed here once, in the experiment's CompareContext,
-and the pages take them from there.
+roofline positions), and choose (the chooser's verdicts and advice at every configuration). The profiles and
+comparisons are computed here once, in the experiment's CompareContext, and the pages take them from there.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from generator.analysis import summaries as S
+from generator.analysis.compare import compare_versions
 from generator.analysis.compare_choice import CompareContext
 from generator.analysis.findings import compare as compare_findings_module
+from generator.analysis.findings.choose import chooser_findings
 from generator.analysis.findings.experiment import OVERVIEW, experiment_findings
 from generator.analysis.findings.profile import page_key as profile_page
 from generator.analysis.findings.profile import profile_findings
 from generator.analysis.findings.record import Figure, Finding, FindingSet, settle
 from generator.analysis.profile import TrialProfile, op_type_process_times, trial_profile
 from generator.analysis.profile_times import ProcessTimes
+from generator.analysis.trial_stats import trial_stats, unjudged_side
 from generator.errors import ResultsError
 
 __all__ = ["OVERVIEW", "Figure", "Finding", "FindingSet", "ProfileSection", "cached_profile", "compare_prefix",
@@ -72,14 +76,25 @@ def _compared_times(ctx: CompareContext, trial: S.TrialSummary) -> dict[str, dic
         match = next((t for t in ctx.trials.get(other, {}).values() if t.profiled and t.sort_key() == trial.sort_key()),
                      None)
         if match is not None:
-            out[other] = op_type_process_times(ctx.exp.nodes, match.trial_key)
+            times = op_type_process_times(ctx.exp.nodes, match.trial_key)
+            # Process i of one version and process i of the other are a pair only when they ran in the same
+            # round; otherwise the factors are the figures' alone (the estimate says it has no interval).
+            out[other] = times if profiles_paired(trial, match) else {op: t.point() for op, t in times.items()}
     return out
+
+
+def profiles_paired(a: S.TrialSummary, b: S.TrialSummary) -> bool:
+    """Whether two trials' profiling processes pair up in order: the same run, and the same rounds (where the
+    rounds were not recorded, the same number of processes)."""
+    if a.run_id is None or a.run_id != b.run_id or (a.profile_processes or 0) < 2:
+        return False
+    if a.profile_rounds is not None and b.profile_rounds is not None:
+        return a.profile_rounds == b.profile_rounds and min(a.profile_rounds) >= 0
+    return a.profile_processes == b.profile_processes
 
 
 def _timed_blocked(ctx: CompareContext, t: S.TrialSummary) -> str | None:
     """Why the trial's timed figures cannot carry an estimate (the diff's rule on its processes), or None."""
-    from generator.analysis.trial_stats import trial_stats, unjudged_side
-
     if unjudged_side(trial_stats(ctx.cache, ctx.exp, t)):
         return (f"{t.version} at {t.config_label} has too few processes with clean requests for its measured "
                 "latency to be judged (generator.analysis.sides)")
@@ -95,9 +110,8 @@ def compare_prefix(pair: Any) -> str:
 def report_findings(ctx: CompareContext, trials: Sequence[S.TrialSummary], versions: Sequence[str],
                     entries: Sequence[Mapping[str, Any]], first_values: Mapping[str, Any],
                     sweet_spots: Mapping[str, S.TrialSummary | None]) -> FindingSet:
-    """Every finding of the experiment's pages (overview, compare pages, profile pages), settled together."""
-    from generator.analysis.compare import compare_versions
-
+    """Every finding of the experiment's pages (overview, compare pages, profile pages, the chooser), settled
+    together."""
     items: list[Finding] = experiment_findings(ctx, list(trials))
     for i, pair in enumerate(ctx.exp.spec.compare):
         try:
@@ -110,7 +124,7 @@ def report_findings(ctx: CompareContext, trials: Sequence[S.TrialSummary], versi
             t = section.target.trial
             if t is not None and t.ok and t.profiled:
                 items += profile_findings(t, cached_profile(ctx, t), _timed_blocked(ctx, t))
-    return settle(_unique(items))
+    return settle(_unique(items + chooser_findings(ctx)))
 
 
 def _unique(items: list[Finding]) -> list[Finding]:
@@ -119,6 +133,13 @@ def _unique(items: list[Finding]) -> list[Finding]:
     for f in items:
         seen.setdefault(f.id, f)
     return list(seen.values())
+
+
+def _halfwidth(halfwidths: Mapping[str, float | None], key: str) -> float:
+    """A trial's relative half-width; infinite when it has none (an unbounded confidence sequence, or too few
+    processes for any interval): it is then the widest there is."""
+    h = halfwidths.get(key)
+    return math.inf if h is None or not math.isfinite(h) else h
 
 
 def uncertain_trials(findings: FindingSet, halfwidths: Mapping[str, float | None]) -> dict[str, str]:
@@ -132,11 +153,12 @@ def uncertain_trials(findings: FindingSet, halfwidths: Mapping[str, float | None
             involved.setdefault(key, []).append(f)
     out = {}
     for key, items in involved.items():
-        mine = halfwidths.get(key)
-        if mine is None or any(f.settled for f in items):
+        mine = _halfwidth(halfwidths, key)
+        if any(f.settled for f in items):
             continue
-        widest = all(mine >= max((halfwidths.get(k) or 0.0) for k in f.trials) for f in items)
+        widest = all(mine >= max(_halfwidth(halfwidths, k) for k in f.trials) for f in items)
         if widest:
-            out[key] = (f"its interval (± {mine:.0%}) is the widest of every comparison it takes part in, and none of "
+            width = f"± {mine:.0%}" if math.isfinite(mine) else "unbounded"
+            out[key] = (f"its interval ({width}) is the widest of every comparison it takes part in, and none of "
                         f"those {len(items)} finding{'s' if len(items) != 1 else ''} is settled")
     return out

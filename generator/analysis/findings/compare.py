@@ -75,7 +75,8 @@ def verdict(ctx: CompareContext, c: Comparison, metric: str, page: str, prefix: 
 
 def advice_finding(a: Advice, page: str, prefix: str, c: Comparison) -> Finding:
     return Finding(
-        f"{prefix}/advice/{a.rule_id}", "advice", page, a.text, a.rule_id, p_value=a.p_value,
+        f"{prefix}/advice/{a.rule_id}", "advice", page, a.text, a.rule_id,
+        p_value=None if a.p_value == 0.0 else a.p_value, fact=a.p_value == 0.0,
         weakest=a.evidence and f"{a.evidence}: not beyond chance", blocked=None,
         trials=tuple(k for k in (c.b_trial_key, c.a_trial_key) if k),
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from generator.analysis.compare_choice import CompareContext, config_key
+from generator.analysis.compare_choice import CompareContext
 from generator.analysis.findings.figures import LATENCY, THROUGHPUT, TrialFigures, trial_figures, versus
 from generator.analysis.findings.record import Finding, worst
 from generator.analysis.summaries import TrialSummary, sweet_spot
@@ -28,11 +28,12 @@ def experiment_findings(ctx: CompareContext, trials: list[TrialSummary]) -> list
     ok = [t for t in trials if t.ok]
     for version in dict.fromkeys(t.version for t in ok):
         mine = sorted((t for t in ok if t.version == version), key=lambda t: (t.sort_key(), t.trial_key))
-        out.append(_best(ctx, version, mine, THROUGHPUT))
-        out.append(_best(ctx, version, mine, LATENCY))
+        if len(mine) >= 2:  # one configuration is its own best: no claim to repeat
+            out.append(_best(ctx, version, mine, THROUGHPUT))
+            out.append(_best(ctx, version, mine, LATENCY))
         if ctx.threshold_ms is not None:
             out.append(sweet_spot_finding(ctx, version, mine))
-    return out + fastest_versions(ctx, ok)
+    return out + fastest_versions(ctx)
 
 
 def _best(ctx: CompareContext, version: str, trials: list[TrialSummary], metric: str) -> Finding:
@@ -45,7 +46,7 @@ def _best(ctx: CompareContext, version: str, trials: list[TrialSummary], metric:
     w = trial_figures(ctx, best)
     rivals = [trial_figures(ctx, t) for t in trials if t.trial_key != best.trial_key]
     parts = [_ahead(w, x, metric) for x in rivals]
-    p, weakest = worst(parts) if parts else (0.0, None)
+    p, weakest = worst(parts)
     return Finding(
         id=f"{OVERVIEW}/{kind.replace('_', '-')}/{version}", kind=kind, page=OVERVIEW,
         statement=f"{version} reaches its {what} at {best.config_label} ({_figure_text(w, metric)})",
@@ -82,17 +83,15 @@ def sweet_spot_finding(ctx: CompareContext, version: str, trials: list[TrialSumm
     )
 
 
-def fastest_versions(ctx: CompareContext, trials: list[TrialSummary]) -> list[Finding]:
-    """Per configuration two versions or more ran: the version with the lowest headline latency."""
+def fastest_versions(ctx: CompareContext) -> list[Finding]:
+    """Per configuration two versions or more ran: the version with the lowest headline latency, among each
+    version's newest ok trial there (the context's, as every comparison takes them)."""
     by_config: dict[tuple, list[TrialSummary]] = {}
-    for t in trials:
-        by_config.setdefault(config_key(t), []).append(t)
-    out = []
-    for group in sorted(by_config.values(), key=lambda ts: (ts[0].sort_key(), ts[0].trial_key)):
-        if len({t.version for t in group}) >= 2:
-            latest = {t.version: t for t in group}  # a version measured twice there: its newest trial
-            out.append(_fastest(ctx, list(latest.values())))
-    return out
+    for version in ctx.versions:
+        for key, t in ctx.trials.get(version, {}).items():
+            by_config.setdefault(key, []).append(t)
+    groups = sorted((g for g in by_config.values() if len(g) >= 2), key=lambda g: (g[0].sort_key(), g[0].trial_key))
+    return [_fastest(ctx, group) for group in groups]
 
 
 def _fastest(ctx: CompareContext, trials: list[TrialSummary]) -> Finding:

@@ -48,16 +48,20 @@ class TrialFigures:
         return self.trial.latency_headline_ms if metric == LATENCY else self.trial.throughput_ips
 
     def figure(self, metric: str, label: str | None = None) -> Figure:
-        """The figure shown with its own 95 % interval (stats.own_interval)."""
+        """The figure shown with its own 95 % interval (stats.own_interval: the confidence sequence where the
+        trial stopped on one)."""
         point = self.shown(metric)
-        band = stats.own_interval(self.values(metric), point) if point is not None else None
+        band = (stats.own_interval(self.values(metric), point, sequential=self.trial.ci_sequential)
+                if point is not None else None)
         unit = f"{self.q_name} ms" if metric == LATENCY else "items/s"
         what = label or f"{self.trial.version} {self.trial.config_label}, {unit}"
         return Figure(what, point, *(band or (None, None)))
 
     def test(self) -> LogTest | None:
-        """Its latency's geometric mean over processes (against a threshold)."""
-        return one_side_test(self.values(LATENCY))
+        """Its latency's geometric mean over processes (against a threshold): on the confidence sequence when
+        measuring stopped on one, since the trial's own claims are read where its stopping rule looked.
+        Comparisons of two trials (versus) stay on t: neither side's stopping rule looked at their ratio."""
+        return one_side_test(self.values(LATENCY), sequential=self.trial.ci_sequential)
 
 
 def trial_figures(ctx: CompareContext, t: TrialSummary, q_name: str | None = None) -> TrialFigures:
@@ -67,7 +71,9 @@ def trial_figures(ctx: CompareContext, t: TrialSummary, q_name: str | None = Non
     key = ("finding figures", t.trial_key, q)
     if key not in ctx.cache:
         samples = s.samples
-        rounds = [r if r >= 0 else i for i, r in enumerate(samples.rounds or range(samples.processes))]
+        # Round -1 marks a process outside the run's rounds: each gets its own negative key, which versus never
+        # pairs (as stats._paired_interval leaves round -1 out).
+        rounds = [r if r >= 0 else -1 - i for i, r in enumerate(samples.rounds or range(samples.processes))]
         lat = dict(zip(rounds, s.figures(q), strict=False))
         thr = {r: x for r, x, lat_ in zip(rounds, samples.throughput_ips, samples.latencies_ms, strict=False)
                if math.isfinite(x) and lat_.size}
@@ -80,7 +86,7 @@ def versus(a: TrialFigures, b: TrialFigures, metric: str) -> LogTest | None:
     configuration), else unpaired with each side's drift."""
     fa, fb = (a.latency, b.latency) if metric == LATENCY else (a.throughput, b.throughput)
     same_rounds = a.stats.run_id == b.stats.run_id and a.trial.config_label == b.trial.config_label
-    common = sorted(set(fa) & set(fb))
+    common = sorted(r for r in set(fa) & set(fb) if r >= 0)
     if same_rounds and len(common) >= 2:
         return paired_test([fa[r] for r in common], [fb[r] for r in common])
     return unpaired_test(list(fa.values()), list(fb.values()), (a.drift, b.drift))

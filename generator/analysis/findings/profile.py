@@ -3,8 +3,9 @@ estimated speed-up; the roofline position of the top layers and the layers liste
 
 Rankings: the item at rank k is settled when its time is above the next one's and below the previous one's,
 each compared process by process (the profiling processes timed every node: generator.results.evidence
-.paired_test). Estimates (a speed-up) are settled when their interval lies within ± ESTIMATE_PRECISION of the
-figure shown: the figure is then known to that precision. Both need the profiled kernels to agree with the
+.paired_test). Estimates (a speed-up S) are settled when their interval lies within ± ESTIMATE_PRECISION of the
+figure shown and the time saved, S − 1, is known to ± SAVING_PRECISION (at least ± SAVING_FLOOR): "1.02×"
+known to ± 5 % could be a slowdown. Both need the profiled kernels to agree with the
 measured latency (generator.analysis.accounting), and the roofline claims need limits probed until two probes
 agreed; where either fails the finding says why.
 """
@@ -22,10 +23,12 @@ from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, LayerResult, Roofl
 from generator.analysis.summaries import TrialSummary
 from generator.analysis.whatif import WhatIf
 from generator.results.evidence import LogTest, one_side_test
+from generator.results.intervals import t_quantile
 
 TOP_OP_TYPES = 3
 TOP_LAYERS = 5
 ESTIMATE_PRECISION = 0.05  # an estimate is settled when known to ± 5 %
+SAVING_PRECISION, SAVING_FLOOR = 0.2, 0.005  # ... and its saving to ± 20 % of itself, or ± 0.005×
 # A layer whose operations per byte lie within this share of the ridge point is not called compute- or
 # memory-bound: settled limits agree within 10 % each (generator.machine.probe_settle.TOLERANCE), so their
 # ratio, the ridge, within about 21 %.
@@ -115,18 +118,27 @@ def _above(upper: tuple[str, ProcessTimes], lower: tuple[str, ProcessTimes]) -> 
 def _speedup(prefix: str, page: str, w: WhatIf, blocked: str | None, accounting: TimeAccounting | None) -> Finding:
     key = {"op_type": f"op-type/{w.label}", "spec": "whatif", "measured": f"at/{w.label}"}[w.kind]
     test = speedup_test(w, accounting)
-    precision = math.log1p(ESTIMATE_PRECISION)
-    centre = math.log(w.speedup)
+    half = speedup_tolerance(w.speedup)
+    if blocked is None and not w.factors_paired:
+        blocked = (f"{w.label} was not profiled in the same rounds of one run as this version: its op speeds are "
+                   "figures without an interval, so the estimate's interval would be too narrow")
     band = test.interval() if test else None
     what = {"op_type": f"{w.label} {w.factors[0].factor:g}× faster", "spec": "the spec's whatif factors",
             "measured": f"{w.label}'s op speeds"}[w.kind]
     return Finding(
         f"{prefix}/speedup/{key}", "speedup", page, f"with {what}, the inference would be {w.speedup:.3g}× faster",
         round(w.speedup, 4), unit="×", interval=band,
-        p_value=test.p_within(centre - precision, centre + precision) if test else None,
-        weakest=f"its interval is wider than ± {ESTIMATE_PRECISION:.0%}" if test else "one profiling process",
+        p_value=test.p_within(math.log(w.speedup - half), math.log(w.speedup + half)) if test else None,
+        weakest=(f"its interval is wider than {w.speedup - half:.3g}–{w.speedup + half:.3g}×" if test
+                 else "one profiling process"),
         blocked=blocked, figures=(Figure("speed-up", w.speedup, *(band or (None, None))),),
     )
+
+
+def speedup_tolerance(speedup: float) -> float:
+    """How far either side of `speedup` its interval may reach for the estimate to be settled: ± 5 % of it,
+    or less where the saving is small (± 20 % of S − 1, at least 0.005)."""
+    return min(ESTIMATE_PRECISION * speedup, max(SAVING_PRECISION * abs(speedup - 1.0), SAVING_FLOOR))
 
 
 def speedup_test(w: WhatIf, accounting: TimeAccounting | None) -> LogTest | None:
@@ -157,23 +169,21 @@ def _fraction_halfwidth(a: TimeAccounting | None) -> float:
 
 
 def _t_quantile(df: float) -> float:
-    from generator.results.intervals import _t
-
-    return _t(max(df, 1.0))
+    return t_quantile(max(df, 1.0))
 
 
 def _roofline(prefix: str, page: str, r: LayerResult, limits: Roofline, blocked: str | None) -> Finding:
     peak = limits.peak(r.integer)
     ridge = peak / limits.bandwidth_gbs if peak and limits.bandwidth_gbs else None
-    answer = "compute-bound" if ridge is not None and r.intensity >= ridge else "memory-bound"
+    answer = ("compute-bound" if r.intensity >= ridge else "memory-bound") if ridge is not None else "unknown"
     near = ridge is not None and abs(math.log(r.intensity / ridge)) < math.log1p(RIDGE_MARGIN)
     why = blocked or (f"its {r.intensity:.3g} operations per byte are within {RIDGE_MARGIN:.0%} of the ridge point "
                       f"({ridge:.3g})" if near else None)
     return Finding(
         f"{prefix}/roofline/{r.node_name}", "roofline", page,
         f"{r.node_name} is {answer} ({r.intensity:.3g} operations per byte; ridge point "
-        f"{ridge:.3g})" if ridge else f"{r.node_name} is {answer}",
-        answer, p_value=0.0 if ridge is not None else None, blocked=why,
+        f"{ridge:.3g})" if ridge else f"{r.node_name}'s side of the ridge point is unknown",
+        answer, fact=ridge is not None, blocked=why,
         weakest=None if ridge is not None else "no ridge point: limits missing",
     )
 

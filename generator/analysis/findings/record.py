@@ -36,11 +36,15 @@ class Figure:
 @dataclass(frozen=True)
 class Finding:
     """One claim of a page. `p_value` is its test's (None: untested, never settled); `blocked` a reason it
-    cannot be settled whatever the test says; `weakest` what the p-value came from, in words."""
+    cannot be settled whatever the test says; `weakest` what the p-value came from, in words. A `fact` states
+    something no timing enters (a node's provider, a layer's operations per byte against settled limits): it is
+    settled unless blocked, and takes no share of the false-discovery rule's tests."""
 
     id: str
     kind: str
-    page: str  # the page stating it, relative to the experiment's folder ("index.md", "profile-fp32.md")
+    # The page stating it: a page key here ("overview", "profile:fp32", "compare:0", "choose"), its file
+    # relative to the experiment's folder in findings.json ("index.md", "profile-fp32.md": pages.findings_json).
+    page: str
     statement: str  # the claim in words, as the page makes it
     answer: str | float | None
     unit: str | None = None  # of a numeric answer
@@ -53,6 +57,7 @@ class Finding:
     settled: bool = False
     needed: float | None = None  # the largest p-value the false-discovery rule settled in this report
     reason: str | None = None  # why unsettled, in words (None when settled)
+    fact: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         answer = _num(self.answer) if isinstance(self.answer, float) else self.answer
@@ -61,7 +66,8 @@ class Finding:
             "unit": self.unit, "settled": self.settled, "reason": self.reason,
             "evidence": {
                 "interval": [_num(x) for x in self.interval] if self.interval else None,
-                "p_value": _num(self.p_value, 3), "needed": _num(self.needed, 3), "weakest": self.weakest,
+                "fact": self.fact, "p_value": _num(self.p_value, 3), "needed": _num(self.needed, 3),
+                "weakest": self.weakest,
                 "blocked": self.blocked, "figures": [f.as_dict() for f in self.figures],
                 "trials": list(self.trials),
             },
@@ -102,9 +108,10 @@ def settle(findings: Iterable[Finding], q: float = FDR_Q) -> FindingSet:
     ids = [f.id for f in items]
     if len(set(ids)) != len(ids):
         raise ValueError(f"finding ids repeat: {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
-    tested = [None if f.blocked else f.p_value for f in items]
+    tested = [None if f.blocked or f.fact else f.p_value for f in items]
     passed, needed = fdr_settled(tested, q)
-    return FindingSet(tuple(_settled(f, ok, needed, len([p for p in tested if p is not None]))
+    count = len([p for p in tested if p is not None])
+    return FindingSet(tuple(_settled(f, ok or (f.fact and not f.blocked), needed, count)
                             for f, ok in zip(items, passed, strict=True)), q)
 
 

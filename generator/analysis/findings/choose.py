@@ -1,0 +1,52 @@
+"""The chooser page's findings: B against A at every configuration both versions ran, for every ordered pair
+of versions, with the compare pages' builder (verdicts and advice). They are part of the report's one
+FindingSet, settled with every other claim of the experiment: the chooser states them when a reader picks a
+pair, and a page of a hundred such claims must not carry five flukes marked settled either.
+"""
+
+from __future__ import annotations
+
+from generator.analysis.compare import compare_versions
+from generator.analysis.compare_choice import CompareContext, config_dict
+from generator.analysis.findings.compare import compare_findings
+from generator.analysis.findings.record import Finding
+from generator.analysis.records_compare import Comparison
+from generator.analysis.summaries import TrialSummary
+from generator.errors import ResultsError
+
+PAGE = "choose"
+
+
+def prefix(a: str, b: str, config_label: str) -> str:
+    return f"{PAGE}/{a}/{b}/{config_label}"
+
+
+def chooser_versions(ctx: CompareContext) -> tuple[str, ...]:
+    """The versions the chooser offers; none with fewer than two choosable trials (no chooser page)."""
+    versions = tuple(v for v in ctx.versions if ctx.trials.get(v))
+    return versions if sum(len(ctx.trials[v]) for v in versions) >= 2 else ()
+
+
+def config_comparisons(ctx: CompareContext, a: str, b: str) -> list[tuple[TrialSummary, Comparison]]:
+    """B against A at every configuration both ran, in configuration order (A's trial there, the comparison
+    without the kernel ratios the page computes itself); computed once per context."""
+    key = ("chooser comparisons", a, b)
+    if key not in ctx.cache:
+        common = sorted((t for k, t in ctx.trials.get(a, {}).items() if k in ctx.trials.get(b, {})),
+                        key=lambda t: (t.sort_key(), t.trial_key))
+        out = []
+        for t in common:
+            try:
+                out.append((t, compare_versions(ctx.exp, a, b, config_dict(t), ctx=ctx, kernel_ratios=False)))
+            except ResultsError:
+                continue  # the chooser says there is nothing to compare there
+        ctx.cache[key] = out
+    return ctx.cache[key]
+
+
+def chooser_findings(ctx: CompareContext) -> list[Finding]:
+    """Every finding the chooser can state, unsettled (findings.settle settles them with the report's)."""
+    versions = chooser_versions(ctx)
+    return [f for a in versions for b in versions if a != b
+            for t, c in config_comparisons(ctx, a, b)
+            for f in compare_findings(ctx, c, page=PAGE, prefix=prefix(a, b, t.config_label))]
