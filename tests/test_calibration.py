@@ -6,9 +6,10 @@ location-scale fit of their spread, heavy tails included, and for paired runs a 
 both members, fitted from how much of the spread pairing removed. 2,000 pairs per process count, through the
 very functions the diff and the compare pages call (generator.results.intervals).
 
-Adaptive measurement looks after every round: the confidence sequences it stops on and is judged by
-(generator.results.sequential) keep their error rates at whichever round it stopped, through the runner's
-stopping rule (generator.runner.aggregate.stops) and the diff's figures and verdict.
+Adaptive measurement looks after every round: the confidence sequences it stops on and is judged by, and the
+one t look at the budget (generator.results.sequential), keep their error rates at whichever round it
+stopped, through the runner's stopping rule (generator.runner.aggregate.stops) and the diff's figures and
+verdict.
 """
 
 from __future__ import annotations
@@ -115,11 +116,11 @@ def paired_runs(rng: np.random.Generator, runs: int, noise: float, slowdown: flo
     rounds = 0
     for lat, thr in ratios.transpose(0, 2, 1):
         k = next((k for k in range(REPEATS, BUDGET_ROUNDS) if aggregate.stops(
-            intervals.paired(ONES[:k], lat[:k], sequential.VERDICT_LEVEL, sequential=True), TARGET,
+            intervals.paired(ONES[:k], lat[:k], sequential.STOP_LEVEL, sequential=True), TARGET,
             limits.latency_ratio)), BUDGET_ROUNDS)
         judged = tuple(range(k))
-        figures = [figures_ratio((list(ONES[:k]), list(f[:k])), (judged, judged), True, 0.0, (k, k), sequential=True)
-                   for f in (lat, thr)]
+        figures = [figures_ratio((list(ONES[:k]), list(f[:k])), (judged, judged), True, 0.0, (k, k), sequential=True,
+                                 final=k == BUDGET_ROUNDS) for f in (lat, thr)]
         verdict = trial_verdict(*figures, limits)
         verdicts[verdict] = verdicts.get(verdict, 0) + 1
         rounds += k
@@ -132,29 +133,30 @@ ONES = np.ones(BUDGET_ROUNDS)
 @pytest.mark.parametrize("noise", [1.0, 3.0], ids=["recorded-noise", "thrice-the-noise"])
 def test_a_paired_aa_run_that_looks_after_every_round_is_rarely_called_slower_or_faster(noise):
     """An A/A pair is looked at after every round and stops once its interval settles the verdict, else at the
-    budget; the diff then reads two figures, either of which can decide. Judged by the confidence sequences at
-    97.5 % per figure (generator.results.sequential), at most 5 % of such runs could end slower or faster
-    whatever the noise; this asserts 2 % (measured on 3,000 runs: 0.13 % at the recording's noise, 0.5 % at
-    twice and thrice it). The rule it replaced (a 99.9 % t interval for early stops from 5 rounds, the diff's
-    95 % t at the end) called 3.8 % of them slower or faster at twice the noise and 6.5 % at thrice, where
-    most runs spend the budget and the last look decides."""
+    budget; the diff then reads two figures, either of which can decide. The 5 % is spent in two parts
+    (generator.results.sequential): the looks before the budget on confidence sequences at 99.5 % per figure,
+    the one look at the budget on Student's t at 98 % per figure, so at most 1 % + 4 % of such runs could end
+    slower or faster whatever the noise; measured on 1,500 runs: 0.07 % at the recording's noise, 1.5 % at
+    twice it, 2.6 % at thrice, where nearly every A/A run reaches the budget. Two earlier rules: a 99.9 % t
+    interval for early stops and the diff's 95 % t at the end called 3.8 % slower or faster at twice the noise
+    and 6.5 % at thrice; the whole 5 % on the sequence (97.5 % per figure) 0.5 %, at the price of power."""
     verdicts, _ = paired_runs(np.random.default_rng(21), 800, noise, 0.0, Thresholds(1.05, 0.95, "spec"))
     wrong = verdicts.get(SLOWER, 0) + verdicts.get(FASTER, 0)
-    assert wrong / 800 <= 0.02, verdicts
+    assert wrong / 800 <= 0.045, verdicts
 
 
 def test_a_paired_run_still_finds_a_real_slowdown_within_the_budget():
-    """Power kept: +10 % at the default 1.05 at the recording's noise (a busy machine), and +5 % at
-    `--latency-ratio 1.03` at 0.4 × that noise (a quiet one), found slower in at least 95 % of runs within the
-    budget's 35 rounds (measured on 2,000 runs: 98.8 % in 11 rounds on average, the replaced rule 99.7 %;
-    99.3 % in 8 rounds, the replaced rule 98.6 %). The price is at the budget's end, where the sequence is wider
-    than the replaced rule's last 95 % look: at twice the recording's noise +10 % is found in 75 % (the replaced
-    rule 95 %, beside its 3.8 % of A/A runs called slower or faster there)."""
+    """Power: +10 % at the default 1.05 at the recording's noise (a busy machine) found slower in at least 95 %
+    of runs (measured on 1,000: 99.8 % in 14 rounds on average), at twice that noise in at least 85 % (91.9 %;
+    the sequence alone at 97.5 %, the rule before, 75 %, its interval at the budget 1.6 times as wide as this
+    last look's), and +5 % at `--latency-ratio 1.03` at 0.4 × the noise (a quiet machine) in at least 95 %
+    (100 % in 11 rounds)."""
     rng = np.random.default_rng(22)
-    for noise, slowdown, limits in ((1.0, 0.10, Thresholds(1.05, 0.95, "spec")),
-                                    (0.4, 0.05, Thresholds(1.03, 0.95, "command line"))):
+    for noise, slowdown, limits, found in ((1.0, 0.10, Thresholds(1.05, 0.95, "spec"), 0.95),
+                                           (2.0, 0.10, Thresholds(1.05, 0.95, "spec"), 0.85),
+                                           (0.4, 0.05, Thresholds(1.03, 0.95, "command line"), 0.95)):
         verdicts, rounds = paired_runs(rng, 400, noise, slowdown, limits)
-        assert verdicts.get(SLOWER, 0) / 400 >= 0.95 and rounds < 15, (slowdown, verdicts, rounds)
+        assert verdicts.get(SLOWER, 0) / 400 >= found and rounds < BUDGET_ROUNDS, (slowdown, verdicts, rounds)
 
 
 def test_a_trials_interval_keeps_its_coverage_although_measuring_stopped_once_it_was_narrow_enough():
@@ -189,7 +191,7 @@ def test_the_confidence_sequence_ends_where_the_bayes_factor_reaches_one_over_al
         nu = n - 1
         return (1 + n * g) ** -0.5 * ((1 + t2 / nu) / (1 + t2 / (nu * (1 + n * g)))) ** (n / 2)
 
-    for level in (0.95, sequential.VERDICT_LEVEL):
+    for level in (0.95, sequential.STOP_LEVEL):
         for n in (4, 5, 10, 35, 200):
             m = sequential.multiplier(n, level)
             assert bayes_factor(m * m, n) == pytest.approx(1 / (1 - level), rel=1e-9)

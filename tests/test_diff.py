@@ -171,20 +171,25 @@ def test_drift_between_separate_runs_is_never_called_a_change(tmp_path):
 def test_a_pair_measured_until_its_interval_settled_is_judged_by_the_confidence_sequence_it_stopped_on(tmp_path):
     """The same five rounds, 6 % slower with rounds that disagree by a few percent: a paired run stored before
     confidence sequences (no ci_sequential) keeps its fixed-sample 95 % t interval (+2.9 % to +10.4 % at b1:
-    slower); a paired run that stopped on its sequence is judged by it at 97.5 % per figure (−1.9 % to +15.8 %:
-    the interval cannot decide), and the summary says why."""
+    slower); a paired run that stopped early on its sequence is judged by it at 99.5 % per figure (the interval
+    cannot decide); one that ran to its budget, at that last look, by Student's t at 98 % per figure (slower:
+    the last look spends 4 % of the 5 %). The summary says which rule judged it."""
     rounds = {"base": (0.99, 1.0, 1.01, 1.0, 0.995), "cand": (1.0, 1.03, 0.97, 1.02, 0.99)}
-    for sequential, verdict in ((None, "slower"), (True, "not comparable")):
-        base, cand = sides(tmp_path / str(sequential),
-                           Side(pair_id="p1", process_factors=rounds["base"], sequential=sequential),
+    early = ("each figure's interval is a 99.5% confidence sequence, valid at whichever round measuring stopped",
+             "the latency estimate lies beyond the threshold but its 99.5% confidence sequence still holds no "
+             "change")
+    last = ("ran to its budget: it is judged at that last look, each figure by a 98% Student's t interval",)
+    for sequential, at_budget, verdict, said in ((None, False, "slower", ()), (True, False, "not comparable", early),
+                                                  (True, True, "slower", last)):
+        base, cand = sides(tmp_path / f"{sequential}-{at_budget}",
+                           Side(pair_id="p1", process_factors=rounds["base"], sequential=sequential,
+                                at_budget=at_budget),
                            Side(latency={1: 1.06, 4: 1.06}, pair_id="p1", process_factors=rounds["cand"], seed=1,
-                                sequential=sequential))
+                                sequential=sequential, at_budget=at_budget))
         text, _ = diff_command(base, cand)
         assert text.startswith(f"**perfsite diff: {verdict}**"), text
-        said = ("each figure's interval is a 97.5% confidence sequence, valid at whichever round measuring stopped",
-                "the latency estimate lies beyond the threshold but its 97.5% confidence sequence still holds no "
-                "change")
-        assert all((line in text) == bool(sequential) for line in said), text
+        assert all(line in text for line in said), text
+        assert not any(line in text for line in early + last if line not in said), text
 
 
 def test_nothing_in_common_is_a_user_error_not_exit_3(tmp_path):

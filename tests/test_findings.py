@@ -120,7 +120,7 @@ def test_findings_json_lists_every_finding_the_pages_state_with_its_page_and_evi
     pages, view = recorded
     (path, text), = [(f, t) for p in pages.values() for f, t in p.files if f.endswith("findings.json")]
     data = json.loads(text)
-    assert data["findings_version"] == 1 and data["count"] == len(data["findings"]) == len(view.findings.findings)
+    assert data["findings_version"] == 2 and data["count"] == len(data["findings"]) == len(view.findings.findings)
     assert data["settled"] == sum(f["settled"] for f in data["findings"])
     kinds = {f["kind"] for f in data["findings"]}
     assert {"best_throughput", "best_latency", "sweet_spot", "fastest_version", "verdict"} <= kinds
@@ -155,6 +155,7 @@ def test_a_trial_that_stopped_on_its_confidence_sequence_is_judged_on_it():
     t_low, t_high = fixed.interval()
     assert low < t_low and high > t_high
     assert anytime.p_above(bound) == 1.0  # the data points the other way
+    assert sequential.p_value(math.inf, 2) == pytest.approx(21 ** -0.5)  # two figures never reach 95 %
 
 
 def test_facts_are_settled_outside_the_false_discovery_rule_and_speed_ups_need_their_saving_known():
@@ -174,9 +175,10 @@ def test_facts_are_settled_outside_the_false_discovery_rule_and_speed_ups_need_t
 
 def test_an_unbounded_interval_is_the_widest_when_flagging_uncertain_trials():
     found = settle([Finding("1", "k", "o", "s", "x", trials=("unbounded", "narrow"))])
-    flags = uncertain_trials(found, {"unbounded": None, "narrow": 0.04})
+    flags = uncertain_trials(found, {"unbounded": math.inf, "narrow": 0.04})
     assert flags == {"unbounded": "its interval (unbounded) is the widest of every comparison it takes part in, "
                                   "and none of those 1 finding is settled"}
+    assert uncertain_trials(found, {"unbounded": None, "narrow": 0.04}) == {}  # no interval recorded: no flag
 
 
 def test_profiling_processes_pair_only_in_the_same_rounds_of_one_run():

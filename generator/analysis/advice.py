@@ -18,7 +18,7 @@ from generator.analysis.layer_names import CONVERSION_OPS
 from generator.analysis.profile_times import ProcessTimes, node_times, ratio_of, summed
 from generator.analysis.records_compare import Advice, Comparison
 from generator.numbers import counted
-from generator.results.evidence import one_side_test, p_from_interval, unpaired_test
+from generator.results.evidence import LogTest, one_side_test, p_from_interval, unpaired_test
 
 if TYPE_CHECKING:
     from generator.analysis.layer_match import Executed, LayerMatch
@@ -103,14 +103,25 @@ def dynamic_conv_slower(data: AdviceInput) -> Advice | None:
     conv_b = [e for e in _executed(data, "b") if _op(e) == "Conv"]
     test = unpaired_test(process_sum(conv_a).floored(), process_sum(conv_b).floored())
     p = test.p_above(math.log(CONV_SLOWER_MIN)) if test else None
-    # The caveat and the finding's p-value come from the same test: the text never calls settled what the
-    # finding does not, nor the other way round.
-    caveat = "" if p is not None and p <= 0.05 else f", {_too_wide(test.interval() if test else None, conv_a, conv_b)}"
+    # The caveat comes from the finding's own test (at 95 % alone; the page marks the finding unsettled when the
+    # report-wide rule does not settle it), its interval around the ratio shown.
+    caveat = "" if p is not None and p <= 0.05 else f", {_too_wide(_around(row.ratio.point, test), conv_a, conv_b)}"
     return Advice("dynamic_conv_slower", "warning", (
         f"Dynamic INT8 made Conv slower on this CPU: Conv takes {row.time_b_us:.0f} µs in {c.b} against "
         f"{row.time_a_us:.0f} µs in {c.a} ({row.ratio.point:.3g}×{caveat}); ConvInteger has no fast kernel "
         "here. Try static quantization (quantize mode static_qdq) for convolutional models."),
         p, f"Conv time {c.b} / {c.a} above {CONV_SLOWER_MIN:g}×")
+
+
+def _around(point: float, test: LogTest | None) -> tuple[float, float] | None:
+    """`test`'s 95 % interval, as a ratio, around `point` (the figure shown)."""
+    if test is None:
+        return None
+    low, high = test.interval()
+    if not (low > 0 and math.isfinite(high)):
+        return None
+    half = (math.log(high) - math.log(low)) / 2
+    return point * math.exp(-half), point * math.exp(half)
 
 
 def _too_wide(interval: tuple[float, float] | None, a: list[Executed], b: list[Executed]) -> str:
@@ -183,7 +194,7 @@ def fp16_casts(data: AdviceInput) -> Advice | None:
     share = f", {_pct(time / total)} of its time" if total > 0 else ""
     return Advice("fp16_casts", "warning", (
         f"FP16 {where} inserted {counted(len(casts), 'cast')} in {c.b} ({time:.0f} µs{share}): the provider runs ops "
-        "without an FP16 kernel in FP32 and converts around them."), 0.0, "casts in the graph that ran")
+        "without an FP16 kernel in FP32 and converts around them."), None, "casts in the graph that ran", fact=True)
 
 
 def _provider_name(text: str) -> str:
@@ -208,7 +219,7 @@ def provider_fallback(data: AdviceInput) -> Advice | None:
         return None
     return Advice("provider_fallback", "warning", (
         f"Provider fallback: {'; '.join(parts)} instead of the {data.provider} provider asked for. Those "
-        "operators have no kernel there for these types."), 0.0, "the provider each node ran on")
+        "operators have no kernel there for these types."), None, "the provider each node ran on", fact=True)
 
 
 def b_slower(data: AdviceInput) -> Advice | None:
@@ -244,8 +255,8 @@ def outputs_disagree(data: AdviceInput) -> Advice | None:
     whose = "the spec's tolerance" if data.comparison.tolerance_set else "perfsite's default tolerance (cosine ≥ 0.99)"
     return Advice("outputs_disagree", "warning",
                   f"Outputs differ beyond {whose} ({shown}): the speed of a broken model is not a result. Check "
-                  "B's accuracy (calibration data, quantized ops) before using its speed.", 0.0,
-                  "the outputs on the same inputs")
+                  "B's accuracy (calibration data, quantized ops) before using its speed.", None,
+                  "the outputs on the same inputs", fact=True)
 
 
 RULES: tuple[tuple[str, Rule], ...] = (

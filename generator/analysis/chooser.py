@@ -45,8 +45,7 @@ from generator.analysis.compare import (
 )
 from generator.analysis.compare_choice import CompareContext, compare_context, config_dict, headline_label
 from generator.analysis.findings import FindingSet, settle
-from generator.analysis.findings.choose import chooser_findings, config_comparisons
-from generator.analysis.findings.choose import prefix as choose_prefix
+from generator.analysis.findings.choose import chooser_findings, chooser_versions, config_comparisons, findings_at
 from generator.analysis.frozen_records import built
 from generator.analysis.layer_match import Executed
 from generator.analysis.records_compare import (
@@ -230,9 +229,9 @@ def _at_each_config(ctx: CompareContext, a: str, b: str, findings: FindingSet) -
     kernel ratios the page computes itself), in configuration order, with the report's findings there: a
     chosen pair's advice is about the configuration chosen, not about one picked for the version pair."""
     out = []
+    versions = chooser_versions(ctx)
     for t, c in config_comparisons(ctx, a, b):
-        stem = choose_prefix(a, b, t.config_label) + "/"
-        found = FindingSet(tuple(f for f in findings.findings if f.id.startswith(stem)), findings.q)
+        found = FindingSet(findings_at(findings.findings, versions, a, b, t.config_label), findings.q)
         out.append(ConfigFindings(t.config_label, c.advice, c.agreement, found))
     return tuple(out)
 

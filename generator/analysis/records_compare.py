@@ -183,9 +183,11 @@ class Advice:
     severity: str
     text: str
     # How strongly the data supports it (generator.analysis.findings): the p-value of the figure the rule fired
-    # on (0.0: a fact of the graph or of the outputs, not of timing; None: untested) and that figure in words.
+    # on (None: untested) and that figure in words; `fact`: it states a fact of the graph or of the outputs, no
+    # timing (settled unless blocked, outside the false-discovery rule).
     p_value: float | None = None
     evidence: str | None = None
+    fact: bool = False
 
 
 @dataclass(frozen=True)

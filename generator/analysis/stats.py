@@ -10,7 +10,8 @@ on charts, the intervals of the timing tables) is the same kind: the t interval 
 around the figure shown (`own_interval`). The hierarchical bootstrap below gives a side's own interval and the
 ratio interval only where a side has a single process (no t interval exists). A trial measured until its
 interval looked narrow enough (`ci_sequential`) has the confidence sequence it stopped on as its own interval,
-and a paired run that stopped on its ratio's sequence is judged by it (generator.results.sequential).
+and a paired run that stopped early on its ratio's sequence is judged by it, one that ran to its budget by
+Student's t at the final look's level (generator.results.sequential).
 
 Requests measured in one process share that process's fate (its CPU placement, frequency, cache and memory
 layout, neighbours on a shared machine), so they are not independent repetitions: on pooled samples a
@@ -292,23 +293,23 @@ class SideFigure:
 
 def latency_ratio(a: ProcessSamples, b: ProcessSamples, q: float, seed: int = SEED,
                   resamples: int = RESAMPLES, paired: bool = False, between_run_sd: intervals.Drift = 0.0,
-                  sequential: bool = False) -> tuple[RatioCI, SideFigure, SideFigure]:
+                  sequential: bool = False, final: bool = False) -> tuple[RatioCI, SideFigure, SideFigure]:
     """Latency ratio B / A at quantile `q` with its calibrated interval (figures_ratio; `sequential`: a pair
-    measured until that ratio's sequence settled), and both sides' figures. Bootstraps (A drawn first, then B,
-    from one generator) are drawn only where a side has one process: the ratio's interval and that side's own
-    then come from them. Raises ValueError for a side without requests."""
+    measured until that ratio's sequence settled, `final`: or until its budget), and both sides' figures.
+    Bootstraps (A drawn first, then B, from one generator) are drawn only where a side has one process: the
+    ratio's interval and that side's own then come from them. Raises ValueError for a side without requests."""
     boots = _drawn_once(lambda rng: tuple(bootstrap_latency(s.latencies_ms, q, rng, resamples) for s in (a, b)), seed)
     figures = tuple([float(np.quantile(x, q)) for x in s.latencies_ms] for s in (a, b))
     sides = tuple(side_figure(f, pooled_latency(s.latencies_ms, q), lambda i=i: boots()[i], s.processes,
                               s.sequential) for i, (s, f) in enumerate(zip((a, b), figures, strict=True)))
     ci = figures_ratio(figures, (a.rounds, b.rounds), paired, between_run_sd, (a.processes, b.processes),
-                       sequential)
+                       sequential, final)
     return (ci if ci is not None else ratio_ci(*boots())), *sides
 
 
 def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED, resamples: int = RESAMPLES,
                      paired: bool = False, between_run_sd: intervals.Drift = 0.0, sequential: bool = False,
-                     ) -> tuple[RatioCI | None, SideFigure | None, SideFigure | None]:
+                     final: bool = False) -> tuple[RatioCI | None, SideFigure | None, SideFigure | None]:
     """Throughput ratio B / A, as latency_ratio; None parts when a side has no recorded throughput."""
     boots = _drawn_once(lambda rng: tuple(bootstrap_throughput(s, rng, resamples) for s in (a, b)), seed + 1)
     kept = [throughput_figures(s) for s in (a, b)]
@@ -317,7 +318,7 @@ def throughput_ratio(a: ProcessSamples, b: ProcessSamples, seed: int = SEED, res
     if side_a is None or side_b is None:
         return None, side_a, side_b
     ci = figures_ratio((list(a.throughput_ips), list(b.throughput_ips)), (a.rounds, b.rounds), paired,
-                       between_run_sd, (len(kept[0]), len(kept[1])), sequential)
+                       between_run_sd, (len(kept[0]), len(kept[1])), sequential, final)
     return (ci if ci is not None else ratio_ci(*boots())), side_a, side_b
 
 
@@ -349,16 +350,17 @@ def side_figure(figures: Sequence[float], point: float, boot: Callable[[], Boots
 
 def figures_ratio(figures: tuple[list[float], list[float]], rounds: tuple[tuple[int, ...], tuple[int, ...]],
                   paired: bool, between_run_sd: intervals.Drift, processes: tuple[int, int],
-                  sequential: bool = False) -> RatioCI | None:
+                  sequential: bool = False, final: bool = False) -> RatioCI | None:
     """B / A as the geometric mean of the per-process figures' ratio (per round when `paired` and two or more
     rounds have both, else of each side's geometric mean), with its t interval (Welch's with `between_run_sd`
     when unpaired). The ratio of per-process figures, not of the pooled ones: pooling mixes the processes'
     disagreement into the tail (a p90 over processes that disagree by 25 % rises with the disagreement itself).
     None where no t interval exists (a side with fewer than two figures): callers then take the bootstrap ratio
     (ratio_ci), drawing bootstraps only when needed. `sequential` (a paired run measured until the ratio's
-    confidence sequence settled): the paired interval is that sequence, at the verdict's level for each figure
-    (generator.results.sequential.VERDICT_LEVEL), the one its stopping rule looked at."""
-    ci = _paired_interval(figures, rounds, sequential) if paired else None
+    confidence sequence settled): the paired interval is that sequence, at the level of its looks before the
+    budget (generator.results.sequential.STOP_LEVEL), the one its stopping rule looked at; with `final` (it
+    stopped at its budget instead), Student's t at the final look's level (sequential.FINAL_LEVEL)."""
+    ci = _paired_interval(figures, rounds, sequential, final) if paired else None
     if ci is None:
         ci = intervals.unpaired(figures[0], figures[1], between_run_sd)
     if ci is None:
@@ -369,13 +371,15 @@ def figures_ratio(figures: tuple[list[float], list[float]], rounds: tuple[tuple[
 
 
 def _paired_interval(figures: tuple[list[float], list[float]], rounds: tuple[tuple[int, ...], tuple[int, ...]],
-                     sequential: bool = False) -> intervals.LogInterval | None:
+                     sequential: bool = False, final: bool = False) -> intervals.LogInterval | None:
     by_round = [dict(zip(r, f, strict=False)) for r, f in zip(rounds, figures, strict=True)]
     common = sorted(set(by_round[0]) & set(by_round[1]) - {-1})
     if len(common) < 2:
         return None
-    level = sequence.VERDICT_LEVEL if sequential else LEVEL
-    return intervals.paired([by_round[0][r] for r in common], [by_round[1][r] for r in common], level, sequential)
+    base, cand = [by_round[0][r] for r in common], [by_round[1][r] for r in common]
+    if sequential and final:  # the one look at the budget: Student's t at its share of the error
+        return intervals.paired(base, cand, sequence.FINAL_LEVEL)
+    return intervals.paired(base, cand, sequence.STOP_LEVEL if sequential else LEVEL, sequential)
 
 
 def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel_se_a: float = 0.0,

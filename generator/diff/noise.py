@@ -31,7 +31,7 @@ from generator.analysis.sides import (  # noqa: F401  (the rule lives there, sha
     starved_processes,
 )
 from generator.analysis.summaries import clean
-from generator.results.sequential import VERDICT_LEVEL
+from generator.results.sequential import FINAL_LEVEL, STOP_LEVEL
 
 
 def paired(a: pd.Series, b: pd.Series) -> bool:
@@ -58,12 +58,14 @@ def noise_notes(base: SideSamples, cand: SideSamples) -> tuple[str, ...]:
     return tuple(out)
 
 
-def undecided_note(figure: str, paired: bool = False, sequential: bool = False) -> str:
+def undecided_note(figure: str, paired: bool = False, how: str = "t") -> str:
     """Why a figure is not judged, and what to do: measuring paired is the advice only to trials that were not.
-    `sequential`: the pair was judged by the confidence sequence it stopped on (generator.results.sequential)."""
+    `how`: "sequence" (the pair was judged by the confidence sequence it stopped on), "final" (by the t
+    interval of its last look, at its budget; generator.results.sequential), "t" (a 95 % t interval)."""
     advice = (PAIRED_ADVICE if paired else
               "measure paired (`perfsite diff --measure`) or with a larger measure.budget_s")
-    interval = f"{VERDICT_LEVEL:.1%} confidence sequence" if sequential else "95 % interval"
+    interval = {"sequence": f"{STOP_LEVEL:.1%} confidence sequence",
+                "final": f"{FINAL_LEVEL:.0%} interval at its budget"}.get(how, "95 % interval")
     return (f"the {figure} estimate lies beyond the threshold but its {interval} still holds no change: the "
             f"interval cannot decide; {advice}")
 

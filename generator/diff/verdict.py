@@ -17,9 +17,11 @@ round by round, separately measured ones with the between-run drift in their int
 estimate lies beyond a threshold while the interval still holds 1, the configuration is *not comparable*
 (the interval cannot decide). A trial whose measuring ran out of budget still gets a verdict.
 
-A paired run that stopped on its ratio's confidence sequence (both trials `ci_sequential`) is judged by that
-sequence, at 97.5 % per figure (generator.results.sequential): the verdict then holds at 95 % whichever round
-measuring stopped at and whichever figure decides. Older paired results keep their t intervals.
+A paired run measured on confidence sequences (both trials `ci_sequential`) spends its 5 % in two parts
+(generator.results.sequential): stopped before its budget, because the sequence settled the verdict, it is
+judged by that sequence at 99.5 % per figure; run to its budget (both trials `budget_exhausted`), by Student's
+t at 98 % per figure at that one last look. The verdict then holds at 95 % whichever round measuring stopped
+at and whichever figure decides. Older paired results keep their t intervals.
 
 The overall verdict is *not comparable* when a pair was measured on environments with different
 fingerprints (unless allowed) or when nothing is in both; else *slower* if any configuration is slower, else
@@ -44,7 +46,7 @@ from generator.machine.environment import FINGERPRINT_FIELDS
 from generator.results.headline import compared_percentile, percentile_label, stored_percentile
 from generator.results.intervals import BETWEEN_RUN_SD, run_drift
 from generator.results.profiled import spread_count
-from generator.results.sequential import VERDICT_LEVEL
+from generator.results.sequential import FINAL_LEVEL, STOP_LEVEL
 from generator.results.store import ExperimentResults
 from generator.spec.model import Regression
 
@@ -94,8 +96,10 @@ class TrialDiff:
     notes: tuple[str, ...] = ()
     model_changed: bool = True  # the model files' sha256 differ
     paired: bool = False  # measured in one paired run, compared round by round
-    # That paired run stopped on its ratio's confidence sequence, which judges it (generator.results.sequential).
+    # That paired run stopped early on its ratio's confidence sequence, which judges it; `at_budget`: it ran to
+    # its budget, and its last look's t interval judges it (generator.results.sequential).
     sequential: bool = False
+    at_budget: bool = False
     # The very same stored measurement on both sides (one trial key, run and finish time): `--force` measures
     # a trial again under its key, so the key alone does not say it.
     same_measurement: bool = False
@@ -194,9 +198,10 @@ def trial_verdict(lat: RatioCI, thr: RatioCI | None, limits: Thresholds) -> str:
 
 
 def judge(lat: RatioCI, thr: RatioCI | None, limits: Thresholds, sides: tuple[SideSamples, SideSamples],
-          q: float, paired: bool = False) -> tuple[str, tuple[str, ...]]:
+          q: float, paired: bool = False, final: bool = False) -> tuple[str, tuple[str, ...]]:
     """The configuration's verdict after the noise guards (generator.diff.noise), and why it was withheld
-    (`paired`: the two trials come from one paired run, so the advice is not to measure paired)."""
+    (`paired`: the two trials come from one paired run, so the advice is not to measure paired; `final`: it
+    ran to its budget and was judged at that last look)."""
     base, cand = sides
     if not (base.judgeable and cand.judgeable):
         return NOT_COMPARABLE, ()
@@ -208,7 +213,8 @@ def judge(lat: RatioCI, thr: RatioCI | None, limits: Thresholds, sides: tuple[Si
                  if r is not None and _beyond(r.point, limit) and r.low <= 1.0 <= r.high]
     if undecided:
         sequential = paired and base.samples.sequential and cand.samples.sequential
-        return NOT_COMPARABLE, tuple(undecided_note(f, paired, sequential) for f in undecided)
+        how = "final" if sequential and final else "sequence" if sequential else "t"
+        return NOT_COMPARABLE, tuple(undecided_note(f, paired, how) for f in undecided)
     return verdict, ()
 
 
@@ -308,13 +314,17 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     samples_a, samples_b = side_a.samples, side_b.samples
     q = percentile_of(q_name)
     pair = paired(a, b)
-    # A pair that stopped on its ratio's confidence sequence is judged by that sequence (both figures).
+    # A pair that stopped on its ratio's confidence sequence is judged by that sequence (both figures); one
+    # that ran to its budget, at that last look (module docstring).
     seq = pair and samples_a.sequential and samples_b.sequential
+    final = seq and at_budget(a) and at_budget(b)
     between = 0.0 if pair else (run_drift(BETWEEN_RUN_SD, _spread(a)), run_drift(BETWEEN_RUN_SD, _spread(b)))
     # Each side's figure and own interval (stats.SideFigure), as the compare pages give them.
-    lat, lat_a, lat_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between, sequential=seq)
-    thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b, paired=pair, between_run_sd=between, sequential=seq)
-    verdict, why = judge(lat, thr, limits, (side_a, side_b), q, pair)
+    lat, lat_a, lat_b = latency_ratio(samples_a, samples_b, q, paired=pair, between_run_sd=between, sequential=seq,
+                                      final=final)
+    thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b, paired=pair, between_run_sd=between, sequential=seq,
+                                         final=final)
+    verdict, why = judge(lat, thr, limits, (side_a, side_b), q, pair, final)
     config = {axis: clean(b[axis]) for axis in AXIS_COLUMNS} | {"dims": str(b["dims"])}
     return TrialDiff(
         experiment=cand_exp.name, version=str(b["version"]), config_label=str(b["config_label"]), config=config,
@@ -327,7 +337,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         thresholds=limits, layers=_layers((base_exp, a, samples_a), (cand_exp, b, samples_b), lat),
         env_differences=env_differences(base_exp, a, cand_exp, b),
         notes=_trial_notes(a, b) + noise_notes(side_a, side_b) + why,
-        paired=pair, sequential=seq,
+        paired=pair, sequential=seq and not final, at_budget=final,
         same_measurement=all(str(a.get(c)) == str(b.get(c)) for c in ("trial_key", "run_id", "finished_at")),
         quick=bool(clean(a.get("quick"))) or bool(clean(b.get("quick"))),
         model_changed=str(a["model_sha256"]) != str(b["model_sha256"]),
@@ -335,6 +345,11 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         throughput_baseline_ci=thr_a.interval() if thr_a else None,
         throughput_candidate_ci=thr_b.interval() if thr_b else None,
     )
+
+
+def at_budget(row: pd.Series) -> bool:
+    """The trial's measuring ran to its budget (`budget_exhausted`): a pair's one last look."""
+    return bool(clean(row.get("budget_exhausted")))
 
 
 def _reported_percentile(percentile: str, a: pd.Series, b: pd.Series) -> str:
@@ -459,13 +474,19 @@ def _side_notes(trials: list[TrialDiff]) -> tuple[str, ...]:
 def _sequential_note(trials: list[TrialDiff]) -> tuple[str, ...]:
     """How a paired run that stopped as soon as its interval settled the verdict is judged: looking after every
     round would make a 95 % interval call identical models slower or faster far more often than 5 %."""
-    count = sum(t.sequential for t in trials)
-    if not count:
-        return ()
-    return (f"For {_how_many(count, len(trials))}, the paired run looked at its interval after every round, to stop "
-            f"as soon as it settled the verdict: each figure's interval is a {VERDICT_LEVEL:.1%} confidence "
-            "sequence, valid at whichever round measuring stopped, so that a verdict from either figure is wrong "
-            "in at most 5 % of such runs (docs/methodology.md, Adaptive measurement).",)
+    early, last = sum(t.sequential for t in trials), sum(t.at_budget for t in trials)
+    out = []
+    if early:
+        out.append(f"For {_how_many(early, len(trials))}, the paired run looked at its interval after every round "
+                   f"and stopped as soon as it settled the verdict: each figure's interval is a {STOP_LEVEL:.1%} "
+                   "confidence sequence, valid at whichever round measuring stopped (docs/methodology.md, Looking "
+                   "after every round).")
+    if last:
+        out.append(f"For {_how_many(last, len(trials))}, the paired run looked after every round without "
+                   f"settling the verdict and ran to its budget: it is judged at that last look, each figure by "
+                   f"a {FINAL_LEVEL:.0%} Student's t interval. A verdict from the early looks or this last one is "
+                   "wrong in at most 1 % + 4 % of such runs.")
+    return tuple(out)
 
 
 def _quick_note(trials: list[TrialDiff]) -> tuple[str, ...]:

@@ -114,7 +114,7 @@ def p_from_interval(point: float, low: float, high: float, level: float = LEVEL)
     if not (point > 0 and low > 0 and high > low):
         return None
     se = (math.log(high) - math.log(low)) / (2 * NormalDist().inv_cdf(0.5 + level / 2))
-    return 2 * (1 - NormalDist().cdf(abs(math.log(point)) / se))
+    return 2 * NormalDist().cdf(-abs(math.log(point)) / se)  # the lower tail: 1 - cdf(z) rounds to 0
 
 
 def fdr_settled(p_values: Sequence[float | None], q: float = FDR_Q) -> tuple[list[bool], float]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,9 @@ SCHEMA_HISTORY = {
                      "lists and the profiler's measured cost per kernel call; environments.limits_settled (limits "
                      "two undisturbed probes agreed on); runs: the machine's own noise measured once per run; "
                      "trials.ci_sequential (measuring stopped on confidence sequences)",
-                     "files of this version are read as written"),
+                     "profile_rounds null: two trials' profiling processes pair when the run and their count agree"),
+    6: SchemaVersion("trials.profile_rounds: the round each profiling process ran in (two versions' processes pair "
+                     "by round)", "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
 # runner of those versions followed.
@@ -163,7 +165,7 @@ TRIALS = (
        "results, judged by fixed-sample t intervals"),
     _c("profile_rounds", pa.list_(pa.int64()), "", "the round each profiling process ran in, in process order "
        "(-1: a separate profiled pass outside the rounds): two versions' processes of one round compare as a "
-       "pair; null in older results, whose processes are paired only when the run and their count agree"),
+       "pair; null in older results, whose processes are paired only when the run and their count agree (v6)"),
 )
 
 PROCESSES = (

@@ -253,7 +253,8 @@ def process_headline_ms(p: ProcessOutcome, percentile: str) -> float:
 def paired_interval(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcome], percentile: str,
                     usable_only: bool = True) -> intervals.LogInterval | None:
     """The paired headline-latency ratio cand / base over the rounds both measured, with its confidence sequence
-    at the verdict's level (sequential.VERDICT_LEVEL), the interval the diff judges the pair with. By default
+    at the level of the looks before the budget (sequential.STOP_LEVEL), the interval the diff judges a pair
+    that stopped early with. By default
     over the rounds whose processes on both sides kept enough clean requests, the rounds the diff judges
     (generator.diff.noise): preempted processes' figures once stopped runs early on a busy runner, and the diff
     then found too few usable processes, with the budget unspent."""
@@ -261,7 +262,7 @@ def paired_interval(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcom
                 for side in (base, cand)]
     rounds = sorted(set(by_round[0]) & set(by_round[1]))
     return intervals.paired([by_round[0][r] for r in rounds], [by_round[1][r] for r in rounds],
-                            sequential.VERDICT_LEVEL, sequential=True)
+                            sequential.STOP_LEVEL, sequential=True)
 
 
 def decides(ci: intervals.LogInterval, latency_ratio: float) -> bool:

@@ -54,7 +54,7 @@ from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, Silen
     SilentProgress,
     now,
 )
-from generator.runner.sweep import PROFILE_ROUNDS, SweepContext, check_feeds
+from generator.runner.sweep import SweepContext, check_feeds
 from generator.runner.whatif_check import whatif_warnings
 from generator.spec import LoadedSpec, spec_to_json
 from generator.versions import ModelVersion, prepare_versions
@@ -122,17 +122,21 @@ def measure_settings(loaded: LoadedSpec, quick: bool) -> dict:
 
 
 def estimate_trial_s(settings: dict, startup_s: float = 0.7) -> float:
-    """Rough duration of one trial: its processes' start-up and timed phases, and the profiled inferences of
-    the first rounds' processes (about a millisecond-scale model's worth each: 0.1 s)."""
+    """Rough duration of one trial: its processes' start-up and timed phases, and the profiling of the first
+    rounds' processes (their profiled inferences and profiler calibration: about one more process start)."""
     timed = settings["min_seconds"] + 0.1
-    profiling = min(settings["repeats"], PROFILE_ROUNDS) * 0.1
-    return settings["repeats"] * (startup_s + timed) + profiling
+    return settings["repeats"] * (startup_s + timed) + profiling_s(startup_s)
+
+
+def profiling_s(startup_s: float = 0.7) -> float:
+    """What a trial's profiling adds, outside its measuring budget (a small model's; a large one takes longer)."""
+    return startup_s + 0.3
 
 
 def longest_trial_s(settings: dict, startup_s: float = 0.7) -> float:
-    """One trial that measures until its budget is spent (adaptive rounds on a noisy machine), its profiling
-    included: what a dry run gives as the upper end of its estimate."""
-    return max(estimate_trial_s(settings, startup_s), settings["budget_s"] + 0.3)
+    """One trial that measures until its budget is spent (adaptive rounds on a noisy machine), and its profiling,
+    which the budget leaves out: what a dry run gives as the upper end of its estimate."""
+    return max(estimate_trial_s(settings, startup_s), settings["budget_s"] + profiling_s(startup_s))
 
 
 def run_experiment(loaded: LoadedSpec, options: RunOptions, progress: Progress | None = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -170,8 +171,9 @@ class ExperimentView:
         return [v.best.sweet_spot for v in self.versions if v.best.sweet_spot is not None]
 
 
-def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
-    """Summaries of one experiment's results, versions in spec order."""
+def experiment_view(results: ExperimentResults, slug: str, chooser: bool = True) -> ExperimentView:
+    """Summaries of one experiment's results, versions in spec order; `chooser` False: the site has no chooser
+    page, and the findings none of its claims."""
     spec = spec_view(results.spec)
     versions = S.ordered_versions(results.trials, list(spec.versions))
     trials = S.trial_summaries(results.trials, versions)
@@ -185,18 +187,27 @@ def experiment_view(results: ExperimentResults, slug: str) -> ExperimentView:
         for info, best in zip(infos, bests, strict=True)
     ]
     context = compare_context(results)
+    chooser = chooser and has_chooser(context)
     findings = report_findings(context, trials, versions, spec.profile_entries, spec.first_values,
-                               {v.info.version: v.best.sweet_spot for v in views})
-    flags = uncertain_trials(findings, {t.trial_key: t.ci_halfwidth for t in trials if t.ok})
+                               {v.info.version: v.best.sweet_spot for v in views}, chooser)
+    flags = uncertain_trials(findings, {t.trial_key: _halfwidth(t) for t in trials if t.ok})
     trials = [replace(t, uncertain=flags.get(t.trial_key)) for t in trials]
     bests = S.version_bests(trials, versions, spec.latency_threshold_ms)  # with the flags, as the pages show them
     views = [replace(v, best=best) for v, best in zip(views, bests, strict=True)]
     return ExperimentView(
         name=results.name, slug=slug, spec=spec, percentile=percentile, trials=trials, versions=views,
         environments=R.environment_summaries(results.environments, results.trials),
-        last_run=R.last_run(results.runs), results=results, chooser=has_chooser(context), context=context,
+        last_run=R.last_run(results.runs), results=results, chooser=chooser, context=context,
         findings=findings, run_noise=R.run_noise(results.runs),
     )
+
+
+def _halfwidth(t: S.TrialSummary) -> float | None:
+    """A trial's relative half-width as uncertain_trials reads it: infinite for a confidence sequence that
+    could not bound it yet, None when no interval was recorded (older results)."""
+    if t.ci_halfwidth is None and t.ci_sequential:
+        return math.inf
+    return t.ci_halfwidth
 
 
 def has_chooser(context: CompareContext) -> bool:

@@ -209,10 +209,8 @@ def render_pages(experiments: list[ExperimentResults]) -> tuple[list[Page], list
 
 def site_view(results: ExperimentResults, slug: str) -> ExperimentView:
     """The experiment's view as the site shows it (its pages, the reports index and the home page)."""
-    view = experiment_view(results, slug)
-    if "choose" not in PAGE_KINDS:  # bench/chooser_cost.py builds sites without the kind: no links to it
-        view = replace(view, chooser=False)
-    return view
+    # bench/chooser_cost.py builds sites without the kind: no links to it, and none of its findings.
+    return experiment_view(results, slug, chooser="choose" in PAGE_KINDS)
 
 
 def view_pages(env: jinja2.Environment, view: ExperimentView, kinds: Iterable[str] | None = None) -> list[Page]:

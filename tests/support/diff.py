@@ -52,6 +52,7 @@ class Side:
     failed: tuple[int, ...] = ()  # batch sizes whose trial failed (onnxruntime refused the input)
     quick: bool = False  # measured in quick mode
     sequential: bool | None = None  # ci_sequential: measured until its confidence sequence settled (None: older)
+    at_budget: bool = False  # budget_exhausted: measuring ran to the budget without settling
 
 
 def spec_dict(side: Side) -> dict:
@@ -101,7 +102,7 @@ def trial_row(key: str, side: Side, batch: int, sha: str, median_ms: float) -> d
         median_ms, "processes": 5, "cores_used": 1.0, "cores_expected": 1.0, "noisy": False, "profiled": True,
         "profile_iterations": 10, "started_at": side.finished, "finished_at": side.finished,
         "pair_id": side.pair_id, "pair_side": "candidate" if side.pair_id else None,
-        "ci_sequential": side.sequential,
+        "ci_sequential": side.sequential, "budget_exhausted": side.at_budget,
     }
 
 

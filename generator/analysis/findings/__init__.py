@@ -109,9 +109,9 @@ def compare_prefix(pair: Any) -> str:
 
 def report_findings(ctx: CompareContext, trials: Sequence[S.TrialSummary], versions: Sequence[str],
                     entries: Sequence[Mapping[str, Any]], first_values: Mapping[str, Any],
-                    sweet_spots: Mapping[str, S.TrialSummary | None]) -> FindingSet:
-    """Every finding of the experiment's pages (overview, compare pages, profile pages, the chooser), settled
-    together."""
+                    sweet_spots: Mapping[str, S.TrialSummary | None], chooser: bool = True) -> FindingSet:
+    """Every finding of the experiment's pages (overview, compare pages, profile pages, the chooser when the
+    site has one), settled together."""
     items: list[Finding] = experiment_findings(ctx, list(trials))
     for i, pair in enumerate(ctx.exp.spec.compare):
         try:
@@ -124,7 +124,7 @@ def report_findings(ctx: CompareContext, trials: Sequence[S.TrialSummary], versi
             t = section.target.trial
             if t is not None and t.ok and t.profiled:
                 items += profile_findings(t, cached_profile(ctx, t), _timed_blocked(ctx, t))
-    return settle(_unique(items + chooser_findings(ctx)))
+    return settle(_unique(items + (chooser_findings(ctx) if chooser else [])))
 
 
 def _unique(items: list[Finding]) -> list[Finding]:
@@ -135,18 +135,21 @@ def _unique(items: list[Finding]) -> list[Finding]:
     return list(seen.values())
 
 
-def _halfwidth(halfwidths: Mapping[str, float | None], key: str) -> float:
-    """A trial's relative half-width; infinite when it has none (an unbounded confidence sequence, or too few
-    processes for any interval): it is then the widest there is."""
+def _halfwidth(halfwidths: Mapping[str, float | None], key: str) -> float | None:
     h = halfwidths.get(key)
-    return math.inf if h is None or not math.isfinite(h) else h
+    return None if h is None or math.isnan(h) else h
+
+
+def _unknown_wide(h: float | None) -> float:
+    return math.inf if h is None else h
 
 
 def uncertain_trials(findings: FindingSet, halfwidths: Mapping[str, float | None]) -> dict[str, str]:
     """Trials too uncertain to settle anything, with why: every finding that compares one is unsettled, and in
-    each of them its interval (`halfwidths`: relative half-width of its headline interval) is the widest of the
-    trials compared; the one flag a trial gets (it replaced the noise rules' flag, which fired on most trials of
-    a shared machine and told none apart)."""
+    each of them its interval is the widest of the trials compared (`halfwidths`: relative half-width of each
+    one's headline interval; infinite: a confidence sequence not yet bounded; None: none recorded, never
+    flagged). The one flag a trial gets: it replaced the noise rules' flag, which fired on most trials of a
+    shared machine and told none apart."""
     involved: dict[str, list[Finding]] = {}
     for f in findings.findings:
         for key in f.trials:
@@ -154,9 +157,10 @@ def uncertain_trials(findings: FindingSet, halfwidths: Mapping[str, float | None
     out = {}
     for key, items in involved.items():
         mine = _halfwidth(halfwidths, key)
-        if any(f.settled for f in items):
+        if mine is None or any(f.settled for f in items):  # no interval recorded (older results): no flag
             continue
-        widest = all(mine >= max(_halfwidth(halfwidths, k) for k in f.trials) for f in items)
+        # Another trial without a recorded interval may be wider: then this one is not known to be the widest.
+        widest = all(mine >= max(_unknown_wide(_halfwidth(halfwidths, k)) for k in f.trials) for f in items)
         if widest:
             width = f"± {mine:.0%}" if math.isfinite(mine) else "unbounded"
             out[key] = (f"its interval ({width}) is the widest of every comparison it takes part in, and none of "

@@ -24,12 +24,13 @@ def page_key(a: str, b: str) -> str:
 
 
 def compare_findings(ctx: CompareContext, c: Comparison, page: str | None = None,
-                     prefix: str | None = None) -> list[Finding]:
-    """The verdicts and advice of one comparison (`page`, `prefix`: where it is stated and its ids' stem)."""
+                     prefix: str | None = None, verdicts: bool = True) -> list[Finding]:
+    """The verdicts (unless `verdicts` is False) and advice of one comparison (`page`, `prefix`: where it is
+    stated and its ids' stem)."""
     page = page or page_key(c.a, c.b)
     prefix = prefix or f"compare/{c.a}/{c.b}"
     out = []
-    if c.a_trial_key and c.b_trial_key:
+    if verdicts and c.a_trial_key and c.b_trial_key:
         out += [verdict(ctx, c, metric, page, prefix) for metric in (LATENCY, THROUGHPUT)]
     out += [advice_finding(a, page, prefix, c) for a in c.advice]
     return [f for f in out if f is not None]
@@ -76,7 +77,7 @@ def verdict(ctx: CompareContext, c: Comparison, metric: str, page: str, prefix: 
 def advice_finding(a: Advice, page: str, prefix: str, c: Comparison) -> Finding:
     return Finding(
         f"{prefix}/advice/{a.rule_id}", "advice", page, a.text, a.rule_id,
-        p_value=None if a.p_value == 0.0 else a.p_value, fact=a.p_value == 0.0,
+        p_value=a.p_value, fact=a.fact,
         weakest=a.evidence and f"{a.evidence}: not beyond chance", blocked=None,
         trials=tuple(k for k in (c.b_trial_key, c.a_trial_key) if k),
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from generator.analysis.compare_choice import CompareContext
+from generator.analysis.compare_choice import CompareContext, config_key
 from generator.analysis.findings.figures import LATENCY, THROUGHPUT, TrialFigures, trial_figures, versus
 from generator.analysis.findings.record import Finding, worst
 from generator.analysis.summaries import TrialSummary, sweet_spot
@@ -28,7 +28,7 @@ def experiment_findings(ctx: CompareContext, trials: list[TrialSummary]) -> list
     ok = [t for t in trials if t.ok]
     for version in dict.fromkeys(t.version for t in ok):
         mine = sorted((t for t in ok if t.version == version), key=lambda t: (t.sort_key(), t.trial_key))
-        if len(mine) >= 2:  # one configuration is its own best: no claim to repeat
+        if len({config_key(t) for t in mine}) >= 2:  # one configuration is its own best: no claim to repeat
             out.append(_best(ctx, version, mine, THROUGHPUT))
             out.append(_best(ctx, version, mine, LATENCY))
         if ctx.threshold_ms is not None:

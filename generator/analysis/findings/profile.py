@@ -120,8 +120,9 @@ def _speedup(prefix: str, page: str, w: WhatIf, blocked: str | None, accounting:
     test = speedup_test(w, accounting)
     half = speedup_tolerance(w.speedup)
     if blocked is None and not w.factors_paired:
-        blocked = (f"{w.label} was not profiled in the same rounds of one run as this version: its op speeds are "
-                   "figures without an interval, so the estimate's interval would be too narrow")
+        blocked = (f"{w.label}'s profiling processes do not pair with this version's (profiled in another run or "
+                   "other rounds): its op speeds are figures without an interval, so the estimate's would be too "
+                   "narrow")
     band = test.interval() if test else None
     what = {"op_type": f"{w.label} {w.factors[0].factor:g}× faster", "spec": "the spec's whatif factors",
             "measured": f"{w.label}'s op speeds"}[w.kind]

@@ -17,7 +17,7 @@ from typing import Any
 from generator.numbers import rounded
 from generator.results.evidence import FDR_Q, fdr_settled
 
-FINDINGS_VERSION = 1  # of findings.json's layout (docs/findings.md)
+FINDINGS_VERSION = 2  # of findings.json's layout (docs/findings.md); 2: evidence.fact
 
 
 @dataclass(frozen=True)
