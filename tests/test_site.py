@@ -495,7 +495,7 @@ UNFILTERED_OK = re.compile(
     r"|settled|findings \| length|loop\.index0?|side"
 )
 SAFE_FILTERS = ("md", "num", "pct", "of_limit", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs",
-                "url", "op_name", "answer", "band", "interval", "times_band", "plain", "capitalize")
+                "url", "op_name", "answer", "band", "interval", "times_band", "plain", "first_upper")
 
 
 def test_templates_print_untrusted_values_only_through_filters():

@@ -41,7 +41,7 @@ VIEWS = (*TABLES, HISTORY)
 TARGET_SQL = ("coalesce(cpu_model, 'unknown CPU') || ', ' "
               "|| coalesce(CAST(logical_cores AS VARCHAR), '?') || ' CPUs'")
 _SQL_TYPES = {pa.string(): "VARCHAR", pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN",
-              pa.list_(pa.string()): "VARCHAR[]", pa.list_(pa.float64()): "DOUBLE[]"}
+              pa.list_(pa.string()): "VARCHAR[]", pa.list_(pa.float64()): "DOUBLE[]", pa.list_(pa.int64()): "BIGINT[]"}
 
 
 @dataclass(frozen=True)
