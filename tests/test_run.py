@@ -315,9 +315,13 @@ def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
     # The machine's own noise is measured once for the run: both sides' runs rows hold the same figures.
     noise = ["host_noise_s", "host_noise_windows", "host_noise_fastest_ms", "host_noise_slowest_ms"]
     assert sides[0].runs.iloc[0][noise].equals(sides[1].runs.iloc[0][noise])
-    # Every round has one process of each side.
+    # Every round has one process of each side; at one request in flight both sides of a round ran in one
+    # process, their requests in alternating blocks (generator.runner.interleave): no peak memory of either
+    # alone, and each side profiled after it in the first rounds.
     rounds = [sorted(s.processes["round"]) for s in sides]
     assert rounds[0] == rounds[1] == list(range(len(rounds[0]))) and len(rounds[0]) >= 2
+    for s in sides:
+        assert s.processes["peak_rss_mb"].isna().all() and int(s.trials.iloc[0]["profile_processes"]) == 2
     # The diff sees the pairing and compares round by round.
     from generator.diff.verdict import diff_experiments
 

@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from support.models import onnx_model, save
 
-from generator.runner import worker
+from generator.runner import process_env, worker
 from generator.runner.protocol import WorkerJob
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,7 +161,7 @@ def test_fault_hook_oom_reports_memory(job):
 def test_fault_hook_targets_one_version(monkeypatch):
     monkeypatch.setenv("PERFSITE_TEST_FAULT", "crash")
     monkeypatch.setenv("PERFSITE_TEST_FAULT_VERSION", "int8")
-    worker._test_fault("/models/fp32.onnx")  # not the target: returns, no signal
+    process_env.test_fault("/models/fp32.onnx")  # not the target: returns, no signal
 
 
 def test_unknown_mode_and_usage(tmp_path, job):

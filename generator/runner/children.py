@@ -42,6 +42,25 @@ def run_child(job: WorkerJob, timeout_s: float) -> ChildResult:
         proc = processes.run(cmd, timeout=timeout_s, text=True)
     except subprocess.TimeoutExpired:
         return _timed_out(job, out_path, timeout_s)
+    return _answer(job, proc, out_path)
+
+
+def run_pair(jobs: tuple[WorkerJob, WorkerJob], timeout_s: float) -> tuple[ChildResult, ChildResult]:
+    """Run the worker on two measure-mode jobs measured together (generator.runner.interleave), `timeout_s`
+    for both; each job's answer as run_child gives it."""
+    paths = [(job.work / "job.json", job.work / "out.json") for job in jobs]
+    for job, (job_path, _) in zip(jobs, paths, strict=True):
+        job_path.write_text(job.to_json())
+    cmd = [sys.executable, "-m", "generator.runner.worker", *(str(p) for pair in paths for p in pair)]
+    try:
+        proc = processes.run(cmd, timeout=timeout_s, text=True)
+    except subprocess.TimeoutExpired:
+        return tuple(_timed_out(job, out, timeout_s) for job, (_, out) in zip(jobs, paths, strict=True))
+    return tuple(_answer(job, proc, out) for job, (_, out) in zip(jobs, paths, strict=True))
+
+
+def _answer(job: WorkerJob, proc: subprocess.CompletedProcess, out_path: Path) -> ChildResult:
+    """What a finished worker answered for `job` (its OUT.json, and its profile when it profiled)."""
     output = _read_output(out_path)
     profiles = job.mode == "measure" and job.profile_requests > 0
     if "error" not in output and output and (proc.returncode == 0 or profiles):

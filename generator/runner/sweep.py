@@ -34,6 +34,10 @@ from generator.spec import LoadedSpec
 # loop: three processes rank a model's layers alike, process by process, and further ones mostly narrow
 # absolute figures that a process's speed moves anyway (docs/methodology.md, bench/profile_processes.py).
 PROFILE_ROUNDS = 3
+# A paired run's two trials of one configuration, at one request in flight, are measured in one process per
+# round, their requests in alternating blocks (generator.runner.interleave): two processes one after the other
+# saw host speeds seconds apart. False: one process each, as before 2026-12-07.
+TOGETHER = True
 # Random input batches drawn (seeds 1..N) besides the trial's own for the output agreement check: top-1
 # agreement on one batch of one item says little, and a model run costs far less than a process start.
 AGREEMENT_EXTRA_BATCHES = 2
@@ -122,10 +126,19 @@ class SweepContext:
                 break
             # A B … then … B A: the order reverses every other round, so that a drift within a round (a
             # neighbour ramping up) does not always favour whichever version runs first.
+            done: list[TrialState] = []
             for state in runnable if rnd % 2 == 0 else runnable[::-1]:
-                self._one_process(tmp, state, rnd)
-                if rnd >= state.side.settings["repeats"] - 1:
-                    self._report_converging(state)
+                if state in done:
+                    continue
+                together = _together(state, runnable)
+                if together:
+                    self._pair_process(tmp, together, rnd)
+                else:
+                    self._one_process(tmp, state, rnd)
+                for measured in together or (state,):
+                    done.append(measured)
+                    if rnd >= measured.side.settings["repeats"] - 1:
+                        self._report_converging(measured)
             rnd += 1
         for state in states:
             state.exhausted = state.error is None and not state.converged()
@@ -153,12 +166,30 @@ class SweepContext:
                          measure=state.side.settings, work_dir=str(work))
 
     def _one_process(self, tmp: Path, state: TrialState, rnd: int) -> None:
+        job = self._measure_job(tmp, state, rnd)
+        started = time.monotonic()
+        result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
+        self._take(state, job, result, rnd, children.measured_s(started, result))
+
+    def _pair_process(self, tmp: Path, states: tuple[TrialState, TrialState], rnd: int) -> None:
+        """A pair's round in one process that measures both together (generator.runner.interleave); each trial
+        is charged half of its measuring time."""
+        jobs = tuple(self._measure_job(tmp, st, rnd) for st in states)
+        started = time.monotonic()
+        results = children.run_pair(jobs, timeout_s=sum(st.side.settings["timeout_s"] for st in states))
+        for state, job, result in zip(states, jobs, results, strict=True):
+            self._take(state, job, result, rnd, children.measured_s(started, result) / 2)
+
+    def _measure_job(self, tmp: Path, state: TrialState, rnd: int) -> WorkerJob:
         job = self._job(tmp, state, "measure", f"m{rnd}")
         if rnd < min(state.side.settings["repeats"], PROFILE_ROUNDS):
             job = self._profiling(tmp, state, job)
-        started = time.monotonic()
-        result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
-        state.measuring_s += children.measured_s(started, result)
+        return job
+
+    def _take(self, state: TrialState, job: WorkerJob, result: children.ChildResult, rnd: int,
+              spent_s: float) -> None:
+        """A measurement process's answer: its figures (or the trial's error) and its profile."""
+        state.measuring_s += spent_s
         if result.error:
             state.error = result.error
             return
@@ -290,6 +321,18 @@ def _paired_order(states: list[TrialState]) -> list[TrialState]:
         if st not in ordered:
             ordered += [st] if st.pair is None or st.pair in ordered else [st, st.pair]
     return ordered
+
+
+def _together(state: TrialState, runnable: list[TrialState]) -> tuple[TrialState, TrialState] | None:
+    """The two trials of a pair to measure in one process this round, in their round's order (the baseline
+    first in even rounds, the candidate in odd ones, by their order in `runnable`), or None: not a pair, its
+    partner done measuring, or several requests in flight (the two sessions' streams would contend)."""
+    partner = state.pair
+    if not TOGETHER or partner is None or partner not in runnable:
+        return None
+    if state.planned.trial.config.concurrency != 1 or partner.planned.trial.config.concurrency != 1:
+        return None
+    return (state, partner)
 
 
 def _ok(states: list[TrialState]) -> dict[str, TrialState]:

@@ -28,14 +28,18 @@ stderr. A crash (signal) leaves no OUT.json and a negative status for the parent
 
 Test hook: ``PERFSITE_TEST_FAULT=crash|hang|oom`` makes the worker segfault, sleep forever or run out of
 memory right after session creation, when ``PERFSITE_TEST_FAULT_VERSION`` is unset or a substring of the
-model path.
+model path (generator.runner.process_env).
+
+Pair mode: ``python -m generator.runner.worker JOB_A.json OUT_A.json JOB_B.json OUT_B.json`` measures two
+measure-mode jobs together (generator.runner.interleave: a paired run's baseline and candidate at one request
+in flight) and answers each in its own OUT file as measure mode does (``measured_together``: true, no peak
+memory: the process held both models), then profiles each whose job asks.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 import traceback
@@ -49,7 +53,7 @@ from generator.errors import PerfsiteError, RunError
 from generator.machine import profiler_cost, profiling
 from generator.machine.session import open_session
 from generator.results import clean
-from generator.runner import measure
+from generator.runner import interleave, measure, process_env
 from generator.runner.protocol import WorkerJob, profile_path
 
 EXIT_OK = 0
@@ -95,12 +99,34 @@ def measure_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     config, settings = job.config, job.measure
     feeds = _feeds(job.feeds_path)
     session, load_ms = open_session(job.model_path, config)
-    _test_fault(job.model_path)
+    process_env.test_fault(job.model_path)
     loop = measure.timed_loop(
         session, feeds, warmup=int(settings["warmup"]), min_iterations=int(settings["min_iterations"]),
         min_seconds=float(settings["min_seconds"]), max_seconds=float(settings["max_seconds"]),
         concurrency=int(config.get("concurrency", 1)), batch=int(config.get("batch", 1)),
     )
+    return loop_outcome(loop, load_ms, out_path, process_env.peak_rss_mb())
+
+
+def measure_pair(jobs: tuple[WorkerJob, WorkerJob], outs: tuple[Path, Path]) -> tuple[dict, dict]:
+    """A pair process (generator.runner.interleave): both jobs' sessions, their timed requests in alternating
+    blocks, each answered as a measurement process answers. Its peak memory is both models': none is given."""
+    sessions = []
+    for job in jobs:
+        sessions.append(open_session(job.model_path, job.config))
+        process_env.test_fault(job.model_path)
+    settings = [job.measure for job in jobs]
+    most = {k: max(float(s[k]) for s in settings) for k in ("warmup", "min_iterations", "min_seconds", "max_seconds")}
+    loops = interleave.timed_pair_loop(
+        tuple(session.run for session, _ in sessions), tuple(_feeds(job.feeds_path) for job in jobs),
+        warmup=int(most["warmup"]), min_iterations=int(most["min_iterations"]), min_seconds=most["min_seconds"],
+        max_seconds=most["max_seconds"], batch=int(jobs[0].config.get("batch", 1)))
+    return tuple({**loop_outcome(loop, load_ms, out, None), "measured_together": True}
+                 for loop, (_, load_ms), out in zip(loops, sessions, outs, strict=True))
+
+
+def loop_outcome(loop: measure.LoopResult, load_ms: float, out_path: Path, rss_mb: float | None) -> dict[str, Any]:
+    """What OUT.json holds for a timed loop; its latencies and run-delays written beside it."""
     latency_files, delay_files = [], []
     for i, lat_ns in enumerate(loop.latencies_ns):
         path = out_path.with_name(f"{out_path.stem}.stream{i}.latency_ms.npy")
@@ -116,7 +142,7 @@ def measure_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
         "iterations": loop.iterations, "items": loop.items, "wall_s": loop.wall_s, "cpu_s": loop.cpu_s,
         "cores_used": loop.cores_used, "latency_median_ms": float(np.median(all_ms)),
         "latency_mean_ms": float(all_ms.mean()), "throughput_ips": loop.throughput_ips, "load_ms": load_ms,
-        "first_run_ms": loop.first_run_ms, "peak_rss_mb": peak_rss_mb(),
+        "first_run_ms": loop.first_run_ms, "peak_rss_mb": rss_mb,
         # onnxruntime's Python API exposes no allocator statistics (the C API's AllocatorGetStats is not
         # bound), so the arena is only known from a profiled pass (profile mode reports it).
         "arena_mb": None, "latency_files": latency_files,
@@ -154,7 +180,7 @@ def profile_pass(job: WorkerJob, full: bool = True) -> dict[str, Any]:
     profiled = {**config, "concurrency": 1}
     session, load_ms = open_session(job.model_path, profiled, profile_dir=work,
                                     optimized_path=optimized if full else None)
-    _test_fault(job.model_path)
+    process_env.test_fault(job.model_path)
     warmup = max(1, min(int(settings.get("warmup", 1)), PROFILE_WARMUP_MAX))
     run = session.run
     for _ in range(warmup):
@@ -229,7 +255,7 @@ def outputs_pass(job: WorkerJob) -> dict[str, Any]:
     work = job.work
     work.mkdir(parents=True, exist_ok=True)
     session, load_ms = open_session(job.model_path, job.config)
-    _test_fault(job.model_path)
+    process_env.test_fault(job.model_path)
     return {**_save_outputs(session, job), "load_ms": load_ms}
 
 
@@ -286,83 +312,6 @@ def _shapes(shapes_json: str) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(shape) for shape in json.loads(shapes_json))
 
 
-def peak_rss_mb() -> float | None:
-    """Peak resident memory of this process in MiB.
-
-    On Linux, VmHWM of /proc/self/status: the high-water mark of this address space, which starts afresh at
-    exec. ru_maxrss does not: it survives fork and execve, so every worker would report the orchestrator's
-    peak at the time it forked (all trials showed the same 807 MiB). Elsewhere ru_maxrss (KiB on Linux-like
-    systems, bytes on macOS), or psutil on Windows."""
-    hwm = _vm_hwm_mb()
-    if hwm is not None:
-        return hwm
-    try:
-        import resource
-    except ImportError:  # Windows
-        return _psutil_peak_mb()
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / 2**20 if sys.platform == "darwin" else rss / 1024
-
-
-def _vm_hwm_mb() -> float | None:
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:  # not Linux
-        return None
-    for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024  # kB
-    return None
-
-
-def _psutil_peak_mb() -> float | None:
-    try:
-        import psutil
-
-        peak = getattr(psutil.Process().memory_info(), "peak_wset", None)
-        return peak / 2**20 if peak else None
-    except Exception:  # psutil missing: the column is nullable
-        return None
-
-
-def _test_fault(model_path: str) -> None:
-    """The orchestrator's tests make one version's worker crash, hang or run out of memory."""
-    fault = os.environ.get("PERFSITE_TEST_FAULT")
-    target = os.environ.get("PERFSITE_TEST_FAULT_VERSION", "")
-    if not fault or target not in str(model_path):
-        return
-    if fault == "crash":
-        os.kill(os.getpid(), signal.SIGSEGV)
-    elif fault == "hang":
-        while True:
-            time.sleep(3600)
-    elif fault == "oom":
-        _exhaust_memory()
-
-
-def _exhaust_memory() -> None:
-    """Allocate until MemoryError, under an address-space cap so that the test never starves the machine."""
-    try:
-        import resource
-
-        cap = _address_space_bytes() + 512 * 2**20
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if soft == resource.RLIM_INFINITY or soft > cap:
-            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    except (ImportError, OSError, ValueError):
-        pass  # no cap possible here: the allocation below still ends in MemoryError or the OOM killer
-    hoard = []
-    while True:
-        hoard.append(bytearray(64 * 2**20))
-
-
-def _address_space_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmSize:"):
-            return int(line.split()[1]) * 1024
-    raise OSError("VmSize not found")
-
-
 def _error_line(e: BaseException) -> str:
     if isinstance(e, MemoryError):
         return "the measurement process ran out of memory (MemoryError)"
@@ -379,8 +328,10 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if len(args) == 4:
+        return _pair_main((Path(args[0]), Path(args[2])), (Path(args[1]), Path(args[3])))
     if len(args) != 2:
-        sys.stderr.write("usage: python -m generator.runner.worker JOB.json OUT.json\n")
+        sys.stderr.write("usage: python -m generator.runner.worker JOB.json OUT.json [JOB_B.json OUT_B.json]\n")
         return 2
     job_path, out_path = Path(args[0]), Path(args[1])
     try:
@@ -398,6 +349,27 @@ def main(argv: list[str] | None = None) -> int:
     _write_json(out_path, outcome)
     if job.mode == "measure" and job.profile_requests > 0:
         profile_after_measuring(job, out_path)
+    return EXIT_OK
+
+
+def _pair_main(job_paths: tuple[Path, Path], outs: tuple[Path, Path]) -> int:
+    """Two measure-mode jobs measured together (measure_pair), each answered in its own OUT.json, then each
+    profiled when its job asks, as a measurement process is."""
+    try:
+        jobs = tuple(WorkerJob.from_json(p.read_text()) for p in job_paths)
+        outcomes = measure_pair(jobs, outs)
+    except Exception as e:  # both trials get the one line
+        if not isinstance(e, PerfsiteError | MemoryError):
+            traceback.print_exc(file=sys.stderr)
+        for out in outs:
+            _write_json(out, {"error": _error_line(e)})
+        return EXIT_ERROR
+    until = time.monotonic()
+    for outcome, out in zip(outcomes, outs, strict=True):
+        _write_json(out, {**outcome, "measured_until": until})
+    for job, out in zip(jobs, outs, strict=True):
+        if job.profile_requests > 0:
+            profile_after_measuring(job, out)
     return EXIT_OK
 
 
