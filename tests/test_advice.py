@@ -78,8 +78,8 @@ def test_dynamic_int8_made_conv_slower():
                                  "300 µs in fp32 (3×, too few figures to settle it: only 1 profiling process on a "
                                  "side); ConvInteger")
     assert "static_qdq" in found.text and found.p_value is None
-    three = [{**n, "dur_process_us": (290.0, 300.0, 310.0)} for n in b]
-    a_three = [{**n, "dur_process_us": (98.0, 100.0, 102.0)} for n in FP32]
+    three = [{**n, "dur_process_p50_us": (290.0, 300.0, 310.0)} for n in b]
+    a_three = [{**n, "dur_process_p50_us": (98.0, 100.0, 102.0)} for n in FP32]
     settled = advice.dynamic_conv_slower(_input(three, a_three, layer_types=(slower,)))
     assert "(3×); ConvInteger" in settled.text and settled.p_value < 0.05
     faster = dataclasses.replace(slower, time_b_us=270, ratio=RatioCI(0.9, 0.8, 1.0, False))
