@@ -39,8 +39,9 @@ def test_two_versions_measured_together_keep_their_ratio_while_the_host_changes_
     a, b = interleave.timed_pair_loop((host.run(1000.0), host.run(1100.0)), ({}, {}), warmup=2, min_iterations=50,
                                       min_seconds=1.0, max_seconds=5.0, batch=4)
     lat_a, lat_b = a.all_latencies_ms(), b.all_latencies_ms()
-    # Blocks of about 20 ms (BLOCK_S) of the slower version's requests: 18 a block, 1 untimed to switch.
-    assert 0.9 < len(lat_a) / len(lat_b) < 1.1 and len(lat_a) >= 450
+    # Blocks of about 20 ms (BLOCK_S) of each version's own requests (20 of A's, 18 of B's, each block after one
+    # untimed request to switch): the two get the same time, so A has about 1.1 times B's requests.
+    assert 1.05 < len(lat_a) / len(lat_b) < 1.15 and len(lat_b) >= 450
     # Each side saw both speeds alike, so the ratio of their medians (and p90s) is the true one, 1.1.
     assert set(np.round(lat_a, 3)) == {1.0, 1.6} and set(np.round(lat_b, 3)) == {1.1, 1.76}
     for q in (0.5, 0.9):
@@ -48,5 +49,17 @@ def test_two_versions_measured_together_keep_their_ratio_while_the_host_changes_
     # Each side's time and throughput are its own blocks': items over the time its requests took.
     assert a.items == 4 * len(lat_a) and a.wall_s == pytest.approx(lat_a.sum() / 1e3, rel=1e-6)
     assert b.throughput_ips == pytest.approx(b.items / (lat_b.sum() / 1e3), rel=1e-6)
-    # The loop ran about min_seconds for each version (twice over in all), and never past max_seconds each.
-    assert 2.0 <= host.ns / 1e9 < 2.2
+    # Each version had its min_seconds of timed requests and not much more (a block of 20 ms beyond at most).
+    assert 1.0 <= a.wall_s < 1.05 and 1.0 <= b.wall_s < 1.05
+
+
+def test_a_version_four_times_as_slow_gets_its_own_minimum_time_and_the_maximum_caps_both(monkeypatch):
+    host = _Host()
+    monkeypatch.setattr(interleave, "time", host.module())
+    a, b = interleave.timed_pair_loop((host.run(500.0), host.run(2000.0)), ({}, {}), warmup=1, min_iterations=10,
+                                      min_seconds=0.5, max_seconds=5.0, batch=1)
+    assert 0.5 <= a.wall_s < 0.55 and 0.5 <= b.wall_s < 0.55  # equal time, not equal counts
+    assert 3.5 < len(a.all_latencies_ms()) / len(b.all_latencies_ms()) < 4.5
+    capped = interleave.timed_pair_loop((host.run(500.0), host.run(2000.0)), ({}, {}), warmup=1,
+                                        min_iterations=10**9, min_seconds=0.5, max_seconds=0.3, batch=1)
+    assert all(0.3 <= side.wall_s < 0.35 for side in capped)  # never ran past max_seconds for one version

@@ -335,6 +335,30 @@ def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
     assert paired.latency_ratio.processes_a == paired.latency_ratio.processes_b == len(rounds[0])
 
 
+def test_a_crash_in_a_pair_process_fails_only_the_version_that_crashes_alone(lean_cnn_project, monkeypatch):
+    """A paired round measures both versions in one process; when that process dies, the round is measured
+    again one process each, and only the version whose process dies alone is failed."""
+    from generator.runner.orchestrate import run_paired
+
+    head = lean_cnn_project / "head"
+    (head / "models").mkdir(parents=True)
+    shutil.copy(lean_cnn_project / "models" / "cnn.onnx", head / "models" / "cnn.onnx")
+    shutil.copy(lean_cnn_project / "spec.yaml", head / "spec.yaml")
+    monkeypatch.setenv("PERFSITE_TEST_FAULT", "crash")
+    monkeypatch.setenv("PERFSITE_TEST_FAULT_VERSION", "head/models/cnn.onnx")  # the candidate's file only
+    folders = [lean_cnn_project / "paired" / side / "tiny" for side in ("baseline", "candidate")]
+    options = tuple(RunOptions(results_dir=f, only="version=fp32,batch=1") for f in folders)
+    base, cand = run_paired(load_spec(lean_cnn_project / "spec.yaml"), load_spec(head / "spec.yaml"), options)
+    assert len(base.measured) == 1 and not base.failed and len(cand.failed) == 1
+    baseline, candidate = (load_experiment(f) for f in folders)
+    row = candidate.trials.iloc[0]
+    assert row["status"] == "failed" and "SIGSEGV" in row["error"], row["error"]
+    kept = baseline.trials.iloc[0]
+    assert kept["status"] == "ok" and pd.isna(kept["error"]) and int(kept["processes"]) == 2
+    # Measured alone from the failed round on: a process of its own records its peak memory again.
+    assert baseline.processes["peak_rss_mb"].notna().all()
+
+
 def test_a_spec_edited_where_no_trial_key_changes_reaches_the_pages_without_measuring(tmp_path):
     """A new description, latency threshold, compare pair or what-if factor changes no trial key: `perfsite run`
     said "0 measured, 2 already stored", and every build showed the spec stored with the trials, the old one,

@@ -122,8 +122,10 @@ TRIALS = (
     _c("cores_expected", F64, "cores", "min(threads × concurrency, logical cores)"),
     _c("noisy", BOOL, "", "a noise rule fired (see noise_reasons)"),
     _c("noise_reasons", STR, "", "semicolon-separated reasons: cv, spread, cores"),
-    _c("load_ms", F64, "ms", "cold start: model load + session creation, median over processes"),
-    _c("first_run_ms", F64, "ms", "cold start: first request after session creation, median over processes"),
+    _c("load_ms", F64, "ms", "cold start: model load + session creation, median over processes (a paired "
+       "run's process that measured both versions together gives it for the version it loaded first only)"),
+    _c("first_run_ms", F64, "ms", "cold start: first request after session creation, median over processes (as "
+       "load_ms)"),
     _c("peak_rss_mb", F64, "MiB", "peak resident memory of a measurement process, max over processes"),
     _c("arena_mb", F64, "MiB", "onnxruntime CPU arena in use after the timed loop, when reported"),
     _c("profiled", BOOL, "", "a profiled pass was recorded in `nodes`"),
@@ -180,8 +182,8 @@ PROCESSES = (
     _c("latency_median_ms", F64, "ms", "median request latency in this process"),
     _c("latency_mean_ms", F64, "ms", "mean request latency in this process"),
     _c("throughput_ips", F64, "items/s", "items / wall_s"),
-    _c("load_ms", F64, "ms", "model load + session creation"),
-    _c("first_run_ms", F64, "ms", "first request after session creation"),
+    _c("load_ms", F64, "ms", "model load + session creation; NaN for the version a paired process loaded second"),
+    _c("first_run_ms", F64, "ms", "first request after session creation; NaN as load_ms"),
     _c("peak_rss_mb", F64, "MiB", "peak resident memory of the process"),
     _c("arena_mb", F64, "MiB", "onnxruntime arena in use, when reported"),
     _c("clean_requests", I64, "requests", "requests not preempted (all of them when the delay is unknown)"),

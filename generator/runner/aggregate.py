@@ -217,8 +217,8 @@ def measurement_columns(
         "cores_expected": cores_expected,
         "noisy": bool(reasons),
         "noise_reasons": "; ".join(reasons) or None,
-        "load_ms": float(np.median([p.load_ms for p in processes])),
-        "first_run_ms": float(np.median([p.first_run_ms for p in processes])),
+        "load_ms": _cold_median([p.load_ms for p in processes]),
+        "first_run_ms": _cold_median([p.first_run_ms for p in processes]),
         "peak_rss_mb": max(rss) if rss else None,
         "arena_mb": max(arena) if arena else None,
         "preemption_known": known,
@@ -321,3 +321,10 @@ def config_columns(trial: Trial) -> dict[str, Any]:
         "dims": json.dumps(dict(c.dims), sort_keys=True),
         "config_label": c.label,
     }
+
+
+def _cold_median(figures: Sequence[float]) -> float:
+    """The median cold-start figure over the processes that had one (a paired run's process that loaded the
+    other version first has none: NaN), NaN when none had."""
+    known = [x for x in figures if math.isfinite(x)]
+    return float(np.median(known)) if known else math.nan

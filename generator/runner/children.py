@@ -55,7 +55,8 @@ def run_pair(jobs: tuple[WorkerJob, WorkerJob], timeout_s: float) -> tuple[Child
     try:
         proc = processes.run(cmd, timeout=timeout_s, text=True)
     except subprocess.TimeoutExpired:
-        return tuple(_timed_out(job, out, timeout_s) for job, (_, out) in zip(jobs, paths, strict=True))
+        return tuple(_timed_out(job, out, timeout_s, "both versions' measure.timeout_s, measured together")
+                     for job, (_, out) in zip(jobs, paths, strict=True))
     return tuple(_answer(job, proc, out) for job, (_, out) in zip(jobs, paths, strict=True))
 
 
@@ -71,8 +72,9 @@ def _answer(job: WorkerJob, proc: subprocess.CompletedProcess, out_path: Path) -
     return ChildResult(output, _failure_reason(proc, output))
 
 
-def _timed_out(job: WorkerJob, out_path: Path, timeout_s: float) -> ChildResult:
-    reason = f"timed out after {timeout_s:g} s (measure.timeout_s)"
+def _timed_out(job: WorkerJob, out_path: Path, timeout_s: float,
+               setting: str = "measure.timeout_s") -> ChildResult:
+    reason = f"timed out after {timeout_s:g} s ({setting})"
     output = _read_output(out_path) if job.mode == "measure" and job.profile_requests > 0 else {}
     if output and "error" not in output:  # killed while profiling: the timed figures were written
         return ChildResult(output, None, None, f"the profiled inferences {reason}")

@@ -8,10 +8,11 @@ model spread 15 % (2026-12-07, this project's VM), and a 45 s budget could not t
 one process, in blocks of about BLOCK_S each, A B B A A B …, the two versions see the same host speed within a
 few tens of milliseconds, and a round's ratio keeps only what differs between them.
 
-Each block begins with one untimed request of its version (when a block holds two or more): the other
-session's pool threads may still spin, and its weights may still fill the cache, for a moment after a switch.
-The loop runs until each version has `min_iterations` timed requests and it has run `min_seconds` for each
-(twice over in all), or `max_seconds` for each. One stream (concurrency 1): several streams of two sessions
+Each block holds about BLOCK_S of its own version's requests (two versions of different speeds get the same
+time, not the same count) and begins with one untimed request of its version (when a block holds two or
+more): the other session's pool threads may still spin, and its weights may still fill the cache, for a moment
+after a switch. The loop runs until each version has `min_iterations` timed requests and `min_seconds` of timed
+blocks, or until one version has had `max_seconds`. One stream (concurrency 1): several streams of two sessions
 would contend with each other, which a version measured alone never does; the sweep measures those apart.
 """
 
@@ -41,10 +42,10 @@ def timed_pair_loop(runs: tuple[Callable[..., Any], Callable[..., Any]],
     for run, f in zip(runs, feeds, strict=True):
         for _ in range(warmup):
             run(None, f)
-    block = _block_size(runs, feeds)
+    blocks = tuple(_block_size(run, f) for run, f in zip(runs, feeds, strict=True))
     fds = _delay_fds()
     try:
-        sides = _alternate(runs, feeds, block, (min_iterations, min_seconds, max_seconds), fds)
+        sides = _alternate(runs, feeds, blocks, (min_iterations, min_seconds, max_seconds), fds)
     finally:
         for fd in fds:
             os.close(fd)
@@ -57,14 +58,15 @@ def _first_run_ms(run: Callable[..., Any], feeds: dict) -> float:
     return (time.perf_counter_ns() - t0) / 1e6
 
 
-def _block_size(runs: tuple, feeds: tuple) -> int:
-    """Requests per block: about BLOCK_S of the slower version's requests, 1 to MAX_BLOCK."""
-    slowest = 0.0
-    for run, f in zip(runs, feeds, strict=True):
+def _block_size(run: Callable[..., Any], feeds: dict) -> int:
+    """Requests per block for one version: about BLOCK_S of them (from the median of three), 1 to MAX_BLOCK."""
+    times = []
+    for _ in range(3):
         t0 = time.perf_counter()
-        run(None, f)
-        slowest = max(slowest, time.perf_counter() - t0)
-    return max(1, min(MAX_BLOCK, int(BLOCK_S / slowest) if slowest > 0 else MAX_BLOCK))
+        run(None, feeds)
+        times.append(time.perf_counter() - t0)
+    typical = sorted(times)[1]
+    return max(1, min(MAX_BLOCK, int(BLOCK_S / typical) if typical > 0 else MAX_BLOCK))
 
 
 def _delay_fds() -> list[int]:
@@ -87,19 +89,18 @@ class _Side:
         self.cpu_s = 0.0
 
 
-def _alternate(runs: tuple, feeds: tuple, block: int, limits: tuple[int, float, float],
+def _alternate(runs: tuple, feeds: tuple, blocks: tuple[int, int], limits: tuple[int, float, float],
                fds: list[int]) -> tuple[_Side, _Side]:
     min_iter, min_s, max_s = limits
     sides = (_Side(), _Side())
-    start = time.perf_counter_ns()
-    min_end, max_end = start + int(2 * min_s * 1e9), start + int(2 * max_s * 1e9)
+    min_ns, max_ns = int(min_s * 1e9), int(max_s * 1e9)
     now = time.perf_counter_ns
     order = (0, 1, 1, 0)  # A B B A: each version goes first as often as the other
     k = 0
     while True:
         which = order[k % 4]
         k += 1
-        run, f, side = runs[which], feeds[which], sides[which]
+        run, f, side, block = runs[which], feeds[which], sides[which], blocks[which]
         if block > 1:
             run(None, f)  # the switch: untimed (module docstring)
         cpu0, t_block = time.process_time(), now()
@@ -114,10 +115,15 @@ def _alternate(runs: tuple, feeds: tuple, block: int, limits: tuple[int, float, 
                 side.marks.append(_read_each(fds, before))
         side.wall_ns += now() - t_block
         side.cpu_s += time.process_time() - cpu0
-        if k % 2 == 0:  # both versions have had a block since the last check
-            enough = min(len(s.latencies) for s in sides) >= min_iter and t1 >= min_end
-            if enough or t1 >= max_end:
-                return sides
+        if k % 2 == 0 and _enough(sides, min_iter, min_ns, max_ns):  # both have had a block since the last check
+            return sides
+
+
+def _enough(sides: tuple[_Side, _Side], min_iter: int, min_ns: int, max_ns: int) -> bool:
+    """Each side has its minimum of requests and of timed time, or one has had its maximum time."""
+    if any(s.wall_ns >= max_ns for s in sides):
+        return True
+    return all(len(s.latencies) >= min_iter and s.wall_ns >= min_ns for s in sides)
 
 
 def _result(side: _Side, first_run_ms: float, batch: int, threads: int) -> LoopResult:

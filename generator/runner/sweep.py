@@ -165,23 +165,32 @@ class SweepContext:
                          config=state.planned.trial.config.as_dict(), feeds_path=str(state.feeds),
                          measure=state.side.settings, work_dir=str(work))
 
-    def _one_process(self, tmp: Path, state: TrialState, rnd: int) -> None:
-        job = self._measure_job(tmp, state, rnd)
+    def _one_process(self, tmp: Path, state: TrialState, rnd: int, name: str | None = None) -> None:
+        job = self._measure_job(tmp, state, rnd, name)
         started = time.monotonic()
         result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
         self._take(state, job, result, rnd, children.measured_s(started, result))
 
     def _pair_process(self, tmp: Path, states: tuple[TrialState, TrialState], rnd: int) -> None:
         """A pair's round in one process that measures both together (generator.runner.interleave); each trial
-        is charged half of its measuring time."""
+        is charged half of its measuring time. When that process failed (one model crashed it, ran out of memory
+        beside the other, or hung), the round is measured again one process each, so that a failure is the
+        trial's whose model fails alone and the other keeps its rounds."""
         jobs = tuple(self._measure_job(tmp, st, rnd) for st in states)
         started = time.monotonic()
         results = children.run_pair(jobs, timeout_s=sum(st.side.settings["timeout_s"] for st in states))
+        spent = children.measured_s(started, results[0]) / 2
+        if any(r.error for r in results):
+            for state in states:
+                state.measuring_s += spent
+                state.apart = True
+                self._one_process(tmp, state, rnd, f"m{rnd}s")
+            return
         for state, job, result in zip(states, jobs, results, strict=True):
-            self._take(state, job, result, rnd, children.measured_s(started, result) / 2)
+            self._take(state, job, result, rnd, spent)
 
-    def _measure_job(self, tmp: Path, state: TrialState, rnd: int) -> WorkerJob:
-        job = self._job(tmp, state, "measure", f"m{rnd}")
+    def _measure_job(self, tmp: Path, state: TrialState, rnd: int, name: str | None = None) -> WorkerJob:
+        job = self._job(tmp, state, "measure", name or f"m{rnd}")
         if rnd < min(state.side.settings["repeats"], PROFILE_ROUNDS):
             job = self._profiling(tmp, state, job)
         return job
@@ -326,9 +335,10 @@ def _paired_order(states: list[TrialState]) -> list[TrialState]:
 def _together(state: TrialState, runnable: list[TrialState]) -> tuple[TrialState, TrialState] | None:
     """The two trials of a pair to measure in one process this round, in their round's order (the baseline
     first in even rounds, the candidate in odd ones, by their order in `runnable`), or None: not a pair, its
-    partner done measuring, or several requests in flight (the two sessions' streams would contend)."""
+    partner done measuring, several requests in flight (the two sessions' streams would contend), or a process
+    that measured them together failed before."""
     partner = state.pair
-    if not TOGETHER or partner is None or partner not in runnable:
+    if not TOGETHER or partner is None or partner not in runnable or state.apart or partner.apart:
         return None
     if state.planned.trial.config.concurrency != 1 or partner.planned.trial.config.concurrency != 1:
         return None

@@ -37,6 +37,7 @@ class TrialState:
     profile_errors: list[str] = field(default_factory=list)
     pair: TrialState | None = None
     pair_id: str | None = None
+    apart: bool = False  # a pair's process that measured both together failed: one process each from then on
     measuring_s: float = 0.0
     exhausted: bool = False
 
