@@ -366,6 +366,18 @@ def test_a_committed_link_out_of_the_results_is_a_source_error(repo):
         diff_command("git:HEAD~1", "git:HEAD", results=repo / "results")
 
 
+def test_results_a_gitattributes_marks_export_ignore_are_read_from_git(repo):
+    """`results/** export-ignore` keeps results out of `git archive` tarballs: read through `git archive`, the
+    committed results were an empty archive and a tarfile.ReadError."""
+    (repo / ".gitattributes").write_text("results/** export-ignore\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "no results in release tarballs")
+    base = git(repo, "rev-parse", "HEAD")
+    write_side(repo / "results", REGRESSION)
+    text, code_ = diff_command("git:HEAD", str(repo / "results"), results=repo / "results", fail_on="regression")
+    assert code_ == 2 and f"Baseline: `git:HEAD ({base[:12]})`" in text and "slower" in text
+
+
 def test_cli_exit_codes(repo):
     out = perfsite("diff", "git:HEAD", "results", "--fail-on", "regression", cwd=repo)
     assert out.returncode == 0 and out.stdout.startswith("**perfsite diff: no significant change**")

@@ -236,6 +236,21 @@ def test_the_query_reads_the_store_and_nothing_else(store, monkeypatch, capsys, 
     assert "INSTALL httpfs;" not in err  # DuckDB's advice to install one is not passed on
 
 
+def test_a_query_from_a_project_folder_reads_nothing_of_its_tmp(store, monkeypatch, capsys, tmp_path):
+    """DuckDB lets a query read its temp_directory, `.tmp` of the current folder by default."""
+    project = tmp_path / "project"
+    (project / ".tmp").mkdir(parents=True)
+    (project / ".tmp" / "secret.txt").write_text("the deploy key")
+    monkeypatch.chdir(project)
+    code, out, err = run_main(monkeypatch, capsys, "query", "SELECT content FROM read_text('.tmp/secret.txt')",
+                              "--results", str(store))
+    flat = " ".join(err.split())
+    assert code == 1 and "deploy key" not in out + err and "Traceback" not in err
+    assert flat.startswith(f"error: The query failed on the results store {store}:"), flat
+    assert "reading nothing but the store's files" in flat
+    assert list((project / ".tmp").iterdir()) == [project / ".tmp" / "secret.txt"]
+
+
 @pytest.mark.parametrize("sql", [
     "COPY (SELECT 1 AS a) TO '{trial}' (FORMAT parquet)",
     "SELECT 1; COPY (SELECT 1 AS a) TO '{store}/new.csv'",

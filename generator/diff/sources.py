@@ -1,17 +1,15 @@
 """Where the two sides of a diff come from: a results directory, or `git:REF` (the results as committed at REF).
 
-A `git:REF` source is materialized into a temporary folder with `git archive REF <results path>`, so the
-working tree, the index and the current branch are never touched, and a result committed at REF is read with
+A `git:REF` source is materialized into a temporary folder from git's objects (`git ls-tree`, `git cat-file`), so
+the working tree, the index and the current branch are never touched, and a result committed at REF is read with
 exactly the same code as a folder on disk. The results path inside the repository is the `--results` folder
 (default `<project root>/results`), taken relative to the git top level that holds it.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -107,33 +105,60 @@ def commit_date(repo: Path, commit: str) -> str:
 
 
 def materialize(repo: Path, commit: str, rel: str, into: Path, ref: str) -> Path:
-    """Extract `rel` as committed at `commit` under `into`; returns the extracted results folder."""
-    listed = _git(repo, "ls-tree", "--name-only", commit, "--", rel).stdout.strip()
-    if not listed:
+    """Extract `rel` as committed at `commit` under `into`; returns the extracted results folder.
+
+    The files are read as git stores them (`git ls-tree`, then `git cat-file --batch`), not through `git
+    archive`, which leaves out every path a `.gitattributes` marks `export-ignore` (a project that keeps its
+    results out of release tarballs got an empty archive and a tarfile error)."""
+    listed = _git(repo, "ls-tree", "-r", "-z", "--full-tree", commit, "--", rel).stdout
+    entries = [_tree_entry(line) for line in listed.split("\0") if line]
+    if not entries:
         raise SourceError(
             f"The results folder `{rel}` does not exist at git:{ref} ({commit[:12]}) in {repo}: nothing was "
             "committed there at that revision. Commit the results of `perfsite run` first, check the "
             "revision, or point --results at the folder where the results are committed."
         )
-    archive = subprocess.run(
-        ["git", "-C", str(repo), "archive", "--format=tar", commit, "--", rel],
-        capture_output=True, timeout=GIT_TIMEOUT_S,
-    )
-    if archive.returncode != 0:
-        raise SourceError(f"`git archive {commit[:12]} {rel}` failed in {repo}: {archive.stderr.decode().strip()}")
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        # The "data" filter refuses absolute paths, links out of the folder and device files: a committed
-        # symbolic link such as `results -> /srv/perf` is a source that cannot be read, not a traceback.
-        try:
-            tar.extractall(into, filter="data")
-        except tarfile.TarError as e:
-            member = getattr(getattr(e, "tarinfo", None), "name", rel)
+    for mode, kind, _, path in entries:
+        if kind != "blob" or mode == "120000":  # a link, or a submodule: not a file of results
             raise SourceError(
-                f"`{member}` at git:{ref} ({commit[:12]}) in {repo} cannot be read as results: {e}. perfsite "
-                "reads committed results as plain files; a link out of the results folder (or an absolute one) "
-                "is refused. Commit the files themselves, or choose another revision."
-            ) from e
+                f"`{path}` at git:{ref} ({commit[:12]}) in {repo} cannot be read as results: it is "
+                f"{'a symbolic link' if mode == '120000' else 'a ' + kind} in git. perfsite reads committed "
+                "results as plain files; a link out of the results folder (or an absolute one) is refused. Commit "
+                "the files themselves, or choose another revision."
+            )
+    root = into.resolve()
+    for (_, _, _, path), data in zip(entries, _blobs(repo, [sha for _, _, sha, _ in entries]), strict=True):
+        target = (root / path).resolve()
+        if not target.is_relative_to(root):
+            raise SourceError(f"`{path}` at git:{ref} ({commit[:12]}) in {repo} lies outside the results folder.")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
     return into / rel
+
+
+def _tree_entry(line: str) -> tuple[str, str, str, str]:
+    """`git ls-tree` output: mode, kind, object id, path."""
+    meta, path = line.split("\t", 1)
+    mode, kind, sha = meta.split()
+    return mode, kind, sha, path
+
+
+def _blobs(repo: Path, shas: list[str]) -> list[bytes]:
+    """The contents of git objects `shas`, read in one `git cat-file --batch`."""
+    done = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"],
+                          input="".join(f"{s}\n" for s in shas).encode(), capture_output=True, timeout=GIT_TIMEOUT_S)
+    if done.returncode != 0:
+        raise SourceError(f"`git cat-file --batch` failed in {repo}: {done.stderr.decode().strip()}")
+    out, at, blobs = done.stdout, 0, []
+    for sha in shas:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        if len(header) != 3 or header[0].decode() != sha:
+            raise SourceError(f"git object {sha} could not be read in {repo}: {out[at:end].decode(errors='replace')}")
+        size = int(header[2])
+        blobs.append(out[end + 1:end + 1 + size])
+        at = end + 1 + size + 1  # the content, then a newline
+    return blobs
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shutil
+import tempfile
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -309,7 +312,14 @@ def _history_sql() -> str:
 
 def _read_only_store(con: duckdb.DuckDBPyConnection, root: str) -> None:
     """From here on the connection reads the store's folder and nothing else, and keeps these settings: no
-    other file or URL, no INSTALL or LOAD of an extension (a download), whatever SQL the user writes."""
+    other file or URL, no INSTALL or LOAD of an extension (a download), whatever SQL the user writes.
+
+    DuckDB also lets a query read its temp_directory, `.tmp` of the current folder by default: a query from a
+    project folder read files there (`read_text('.tmp/secret.txt')`). Its spills go to an empty folder of
+    this connection's own instead, removed with it."""
+    spill = tempfile.mkdtemp(prefix="perfsite-query-")
+    weakref.finalize(con, shutil.rmtree, spill, ignore_errors=True)
+    con.execute("SET temp_directory = $dir", {"dir": spill})
     con.execute("SET allowed_directories = $dirs", {"dirs": [root.rstrip("/") + "/"]})
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
