@@ -817,6 +817,37 @@ def test_ctrl_c_caught_inside_an_evaluated_string_still_exits_130_under_python_m
     assert "Interrupted" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
+def test_ctrl_c_while_a_version_is_built_says_what_was_kept(tmp_path):
+    """Ctrl-C while `perfsite run` built a version (quantization) exited 130 with only an empty line: the run's
+    summary, which says so for a Ctrl-C while measuring, was never printed."""
+    matmul_model(tmp_path / "tiny.onnx")
+    write_spec(tmp_path, """\
+        name: tiny
+        models:
+          fp32: {path: tiny.onnx}
+          int8: {from: fp32, quantize: {mode: dynamic}}
+        inputs:
+          x: {shape: [1, 4]}
+        """)
+    (tmp_path / "ctrl_c_in_build.py").write_text(
+        "import sys\n"
+        "import generator.cli\n"
+        "import generator.runner.orchestrate as orchestrate\n"
+        "def building(loaded, cache, progress=None):\n"
+        "    progress('building int8 (quantize dynamic)')\n"
+        "    raise KeyboardInterrupt\n"
+        "orchestrate.prepare_versions = building\n"
+        "sys.argv = ['perfsite', 'run', 'spec.yaml', '--quick']\n"
+        "generator.cli.main()\n")
+    done = subprocess.run([sys.executable, "ctrl_c_in_build.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT), "PERFSITE_CACHE_DIR": str(tmp_path)})
+    flat = " ".join(done.stderr.split())
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert f"Interrupted outside measuring, in tiny ({tmp_path / 'spec.yaml'}): while its model versions were built" in flat
+    assert "run the same command again to finish" in flat and "Traceback" not in done.stderr
+    assert not (tmp_path / "results").exists()
+
+
 def test_a_ctrl_c_python_had_to_ignore_is_raised_again(tmp_path):
     # A KeyboardInterrupt raised in a weakref callback (as when Ctrl-C lands in the import system's module-lock
     # callback) cannot propagate: Python printed "Exception ignored" and the command ran on to its end.

@@ -345,6 +345,43 @@ def test_a_damaged_cached_model_is_built_again_not_a_traceback(tmp_path: Path) -
     assert prepare() == []
 
 
+def test_a_build_killed_midway_leaves_no_scratch_folder_after_the_next_build(tmp_path: Path) -> None:
+    """SIGTERM or kill -9 while a version was built left `.build-*/preprocessed.onnx`, as large as the
+    weights, and no later run removed it: a CI cache kept in PERFSITE_CACHE_DIR grew with every cancelled job.
+    The next build removes the folders of builds that no longer run, and no other."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from generator.versions import derive
+
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    text = ("name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\n"
+            "  int8: {from: fp32, quantize: {mode: dynamic}}\ninputs:\n  x: {shape: [batch, 4]}\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host = derive._host()
+    killed = cache / f".build-{host}-{int(ended.stdout)}-k9x1"  # its process is gone
+    (killed / "preprocessed.onnx").parent.mkdir()
+    (killed / "preprocessed.onnx").write_bytes(b"weights" * 1000)
+    running = cache / f".build-{host}-{os.getpid()}-live"  # a build still running (this process)
+    running.mkdir()
+    elsewhere = cache / ".build-otherhost-1-young"  # another machine's, on a shared cache: not ours to judge
+    elsewhere.mkdir()
+    legacy = cache / ".build-abc123"  # an older perfsite's (no host or process in its name), two days old
+    legacy.mkdir()
+    two_days_ago = time.time() - 2 * 24 * 3600
+    os.utime(legacy, (two_days_ago, two_days_ago))
+
+    prepare_versions(_loaded(tmp_path, text), cache)
+    # The killed and the old one removed; the running and the other machine's kept; this build's own gone too.
+    assert sorted(p.name for p in cache.glob(".build-*")) == sorted([running.name, elsewhere.name])
+    assert len(list(cache.glob("*.onnx"))) == 1
+
+
 @pytest.mark.parametrize(("version", "message"), [
     # An op type the model lacks (a PyTorch name here): nothing quantized for it, refused like exclude_nodes.
     ("{from: fp32, quantize: {mode: dynamic, op_types: [Conv2d]}}",

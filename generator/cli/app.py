@@ -156,7 +156,7 @@ def run(
     ] = None,
 ) -> None:
     """Measure the trials of each spec (versions × configurations) and store them as Parquet results."""
-    from generator.cli.terminal import ProgressBar, print_dry_run, print_run_summary
+    from generator.cli.terminal import print_dry_run, print_run_summary
     from generator.results.location import join
     from generator.runner.orchestrate import RunOptions, run_experiment
     from generator.runner.ray_address import check_ray_address, check_target_name
@@ -183,12 +183,10 @@ def run(
     # Every later spec is planned before the first one measures (models checked, versions built into their
     # cache, inputs made at every configuration): its mistakes are reported now, not after minutes of measuring.
     for loaded, options in runs[1:] if not dry_run else ():
-        with ProgressBar(loaded.spec.name) as bar:
-            measure(loaded, dataclasses.replace(options, dry_run=True), bar)
+        _measured(measure, loaded, dataclasses.replace(options, dry_run=True))
     summaries = []
     for loaded, options in runs:
-        with ProgressBar(loaded.spec.name) as bar:
-            summary = measure(loaded, options, bar)
+        summary = _measured(measure, loaded, options)
         summaries.append(summary)
         (print_dry_run if dry_run else print_run_summary)(summary)
         interrupted = summary.interrupted
@@ -197,6 +195,24 @@ def run(
     if interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     _refuse_nothing_measured([summary for summary in summaries if not dry_run])
+
+
+def _measured(measure, loaded, options):
+    """One spec's run (or plan) under its progress bar. A Ctrl-C while measuring ends the sweep, whose summary
+    says so; one outside it (building the model versions, checking the inputs, the machine's limits after)
+    left only the progress bar's empty line: it is said here."""
+    from generator.cli.terminal import ProgressBar
+
+    with ProgressBar(loaded.spec.name) as bar:
+        try:
+            return measure(loaded, options, bar)
+        except KeyboardInterrupt:
+            pass
+    typer.echo(_paragraph(
+        f"Interrupted outside measuring, in {loaded.spec.name} ({loaded.path}): while its model versions were built "
+        "or its inputs checked, or the machine's limits checked after it. Every finished trial is kept and the "
+        "versions already built stay in the model cache; run the same command again to finish."), err=True)
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _refuse_nothing_measured(summaries: list) -> None:

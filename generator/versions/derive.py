@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import socket
 import tempfile
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -51,7 +55,8 @@ def _build(
     """Run the transform in a scratch folder beside the cache and move the checked result into place."""
     field_name, transform, options = wanted
     dst.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dst.parent, prefix=".build-") as work:
+    remove_stale_builds(dst.parent)
+    with tempfile.TemporaryDirectory(dir=dst.parent, prefix=f"{BUILD_PREFIX}{_host()}-{os.getpid()}-") as work:
         context.work_dir = Path(work)
         built = context.work_dir / "model.onnx"
         # The tools' numpy warnings would print through the progress bar; they are quoted if the build fails
@@ -92,3 +97,47 @@ def _build_failed(
         f"({transform.describe(options)}) from {label} ({base.path}) failed: {reason}. Check the "
         f"options under {context.field}, or exclude the failing nodes or op types."
     )
+
+
+# A build's scratch folder beside the cache: `.build-<host>-<pid>-<random>`. A build killed (SIGTERM, kill -9, a
+# cancelled CI job) leaves it behind with a preprocessed model as large as the weights, and a CI cache kept in
+# PERFSITE_CACHE_DIR grew with every cancelled job; the next build removes it.
+BUILD_PREFIX = ".build-"
+# A scratch folder of another machine (a cache on a shared disk) or of an older perfsite (no host and pid in
+# its name) is removed once it is this old: no build of the small models perfsite quantizes takes a day.
+STALE_AFTER_S = 24 * 3600
+
+
+def remove_stale_builds(folder: Path) -> list[Path]:
+    """Remove the scratch folders in `folder` left by builds that no longer run; returns them."""
+    removed = []
+    for path in folder.glob(f"{BUILD_PREFIX}*"):
+        if path.is_dir() and not path.is_symlink() and _abandoned(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _abandoned(path: Path) -> bool:
+    host, _, rest = path.name[len(BUILD_PREFIX):].rpartition("-")[0].rpartition("-")
+    if host == _host() and rest.isdigit():
+        return not _alive(int(rest))
+    try:
+        return time.time() - path.stat().st_mtime > STALE_AFTER_S
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _host() -> str:
+    """This machine's name as it may appear in a folder name (no `-`, which separates the name's parts)."""
+    return "".join(c if c.isalnum() else "_" for c in socket.gethostname()) or "host"

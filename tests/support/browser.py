@@ -127,10 +127,19 @@ def column(page, table, header: str) -> list[str]:
 
 
 def hover_marks(page) -> None:
-    """Hover every bar and point so Vega shows its tooltips (which carry op types and version names)."""
+    """Hover bars and points (twelve at most) so Vega shows their tooltips (which carry op types and version
+    names). A bar of zero width (an op type whose time, less the profiler's cost, is 0 µs) cannot be hovered:
+    playwright called it outside the viewport."""
     marks = page.locator("svg .mark-rect path, svg .mark-symbol path")
-    for i in range(min(marks.count(), 12)):
+    hovered = 0
+    for i in range(marks.count()):
+        box = marks.nth(i).bounding_box()
+        if box is None or box["width"] <= 0 or box["height"] <= 0:
+            continue
         marks.nth(i).hover(force=True)
+        hovered += 1
+        if hovered == 12:
+            break
     page.wait_for_timeout(100)
 
 
