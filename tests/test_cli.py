@@ -843,7 +843,8 @@ def test_ctrl_c_while_a_version_is_built_says_what_was_kept(tmp_path):
                           timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT), "PERFSITE_CACHE_DIR": str(tmp_path)})
     flat = " ".join(done.stderr.split())
     assert done.returncode == 130, (done.returncode, done.stderr)
-    assert f"Interrupted outside measuring, in tiny ({tmp_path / 'spec.yaml'}): while its model versions were built" in flat
+    spec = tmp_path / "spec.yaml"
+    assert f"Interrupted outside measuring, in tiny ({spec}): while its model versions were built" in flat
     assert "run the same command again to finish" in flat and "Traceback" not in done.stderr
     assert not (tmp_path / "results").exists()
 
