@@ -957,9 +957,13 @@ def test_site_folder_is_the_home_folder(rows):
 
 
 def _second_spec_named_tiny(p: Path) -> None:
-    """Another experiment in its own folder that happens to be called `tiny` too."""
+    """Another experiment in its own folder that happens to be called `tiny` too, of another model (a copy of the
+    same bytes would be the same experiment checked out twice: LoadedSpec.same_experiment)."""
     (p / "other").mkdir()
     _project(p / "other", p / "models")
+    model = onnx.load(str(p / "other" / "models" / "tiny.onnx"))
+    model.doc_string = "another model"
+    onnx.save(model, p / "other" / "models" / "tiny.onnx")
     (p / "other" / "spec.yaml").write_text(SPEC.replace("name: tiny", "name: tiny\ndescription: another model"))
 
 

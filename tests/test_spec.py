@@ -893,6 +893,20 @@ def test_validate_takes_one_experiment_given_twice_as_run_does(project: Path) ->
         load_spec_text(MINIMAL.replace("tiny.onnx", "other.onnx"), folder / "other.yaml"))
 
 
+def test_two_worktrees_of_one_project_are_one_experiment(project: Path) -> None:
+    """Two worktrees sharing a store, the branch adding `batch: 2`: their specs measure two copies of one model
+    file, and were refused as "two unrelated models" (the check compared paths, not bytes)."""
+    main, branch = project / "main", project / "branch"
+    for tree, text in ((main, MINIMAL), (branch, MINIMAL + "sweep: {batch: [1, 2]}\n")):
+        (tree / "models").mkdir(parents=True)
+        (tree / "models" / "tiny.onnx").write_bytes(b"the same model's bytes in both worktrees")
+        (tree / "spec.yaml").write_text(text)
+    mine, theirs = load_spec(main / "spec.yaml"), load_spec(branch / "spec.yaml")
+    assert mine.sha256 != theirs.sha256 and mine.same_experiment(theirs) and theirs.same_experiment(mine)
+    (branch / "models" / "tiny.onnx").write_bytes(b"another model entirely")
+    assert not mine.same_experiment(load_spec(branch / "spec.yaml"))
+
+
 def test_a_compare_entry_without_b_in_a_one_version_spec_is_refused(spec_file: Path) -> None:
     """`compare: [{a: fp32}]` with one version passed validate; the page then said "cannot be compared"."""
     with pytest.raises(SpecError) as err:

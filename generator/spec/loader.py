@@ -267,9 +267,25 @@ class LoadedSpec:
     def same_experiment(self, other: LoadedSpec) -> bool:
         """Whether two specs are one experiment, as two specs of one name in a results folder must be: the same
         file (given twice, or through a link), or specs that measure a model file in common (a spec moved,
-        copied, edited or checked out twice)."""
-        return (os.path.realpath(self.path) == os.path.realpath(other.path)
-                or bool(self.model_files() & other.model_files()))
+        copied, edited or checked out twice). In common means the same file or the same bytes: two worktrees of
+        one repository hold two copies of each model, and their specs (a branch that adds `batch: 2`) were
+        refused as "two unrelated models"."""
+        if os.path.realpath(self.path) == os.path.realpath(other.path):
+            return True
+        mine, theirs = self.model_files(), other.model_files()
+        return bool(mine & theirs) or bool(_contents(mine) & _contents(theirs))
+
+
+def _contents(files: Iterable[Path]) -> set[str]:
+    """The sha256 of each readable file (a model that cannot be read counts for nothing here)."""
+    found = set()
+    for path in files:
+        digest = hashlib.sha256()
+        with contextlib.suppress(OSError), open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+            found.add(digest.hexdigest())
+    return found
 
 
 def same_name_at_once(first: LoadedSpec, other: LoadedSpec) -> str:
