@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from support.cli import perfsite
 from support.diff import EXPERIMENT, OTHER_ENV, PAYLOAD, REGRESSION, Side, git, sides, write_side
+from support.models import matmul_model
 
 from generator.cli.diff import diff_command
 from generator.diff.report import code, signed_pct
@@ -534,6 +535,25 @@ def test_a_measure_glob_that_leaves_the_checkout_is_refused(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert message.startswith("error: --measure '../proj/experiments/*.yaml' leaves the checkout (`..`): "
                               "BASELINE and CANDIDATE would measure the same spec files"), message
+
+
+def test_checkouts_whose_experiments_link_to_one_folder_are_refused(tmp_path):
+    """`experiments/` a link to one folder outside both checkouts: both sides measured the same spec and
+    model, and the diff gave a verdict about nothing the candidate changed."""
+    shared = tmp_path / "shared" / "experiments"
+    shared.mkdir(parents=True)
+    matmul_model(shared / "tiny.onnx")
+    (shared / "tiny.yaml").write_text("name: tiny\nmodels:\n  fp32: {path: tiny.onnx}\ninputs:\n  x: {shape: [1, 4]}\n")
+    for side in ("base", "proj"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "experiments").symlink_to(shared)
+    result = perfsite("diff", "base", "proj", "--measure", "experiments/*.yaml", cwd=tmp_path)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert message.startswith(f"error: --measure experiments/*.yaml: the baseline's spec {tmp_path}/base/experiments/"
+                              f"tiny.yaml and the candidate's {tmp_path}/proj/experiments/tiny.yaml are one file, "
+                              f"{shared / 'tiny.yaml'} (a link out of both checkouts)"), message
+    assert not (tmp_path / "proj" / ".perfsite").exists()  # nothing measured
 
 
 def test_an_undecided_paired_diff_is_not_told_to_measure_paired(tmp_path):

@@ -109,6 +109,8 @@ def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], sto
     if not common:
         raise PerfsiteError(f"No experiment is in both checkouts: {baseline} has {_names(specs[0])}, "
                             f"{candidate} has {_names(specs[1])}. --measure compares specs with the same `name:`.")
+    for name in common:
+        _refuse_one_file(specs[0][name], specs[1][name], patterns)
     roots = tuple(Path(store) / side for side in SIDES)
     one_side = [(side, name) for side, (mine, theirs) in enumerate(((specs[0], specs[1]), (specs[1], specs[0])))
                 for name in mine if name not in theirs]
@@ -138,6 +140,18 @@ def measure_paired(baseline: Path, candidate: Path, patterns: Sequence[str], sto
         if one_sided[-1].interrupted:
             break
     return PairedRun(roots[0], roots[1], tuple(summaries), tuple(one_sided))
+
+
+def _refuse_one_file(base: LoadedSpec, cand: LoadedSpec, patterns: Sequence[str]) -> None:
+    """Both checkouts' spec of one name is one file (their `experiments/` a link to one folder outside both):
+    both sides would measure it, and the diff would pass whatever the candidate changed."""
+    real = os.path.realpath(base.path)
+    if real == os.path.realpath(cand.path):
+        raise PerfsiteError(
+            f"--measure {' '.join(patterns)}: the baseline's spec {base.path} and the candidate's {cand.path} are one "
+            f"file, {real} (a link out of both checkouts): both sides would measure the same spec, and the diff "
+            "could never find a change. Allowed: spec files inside each checkout, as git checks them out (a link "
+            "to a folder outside is shared by every checkout).")
 
 
 def _one_side_options(folder: Path, quick: bool, dry_run: bool = False) -> RunOptions:
