@@ -401,13 +401,14 @@ def test_trend_follows_each_figure_over_the_commits(repo):
     write_side(repo / "results", Side(latency={1: 1.1, 4: 1.0}, seed=2, finished="2026-01-07T10:00:00Z"))
     git(repo, *commit_all)
     git(repo, "commit", "-q", "-m", "drift 2")
-    commits, points, skipped = collect_trend(repo / "results", 10)
+    trend = collect_trend(repo / "results", 10)
+    commits, points, skipped = trend.commits, trend.points, trend.skipped
     assert skipped == []
     # The first commit held no results folder: skipped; the other three in order, oldest first.
     assert [c.subject for c in commits] == ["baseline results", "drift <b>1</b>", "drift 2"]
     b1 = [p.latency_ms for p in points if p.config_label == "b1 t1 c1"]
     assert len(b1) == 3 and b1[0] < b1[1] < b1[2]
-    assert len(collect_trend(repo / "results", 2)[0]) == 2
+    assert len(collect_trend(repo / "results", 2).commits) == 2
     page = trend_page(commits, points, 10)
     assert page.path == "reports/_trend/index.md"
     assert "| cnn | fp32 · b1 t1 c1 |" in page.markdown and "| &#43;10.0% |" in page.markdown
@@ -420,6 +421,26 @@ def test_trend_follows_each_figure_over_the_commits(repo):
     assert '!!! warning "Quick mode"\n    2 of the 6 points below were measured in quick mode' in quick
 
 
+def test_a_shallow_clone_says_its_history_is_cut_on_the_trend_and_in_diff(repo, tmp_path):
+    """In a `--depth 1` clone (actions/checkout's default) the trend showed 1 of 3 measured commits and never
+    said the history was cut; `diff git:HEAD~1` there said nothing of the shallow clone either."""
+    from generator.site.trend_page import collect_trend, trend_page
+
+    write_side(repo / "results", Side(latency={1: 1.05, 4: 1.0}, seed=1, finished="2026-01-06T10:00:00Z"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "drift")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(clone))
+    trend = collect_trend(clone / "results", 10)
+    assert trend.shallow and len(trend.commits) == 1
+    page = " ".join(trend_page(trend.commits, trend.points, 10, trend.skipped, trend.shallow).markdown.split())
+    assert '!!! warning "History cut by a shallow clone"' in page and "`git fetch --unshallow`" in page
+    assert not collect_trend(repo / "results", 10).shallow
+    with pytest.raises(PerfsiteError) as raised:
+        diff_command("git:HEAD~1", "git:HEAD", results=clone / "results")
+    assert "git:HEAD~1 names no commit" in str(raised.value) and "This clone is shallow" in str(raised.value)
+
+
 def test_a_damaged_file_in_an_old_commit_is_skipped_by_the_trend_not_fatal(repo):
     """A corrupt Parquet file committed once used to fail every later `build --trend`."""
     from generator.site.trend_page import collect_trend, trend_page
@@ -430,7 +451,8 @@ def test_a_damaged_file_in_an_old_commit_is_skipped_by_the_trend_not_fatal(repo)
     git(repo, "commit", "-q", "-am", "a damaged copy")
     trial.write_bytes(good)
     git(repo, "commit", "-q", "-am", "repaired")
-    commits, points, skipped = collect_trend(repo / "results", 10)
+    trend = collect_trend(repo / "results", 10)
+    commits, points, skipped = trend.commits, trend.points, trend.skipped
     assert [c.subject for c in commits] == ["baseline results", "repaired"] and points
     assert [(c.subject, f"results/{EXPERIMENT}/trials/{trial.name} is not readable Parquet" in why)
             for c, why in skipped] == [("a damaged copy", True)]
@@ -466,11 +488,11 @@ def test_trend_in_a_repository_without_a_commit_is_an_empty_history(tmp_path):
     """`perfsite build --trend 3` in a repository with no commit yet failed with git's own words (``git log
     --first-parent … failed …: fatal: your current branch 'main' does not have any commits yet``), where a history
     without a commit that changed the results gives the trend page's "No history yet"."""
-    from generator.site.trend_page import collect_trend, trend_page
+    from generator.site.trend_page import Trend, collect_trend, trend_page
 
     git(tmp_path, "init", "-q")
     write_side(tmp_path / "results", Side())
-    assert collect_trend(tmp_path / "results", 3) == ([], [], [])
+    assert collect_trend(tmp_path / "results", 3) == Trend([], [], [], False)
     assert '!!! info "No history yet"' in trend_page([], [], 3).markdown
 
 

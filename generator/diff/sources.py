@@ -96,8 +96,20 @@ def resolve_commit(repo: Path, ref: str) -> str:
         raise SourceError(
             f"git:{ref} names no commit in the repository {repo}. Use a branch, tag or commit id that "
             "`git rev-parse` knows there (e.g. git:main, git:HEAD~1, git:origin/main after `git fetch`)."
+            + (f" {SHALLOW_HINT}" if is_shallow(repo) else "")
         )
     return done.stdout.strip()
+
+
+# Said wherever history matters in a shallow clone: `actions/checkout` fetches one commit unless told otherwise.
+SHALLOW_HINT = ("This clone is shallow (`git clone --depth N`, what actions/checkout makes unless given "
+                "`fetch-depth: 0`): its history stops after the commits it fetched. Fetch the rest with "
+                "`git fetch --unshallow`, or check out with `fetch-depth: 0`.")
+
+
+def is_shallow(repo: Path) -> bool:
+    """The repository's history was cut by a shallow clone or fetch."""
+    return _git(repo, "rev-parse", "--is-shallow-repository", check=False).stdout.strip() == "true"
 
 
 def commit_date(repo: Path, commit: str) -> str:

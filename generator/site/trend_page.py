@@ -19,11 +19,13 @@ import altair as alt
 from generator.analysis.summaries import clean
 from generator.diff.report import signed_pct
 from generator.diff.sources import (
+    SHALLOW_HINT,
     Commit,
     ResultsSource,
     SourceError,
     commits_changing,
     git_location,
+    is_shallow,
     load_side,
     materialize,
 )
@@ -87,10 +89,21 @@ class SeriesChange:
         return self.last.latency_ms / self.first.latency_ms
 
 
-def collect_trend(results_root: Path, last: int) -> tuple[list[Commit], list[TrendPoint], list[tuple[Commit, str]]]:
-    """The commits (oldest first) among the last `last` that changed the results folder and still hold
-    results, every configuration's figures at each of them, and the commits skipped because their results
-    could not be read (a damaged file committed once must not fail every later build), each with why."""
+@dataclass(frozen=True)
+class Trend:
+    """What `--trend N` found in git: the commits (oldest first) among the last N that changed the results folder
+    and still hold results, every configuration's figures at each, the commits skipped because their results
+    could not be read (a damaged file committed once must not fail every later build) with why, and whether the
+    clone's history is cut (a shallow clone shows fewer commits than were measured)."""
+
+    commits: list[Commit]
+    points: list[TrendPoint]
+    skipped: list[tuple[Commit, str]]
+    shallow: bool = False
+
+
+def collect_trend(results_root: Path, last: int) -> Trend:
+    """The trend of the results folder over the last `last` commits that changed it (Trend)."""
     repo, rel = git_location(results_root, "--trend follows the results folder {path} through git history",
                              "Commit the results in a git repository, or build without --trend.")
     commits, points, skipped = [], [], []
@@ -106,7 +119,7 @@ def collect_trend(results_root: Path, last: int) -> tuple[list[Commit], list[Tre
                 continue
             points += trend_points(experiments, commit, len(commits))
             commits.append(commit)
-    return commits, points, skipped
+    return Trend(commits, points, skipped, is_shallow(repo))
 
 
 def trend_points(experiments: list[ExperimentResults], commit: Commit, position: int) -> list[TrendPoint]:
@@ -193,12 +206,12 @@ def _label_expr(labels: dict[int, str]) -> str:
 
 def trend_pages(results_root: Path, last: int) -> list[Page]:
     """The trend page for `perfsite build --trend N`."""
-    commits, points, skipped = collect_trend(results_root, last)
-    return [trend_page(commits, points, last, skipped)]
+    trend = collect_trend(results_root, last)
+    return [trend_page(trend.commits, trend.points, last, trend.skipped, trend.shallow)]
 
 
 def trend_page(commits: list[Commit], points: list[TrendPoint], last: int,
-               skipped: list[tuple[Commit, str]] = ()) -> Page:
+               skipped: list[tuple[Commit, str]] = (), shallow: bool = False) -> Page:
     """The page from collected points: per experiment, latency and throughput over commits, then a table."""
     experiments = sorted({p.experiment for p in points})
     sections = []
@@ -209,4 +222,5 @@ def trend_page(commits: list[Commit], points: list[TrendPoint], last: int,
         sections.append({"experiment": exp, "charts": charts})
     return render(template_env(), "trend.md.j2", TREND_PATH, "Trend over commits", True, commits=commits,
                   sections=sections, changes=series_changes(points), last=last, signed_pct=signed_pct,
-                  skipped=list(skipped), quick=sum(p.quick for p in points), total=len(points))
+                  skipped=list(skipped), quick=sum(p.quick for p in points), total=len(points),
+                  shallow=SHALLOW_HINT if shallow else None)
