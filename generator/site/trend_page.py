@@ -19,7 +19,6 @@ import altair as alt
 from generator.analysis.summaries import clean
 from generator.diff.report import signed_pct
 from generator.diff.sources import (
-    SHALLOW_HINT,
     Commit,
     ResultsSource,
     SourceError,
@@ -223,4 +222,4 @@ def trend_page(commits: list[Commit], points: list[TrendPoint], last: int,
     return render(template_env(), "trend.md.j2", TREND_PATH, "Trend over commits", True, commits=commits,
                   sections=sections, changes=series_changes(points), last=last, signed_pct=signed_pct,
                   skipped=list(skipped), quick=sum(p.quick for p in points), total=len(points),
-                  shallow=SHALLOW_HINT if shallow else None)
+                  shallow=shallow)
