@@ -144,13 +144,14 @@ def _wait_for_trials(folder, count, proc, limit_s=120):
 
 
 def test_interrupted_and_killed_runs_keep_finished_trials_and_a_rerun_completes_the_rest(matmul_project):
-    # One sweep of four trials, stopped twice: Ctrl-C (SIGINT) once one trial is stored (its configuration's
-    # other trial is then still being profiled), then `kill -9` of the rerun once it stored one more; the last
-    # run measures only what is missing. The runs are forks of this process (support.cli.start_perfsite): a
-    # fresh interpreter spent a second or two importing first. One measurement process a trial: what a stopped
-    # run keeps does not depend on how many it takes.
+    # One sweep of six trials (three configurations of two versions), stopped twice: Ctrl-C (SIGINT) once one
+    # trial is stored, then `kill -9` of the rerun once it stored one more; the last run measures only what is
+    # missing. A configuration's two trials are stored together at its end, so a stop can land after both: with
+    # two configurations the kill came after the last one once (4 of 4 kept, 2026-12-07). The runs are forks of
+    # this process (support.cli.start_perfsite): a fresh interpreter spent a second or two importing first. One
+    # measurement process a trial: what a stopped run keeps does not depend on how many it takes.
     spec = matmul_project / "spec.yaml"
-    spec.write_text(spec.read_text().replace("repeats: 2", "repeats: 1"))
+    spec.write_text(spec.read_text().replace("repeats: 2", "repeats: 1").replace("batch: [1, 2]", "batch: [1, 2, 3]"))
     results = matmul_project / "results"
     trials = results / "tiny" / "trials"
     kept = []
@@ -165,12 +166,12 @@ def test_interrupted_and_killed_runs_keep_finished_trials_and_a_rerun_completes_
         else:
             assert done.returncode == -signal.SIGKILL, done.stderr
         kept.append(set(pd.read_parquet(trials)["trial_key"]))
-    assert 1 <= len(kept[0]) < len(kept[1]) < 4 and kept[0] < kept[1]
+    assert 1 <= len(kept[0]) < len(kept[1]) < 6 and kept[0] < kept[1]
     rerun = perfsite("run", "spec.yaml", "--results", str(results), cwd=matmul_project)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"{4 - len(kept[1])} measured, {len(kept[1])} already stored" in rerun.stdout
+    assert f"{6 - len(kept[1])} measured, {len(kept[1])} already stored" in rerun.stdout
     stored = pd.read_parquet(trials)
-    assert len(stored) == 4 and stored["trial_key"].is_unique and set(stored["status"]) == {"ok"}
+    assert len(stored) == 6 and stored["trial_key"].is_unique and set(stored["status"]) == {"ok"}
     # Every side table is readable whole and holds each trial once.
     assert set(pd.read_parquet(results / "tiny" / "processes")["trial_key"]) == set(stored["trial_key"])
 
