@@ -382,6 +382,32 @@ def test_a_build_killed_midway_leaves_no_scratch_folder_after_the_next_build(tmp
     assert len(list(cache.glob("*.onnx"))) == 1
 
 
+def test_a_full_cache_disk_names_the_folder_not_the_options(tmp_path: Path, monkeypatch) -> None:
+    """A full model-cache disk was reported as "Check the options under models.int8.quantize", and the full
+    folder was never named."""
+    import errno
+
+    from generator.versions import derive
+
+    (tmp_path / "models").mkdir()
+    matmul_model(tmp_path / "models" / "tiny.onnx")
+    text = ("name: tiny\nmodels:\n  fp32: {path: models/tiny.onnx}\n"
+            "  int8: {from: fp32, quantize: {mode: dynamic}}\ninputs:\n  x: {shape: [batch, 4]}\n")
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(derive, "store", full)  # the built model copied into the cache: a weights-sized write
+    cache = tmp_path / "cache"
+    with pytest.raises(ModelError) as raised:
+        prepare_versions(_loaded(tmp_path, text), cache)
+    message = " ".join(str(raised.value).split())
+    assert message.startswith(f"{tmp_path / 'spec.yaml'}: models.int8.quantize: building version 'int8' needs room "
+                              f"in the model cache {cache}, and its disk is full (No space left on device)."), message
+    assert "PERFSITE_CACHE_DIR" in message and "Check the options" not in message
+    assert list(cache.iterdir()) == []  # the scratch folder went with the failed build
+
+
 @pytest.mark.parametrize(("version", "message"), [
     # An op type the model lacks (a PyTorch name here): nothing quantized for it, refused like exclude_nodes.
     ("{from: fp32, quantize: {mode: dynamic, op_types: [Conv2d]}}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import socket
@@ -53,6 +54,21 @@ def _build(
     base: ModelVersion, dst: Path, wanted: tuple[str, Transform, Any], context: TransformContext, label: str
 ) -> None:
     """Run the transform in a scratch folder beside the cache and move the checked result into place."""
+    try:
+        _build_in_scratch(base, dst, wanted, context, label)
+    except Exception as e:
+        if not _disk_full(e):
+            raise
+        raise ModelError(
+            f"{context.loaded.path}: {context.field}: building version {context.version!r} needs room in the model "
+            f"cache {dst.parent}, and its disk is full ({e.strerror}). Nothing was measured yet. Free space there, or "
+            "set PERFSITE_CACHE_DIR to a folder on a disk with room (the built versions are cached there: about "
+            "the size of the model's weights each, and as much again while one is built).") from e
+
+
+def _build_in_scratch(
+    base: ModelVersion, dst: Path, wanted: tuple[str, Transform, Any], context: TransformContext, label: str
+) -> None:
     field_name, transform, options = wanted
     dst.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_builds(dst.parent)
@@ -72,6 +88,8 @@ def _build(
             except PerfsiteError:
                 raise
             except Exception as e:  # any failure of the underlying tool is a problem with this model or options
+                if _disk_full(e):
+                    raise  # the disk's, not the options': said by _build
                 raise _build_failed(e, [str(w.message) for w in warned], base, wanted, context, label) from e
         what = f"{context.loaded.path}: {context.field}: the {field_name} transform"
         if not built.is_file():
@@ -98,6 +116,16 @@ def _build_failed(
         f"options under {context.field}, or exclude the failing nodes or op types."
     )
 
+
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # no room left on the cache's disk, or in the user's quota there
+
+
+def _disk_full(error: BaseException) -> bool:
+    """No room on the cache's disk: an OSError saying so, or a tool's own exception quoting the system's words
+    (onnx and onnxruntime wrap some write failures in exceptions of their own)."""
+    if isinstance(error, OSError) and error.errno in FULL_DISK:
+        return True
+    return any(words in str(error) for words in ("No space left on device", "Disk quota exceeded"))
 
 # A build's scratch folder beside the cache: `.build-<host>-<pid>-<random>`. A build killed (SIGTERM, kill -9, a
 # cancelled CI job) leaves it behind with a preprocessed model as large as the weights, and a CI cache kept in
