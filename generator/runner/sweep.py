@@ -34,10 +34,6 @@ from generator.spec import LoadedSpec
 # loop: three processes rank a model's layers alike, process by process, and further ones mostly narrow
 # absolute figures that a process's speed moves anyway (docs/methodology.md, bench/profile_processes.py).
 PROFILE_ROUNDS = 3
-# A paired run's two trials of one configuration, at one request in flight, are measured in one process per
-# round, their requests in alternating blocks (generator.runner.interleave): two processes one after the other
-# saw host speeds seconds apart. False: one process each, as before 2026-12-07.
-TOGETHER = True
 # Random input batches drawn (seeds 1..N) besides the trial's own for the output agreement check: top-1
 # agreement on one batch of one item says little, and a model run costs far less than a process start.
 AGREEMENT_EXTRA_BATCHES = 2
@@ -333,12 +329,13 @@ def _paired_order(states: list[TrialState]) -> list[TrialState]:
 
 
 def _together(state: TrialState, runnable: list[TrialState]) -> tuple[TrialState, TrialState] | None:
-    """The two trials of a pair to measure in one process this round, in their round's order (the baseline
-    first in even rounds, the candidate in odd ones, by their order in `runnable`), or None: not a pair, its
-    partner done measuring, several requests in flight (the two sessions' streams would contend), or a process
-    that measured them together failed before."""
+    """The two trials of a pair to measure in one process this round (generator.runner.interleave: two processes
+    one after the other saw host speeds seconds apart), in their round's order (the baseline first in even
+    rounds, the candidate in odd ones, by their order in `runnable`), or None: not a pair, its partner done
+    measuring, several requests in flight (the two sessions' streams would contend), or a process that measured
+    them together failed before."""
     partner = state.pair
-    if not TOGETHER or partner is None or partner not in runnable or state.apart or partner.apart:
+    if partner is None or partner not in runnable or state.apart or partner.apart:
         return None
     if state.planned.trial.config.concurrency != 1 or partner.planned.trial.config.concurrency != 1:
         return None

@@ -32,8 +32,8 @@ model path (generator.runner.process_env).
 
 Pair mode: ``python -m generator.runner.worker JOB_A.json OUT_A.json JOB_B.json OUT_B.json`` measures two
 measure-mode jobs together (generator.runner.interleave: a paired run's baseline and candidate at one request
-in flight) and answers each in its own OUT file as measure mode does (``measured_together``: true, no peak
-memory: the process held both models), then profiles each whose job asks.
+in flight) and answers each in its own OUT file as measure mode does (no peak memory: the process held both
+models), then profiles each whose job asks.
 """
 
 from __future__ import annotations
@@ -123,8 +123,8 @@ def measure_pair(jobs: tuple[WorkerJob, WorkerJob], outs: tuple[Path, Path]) -> 
         tuple(session.run for session, _ in sessions), tuple(_feeds(job.feeds_path) for job in jobs),
         warmup=int(most["warmup"]), min_iterations=int(most["min_iterations"]), min_seconds=most["min_seconds"],
         max_seconds=most["max_seconds"], batch=int(jobs[0].config.get("batch", 1)))
-    answers = [{**loop_outcome(loop, load_ms, out, None), "measured_together": True}
-               for loop, (_, load_ms), out in zip(loops, sessions, outs, strict=True)]
+    answers = [loop_outcome(loop, load_ms, out, None) for loop, (_, load_ms), out in zip(loops, sessions, outs,
+                                                                                            strict=True)]
     # The version loaded second found onnxruntime started and the process warm: its load and first request
     # are not a cold start. The sweep loads each side first in every other round.
     answers[1].update(load_ms=math.nan, first_run_ms=math.nan)
