@@ -20,6 +20,8 @@ import numpy as np
 import onnx
 
 from generator.errors import RunError, SpecError
+from generator.index_inputs import index_tables
+from generator.paths import data_file_problem
 
 DEFAULT_INT_RANGE = (0, 100)
 Dim = int | str | None
@@ -228,9 +230,24 @@ def _random_from_spec(feeder: _Feeder, name: str, spec: Any, decl: ModelInput, d
         shape.append(int(dim))
     written = "[" + ", ".join(str(d) for d in spec.shape or []) + "]"  # as in the spec, not a Python tuple
     feeder.check_shape(name, shape, decl, f"shape {written}")
-    return random_array(
-        feeder.rng(name), dtype, tuple(shape), getattr(spec, "range", None), feeder.fail, name
-    )
+    bounds = index_bounds(feeder, name, dtype, getattr(spec, "range", None))
+    return random_array(feeder.rng(name), dtype, tuple(shape), bounds, feeder.fail, name)
+
+
+def index_bounds(feeder: _Feeder, name: str, dtype: np.dtype, bounds: Sequence[float] | None
+                 ) -> Sequence[float] | None:
+    """The range of an integer input that indexes a table (generator.index_inputs): [0, rows) capped at the
+    default range when the spec gives none; a spec range past the table is refused, naming the node."""
+    table = index_tables(feeder.model_path).get(name) if dtype.kind in "iu" else None
+    if table is None:
+        return bounds
+    if bounds is None:
+        return (0, min(table.rows, DEFAULT_INT_RANGE[1]))
+    if int(bounds[0]) < -table.rows or int(bounds[1]) > table.rows:
+        raise feeder.fail(name, f"range [{bounds[0]:g}, {bounds[1]:g}) goes past the table this input indexes: "
+                                f"{table.op_type} node {table.node!r} reads a table of {table.rows} rows, so the "
+                                f"model accepts values from 0 to {table.rows - 1}; use e.g. range: [0, {table.rows}]")
+    return bounds
 
 
 def check_size(name: str, shape: Sequence[int], dtype: np.dtype, fail: Any) -> None:
@@ -377,9 +394,10 @@ def spec_array_field(name: str) -> ArrayField:
 def load_array_file(loaded: Any, file: str, key: str | None, field: ArrayField) -> np.ndarray:
     """Read an array from a spec-relative ``.npy``, or ``.npz`` (member ``key``, or its only member)."""
     path = loaded.resolve(file, field.file)
-    if not path.is_file():
-        missing = "is a folder, not a .npy or .npz file" if path.is_dir() else "does not exist"
-        raise RunError(f"{loaded.path}: {field.file}: {path} {missing} (paths are relative to the spec file).")
+    problem = data_file_problem(path)
+    if problem is not None:
+        raise RunError(f"{loaded.path}: {field.file}: {path} {problem}; allowed: a .npy or .npz file (paths are "
+                       "relative to the spec file).")
     def unreadable(e: Exception) -> RunError:
         why = "it holds Python objects, which perfsite does not unpickle" if "allow_pickle" in str(e) else str(e)
         return RunError(f"{loaded.path}: {field.file}: {path} is not a readable .npy or .npz file "
@@ -412,7 +430,8 @@ def _undescribed(feeder: _Feeder, decl: ModelInput) -> np.ndarray | None:
     shape = feeder.model_shape(decl)
     if shape is None or decl.dtype is None or decl.dtype.kind not in "biuf":
         return None
-    return random_array(feeder.rng(decl.name), decl.dtype, shape, None, feeder.fail, decl.name)
+    bounds = index_bounds(feeder, decl.name, decl.dtype, None)
+    return random_array(feeder.rng(decl.name), decl.dtype, shape, bounds, feeder.fail, decl.name)
 
 
 def _unbound_error(feeder: _Feeder, unbound: Sequence[ModelInput]) -> RunError:

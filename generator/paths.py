@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -24,11 +25,46 @@ SITE_MARKER = ".perfsite-site"
 CACHE_ENV = "PERFSITE_CACHE_DIR"
 
 
+def cache_root() -> Path:
+    """$PERFSITE_CACHE_DIR, `~` expanded: CI files set it as `~/.cache/perfsite`, which no shell expands there,
+    and a folder named `~` appeared in the checkout."""
+    return Path(os.path.expanduser(os.environ[CACHE_ENV]))
+
+
+def expand_home(args: list[str]) -> list[str]:
+    """Command-line words with a leading `~` or `~user` expanded, alone or after `--option=`: the shell expands
+    neither `--results=~/r` nor a quoted `'~/r'`, and perfsite made a folder named `~` in the current folder."""
+    out = []
+    for arg in args:
+        option, sep, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        if value.startswith("~") and (value == "~" or "/" in value):
+            value = os.path.expanduser(value)
+        out.append(f"{option}{sep}{value}")
+    return out
+
+
+def data_file_problem(path: Path) -> str | None:
+    """Why `path` cannot be read as a data file (an input array, calibration data), in words for "PATH ...", or
+    None for a regular file. A pipe, a device or a socket is refused by name: `is_file()` is False for them, and
+    the messages said "does not exist" of a file that `ls` shows; reading /dev/zero would never end."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file (a device, a pipe or a socket)"
+    return None
+
+
 def models_cache_dir(project: Path) -> Path:
     """Where derived models are cached: $PERFSITE_CACHE_DIR/models when set, else <project>/.perfsite/models.
     Entries are named by the content hash of their source and options, so projects can share one folder."""
     if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]) / "models"
+        return cache_root() / "models"
     return Path(project) / ".perfsite" / "models"
 
 

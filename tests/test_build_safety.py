@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from support.cli import in_forks, perfsite, start_perfsite
 from support.results import write_results
 
@@ -195,3 +197,55 @@ def test_a_project_scratch_folder_in_the_way_is_one_paragraph_and_a_linked_one_i
     assert message.startswith(f"error: Cannot build the site: {tmp_path / '.perfsite' / 'build'} is a symbolic link "
                               f"(to {tmp_path / 'elsewhere'}), and every build empties that folder"), message
     assert (tmp_path / "elsewhere" / "precious.txt").read_text() == "kept"
+
+
+def test_a_site_folder_that_is_a_mount_point_is_built_and_rebuilt_in_place(tmp_path):
+    """Issue 35, the mount-point class: a site folder that is a volume or a bind mount cannot be renamed, and a
+    staging folder beside it is on another file system; the swap ended in an OSError traceback (EBUSY)."""
+    from generator.site import publish
+
+    site = tmp_path / "site"
+    site.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "perfsite-test", str(site)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:  # not root, or no mount privilege in this container
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        write_results(tmp_path / "results")
+        built = perfsite("build", "--results", "results", "--site", "site", cwd=tmp_path)
+        assert built.returncode == 0 and "Traceback" not in built.stderr, built.stderr
+        assert os.path.ismount(site) and (site / "index.html").is_file() and "Site built in" in built.stdout
+        (site / ".git").mkdir()
+        (site / ".git" / "HEAD").write_text("ref")  # a gh-pages clone on the volume: kept by the next build
+        old_pages = {p.relative_to(site) for p in site.rglob("*.html")}
+        kept = publish.publish(_staged(site, ".perfsite-mount-new-1", {"index.html": "new"}), site)
+        assert kept == [".git"] and (site / "index.html").read_text() == "new"
+        assert {p.relative_to(site) for p in site.rglob("*.html")} == {Path("index.html")} != old_pages
+        assert sorted(p.name for p in site.iterdir()) == [".git", ".perfsite-site", "index.html"]
+    finally:
+        subprocess.run(["umount", str(site)], check=False)
+
+
+def test_a_full_disk_during_a_build_is_one_paragraph_and_the_old_site_stays(tmp_path):
+    """Issue 35, item 7: a full site disk ended in a 40-line traceback, a full project disk (the site's assets
+    copied into the build folder) in a bare shutil.Error."""
+    write_results(tmp_path / "results")
+    first = perfsite("build", "--results", "results", "--site", "site", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    home = (tmp_path / "site" / "index.html").read_text()
+    build = tmp_path / ".perfsite"
+    shutil.rmtree(build)
+    build.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "perfsite-full", str(build)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        full = perfsite("build", "--results", "results", "--site", "site", cwd=tmp_path)
+    finally:
+        subprocess.run(["umount", str(build)], check=False)
+    said = " ".join(full.stderr.split())
+    assert full.returncode == 1 and "Traceback" not in full.stderr and said.count("error:") == 1, full.stderr
+    assert "The disk is full (No space left on device)" in said and "Nothing was published" in said
+    assert f"{build}" in said and "--site DIR" in said
+    assert (tmp_path / "site" / "index.html").read_text() == home  # the old site, whole

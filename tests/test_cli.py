@@ -895,3 +895,20 @@ def test_a_store_in_the_process_memory_is_refused_before_measuring(tmp_path, com
 
     with pytest.raises(ResultsError, match="in this process's memory"):  # the library's one door to a store, too
         open_location("memory://bucket/x/tiny")
+
+
+def test_a_tilde_no_shell_expanded_means_home_not_a_folder_named_tilde(tmp_path, monkeypatch):
+    """Issue 35, the unexpanded-path class: `--out=~/x`, a quoted `'~/x'` and `PERFSITE_CACHE_DIR: ~/.cache` in a
+    CI file reach perfsite as typed, and it made a folder named `~` in the current folder."""
+    from generator.paths import cache_root
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    out = perfsite("example-models", "~/models", cwd=work, env={"HOME": str(home)})
+    assert out.returncode == 0, out.stderr
+    assert (home / "models" / "cnn.onnx").is_file() and not (work / "~").exists()
+    assert f"{home}/models" in out.stdout
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PERFSITE_CACHE_DIR", "~/.cache/perfsite")
+    assert cache_root() == home / ".cache" / "perfsite"

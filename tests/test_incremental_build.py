@@ -180,7 +180,8 @@ def test_the_scale_benchmark_runs_small(tmp_path):
     assert "store: 1 experiment, 12 trials, 240 node rows, 3 environments" in out
     for figure in ("full build", "peak memory (process tree)", "rebuild after one change", "largest page"):
         assert figure in out
-    assert (tmp_path / "site" / "reports" / "resnet-detector-00" / "choose.html").is_file()
+    # The store holds 3 machines: a report per machine (generator.site.machine_reports), each with its chooser.
+    assert len(list((tmp_path / "site" / "reports" / "resnet-detector-00").glob("*/choose.html"))) >= 1
 
 
 def test_a_results_file_rewritten_with_its_size_and_time_is_read_again(tmp_path):

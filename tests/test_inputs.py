@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -216,3 +217,32 @@ sweep: {batch: [1, 2], seq_len: [8]}
     assert feeds["attention_mask"].shape == (2, 8) and (feeds["attention_mask"] == 1).all()
     (hidden,) = _run(tmp_path / "transformer.onnx", feeds)
     assert hidden.shape == (2, 8, 128)
+
+
+def test_ids_that_index_a_table_stay_under_its_rows_and_a_wider_range_is_refused(tmp_path: Path) -> None:
+    """Issue 35, item 12: random ids in [0, 100) against a 2-row table failed inside onnxruntime's Gather."""
+    from support.models import embedding_model
+
+    model = embedding_model(tmp_path / "encoder.onnx")
+    loaded = _loaded(tmp_path, {})
+    feeds = make_feeds(loaded, model, {"seq": 64})
+    assert feeds["token_type_ids"].max() == 1 and feeds["input_ids"].max() < 30 and feeds["input_ids"].max() > 20
+    assert _run(model, feeds)[0].shape == (1, 64, 4)  # onnxruntime takes them
+    wide = {"token_type_ids": _inp(shape=[1, "seq"], dtype="int64", range=[0, 100])}
+    with pytest.raises(RunError) as raised:
+        make_feeds(_loaded(tmp_path, wide), model, {"seq": 8})
+    assert str(raised.value) == (
+        f"{tmp_path / 'spec.yaml'}: inputs.token_type_ids: range [0, 100) goes past the table this input indexes: "
+        "Gather node 'type_gather' reads a table of 2 rows, so the model accepts values from 0 to 1; use e.g. "
+        "range: [0, 2].")
+
+
+def test_a_pipe_or_a_device_as_an_input_file_is_named_for_what_it_is(tmp_path: Path, model: Path) -> None:
+    """`is_file()` is False for a pipe: the message said "does not exist" of a file `ls` shows."""
+    os.mkfifo(tmp_path / "feed.npy")
+    inputs = _all_inputs(ids=_inp(file="feed.npy"))
+    with pytest.raises(RunError) as raised:
+        make_feeds(_loaded(tmp_path, inputs), model, {"batch": 2, "seq_len": 3})
+    assert str(raised.value) == (
+        f"{tmp_path / 'spec.yaml'}: inputs.ids.file: {tmp_path / 'feed.npy'} is not a regular file (a device, a pipe "
+        "or a socket); allowed: a .npy or .npz file (paths are relative to the spec file).")

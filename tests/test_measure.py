@@ -15,7 +15,14 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from support.models import onnx_model
 
-from generator.runner.measure import P99_MIN_SAMPLES, LoopResult, latency_stats, timed_loop
+from generator.runner.measure import (
+    MIN_CORES_WALL_S,
+    P99_MIN_SAMPLES,
+    LoopResult,
+    cores_used_of,
+    latency_stats,
+    timed_loop,
+)
 
 
 def _session(batch_dim: str | int = "batch") -> ort.InferenceSession:
@@ -52,6 +59,18 @@ def test_one_stream_meets_both_minimums():
     assert lat.sum() <= r.wall_ns
     assert r.cpu_s > 0 and r.first_run_ms > 0
     assert r.throughput_ips == pytest.approx(r.items / r.wall_s)
+
+
+def test_cores_used_is_not_given_for_a_window_too_short_to_tell_or_beyond_the_cpus():
+    """Issue 35, item 13: CPU time read after the streams joined, over the wall time to the last request, gave
+    1.7 to 3.7 cores with one thread and 29.3 with two on a 2-CPU machine, for windows of a few milliseconds."""
+    short = _loop(1, min_iterations=5, min_seconds=0.0)
+    assert short.wall_s < MIN_CORES_WALL_S and math.isnan(short.cores_used)
+    timed = _loop(2, min_seconds=MIN_CORES_WALL_S + 0.05)
+    assert 0.0 < timed.cores_used <= len(os.sched_getaffinity(0)) * 1.05
+    assert timed.cpu_s <= timed.wall_s * len(os.sched_getaffinity(0)) * 1.05  # read when the last request ended
+    cpus = len(os.sched_getaffinity(0))
+    assert math.isnan(cores_used_of((2 * cpus + 1) * 0.5, 0.5)) and cores_used_of(0.5, 0.5) == 1.0
 
 
 def test_two_streams_share_the_minimum_iterations():

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 from support.cli import perfsite
-from support.models import dynamic_conv_model
+from support.models import dynamic_conv_model, embedding_model
 
 from generator.oneshot.schema import profile_schema_errors
 from generator.oneshot.text import NAME_WIDTH, num, preempted_text
+from generator.runner.measure import MIN_CORES_WALL_S
 from generator.terminal_text import safe
 
 
@@ -65,7 +66,8 @@ def _numbers(text: str) -> list[float]:
 def test_printed_figures_equal_the_json(cnn_run):
     run, data, _ = cnn_run
     s, out = data["summary"], run.stdout
-    assert _numbers(_line(out, "measured")) == [s["iterations"], s["timed_s"], s["batch"], s["cores_used"]]
+    cores = s["cores_used"] if s["cores_used"] is not None else MIN_CORES_WALL_S  # "— (not told: … under 0.25 s)"
+    assert _numbers(_line(out, "measured")) == [s["iterations"], s["timed_s"], s["batch"], cores]
     assert _numbers(_line(out, "throughput")) == [s["throughput_ips"]]
     latency = dict(re.findall(r"(mean|p50|p90|p95|p99) (\S+)", _line(out, "latency ms")))
     assert latency == {k: num(v) for k, v in s["latency_ms"].items()}
@@ -558,3 +560,16 @@ def test_ctrl_c_while_measuring_exits_130_and_writes_no_report_file(tmp_path, ex
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     # Interrupted while measuring: no report file, and no half file or temporary one either.
     assert {p.name for p in tmp_path.iterdir()} == {"cnn.onnx"}
+
+
+def test_ids_that_index_a_table_stay_inside_it_and_the_range_is_said(tmp_path, env):
+    """Issue 35, item 12: `token_type_ids` got integers in [0, 100) against a 2-row table, and onnxruntime's
+    Gather error said nothing of --input. Now the ids stay under each table's rows, and the command says so."""
+    embedding_model(tmp_path / "encoder.onnx")
+    run = _profile(env, tmp_path, "encoder.onnx", "--dim", "seq=8")
+    said = " ".join(run.stderr.split())
+    assert ("token_type_ids: random integers in [0, 2), under the 2 rows of the table that Gather node "
+            "'type_gather' indexes") in said
+    assert "input_ids: random integers in [0, 30), under the 30 rows of the table that Gather node 'word_gather'" \
+        in said
+    assert json.loads((tmp_path / "encoder.perf.json").read_text())["summary"]["latency_ms"]["p50"] > 0

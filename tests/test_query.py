@@ -527,3 +527,18 @@ def test_without_duckdb_the_error_names_the_extra(store, monkeypatch, capsys):
     assert code == 1 and "Traceback" not in err
     assert flat.startswith("error: duckdb is not installed, and `perfsite query` needs it")
     assert "pip install 'perfsite[query]'" in flat
+
+
+def test_a_store_whose_name_is_a_glob_reads_only_its_own_files(tmp_path):
+    """Issue 35, the library-special-characters class: DuckDB globs every path it reads, so the store
+    `results*` also read the files of `results-old` beside it (twice the trials, and their figures)."""
+    from generator.cli.query import query_command
+
+    write_results(tmp_path / "results*")
+    write_results(tmp_path / "results-old")
+    alone = query_command("select count(*) as n from trials", str(tmp_path / "results*"), "csv", None)
+    for name in ("results[1]", "results?"):
+        shutil.copytree(tmp_path / "results*", tmp_path / name)
+        assert query_command("select count(*) as n from trials", str(tmp_path / name), "csv", None) == alone
+    trials = len(list((tmp_path / "results*" / "cnn-int8" / "trials").glob("*.parquet")))
+    assert alone.splitlines() == ["n", str(trials)]

@@ -493,6 +493,7 @@ UNFILTERED_OK = re.compile(
     r"|tv\.compute_title"  # a constant of generator.timeline.view (GFLOP/s or INT8 GOP/s)
     r"|F\.\w+\(.*\)|\(bound\.answer ~ F\.mark\(bound\)\) if bound else \"—\""  # site_templates/_findings.j2 escapes
     r"|settled|findings \| length|loop\.index0?|side"
+    r"|e\.up|e\.parent_slug|folder"  # relative paths and slugs (a machine's report: generator.site.machine_reports)
 )
 SAFE_FILTERS = ("md", "num", "pct", "of_limit", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs",
                 "url", "op_name", "answer", "band", "interval", "times_band", "plain", "first_upper")

@@ -37,6 +37,7 @@ from generator.cli.pipes import (
 )
 from generator.errors import PerfsiteError, QueryMissingError, RunError, RuntimeMissingError
 from generator.numbers import counted
+from generator.paths import expand_home
 from generator.processes import MAX_PROCESS_SECONDS
 from generator.terminal_text import safe
 
@@ -388,6 +389,10 @@ def compare(
     experiment: Annotated[
         str | None, typer.Option(help="Experiment name under the results root (needed when it holds several).")
     ] = None,
+    machine: Annotated[
+        str | None, typer.Option(help="Results of several machines: compare on this one only (its name as printed, "
+                                 "or its environment id's first digits); by default each machine's answer.")
+    ] = None,
 ) -> None:
     """Compare two versions from stored results in the terminal: ratios with 95% intervals, layer types, kernels."""
     from generator.cli.compare import compare_command
@@ -398,7 +403,7 @@ def compare(
     root = Path(results) if results is not None else _default_results(Path.cwd())
     # A list, so that a repeat is seen: `--config batch=1 --config batch=2` compared at b2 without a word.
     config_text = ",".join(config) if config else None
-    typer.echo(compare_command(root, a, b, config_text, experiment), nl=False)
+    typer.echo(compare_command(root, a, b, config_text, experiment, machine), nl=False)
 
 
 @app.command()
@@ -530,6 +535,10 @@ def count(
     shape: Annotated[
         list[str] | None, typer.Option(help="Whole shape of an input, e.g. --shape input=1,3,64,64 (repeatable).")
     ] = None,
+    input_: Annotated[
+        list[str] | None, typer.Option("--input", help="Real data for an input of both models: --input "
+                                                       "NAME=FILE.npy, or FILE.npz[:KEY] (repeatable).")
+    ] = None,
     threshold: Annotated[
         float, typer.Option(help="Slower above this instruction ratio, faster below its inverse.")
     ] = 1.01,
@@ -547,7 +556,7 @@ def count(
 
     text, code = count_command(baseline, candidate, iterations=iterations, warmup=warmup, dims=dim or [],
                                shapes=shape or [], threshold=threshold, fail_on=fail_on, json_out=json_out,
-                               markdown_out=markdown, progress=_echo_err)
+                               markdown_out=markdown, progress=_echo_err, inputs=input_ or [])
     typer.echo(safe(text, lines=True), nl=False)  # model file names are anyone's
     if code:
         raise typer.Exit(code)
@@ -687,7 +696,7 @@ def _forget_caught_interrupt() -> None:
 
 def _main() -> None:
     try:
-        rc = app(args=optional_ray_address(sys.argv[1:]), prog_name="perfsite", standalone_mode=False)
+        rc = app(args=optional_ray_address(expand_home(sys.argv[1:])), prog_name="perfsite", standalone_mode=False)
         if rc == EXIT_INTERRUPTED:  # typer returns Ctrl-C inside a command as 130
             _say_interrupted()
         sys.exit(rc if isinstance(rc, int) else 0)

@@ -14,6 +14,7 @@ from typing import Any
 
 from generator.analysis.compare import compare_versions
 from generator.analysis.compare_choice import OPTION_CONFIG
+from generator.analysis.per_machine import MachineResults, per_environment
 from generator.analysis.records_compare import Comparison, VersionTiming
 from generator.errors import ResultsError, given_twice
 from generator.numbers import num, pct
@@ -82,12 +83,48 @@ def experiment_dir(results_root: Path, experiment: str | None) -> Path:
 
 
 def compare_command(results_root: Path, a: str, b: str | None = None, config: str | None = None,
-                    experiment: str | None = None) -> str:
+                    experiment: str | None = None, machine: str | None = None) -> str:
     """`perfsite compare`: compare version b (default: the best throughput under the latency threshold)
-    against a in stored results, at `config` (`batch=1,threads=2`; default: A's sweet spot), as text."""
+    against a in stored results, at `config` (`batch=1,threads=2`; default: A's sweet spot), as text. Results of
+    several machines are compared machine by machine (generator.analysis.per_machine): each machine's answer,
+    or the one `machine` names."""
     results = load_experiment(experiment_dir(results_root, experiment))
-    comparison = compare_versions(results, a, b, parse_config(config), config_where=OPTION_CONFIG)
-    return format_comparison(comparison, results.name)
+    parts = _chosen(per_environment(results), machine, results_root)
+    if len(parts) == 1 and machine is None:
+        comparison = compare_versions(results, a, b, parse_config(config), config_where=OPTION_CONFIG)
+        return format_comparison(comparison, results.name)
+    sections, errors = [], []
+    for part in parts:
+        where = f"On {safe(part.machine.label)} (environment {part.machine.env_id}), of {len(parts)} machine"
+        where += "s" if len(parts) != 1 else ""
+        try:
+            comparison = compare_versions(part.results, a, b, parse_config(config), config_where=OPTION_CONFIG)
+        except ResultsError as e:
+            errors.append(e)
+            sections.append(f"{where}: not compared: {safe(str(e))}\n")
+            continue
+        sections.append(f"{where}:\n{format_comparison(comparison, results.name)}")
+    if len(errors) == len(parts):
+        raise errors[0]
+    return "\n".join(sections)
+
+
+def _chosen(parts: list[MachineResults], machine: str | None, results_root: Path) -> list[MachineResults]:
+    """The machines to compare on: every one, or the one `--machine` names (its label, or its env_id or the
+    first digits of it)."""
+    if machine is None:
+        return parts
+    wanted = " ".join(machine.split()).casefold()
+    found = [p for p in parts if p.machine.label.casefold() == wanted] or \
+        [p for p in parts if len(wanted) >= 4 and p.machine.env_id.startswith(wanted)]
+    if len(found) != 1:
+        names = "; ".join(f"{p.machine.label} ({p.machine.env_id})" for p in parts)
+        raise ResultsError(
+            f"--machine {machine!r}: {'no machine' if not found else 'more than one machine'} of the results in "
+            f"{results_root} is named so (machines: {names}). Give a machine's name as listed, or the first "
+            "digits (4 or more) of its environment id; without --machine every machine's answer is printed."
+        )
+    return found
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:

@@ -16,7 +16,8 @@ from generator.counting import compare_counts, count_instructions
 from generator.counting.report import count_json, count_markdown
 from generator.counting.verdict import check_threshold
 from generator.errors import PerfsiteError
-from generator.oneshot.shapes import make_input_feeds, model_inputs, parse_dims, parse_shapes, resolve_inputs
+from generator.oneshot import given_inputs, index_notes
+from generator.oneshot.shapes import make_input_feeds
 from generator.versions.checks import model_files
 
 BASELINE, CANDIDATE = "baseline", "candidate"
@@ -24,7 +25,8 @@ BASELINE, CANDIDATE = "baseline", "candidate"
 
 def count_command(baseline: Path, candidate: Path, *, iterations: int, warmup: int, dims: Sequence[str],
                   shapes: Sequence[str], threshold: float, fail_on: str | None, json_out: Path | None,
-                  markdown_out: Path | None, progress: Callable[[str], None] | None = None) -> tuple[str, int]:
+                  markdown_out: Path | None, progress: Callable[[str], None] | None = None,
+                  inputs: Sequence[str] = ()) -> tuple[str, int]:
     """The Markdown summary and the exit code."""
     if fail_on is not None and fail_on not in FAIL_ON:
         raise PerfsiteError(f"--fail-on {fail_on!r} is not known; use --fail-on regression (exit 2 when the "
@@ -35,7 +37,7 @@ def count_command(baseline: Path, candidate: Path, *, iterations: int, warmup: i
     if paths[BASELINE] == paths[CANDIDATE]:
         # Allowed (an A/A check of the method), but said, since it is more often a slip.
         (progress or (lambda _t: None))("Baseline and candidate are the same file: an A/A check.")
-    feeds = {role: _feeds(path, dims, shapes) for role, path in paths.items()}
+    feeds = {role: _feeds(path, dims, shapes, inputs, progress) for role, path in paths.items()}
     result = count_instructions(paths, feeds, iterations=iterations, warmup=warmup, progress=progress)
     verdict = compare_counts(result, BASELINE, CANDIDATE, threshold)
     code = exit_code(verdict.verdict, fail_on)
@@ -47,12 +49,14 @@ def count_command(baseline: Path, candidate: Path, *, iterations: int, warmup: i
     return text, code
 
 
-def _feeds(model_path: Path, dims: Sequence[str], shapes: Sequence[str]) -> dict[str, np.ndarray]:
-    """The one-shot profile's inputs (generator.oneshot.shapes): the same --dim/--shape rules and random
+def _feeds(model_path: Path, dims: Sequence[str], shapes: Sequence[str], inputs: Sequence[str],
+           progress: Callable[[str], None] | None) -> dict[str, np.ndarray]:
+    """The one-shot profile's inputs (generator.oneshot): the same --dim/--shape/--input rules and random
     data, seeded alike, so two versions with the same inputs get the same arrays."""
-    resolved = resolve_inputs(model_path, model_inputs(model_path), parse_dims(dims, model_path),
-                              parse_shapes(shapes, model_path))
-    return make_input_feeds(model_path, resolved)
+    resolved, files = given_inputs(model_path, dims, shapes, inputs)
+    for note in index_notes(model_path, files):
+        (progress or (lambda _t: None))(f"{model_path.name}: {note}")
+    return make_input_feeds(model_path, resolved, files=files)
 
 
 def _models_read(paths: dict[str, Path]) -> dict[str, Path]:

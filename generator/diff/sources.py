@@ -192,7 +192,10 @@ def commits_changing(repo: Path, rel: str, limit: int) -> list[Commit]:
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     try:
-        done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+        # Literal pathspecs: a results folder named `results*` or `r[12]` is one folder, not a pattern that also
+        # takes the commits of every folder it matches.
+        done = subprocess.run(["git", "--literal-pathspecs", "-C", str(cwd), *args], capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_S)
     except FileNotFoundError as e:
         raise SourceError("`git:REF` needs the git command, which is not installed or not on PATH.") from e
     if check and done.returncode != 0:

@@ -31,12 +31,13 @@ fingerprints (unless allowed) or when nothing is in both; else *slower* if any c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from generator.analysis.per_machine import machine_names
 from generator.analysis.records_compare import RatioCI
 from generator.analysis.stats import ProcessSamples, latency_ratio, percentile_of, throughput_ratio
 from generator.analysis.summaries import AXIS_COLUMNS, clean
@@ -49,6 +50,8 @@ from generator.results.profiled import spread_count
 from generator.results.sequential import FINAL_LEVEL, STOP_LEVEL
 from generator.results.store import ExperimentResults
 from generator.spec.model import Regression
+
+MACHINE = "_machine"  # the column _with_machines adds to each side's trials
 
 SLOWER, FASTER, NO_CHANGE, NOT_COMPARABLE = "slower", "faster", "no significant change", "not comparable"
 FAILED = "failed"  # overall: a configuration the baseline measured failed in the candidate
@@ -110,9 +113,14 @@ class TrialDiff:
     throughput_baseline_ci: tuple[float, float] | None = None
     throughput_candidate_ci: tuple[float, float] | None = None
 
+    # The machine both trials ran on (generator.analysis.per_machine.machine_names) when the results hold
+    # several: each machine is compared with itself, and named. None: one machine.
+    machine: str | None = None
+
     @property
     def name(self) -> str:
-        return f"{self.experiment} · {self.version} · {self.config_label}"
+        on = f" · on {self.machine}" if self.machine else ""
+        return f"{self.experiment} · {self.version} · {self.config_label}{on}"
 
 
 @dataclass(frozen=True)
@@ -249,6 +257,7 @@ def diff_experiments(
     Where a side holds several ok trials of one configuration (re-runs on other machines, or before and after
     the model changed), the pair is taken from an environment both sides share when there is one, then the
     most recently finished trial on each side."""
+    baseline, candidate = _with_machines(baseline, candidate)
     base = {e.name: e for e in baseline}
     trials: list[TrialDiff] = []
     only_base: list[str] = []
@@ -269,7 +278,8 @@ def diff_experiments(
         spec_limits = thresholds_for(cand_exp.spec.regression, *limits)
         for key in sorted(cand_rows.keys() & base_rows.keys(), key=str):
             a, b = _pick_pair(base_rows[key], cand_rows[key])
-            trials.append(diff_trial(base_exp, a, cand_exp, b, spec_limits))
+            found = diff_trial(base_exp, a, cand_exp, b, spec_limits)
+            trials.append(replace(found, machine=str(b[MACHINE]) or None))
     only_base += _experiments_only_in(baseline, candidate)
     env, result = _unique_differences(trials), tuple(trials)
     verdict = overall_verdict(result, bool(env) and not allow_env_mismatch, bool(failed[0]))
@@ -384,8 +394,17 @@ def _profile_iterations(row: pd.Series) -> int:
     return spread_count(row.get("profile_processes"), row.get("profile_iterations"))
 
 
+def _with_machines(*sides: list[ExperimentResults]) -> list[list[ExperimentResults]]:
+    """Each experiment with its trials' machines in a MACHINE column (a configuration is one per machine), blank
+    where both sides hold one machine only: the labels then name none."""
+    named = [[(e, machine_names(e.trials, e.environments)) for e in side] for side in sides]
+    several = len({m for side in named for _, names in side for m in names}) > 1
+    return [[replace(e, trials=e.trials.assign(**{MACHINE: names if several else ""})) for e, names in side]
+            for side in named]
+
+
 def _config_key(row: pd.Series) -> tuple:
-    return (str(row["version"]), *(str(clean(row[a])) for a in AXIS_COLUMNS), str(row["dims"]))
+    return (str(row[MACHINE]), str(row["version"]), *(str(clean(row[a])) for a in AXIS_COLUMNS), str(row["dims"]))
 
 
 def _ok_by_config(exp: ExperimentResults) -> dict[tuple, list[pd.Series]]:
@@ -413,7 +432,8 @@ def _pick_pair(base_rows: list[pd.Series], cand_rows: list[pd.Series]) -> tuple[
 
 
 def _label(experiment: str, row: pd.Series) -> str:
-    return f"{experiment} · {row['version']} · {row['config_label']}"
+    on = f" · on {row[MACHINE]}" if row.get(MACHINE) else ""
+    return f"{experiment} · {row['version']} · {row['config_label']}{on}"
 
 
 def env_differences(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentResults,

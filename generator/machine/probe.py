@@ -29,7 +29,7 @@ from pathlib import Path
 from generator.machine.environment import Environment
 from generator.machine.probe_runs import ProbeAttempt, probe_once
 from generator.machine.probe_settle import TOLERANCE, can_still_settle, settle
-from generator.paths import CACHE_ENV, cache_warning, unusable_reason
+from generator.paths import CACHE_ENV, cache_root, cache_warning, unusable_reason
 
 # 2: quality, attempts and reprobed added to the cached limits. 3: the FP32 peak includes the convolution.
 # 4: settled by two agreeing attempts (older caches were never checked for agreement: probed again).
@@ -115,7 +115,7 @@ def probe_cache_dir() -> Path:
     when set (tests point it at a temporary folder), else $XDG_CACHE_HOME/perfsite/probe, else
     ~/.cache/perfsite/probe. Per user, not per project: the limits belong to the machine."""
     if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]) / "probe"
+        return cache_root() / "probe"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "perfsite" / "probe"
 

@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,9 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
 
     say = progress or (lambda _text: None)
     model_path = Path(model_path).absolute()
-    resolved, files = _inputs(model_path, dims, shapes, inputs)
+    resolved, files = given_inputs(model_path, dims, shapes, inputs)
+    for note in index_notes(model_path, files):
+        say(note)
     json_path, html_path = output_paths(model_path, Path(out_dir) if out_dir is not None else Path.cwd())
     check_output_folder(json_path, html_path, given=out_dir is not None)
     if options.threads <= 0:
@@ -93,6 +95,16 @@ def profile_model(model_path: Path, options: ProfileOptions, dims: Sequence[str]
     _write(json_path, json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     _write(html_path, _rendered(record, analysis.view, json_path, html_path), kept=json_path)
     return ProfileOutcome(record, json_path, html_path)
+
+
+def index_notes(model_path: Path, fed: Collection[str]) -> list[str]:
+    """What random values the inputs that index a table got (generator.index_inputs), other than those fed from
+    files: a reader of the figures knows which ids the model saw."""
+    from generator.index_inputs import index_tables
+    from generator.inputs import DEFAULT_INT_RANGE
+
+    return [table.note(name, min(table.rows, DEFAULT_INT_RANGE[1]))
+            for name, table in index_tables(model_path).items() if name not in fed]
 
 
 def check_output_folder(json_path: Path, html_path: Path, given: bool) -> None:
@@ -130,8 +142,8 @@ def check_output_folder(json_path: Path, html_path: Path, given: bool) -> None:
                                 "replaced")
 
 
-def _inputs(model_path: Path, dims: Sequence[str], shapes: Sequence[str],
-            inputs: Sequence[str]) -> tuple[ResolvedInputs, dict[str, InputFile]]:
+def given_inputs(model_path: Path, dims: Sequence[str], shapes: Sequence[str],
+                 inputs: Sequence[str]) -> tuple[ResolvedInputs, dict[str, InputFile]]:
     """Every input at its shape, from the model's declarations and the options; the `--input` files."""
     declared = model_inputs(model_path)
     files = parse_input_files(inputs, model_path, declared)

@@ -17,6 +17,7 @@ import numpy as np
 
 from generator.errors import RunError
 from generator.inputs import ArrayField, ModelInput, format_input, load_array_file
+from generator.paths import data_file_problem
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,10 @@ def _split(item: str, model_path: Path) -> tuple[str, str, Path, str | None]:
         raise RunError(f"{model_path}: --input {item!r} is not NAME=FILE with FILE a .npy or .npz file (for an "
                        ".npz with several arrays, NAME=FILE.npz:KEY); write for example --input input=batch.npy.")
     path = Path(file).expanduser().absolute()
-    if not path.is_file():
-        raise RunError(f"{model_path}: --input {name}: {path} does not exist; allowed: a .npy or .npz file "
-                       "(a path relative to the current folder).")
+    problem = data_file_problem(path)
+    if problem is not None:
+        raise RunError(f"{model_path}: --input {name}: {path} {problem}; allowed: a .npy or .npz file (a path "
+                       "relative to the current folder).")
     return name, file, path, key or None
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from generator.analysis.limits import LIMIT_UNDERESTIMATED
+from generator.runner.measure import MIN_CORES_WALL_S
 from generator.terminal_text import safe
 
 MISSING = "n/a"
@@ -28,6 +29,10 @@ def num(value: Any) -> str:
     return np.format_float_positional(float(value), trim="-")
 
 
+def _cores(cores: float | None) -> str:
+    return num(cores) if cores is not None else f"— (not told: a process timed under {MIN_CORES_WALL_S:g} s)"
+
+
 def summary_text(record: Mapping[str, Any]) -> str:
     """The summary block printed by `perfsite profile` (ends with a newline)."""
     s = record["summary"]
@@ -36,7 +41,7 @@ def summary_text(record: Mapping[str, Any]) -> str:
              f"  provider      {safe(s['provider'])}, threads {num(s['threads'])}, optimization "
              f"{safe(s['optimization_level'])}",
              f"  measured      {num(s['iterations'])} requests in {num(s['timed_s'])} s, batch {num(s['batch'])}; "
-             f"cores used {num(s['cores_used'])}",
+             f"cores used {_cores(s['cores_used'])}",
              f"  throughput    {num(s['throughput_ips'])} items/s",
              "  latency ms    " + "  ".join(f"{k} {num(v)}" for k, v in s["latency_ms"].items()) + _p99_note(record),
              _noise_line(s["noise"]),

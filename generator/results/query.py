@@ -274,7 +274,7 @@ def _table_sql(table: str, files: tuple[str, ...]) -> str:
     typed = f"SELECT {columns} WHERE false"
     if not files:
         return typed
-    listed = ", ".join(_literal(f) for f in files)
+    listed = ", ".join(_literal(glob_literal(f)) for f in files)
     union = f"{typed} UNION ALL BY NAME SELECT * FROM read_parquet([{listed}], union_by_name = true)"
     if table not in TRIAL_TABLES:
         return union
@@ -284,6 +284,15 @@ def _table_sql(table: str, files: tuple[str, ...]) -> str:
 
 def _fields(table: str) -> list[pa.Field]:
     return [pa.field(c.name, c.type) for c in TABLES[table]]
+
+
+def glob_literal(path: str) -> str:
+    """A file path as a DuckDB glob that matches that file alone: DuckDB globs every path it reads, so a store
+    folder named `results*` also read the files of `results-old` (each glob character in a class of its own)."""
+    return _GLOB_CHAR.sub(r"[\1]", path)
+
+
+_GLOB_CHAR = re.compile(r"([*?\[])")
 
 
 def _literal(text: str) -> str:
@@ -320,7 +329,9 @@ def _read_only_store(con: duckdb.DuckDBPyConnection, root: str) -> None:
     spill = tempfile.mkdtemp(prefix="perfsite-query-")
     weakref.finalize(con, shutil.rmtree, spill, ignore_errors=True)
     con.execute("SET temp_directory = $dir", {"dir": spill})
-    con.execute("SET allowed_directories = $dirs", {"dirs": [root.rstrip("/") + "/"]})
+    # The views name their files as globs that match them alone (glob_literal), which DuckDB checks as written.
+    folders = {root.rstrip("/") + "/", glob_literal(root.rstrip("/")) + "/"}
+    con.execute("SET allowed_directories = $dirs", {"dirs": sorted(folders)})
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
 
@@ -330,7 +341,7 @@ def _check_versions(con: duckdb.DuckDBPyConnection, store: StoreFiles) -> None:
     files = [f for table_files in store.files.values() for f in table_files]
     try:
         rows = con.execute("SELECT file_name, value FROM parquet_kv_metadata($files) WHERE key = $key",
-                           {"files": files, "key": METADATA_KEY}).fetchall()
+                           {"files": [glob_literal(f) for f in files], "key": METADATA_KEY}).fetchall()
     except duckdb.Error as e:
         raise ResultsError(_unreadable(store.name, e)) from e
     versions = {name: value for name, value in rows}

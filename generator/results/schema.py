@@ -118,7 +118,8 @@ TRIALS = (
     _c("processes", I64, "processes", "measurement processes (the unit of repetition)"),
     _c("process_median_spread", F64, "ratio", "2 × standard deviation / median of the per-process (clean) medians; "
        "schema 1: (max - min) / median"),
-    _c("cores_used", F64, "cores", "median over processes of CPU time / wall time of the timed phase"),
+    _c("cores_used", F64, "cores", "median over processes of CPU time / wall time of the timed phase (null: no "
+       "process ran 0.25 s or more)"),
     _c("cores_expected", F64, "cores", "min(threads × concurrency, logical cores)"),
     _c("noisy", BOOL, "", "a noise rule fired (see noise_reasons)"),
     _c("noise_reasons", STR, "", "semicolon-separated reasons: cv, spread, cores"),
@@ -178,7 +179,7 @@ PROCESSES = (
     _c("items", I64, "items", "items completed (requests × batch)"),
     _c("wall_s", F64, "s", "timed wall time, common start until every stream drained"),
     _c("cpu_s", F64, "s", "CPU time the process used during the timed phase"),
-    _c("cores_used", F64, "cores", "cpu_s / wall_s"),
+    _c("cores_used", F64, "cores", "cpu_s / wall_s; NaN under 0.25 s of wall time or above the usable CPUs"),
     _c("latency_median_ms", F64, "ms", "median request latency in this process"),
     _c("latency_mean_ms", F64, "ms", "mean request latency in this process"),
     _c("throughput_ips", F64, "items/s", "items / wall_s"),

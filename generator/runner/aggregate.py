@@ -24,7 +24,7 @@ from generator.plan import Trial
 from generator.results import clean, intervals, sequential
 from generator.results.headline import stored_percentile
 from generator.results.noise import NOISE_CORES_SHARE, NOISE_CV, NOISE_PREEMPTED_SHARE, NOISE_SPREAD
-from generator.runner.measure import latency_stats
+from generator.runner.measure import cores_used_of, latency_stats
 
 PERCENTILE_Q = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 
@@ -96,7 +96,7 @@ class ProcessOutcome:
 
     @property
     def cores_used(self) -> float:
-        return self.cpu_s / self.wall_s if self.wall_s > 0 else float("nan")
+        return cores_used_of(self.cpu_s, self.wall_s)
 
     @property
     def throughput_ips(self) -> float:
@@ -194,7 +194,8 @@ def measurement_columns(
     stats = latency_stats(lat)
     per_process = [p.clean_latencies_ms if usable else p.all_latencies_ms for p in judged]
     spread = process_spread([float(np.median(x)) for x in per_process])
-    cores = float(np.median([p.cores_used for p in processes]))
+    told = [p.cores_used for p in processes if math.isfinite(p.cores_used)]
+    cores = float(np.median(told)) if told else float("nan")  # NaN: no process ran long enough to tell
     total = sum(p.iterations for p in processes)
     share = float(sum(int(p.preempted.sum()) for p in processes) / total) if known and total else None
     summary = PreemptionSummary(len(processes), len(usable), share or 0.0) if known else None
@@ -213,7 +214,7 @@ def measurement_columns(
         "duration_s": float(sum(p.wall_s for p in processes)),
         "processes": len(processes),
         "process_median_spread": spread,
-        "cores_used": cores,
+        "cores_used": cores if math.isfinite(cores) else None,
         "cores_expected": cores_expected,
         "noisy": bool(reasons),
         "noise_reasons": "; ".join(reasons) or None,

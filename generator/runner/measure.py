@@ -59,7 +59,8 @@ class LoopResult:
 
     @property
     def cores_used(self) -> float:
-        return self.cpu_s / self.wall_s if self.wall_ns > 0 else float("nan")
+        """CPU time over wall time of the timed phase; NaN where it cannot be told (cores_used_of)."""
+        return cores_used_of(self.cpu_s, self.wall_s)
 
     @property
     def throughput_ips(self) -> float:
@@ -70,6 +71,26 @@ class LoopResult:
 
 
 SCHEDSTAT = "/proc/thread-self/schedstat"
+# The process CPU clock adds another thread's time when the scheduler accounts it (at a tick, or when the thread
+# stops running), so a window of a few milliseconds read 1.7 to 29 "cores" on a 2-CPU machine. Below this much
+# wall time the figure is not given; above the CPUs the process may use, it is not given either.
+MIN_CORES_WALL_S = 0.25
+
+
+def cores_used_of(cpu_s: float, wall_s: float) -> float:
+    """Cores used over a timed phase, or NaN when the phase is too short to tell or the figure exceeds the
+    CPUs this process may run on (a clock that accounted another phase's time)."""
+    if not wall_s or wall_s < MIN_CORES_WALL_S or not math.isfinite(cpu_s):
+        return float("nan")
+    cores = cpu_s / wall_s
+    return cores if cores <= _usable_cpus() * 1.05 else float("nan")
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _schedstat_fd(path: str) -> int | None:
@@ -156,23 +177,23 @@ def timed_loop(
     _stream(0, session, feeds, warmup, limits, barrier, clock, outcomes)  # the calling thread is stream 0
     for t in threads:
         t.join()
-    cpu_s = time.process_time() - clock.cpu_start_s
     clock.close()
-    return _loop_result(outcomes, clock, cpu_s, batch, first_run_ms)
+    return _loop_result(outcomes, clock, batch, first_run_ms)
 
 
-def _loop_result(
-    outcomes: list[Any], clock: _Clock, cpu_s: float, batch: int, first_run_ms: float
-) -> LoopResult:
+def _loop_result(outcomes: list[Any], clock: _Clock, batch: int, first_run_ms: float) -> LoopResult:
     errors = [o for o in outcomes if isinstance(o, BaseException)]
     if errors:
         # The stream that failed first aborted the barrier; the others only report the broken barrier.
         raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
-    latencies = tuple(lat for lat, _, _, _ in outcomes)
-    delays = tuple(d for _, d, _, _ in outcomes)
-    end_ns = max(end for _, _, end, _ in outcomes)
+    latencies = tuple(lat for lat, _, _, _, _ in outcomes)
+    delays = tuple(d for _, d, _, _, _ in outcomes)
+    # CPU time read by the stream that finished last, at its last request's end: the wall time's end too (it was
+    # read after the streams joined, and the joins were counted against a wall that had stopped).
+    end_ns, cpu_end = max((end, cpu) for _, _, end, _, cpu in outcomes)
+    cpu_s = cpu_end - clock.cpu_start_s
     total = sum(len(a) for a in latencies)
-    threads = min(n for _, _, _, n in outcomes) if all(d is not None for d in delays) else 0
+    threads = min(n for _, _, _, n, _ in outcomes) if all(d is not None for d in delays) else 0
     return LoopResult(latencies, end_ns - clock.start_ns, cpu_s, total * int(batch), first_run_ms,
                       delays if threads else tuple(None for _ in delays), threads)
 
@@ -199,10 +220,11 @@ def _stream(index: int, session: Any, feeds: dict, warmup: int, limits: tuple[in
 
 
 def _timed(run: Any, feeds: dict, limits: tuple[int, int, int], clock: _Clock,
-           fds: list[int]) -> tuple[np.ndarray, np.ndarray | None, int, int]:
+           fds: list[int]) -> tuple[np.ndarray, np.ndarray | None, int, int, float]:
     """The hot loop. Everything it touches is a local; the buffers grow by doubling (rarely).
 
-    Returns (latencies ns, run-delays ns or None, end timestamp, threads whose delay was read)."""
+    Returns (latencies ns, run-delays ns or None, end timestamp, threads whose delay was read, the process's CPU
+    time at the end)."""
     min_iter, min_ns, max_ns = limits
     min_deadline = clock.start_ns + min_ns
     max_deadline = clock.start_ns + max_ns
@@ -239,7 +261,7 @@ def _timed(run: Any, feeds: dict, limits: tuple[int, int, int], clock: _Clock,
             buf.extend([0] * cap)
             marks.extend([None] * cap)
             cap = len(buf)
-    return np.array(buf[:i], dtype=np.int64), _delays(marks[: i + 1], len(fds)), t1, len(fds)
+    return np.array(buf[:i], dtype=np.int64), _delays(marks[: i + 1], len(fds)), t1, len(fds), time.process_time()
 
 
 def _read_each(fds: list[int], previous: list[bytes] | None) -> list[bytes]:

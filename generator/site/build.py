@@ -8,6 +8,7 @@ navigation and the site's scripts. The build never runs a model and never touche
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -79,10 +80,35 @@ def build_site(
     try:
         with publish.build_lock(project_root, say):
             _check_and_publish(roots, site_dir, project_root, say, baseline, trend)
-    except BaseException:
+    except BaseException as e:
         _remove_if_empty(made)
+        if _disk_full(e):
+            raise SiteError(_full_disk_message(e, site_dir, project_root)) from None
         raise
     return site_dir
+
+
+DISK_FULL = "No space left on device"
+
+
+def _disk_full(error: BaseException) -> bool:
+    """A full disk, however it came: an OSError, or shutil's Error that lists the copies that failed."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return True
+    return isinstance(error, shutil.Error | OSError) and DISK_FULL in str(error)
+
+
+def _full_disk_message(error: BaseException, site_dir: Path, project_root: Path) -> str:
+    """One paragraph for a full disk during a build: a 40-line traceback (the site's disk) or a bare
+    shutil.Error (the project's, copying the site's assets) said neither which folder nor that nothing was lost."""
+    where = error.filename if isinstance(error, OSError) and not isinstance(error, shutil.Error) else None
+    if isinstance(error, shutil.Error) and error.args and isinstance(error.args[0], list) and error.args[0]:
+        where = error.args[0][0][1]  # (source, target, why) of the first copy that failed
+    writing = f" (writing {where})" if where else ""
+    return (f"The disk is full ({DISK_FULL}){writing}: a build writes its pages into {project_root / '.perfsite'} "
+            f"and the site beside or inside {site_dir} before it replaces the old one. Nothing was published: the "
+            "previous site, if any, is as it was, and no result was touched. Free space on that disk (`df -h` "
+            "names it), or build onto another disk with --site DIR.")
 
 
 def _refuse_in_a_worker() -> None:
@@ -106,8 +132,9 @@ def _check_and_publish(roots: Sequence[StoreRoot], site_dir: Path, project_root:
     """Under the build lock: the site's folders checked, the site built into a staging folder and published."""
     publish.check_target(site_dir)  # again under the lock: another build may have just written it
     _check_writable(site_dir, "the site", "Choose a writable folder with --site DIR")
-    _check_writable(site_dir.parent, "the site's staging folder beside it", "Choose a --site DIR in a "
-                    "writable folder")
+    if not os.path.ismount(site_dir):  # a mount point is staged inside itself (publish.staging_dir)
+        _check_writable(site_dir.parent, "the site's staging folder beside it", "Choose a --site DIR in a "
+                        "writable folder")
     _check_writable(project_root / ".perfsite", "the build folder", "Run `perfsite build` from a writable "
                     "project")
     staging = publish.staging_dir(site_dir)
@@ -172,8 +199,9 @@ def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[Sto
     for entry in cached:
         for warning in entry.warnings:
             say(warning)
-        if entry.view.findings is not None:
-            say(findings_line(entry.view.name, entry.view.findings))
+        for view in entry.views:
+            if view.findings is not None:
+                say(findings_line(view.title, view.findings))
     extra = []
     if baseline or trend:  # the changes and trend pages read every experiment's results themselves
         from generator.site.changes_page import history_pages
@@ -218,7 +246,7 @@ def _write_pages(cached: list[incremental.CachedExperiment], docs_source: Path, 
     `extra` pages (changes, trend), a home page unless the docs have one, and the assets."""
     docs = _copy_docs(docs_source, docs_dir)
     env = template_env()
-    views = [entry.view for entry in cached]
+    views = [view for entry in cached for view in entry.views]
     pages = [reports_index(env, views)]
     for entry in cached:
         incremental.link_tree(entry.folder / "docs", docs_dir)
@@ -498,6 +526,8 @@ def _run_mkdocs(mkdocs: subprocess.Popen, config: Path, parent: Path, project_ro
         output = _without_info(stderr + "\n" + stdout).strip()[-MKDOCS_OUTPUT_TAIL:]
         if CONFIG_ERROR in output:
             raise SiteError(_config_error(parent, config, output))
+        if DISK_FULL in output:  # mkdocs writes the site: the staging folder's disk
+            raise OSError(errno.ENOSPC, DISK_FULL, str(_read_config(config).get("site_dir", config.parent)))
         raise SiteError(
             f"mkdocs build --strict failed (exit status {mkdocs.returncode}) for {config}. Broken links or "
             f"other warnings in the project's docs/ or mkdocs.yml fail the build; mkdocs said:\n{output}"

@@ -64,10 +64,11 @@ from generator.errors import SiteError
 from generator.results.location import StoreRoot, local_path, open_location, shown
 from generator.results.store import ExperimentResults, load_experiment
 from generator.results.stores import merge
+from generator.site import machine_reports
 from generator.site import pages as P
 from generator.site.page_base import ExperimentView, Page
 
-CACHE_FORMAT = 2  # bump when an entry's layout changes
+CACHE_FORMAT = 3  # bump when an entry's layout changes
 MAX_WORKERS = 4  # each holds one experiment's tables (hundreds of MB for a thousand-node model's sweep)
 # A pool pays for its start before it makes a page: its server is a fresh interpreter importing pandas, altair
 # and the analyses (1.5 to 2 s on 2 cores). The build's own process generates an experiment of tests/support/
@@ -87,7 +88,9 @@ class CachedExperiment:
 
     folder: Path  # the entry; its docs/ holds the generated files
     pages: tuple[Page, ...]  # paths and titles only (markdown empty): the navigation's entries
-    view: ExperimentView  # without its results (None): what the reports index and home page show
+    # Without their results (None): what the reports index and home page show; one view per machine for an
+    # experiment measured on several (generator.site.machine_reports).
+    views: tuple[ExperimentView, ...]
     warnings: tuple[str, ...]
 
 
@@ -276,15 +279,22 @@ def _collector_paused() -> Iterator[None]:
 
 def _generate_entry(parts: Parts, slug: str, folder: str, cores: int) -> None:
     results, notes = load_merged(parts)
-    view = P.site_view(results, slug)
     target = Path(folder)
     staging = target.with_name(f".{target.name}.{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
-    made = _pages_apart(view, staging) if cores > 1 else _pages(view, staging / "docs", P.PAGE_KINDS)
+    split = machine_reports.machine_views(results, slug, P.site_view)
+    if split is None:
+        views = [P.site_view(results, slug)]
+        made = _pages_apart(views[0], staging) if cores > 1 else _pages(views[0], staging / "docs", P.PAGE_KINDS)
+    else:
+        whole, views = split
+        made = _written(machine_reports.machine_pages(P.template_env(), whole, views, P.findings_json),
+                        staging / "docs")
+        made += [page for view in views for page in _pages(view, staging / "docs", P.PAGE_KINDS)]
     warnings = (*(f"Warning: {p}" for p in results.problems), *filter(None, [older_spec_note(results)]),
                 *(f"Note: {n}" for n in notes))
     entry = CachedExperiment(target, tuple(made),
-                             replace(view, results=None, context=None), warnings)
+                             tuple(replace(view, results=None, context=None) for view in views), warnings)
     (staging / ENTRY).write_bytes(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
@@ -292,7 +302,10 @@ def _generate_entry(parts: Parts, slug: str, folder: str, cores: int) -> None:
 
 def _pages(view: ExperimentView, docs: Path, kinds: Iterable[str]) -> list[Page]:
     """The experiment's pages of these kinds, written into `docs`; their paths and titles."""
-    made = P.view_pages(P.template_env(), view, kinds)
+    return _written(P.view_pages(P.template_env(), view, kinds), docs)
+
+
+def _written(made: list[Page], docs: Path) -> list[Page]:
     for page in made:
         write_page(docs, page)
     return [Page(p.path, p.title, "") for p in made]

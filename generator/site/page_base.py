@@ -107,6 +107,25 @@ class ExperimentView:
     # without its results (the page cache).
     findings: FindingSet | None = None
     run_noise: R.RunNoise | None = None  # the machine's own noise in the latest run that measured it
+    # The machine's label when the experiment was measured on several and this view holds one machine's results
+    # (generator.analysis.per_machine; its slug is then "<experiment>/<machine>"); untrusted text.
+    machine: str | None = None
+    machine_count: int = 1  # machines of the whole experiment
+
+    @property
+    def title(self) -> str:
+        """The overview page's title, plain text: the experiment's name, and the machine of a machine's view."""
+        return self.name if self.machine is None else f"{self.name} on {self.machine}"
+
+    @property
+    def parent_slug(self) -> str:
+        """The experiment's folder of a machine's view (its slug without the machine), else its own slug."""
+        return self.slug.rsplit("/", 1)[0]
+
+    @property
+    def up(self) -> str:
+        """The relative path from the view's pages to the reports folder (where the reports index is)."""
+        return "../" * (self.slug.count("/") + 1)
 
     @property
     def quick(self) -> bool:
@@ -171,9 +190,11 @@ class ExperimentView:
         return [v.best.sweet_spot for v in self.versions if v.best.sweet_spot is not None]
 
 
-def experiment_view(results: ExperimentResults, slug: str, chooser: bool = True) -> ExperimentView:
+def experiment_view(results: ExperimentResults, slug: str, chooser: bool = True, claims: bool = True,
+                    machine: str | None = None, machine_count: int = 1) -> ExperimentView:
     """Summaries of one experiment's results, versions in spec order; `chooser` False: the site has no chooser
-    page, and the findings none of its claims."""
+    page, and the findings none of its claims. `claims` False: no findings at all, for the view of an experiment
+    measured on several machines that only its machines page reads (its claims are each machine's view's)."""
     spec = spec_view(results.spec)
     versions = S.ordered_versions(results.trials, list(spec.versions))
     trials = S.trial_summaries(results.trials, versions)
@@ -187,18 +208,20 @@ def experiment_view(results: ExperimentResults, slug: str, chooser: bool = True)
         for info, best in zip(infos, bests, strict=True)
     ]
     context = compare_context(results)
-    chooser = chooser and has_chooser(context)
-    findings = report_findings(context, trials, versions, spec.profile_entries, spec.first_values,
-                               {v.info.version: v.best.sweet_spot for v in views}, chooser)
-    flags = uncertain_trials(findings, {t.trial_key: _halfwidth(t) for t in trials if t.ok})
-    trials = [replace(t, uncertain=flags.get(t.trial_key)) for t in trials]
-    bests = S.version_bests(trials, versions, spec.latency_threshold_ms)  # with the flags, as the pages show them
-    views = [replace(v, best=best) for v, best in zip(views, bests, strict=True)]
+    chooser = claims and chooser and has_chooser(context)
+    findings = None
+    if claims:
+        findings = report_findings(context, trials, versions, spec.profile_entries, spec.first_values,
+                                   {v.info.version: v.best.sweet_spot for v in views}, chooser)
+        flags = uncertain_trials(findings, {t.trial_key: _halfwidth(t) for t in trials if t.ok})
+        trials = [replace(t, uncertain=flags.get(t.trial_key)) for t in trials]
+        bests = S.version_bests(trials, versions, spec.latency_threshold_ms)  # with the flags, as pages show them
+        views = [replace(v, best=best) for v, best in zip(views, bests, strict=True)]
     return ExperimentView(
         name=results.name, slug=slug, spec=spec, percentile=percentile, trials=trials, versions=views,
         environments=R.environment_summaries(results.environments, results.trials),
         last_run=R.last_run(results.runs), results=results, chooser=chooser, context=context,
-        findings=findings, run_noise=R.run_noise(results.runs),
+        findings=findings, run_noise=R.run_noise(results.runs), machine=machine, machine_count=machine_count,
     )
 
 

@@ -23,7 +23,7 @@ from generator.analysis.limits import LimitOverruns, limit_overruns
 from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
 from generator.results.store import ExperimentResults
-from generator.site import charts, charts_profile, chooser_page, compare_page, machines_page
+from generator.site import charts, charts_profile, chooser_page, compare_page, machine_reports, machines_page
 from generator.site.charts_timeline import TIMELINE_CALLS, temporal_chart, timeline_chart
 from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' common ground)
     MAX_SLUG,
@@ -48,7 +48,7 @@ def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page
     chart = charts.latency_throughput_chart(view.trials, [v.info.version for v in view.versions],
                                             view.headline_label, view.spec.latency_threshold_ms)
     block = charts.chart_block("chart-latency-throughput", chart) if view.ok_trials else ""
-    page = render(env, "experiment.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.name, True, e=view,
+    page = render(env, "experiment.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.title, True, e=view,
                   chart=block, multi_env=len(view.environments) > 1,
                   multi_target=any(t.target_name for t in view.trials), line_axis=charts.line_axis(view.trials),
                   compares=compare_page.compare_links(view), chooser=view.chooser)
@@ -63,6 +63,9 @@ def findings_json(view: ExperimentView) -> str:
              **{f"compare:{i}": link.path for i, link in enumerate(compare_page.compare_links(view))},
              CHOOSE_PAGE: chooser_page.CHOOSER_PAGE}
     data = view.findings.as_dict(view.name)
+    if view.machine is not None:  # one machine's findings (per_machine): say which
+        data = {**{k: v for k, v in data.items() if k != "findings"}, "machine": view.machine,
+                "env_id": view.environments[0].env_id if view.environments else None, "findings": data["findings"]}
     for f in data["findings"]:
         f["page"] = pages.get(f["page"], f["page"])
     return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
@@ -200,17 +203,23 @@ def render_pages(experiments: list[ExperimentResults]) -> tuple[list[Page], list
     experiment's pages of every kind."""
     env = template_env()
     taken: set[str] = {"index"}
-    views = [site_view(results, slugify(results.name, taken)) for results in experiments]
-    pages = [reports_index(env, views)]
-    for view in views:
-        pages += view_pages(env, view)
-    return pages, views
+    pages, views = [], []
+    for results in experiments:
+        slug = slugify(results.name, taken)
+        split = machine_reports.machine_views(results, slug, site_view)
+        if split is not None:
+            pages += machine_reports.machine_pages(env, split[0], split[1], findings_json)
+        for view in split[1] if split is not None else [site_view(results, slug)]:
+            pages += view_pages(env, view)
+            views.append(view)
+    return [reports_index(env, views), *pages], views
 
 
-def site_view(results: ExperimentResults, slug: str) -> ExperimentView:
-    """The experiment's view as the site shows it (its pages, the reports index and the home page)."""
+def site_view(results: ExperimentResults, slug: str, **machine: Any) -> ExperimentView:
+    """The experiment's view as the site shows it (its pages, the reports index and the home page); `machine`:
+    experiment_view's machine and machine_count, for one machine's results (generator.site.machine_reports)."""
     # bench/chooser_cost.py builds sites without the kind: no links to it, and none of its findings.
-    return experiment_view(results, slug, chooser="choose" in PAGE_KINDS)
+    return experiment_view(results, slug, chooser="choose" in PAGE_KINDS, **machine)
 
 
 def view_pages(env: jinja2.Environment, view: ExperimentView, kinds: Iterable[str] | None = None) -> list[Page]:
@@ -240,7 +249,7 @@ def _all_environments(views: list[ExperimentView]) -> list[tuple[R.EnvironmentSu
     found: dict[str, tuple[R.EnvironmentSummary, list[str]]] = {}
     for view in views:
         for env in view.environments:
-            found.setdefault(env.env_id, (env, []))[1].append(view.name)
+            found.setdefault(env.env_id, (env, []))[1].append(view.title)
     return [found[k] for k in sorted(found)]
 
 

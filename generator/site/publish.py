@@ -75,8 +75,19 @@ def is_ours(site_dir: Path) -> bool:
     return (site_dir / "index.html").is_file() and any((site_dir / sign).is_file() for sign in LEGACY_SIGNS)
 
 
+# A site folder that is a mount point (a volume of a container, a bind mount, an NFS export) cannot be renamed,
+# and a staging folder beside it is on another file system: the build is staged inside it, under this name,
+# and its entries replace the old site's one by one (not in one swap: a kill midway leaves a site that mixes the
+# two builds, which the next build replaces).
+_MOUNT_STAGING = re.compile(r"^\.perfsite-mount-(?:new|old)-(?P<pid>\d+)$")
+
+
 def staging_dir(site_dir: Path) -> Path:
-    """The folder mkdocs writes into for this build, beside the site (so that the swap is a rename)."""
+    """The folder mkdocs writes into for this build: beside the site, so that the swap is a rename; inside it
+    when the site folder is a mount point."""
+    if os.path.ismount(site_dir):
+        _clean_stale_in_mount(site_dir)
+        return site_dir / f".perfsite-mount-new-{os.getpid()}"
     clean_stale(site_dir.parent)
     return site_dir.parent / f".{site_dir.name}.perfsite-new-{os.getpid()}"
 
@@ -91,6 +102,9 @@ def publish(staging: Path, site_dir: Path) -> list[str]:
     kept = _carry_foreign(site_dir, staging) if site_dir.is_dir() else []
     marker = {"built_by": "perfsite", "built_at": time.time(), "files": files, "folders": folders}
     (staging / MARKER).write_text(json.dumps(marker) + "\n")
+    if staging.parent == site_dir:
+        _replace_entries(staging, site_dir)
+        return kept
     if not site_dir.exists():
         staging.rename(site_dir)
         return kept
@@ -101,6 +115,27 @@ def publish(staging: Path, site_dir: Path) -> list[str]:
         _swap_by_renames(staging, site_dir, old)
     shutil.rmtree(old, ignore_errors=True)
     return kept
+
+
+def _replace_entries(staging: Path, site_dir: Path) -> None:
+    """Publish a build staged inside a mount point: the old site's entries into a folder beside the staging one
+    (renames, on the mount's file system), the new build's entries into the site, then the old ones deleted."""
+    old = site_dir / f".perfsite-mount-old-{os.getpid()}"
+    old.mkdir()
+    for entry in site_dir.iterdir():
+        if not _MOUNT_STAGING.match(entry.name):
+            entry.rename(old / entry.name)
+    for entry in staging.iterdir():
+        entry.rename(site_dir / entry.name)
+    staging.rmdir()
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _clean_stale_in_mount(site_dir: Path) -> None:
+    for entry in site_dir.iterdir():
+        match = _MOUNT_STAGING.match(entry.name)
+        if match and entry.is_dir() and not entry.is_symlink() and not alive(int(match["pid"])):
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _swap_by_renames(staging: Path, site_dir: Path, old: Path) -> None:
@@ -134,6 +169,7 @@ def foreign_entries(site_dir: Path, staging: Path) -> list[str]:
     listed = _manifest(site_dir)
     if listed is None:  # an earlier release's site: keep what mkdocs keeps (dot-entries), a CNAME, and data
         return sorted(e.name for e in site_dir.iterdir() if e.name != MARKER and not os.path.lexists(staging / e.name)
+                      and not _MOUNT_STAGING.match(e.name)
                       and (e.name.startswith(".") or e.name in LEGACY_KEPT or _holds_data(e)))
     manifest, folders = listed
     ours = folders | {parent.as_posix() for f in manifest for parent in Path(f).parents}
@@ -141,7 +177,9 @@ def foreign_entries(site_dir: Path, staging: Path) -> list[str]:
     for root, dirs, names in os.walk(site_dir):
         rel = Path(root).relative_to(site_dir)
         for d in list(dirs):
-            if (rel / d).as_posix() not in ours:
+            if rel == Path(".") and _MOUNT_STAGING.match(d):
+                dirs.remove(d)  # this build's staging folder, inside a site folder that is a mount point
+            elif (rel / d).as_posix() not in ours:
                 found.append((rel / d).as_posix())
                 dirs.remove(d)  # the whole folder is foreign: carried as one entry
         found.extend(p for n in names if (p := (rel / n).as_posix()) not in manifest and p != MARKER)

@@ -76,7 +76,7 @@ SELF_CONTAINED = frozenset({
 
 def _folder() -> Path | None:
     folder = os.environ.get(CACHE_ENV)
-    return Path(folder) if folder else None
+    return Path(os.path.expanduser(folder)) if folder else None
 
 
 def on_config(config: Any) -> Any:

@@ -10,12 +10,13 @@ Uncommitted results are not part of the history.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import altair as alt
 
+from generator.analysis.per_machine import machine_names
 from generator.analysis.summaries import clean
 from generator.diff.report import signed_pct
 from generator.diff.sources import (
@@ -56,6 +57,9 @@ class TrendPoint:
     quick: bool = False  # measured in quick mode (a preview): the page says so
     # What latency_ms reports when it is not `percentile`: p95 standing in for p99 (headline.stored_percentile)
     stand_in: str | None = None
+    # The machine that measured it (per_machine.machine_names) when the trend holds several: each machine is a
+    # series of its own, never compared with another. Empty: one machine.
+    machine: str = ""
 
     @property
     def reported(self) -> str:
@@ -63,7 +67,8 @@ class TrendPoint:
 
     @property
     def series(self) -> str:
-        return f"{self.version} · {self.config_label}"
+        on = f" · on {self.machine}" if self.machine else ""
+        return f"{self.version} · {self.config_label}{on}"
 
 
 @dataclass(frozen=True)
@@ -118,16 +123,20 @@ def collect_trend(results_root: Path, last: int) -> Trend:
                 continue
             points += trend_points(experiments, commit, len(commits))
             commits.append(commit)
+    if len({p.machine for p in points}) == 1:
+        points = [replace(p, machine="") for p in points]
     return Trend(commits, points, skipped, is_shallow(repo))
 
 
 def trend_points(experiments: list[ExperimentResults], commit: Commit, position: int) -> list[TrendPoint]:
-    """The newest ok trial of every (experiment, version, configuration label) at one commit."""
+    """The newest ok trial of every (experiment, machine, version, configuration label) at one commit."""
     out = []
     for exp in experiments:
-        ok = exp.trials[(exp.trials["status"] == "ok") & exp.trials["latency_headline_ms"].notna()]
-        newest = ok.sort_values(["finished_at", "trial_key"]).groupby(["version", "config_label"]).tail(1)
-        for _, row in newest.sort_values(["version", "config_label"]).iterrows():
+        trials = exp.trials.assign(machine=machine_names(exp.trials, exp.environments))
+        ok = trials[(trials["status"] == "ok") & trials["latency_headline_ms"].notna()]
+        keys = ["machine", "version", "config_label"]
+        newest = ok.sort_values(["finished_at", "trial_key"]).groupby(keys).tail(1)
+        for _, row in newest.sort_values(keys).iterrows():
             percentile = str(clean(row.get("percentile")) or "p90")
             out.append(TrendPoint(
                 commit=commit.commit, committed_at=commit.committed_at, subject=commit.subject,
@@ -135,7 +144,7 @@ def trend_points(experiments: list[ExperimentResults], commit: Commit, position:
                 config_label=str(row["config_label"]), percentile=percentile,
                 latency_ms=float(row["latency_headline_ms"]), throughput_ips=clean(row.get("throughput_ips")),
                 noisy=bool(clean(row.get("noisy"))), quick=bool(clean(row.get("quick"))),
-                stand_in=_stand_in(percentile, clean(row.get("latency_p99_ms"))),
+                stand_in=_stand_in(percentile, clean(row.get("latency_p99_ms"))), machine=str(row["machine"]),
             ))
     return out
 
@@ -222,4 +231,4 @@ def trend_page(commits: list[Commit], points: list[TrendPoint], last: int,
     return render(template_env(), "trend.md.j2", TREND_PATH, "Trend over commits", True, commits=commits,
                   sections=sections, changes=series_changes(points), last=last, signed_pct=signed_pct,
                   skipped=list(skipped), quick=sum(p.quick for p in points), total=len(points),
-                  shallow=shallow)
+                  shallow=shallow, machines=sorted({p.machine for p in points if p.machine}))

@@ -25,6 +25,7 @@ from onnxruntime.quantization import (
 
 from generator.errors import ModelError
 from generator.inputs import ModelInput, describe_model_inputs, format_input, make_feeds
+from generator.paths import data_file_problem
 from generator.versions.cache import file_sha256
 from generator.versions.registry import TransformContext, canonical_json, options_data, register
 
@@ -131,8 +132,10 @@ def _calibration_arrays(src: Path, data: str, context: TransformContext) -> dict
     """One array per model input from the calibration ``.npz``, keyed by input name."""
     field = f"{context.field}.calibration.data"
     path = context.loaded.resolve(data, field)
-    if not path.is_file():
-        raise ModelError(f"{context.loaded.path}: {field}: {path} does not exist (paths are spec-relative).")
+    problem = data_file_problem(path)
+    if problem is not None:
+        raise ModelError(f"{context.loaded.path}: {field}: {path} {problem}; allowed: an .npz file (paths are "
+                         "relative to the spec file).")
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:

@@ -12,6 +12,10 @@ results of today's schema. Deterministic: the same store, byte for byte, at ever
 - `UPGRADE`: the recorded hardware with onnxruntime 1.32.0 (software only), 1.1 × the latencies.
 
 One configuration (int8-dyn at b4 t2 c1) is left out of both copies: measured on one machine only.
+
+`write_two_machine_results` is the store of issue 35's red team: the recorded machine and `SLOWER`, the same CPU
+with another CPU count in its fingerprint, three times as slow, which measured the INT8 versions only and later,
+so that "the newest trial per version and configuration" takes fp32 from one machine and INT8 from the other.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ UPGRADE = {"onnxruntime": "1.32.0", "hostname": "bench-2", "peak_gflops_fp32": 9
                              "17.2 GB/s (2 undisturbed of 4)",
            "limits_probed_at": "2026-11-21T09:00:00+00:00", "captured_at": "2026-11-21T08:59:00+00:00"}
 COPIES = ((ARM, 0.6, "20261120T090000Z-arm000"), (UPGRADE, 1.1, "20261121T090000Z-upg000"))
+SLOWER = {"logical_cores": 8, "physical_cores": 4, "hostname": "runner-b", "captured_at": "2030-01-01T08:00:00+00:00"}
+SLOWER_FACTOR = 3.0
+SLOWER_RUN = "20300101T080000Z-slow00"
 LEFT_OUT = ("int8-dyn", "b4 t2 c1")
 LATENCY_COLUMNS = ("latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms",
                    "latency_std_ms", "latency_min_ms", "latency_max_ms", "latency_headline_ms",
@@ -58,12 +65,24 @@ def write_machine_results(root: Path) -> Path:
     return folder
 
 
+def write_two_machine_results(root: Path, factor: float = SLOWER_FACTOR, run: str = SLOWER_RUN) -> Path:
+    """The recorded experiment and its INT8 trials on SLOWER, `factor` times as slow and measured later (by run
+    `run`); returns the experiment folder."""
+    folder = write_compare_results(root)
+    recorded = load_experiment(folder)
+    fp32 = tuple((v, c) for v, c in zip(recorded.trials["version"], recorded.trials["config_label"], strict=True)
+                 if v == "fp32")
+    copy_onto(folder, SLOWER, factor, run, skip=fp32, recorded=recorded, at=SLOWER["captured_at"])
+    return folder
+
+
 def copy_onto(folder: Path, changes: dict[str, Any], factor: float, run_id: str, source: str | None = None,
-              skip: tuple[tuple[str, str], ...] = (), recorded: Any = None) -> str:
+              skip: tuple[tuple[str, str], ...] = (), recorded: Any = None, at: str | None = None) -> str:
     """Copy every trial of the experiment at `folder` measured on environment `source` (by default its only
     one) onto a new environment (that environment's row with `changes`), `factor` times as slow, measured by run
     `run_id`; `skip` leaves out (version, configuration label) pairs. `recorded`: the experiment as loaded
-    before (load_experiment), to read it once for several copies. Returns the new env_id."""
+    before (load_experiment), to read it once for several copies; `at`: when the copies started and finished
+    (default: as recorded). Returns the new env_id."""
     recorded = recorded if recorded is not None else load_experiment(folder)
     envs = {e["env_id"]: e for e in _records(recorded.environments)}
     env = envs[source] if source else next(iter(envs.values()))
@@ -83,6 +102,8 @@ def copy_onto(folder: Path, changes: dict[str, Any], factor: float, run_id: str,
             continue
         key = _key(trial, spec, new_env["fingerprint"])
         row = _scaled({**trial, "trial_key": key, "env_id": new_env["env_id"], "run_id": run_id}, factor)
+        if at is not None:
+            row.update(started_at=at, finished_at=at)
         rows = side_rows.get(trial["trial_key"], {t: [] for t in PER_TRIAL})
         side = {t: [_scaled(_stored_cells(t, {**r, "trial_key": key}), factor) for r in rows[t]] for t in PER_TRIAL}
         rd.write_trial(TrialFiles(trial=row, **side))

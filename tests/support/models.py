@@ -182,3 +182,18 @@ def payload_model(path: Path) -> Path:
     model = onnx_model(graph, doc_string=PAYLOAD_METADATA, producer_name=PAYLOAD_METADATA)
     helper.set_model_props(model, {PAYLOAD_METADATA: PAYLOAD_METADATA, "author": PAYLOAD_METADATA})
     return save(model, path)
+
+
+def embedding_model(path: Path) -> Path:
+    """A BERT-style embedding: input_ids [1, seq] into a 30-row table, token_type_ids [1, seq] into a 2-row table
+    (through a Cast, as exporters write it), summed. Random ids in [0, 100) are past both tables."""
+    rng = np.random.default_rng(0)
+    ids = [helper.make_tensor_value_info(n, TensorProto.INT64, [1, "seq"]) for n in ("input_ids", "token_type_ids")]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 4])
+    tables = [numpy_helper.from_array(rng.standard_normal((rows, 4)).astype(np.float32), name)
+              for name, rows in (("word_table", 30), ("type_table", 2))]
+    nodes = [helper.make_node("Gather", ["word_table", "input_ids"], ["words"], name="word_gather"),
+             helper.make_node("Cast", ["token_type_ids"], ["types32"], name="cast", to=TensorProto.INT32),
+             helper.make_node("Gather", ["type_table", "types32"], ["types"], name="type_gather"),
+             helper.make_node("Add", ["words", "types"], ["y"], name="add")]
+    return save(graph_model(nodes, ids, [y], tables), path)
