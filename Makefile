@@ -18,17 +18,19 @@ demo: $(MODELS)
 	@echo
 	@echo "Site built: open site/index.html in a browser, or run  $(BIN)/perfsite serve  and visit http://127.0.0.1:8000/"
 
-# Three workers on two cores for everything but the few tests a neighbour can upset (marked quiet;
+# Four workers on two cores for everything but the few tests a neighbour can upset (marked quiet;
 # tests/support/tiers.py); those run alone afterwards. Both parts always run; the target fails if either failed.
-# Three, not two: a fifth of the workers' time is spent waiting (Ray and Chromium starting, child processes,
-# mkdocs), and two workers kept the cores 81 % busy (parallel part 325 s at -n 2, 277 s at -n 3, 2026-12-07).
+# More workers than cores: a fifth of a worker's time is spent waiting (Ray and Chromium starting, child
+# processes, mkdocs), and three workers kept the cores 82 % busy (parallel part 325 s at -n 2, 269-282 s at
+# -n 3, 258 s at -n 4, 2026-12-07).
+WORKERS := 4
 # One cache folder (machine probe, model versions) for both parts, probed once before they start
 # (tests/conftest.py, PERFSITE_TEST_CACHE), removed afterwards. The quiet part leaves hypothesis' pytest plugin
 # out: no quiet test uses hypothesis (which runs without it), and the plugin imports it: 0.3 s of a serial part
 # (2026-11-27).
 test: $(MODELS)
 	@rc=0; export PERFSITE_TEST_CACHE=$$(mktemp -d); trap 'rm -rf "$$PERFSITE_TEST_CACHE"' EXIT; \
-	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \
 	$(BIN)/python -m pytest -p no:hypothesispytest -m quiet || rc=$$?; \
 	exit $$rc
 
@@ -65,7 +67,7 @@ test-latest: $(MODELS)
 	.latest-venv/bin/python -m pip install --quiet --upgrade pip
 	.latest-venv/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[cpu,test]'
 	@rc=0; export PERFSITE_TEST_CACHE=$$(mktemp -d); trap 'rm -rf "$$PERFSITE_TEST_CACHE"' EXIT; \
-	.latest-venv/bin/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \
+	.latest-venv/bin/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \
 	.latest-venv/bin/python -m pytest -p no:hypothesispytest -m quiet || rc=$$?; \
 	exit $$rc
 

@@ -174,13 +174,13 @@ def _scale_benchmark(*args: str) -> tuple[int, str]:
 def test_the_scale_benchmark_runs_small(tmp_path):
     # In a fork of this process, not a new interpreter: the benchmark's own imports are perfsite's, loaded here
     # already; the builds it times are still `perfsite build` processes of their own.
-    [(code, out)] = in_forks([functools.partial(_scale_benchmark, "--trials", "12", "--nodes", "240", "--work",
+    [(code, out)] = in_forks([functools.partial(_scale_benchmark, "--trials", "6", "--nodes", "240", "--work",
                                                 str(tmp_path))], at_once=1)
     assert code in (0, 1), out  # 1: a figure over its target (a loaded machine)
-    assert "store: 1 experiment, 12 trials, 240 node rows, 3 environments" in out
+    assert "store: 1 experiment, 6 trials, 240 node rows, 2 environments" in out
     for figure in ("full build", "peak memory (process tree)", "rebuild after one change", "largest page"):
         assert figure in out
-    # The store holds 3 machines: a report per machine (generator.site.machine_reports), each with its chooser.
+    # The store holds 2 machines: a report per machine (generator.site.machine_reports), each with its chooser.
     assert len(list((tmp_path / "site" / "reports" / "resnet-detector-00").glob("*/choose.html"))) >= 1
 
 

@@ -157,15 +157,21 @@ def run(
     ] = None,
 ) -> None:
     """Measure the trials of each spec (versions × configurations) and store them as Parquet results."""
-    from generator.cli.terminal import print_dry_run, print_run_summary
     from generator.results.location import join
-    from generator.runner.orchestrate import RunOptions, run_experiment
     from generator.runner.ray_address import check_ray_address, check_target_name
     from generator.spec import load_spec, spec_files
 
     results = _one_store(results)
     check_ray_address(ray)  # the words first: before a spec is read or a model built
     check_target_name(target)
+    # A folder stands for its specs, as for `perfsite validate`: every spec is read before anything is measured,
+    # and before the runner's imports (pandas, onnxruntime: 0.6 s), so that a mistake is told at once.
+    only_text = _only_option(only)
+    loaded_specs = _distinct_specs([load_spec(spec_path, allow_outside=allow_outside)
+                                    for spec_path in spec_files(specs)], results)
+    from generator.cli.terminal import print_dry_run, print_run_summary
+    from generator.runner.orchestrate import RunOptions, run_experiment
+
     if ray is not None:
         from generator.runner.cluster import run_on_ray
 
@@ -174,10 +180,6 @@ def run(
         measure = run_experiment
 
     interrupted = False
-    # A folder stands for its specs, as for `perfsite validate`: every spec is read before anything is measured.
-    only_text = _only_option(only)
-    loaded_specs = _distinct_specs([load_spec(spec_path, allow_outside=allow_outside)
-                                    for spec_path in spec_files(specs)], results)
     runs = [(loaded, RunOptions(results_dir=join(results or _default_results(loaded.path.parent), loaded.spec.name),
                                 force=force, only=part, dry_run=dry_run, quick=quick, ray=ray, target=target))
             for loaded, part in _only_per_spec(loaded_specs, only_text)]
@@ -263,7 +265,6 @@ def _distinct_specs(loaded_specs: list, results: str | None) -> list:
     one folder: refused unless they are one spec, given twice (`perfsite run s.yaml experiments/`, a link, a
     copy), which is measured once: with --force it was measured twice over, and without, planned twice."""
     from generator.results.location import is_url, join
-    from generator.runner.orchestrate import same_name_message
     from generator.spec.loader import same_name_at_once
 
     seen: dict[tuple[str, object], object] = {}
@@ -275,6 +276,8 @@ def _distinct_specs(loaded_specs: list, results: str | None) -> list:
         if first is loaded:
             distinct.append(loaded)
         elif not first.same_experiment(loaded):
+            from generator.runner.orchestrate import same_name_message  # pandas: only on this error's path
+
             raise RunError(same_name_message(loaded.path, first.path, loaded.spec.name,
                                              join(root, loaded.spec.name)))
         elif not first.same_file(loaded):
