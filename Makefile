@@ -49,9 +49,16 @@ $(BIN)/python:
 # uv installs the same pinned set as pip in a third of the time (23 s against 75 s with empty caches, 2026-12-07):
 # a minute of every fresh `make test` and `make demo`. pip does it where uv cannot be installed.
 UV := uv==0.13.9
+# uv, unlike pip, leaves bytecode to the first import, and a fresh `make test` starts four workers and their
+# child processes at once, each compiling the same modules (its parallel part took 317 s, then 294 s with the
+# caches written, 2026-12-07). One process importing what perfsite and its tests use writes them first (5 s).
+WARM_IMPORTS := import generator.site.build, generator.runner.orchestrate, generator.runner.worker, \
+  generator.cli.app, generator.diff, mkdocs.commands.build, material, duckdb, onnxruntime.quantization, \
+  pytest, xdist, playwright.sync_api, hypothesis
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	@if $(BIN)/python -m pip install --quiet '$(UV)'; then \
-	  $(BIN)/python -m uv pip install --quiet --python $(BIN)/python -c constraints.txt -e '.[cpu,test]'; \
+	  $(BIN)/python -m uv pip install --quiet --python $(BIN)/python -c constraints.txt -e '.[cpu,test]' && \
+	  $(BIN)/python -c '$(WARM_IMPORTS)'; \
 	else \
 	  $(BIN)/python -m pip install --quiet --upgrade pip && \
 	  $(BIN)/python -m pip install --quiet -c constraints.txt -e '.[cpu,test]'; \
