@@ -290,7 +290,6 @@ def test_transformer_example_runs_with_a_seq_len_sweep(tmp_path, example_models)
     assert set(trials["status"]) == {"ok"}
 
 
-@pytest.mark.quiet  # measures a paired run; alone, so that the rounds' timing is the pair's own
 def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
     from generator.runner.orchestrate import run_paired
 
