@@ -566,6 +566,30 @@ def count(
 
 
 @app.command()
+def generate(
+    model: Annotated[Path, typer.Argument(help="A decoder ONNX file with KV-cache inputs (docs/generative.md).",
+                                          show_default=False)],
+    prompt_tokens: Annotated[int, typer.Option(min=1, max=1_000_000, help="Tokens in the prompt (prefill).")] = 128,
+    new_tokens: Annotated[int, typer.Option(min=1, max=1_000_000, help="Tokens generated, greedily.")] = 32,
+    batch: Annotated[int, typer.Option(min=1, max=4096, help="Prompts generated together.")] = 1,
+    threads: Annotated[int, typer.Option(min=1, max=MAX_THREADS, help="Intra-op threads.")] = 1,
+    requests: Annotated[int, typer.Option(min=1, max=MAX_ITERATIONS, help="Timed requests.")] = 10,
+    warmup: Annotated[int, typer.Option(min=0, max=MAX_WARMUP, help="Untimed requests before them.")] = 1,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")] = None,
+) -> None:
+    """Time a decoder's generation: time to first token, time per output token, inter-token latency, tokens/s."""
+    from generator.generate.oneshot import GenerateOptions, summary_text, write_json
+    from generator.generate.oneshot import generate as run_generation
+
+    options = GenerateOptions(prompt_tokens=prompt_tokens, new_tokens=new_tokens, batch=batch, threads=threads,
+                              requests=requests, warmup=warmup)
+    summary = run_generation(model, options, progress=_echo_err)
+    if json_out is not None:
+        write_json(json_out, model, options, summary)
+    typer.echo(safe(summary_text(model, summary, threads), lines=True), nl=False)  # the file name is anyone's
+
+
+@app.command()
 def query(
     sql: Annotated[str, typer.Argument(
         help="SQL (DuckDB) over the views trials, processes, latencies, nodes, layers, agreement, timeline, "

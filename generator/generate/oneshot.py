@@ -1,0 +1,87 @@
+"""`perfsite generate MODEL`: time a decoder's greedy generation on this machine, without a spec.
+
+One process (this one) runs warm-up requests, then the timed ones; each request is the same deterministic
+prompt. The figures are this process's: no interval across processes, which a spec's runs give.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.errors import ModelError, RunError
+from generator.generate.convention import decoder_layout
+from generator.generate.summary import GenerationSummary, figure, summarize
+from generator.paths import data_file_problem
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    prompt_tokens: int = 128
+    new_tokens: int = 32
+    batch: int = 1
+    threads: int = 1
+    requests: int = 10
+    warmup: int = 1
+
+
+def generate(model: Path, options: GenerateOptions,
+             progress: Callable[[str], None] | None = None) -> GenerationSummary:
+    from generator.generate.loop import DecodeLoop, prompt_ids
+    from generator.machine.session import open_session
+
+    problem = data_file_problem(model)
+    if problem:
+        raise ModelError(f"The model file {model} {problem}. Allowed: an ONNX decoder file.")
+    if options.new_tokens < 1 or options.prompt_tokens < 1:
+        raise RunError(f"--new-tokens {options.new_tokens} and --prompt-tokens {options.prompt_tokens}: each must be "
+                       "at least 1 (a request is a prompt and at least its first new token).")
+    layout = decoder_layout(model)
+    context = options.prompt_tokens + options.new_tokens - 1  # the positions the last step's token sits at, +1
+    if layout.max_positions is not None and context > layout.max_positions:
+        raise RunError(f"{model}: a prompt of {options.prompt_tokens} tokens and {options.new_tokens} new tokens "
+                       f"reach position {context - 1}, past the {layout.max_positions} rows of the position table "
+                       f"`position_ids` indexes. Allowed: --prompt-tokens + --new-tokens at most "
+                       f"{layout.max_positions + 1}.")
+    session, _ = open_session(model, {"threads": options.threads})
+    loop = DecodeLoop(session, layout, prompt_ids(layout, options.batch, options.prompt_tokens),
+                      options.new_tokens)
+    say = progress or (lambda _text: None)
+    say(f"Generating {options.new_tokens} tokens after a {options.prompt_tokens}-token prompt, batch "
+        f"{options.batch}: {options.warmup} warm-up and {options.requests} timed requests")
+    for _ in range(options.warmup):
+        loop.generate()
+    generations = [loop.generate() for _ in range(options.requests)]
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux, bytes on macOS
+    peak_mb = peak_kb / 2**20 if sys.platform == "darwin" else peak_kb / 2**10
+    return summarize(generations, layout.kv_bytes(options.batch, context), peak_mb)
+
+
+def summary_text(model: Path, s: GenerationSummary, threads: int) -> str:
+    def row(name: str, figures: dict, unit: str = "ms") -> str:
+        return (f"  {name:<32} {figure(figures['p50']):>9} {figure(figures['p90']):>9} "
+                f"{figure(figures['p99']):>9}  {unit}")
+
+    lines = [f"{model.name}: {s.requests} requests of a {s.prompt_tokens}-token prompt and {s.new_tokens} new "
+             f"tokens, batch {s.batch}, {threads} thread(s), greedy; one process",
+             f"  {'':<32} {'p50':>9} {'p90':>9} {'p99':>9}",
+             row("time to first token (TTFT)", s.ttft_ms),
+             row("time per output token (TPOT)", s.tpot_ms),
+             row("inter-token latency (ITL)", s.itl_ms),
+             f"  end to end (p50)                 {figure(s.e2e_ms_p50):>9} ms",
+             f"  prefill                          {figure(s.prefill_tokens_per_s):>9} tokens/s",
+             f"  output                           {figure(s.output_tokens_per_s):>9} tokens/s",
+             f"  KV cache at the longest context  {figure(s.kv_cache_mb):>9} MB",
+             f"  peak memory of this process      {figure(s.peak_rss_mb):>9} MB"]
+    if None in (s.ttft_ms["p99"], s.itl_ms["p99"]):
+        lines.append("  — : too few samples for that percentile (p90 needs 10, p99 100).")
+    return "\n".join(lines) + "\n"
+
+
+def write_json(path: Path, model: Path, options: GenerateOptions, s: GenerationSummary) -> None:
+    record = {"format": "perfsite-generate/1", "model": str(model), "options": options.__dict__, **s.as_dict()}
+    path.write_text(json.dumps(record, indent=2) + "\n")

@@ -1,0 +1,133 @@
+"""Generative models: the decoder convention, perfsite's decode loop on real onnxruntime sessions, and
+`perfsite generate` (docs/generative.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from support.cli import perfsite
+
+from generator.errors import ModelError
+from generator.generate.convention import decoder_layout
+from generator.generate.loop import DecodeLoop, bare_generate, prompt_ids
+from generator.generate.summary import percentiles
+from generator.models.builder import model_bytes, write_if_changed
+from generator.models.decoder import DecoderShape, build_decoder
+
+TINY = DecoderShape(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=97, max_positions=40)
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("decoder") / "tiny-decoder.onnx"
+    write_if_changed(path, model_bytes(build_decoder(TINY)))
+    return path
+
+
+def _session(path: Path) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def test_the_layout_is_read_from_the_graph_whatever_the_sizes(decoder, tmp_path):
+    layout = decoder_layout(decoder)
+    assert (layout.layers, layout.kv_heads, layout.head_dim, layout.vocab) == (2, 2, 16, 97)
+    assert layout.kv_dtype == "float32" and layout.has_position_ids and layout.max_positions == 40
+    assert layout.kv_bytes(batch=3, context=10) == 2 * 2 * 3 * 2 * 10 * 16 * 4
+    # Another decoder, never seen: three layers, as many key/value heads as query heads (no grouping).
+    other = tmp_path / "mha.onnx"
+    write_if_changed(other, model_bytes(build_decoder(DecoderShape(layers=3, hidden=48, heads=3, kv_heads=3, ffn=96,
+                                                                   vocab=50, max_positions=16))))
+    layout = decoder_layout(other)
+    assert (layout.layers, layout.kv_heads, layout.head_dim, layout.vocab, layout.max_positions) == (3, 3, 16, 50, 16)
+
+
+def test_the_loop_generates_what_recomputing_the_whole_sequence_gives(decoder):
+    """Greedy tokens through the KV cache equal the argmax of a cache-free pass over prompt + tokens, position by
+    position: the loop feeds the cache, the mask and the positions right. And they equal a plain
+    `InferenceSession.run` loop's."""
+    layout, session = decoder_layout(decoder), _session(decoder)
+    prompt = prompt_ids(layout, batch=2, prompt_tokens=7)
+    assert np.array_equal(prompt, prompt_ids(layout, batch=2, prompt_tokens=7))  # deterministic
+    generation = DecodeLoop(session, layout, prompt, new_tokens=6).generate()
+    assert generation.tokens.shape == (2, 6) and len(generation.steps_ms) == 5 and generation.prompt_tokens == 7
+    assert generation.ttft_ms > 0 and (generation.steps_ms > 0).all()
+    assert generation.e2e_ms == pytest.approx(generation.ttft_ms + generation.steps_ms.sum())
+    sequence = np.concatenate([prompt, generation.tokens[:, :-1]], axis=1)
+    length = sequence.shape[1]
+    feeds = {"input_ids": sequence, "attention_mask": np.ones_like(sequence),
+             "position_ids": np.broadcast_to(np.arange(length), sequence.shape).copy()}
+    empty = np.zeros((2, layout.kv_heads, 0, layout.head_dim), np.float32)
+    feeds |= {f"past_key_values.{n}.{kv}": empty for n in range(layout.layers) for kv in ("key", "value")}
+    logits = session.run(["logits"], feeds)[0]
+    assert np.array_equal(logits[:, 6:, :].argmax(-1), generation.tokens)
+    _, bare_tokens = bare_generate(session, layout, prompt, new_tokens=6)
+    assert np.array_equal(bare_tokens, generation.tokens)
+
+
+def test_percentiles_need_samples_above_them():
+    assert percentiles(np.arange(9.0)) == {"p50": 4.0, "p90": None, "p99": None}
+    shown = percentiles(np.arange(100.0))
+    assert shown["p90"] == pytest.approx(89.1) and shown["p99"] == pytest.approx(98.01)
+
+
+def test_generate_prints_ttft_tpot_and_itl_and_writes_the_same_figures(decoder, tmp_path):
+    out = perfsite("generate", str(decoder), "--prompt-tokens", "12", "--new-tokens", "5", "--batch", "2",
+                   "--requests", "10", "--json", str(tmp_path / "g.json"))
+    assert out.returncode == 0, out.stderr
+    assert "Generating 5 tokens after a 12-token prompt, batch 2: 1 warm-up and 10 timed requests" in out.stderr
+    text = out.stdout
+    assert text.startswith("tiny-decoder.onnx: 10 requests of a 12-token prompt and 5 new tokens, batch 2")
+    record = json.loads((tmp_path / "g.json").read_text())
+    assert record["format"] == "perfsite-generate/1" and record["requests"] == 10 and record["batch"] == 2
+    # p90 from 10 requests; p99 only from 100 samples: the 40 decode steps are too few, shown as a dash.
+    assert record["ttft_ms"]["p99"] is None and record["itl_ms"]["p90"] is not None and record["itl_ms"]["p99"] is None
+    ttft_line = next(line for line in text.splitlines() if "time to first token (TTFT)" in line)
+    assert ttft_line.split()[5:8] == [f"{record['ttft_ms']['p50']:.3g}", f"{record['ttft_ms']['p90']:.3g}", "—"]
+    assert record["kv_cache_mb"] == pytest.approx(2 * 2 * 2 * 2 * 16 * 16 * 4 / 2**20)  # context 12 + 5 - 1
+    assert record["output_tokens_per_s"] == pytest.approx(2 * 5 / (record["e2e_ms_p50"] / 1e3))
+    assert 20 < record["peak_rss_mb"] < 2000
+    assert "too few samples for that percentile (p90 needs 10, p99 100)" in text
+
+
+def _one_paragraph(out) -> str:
+    assert out.returncode != 0 and out.stdout == "" and "Traceback" not in out.stderr, out.stderr
+    return " ".join(out.stderr.split())
+
+
+def test_a_model_without_kv_inputs_is_one_paragraph_naming_what_it_lacks(example_models):
+    said = _one_paragraph(perfsite("generate", str(example_models["transformer"])))
+    assert said.startswith("error: ") and "transformer.onnx is not a decoder in the convention" in said
+    assert "it lacks past_key_values.N.key/value inputs, logits" in said or "lacks logits, past_key_values" in said
+    assert "Allowed: inputs `input_ids`, `attention_mask`, optional `position_ids`" in said
+
+
+def test_a_prompt_past_the_models_context_and_zero_new_tokens_are_refused(decoder, tmp_path):
+    said = _one_paragraph(perfsite("generate", str(decoder), "--prompt-tokens", "38", "--new-tokens", "4"))
+    assert ("a prompt of 38 tokens and 4 new tokens reach position 40, past the 40 rows of the position table "
+            "`position_ids` indexes. Allowed: --prompt-tokens + --new-tokens at most 41.") in said
+    said = _one_paragraph(perfsite("generate", str(decoder), "--new-tokens", "0"))
+    assert said.startswith("error: Invalid value for '--new-tokens': Input should be greater than or equal to 1.")
+    fifo = tmp_path / "model.onnx"
+    os.mkfifo(fifo)
+    said = _one_paragraph(perfsite("generate", str(fifo)))
+    assert f"The model file {fifo} is not a regular file (a device, a pipe or a socket)" in said
+
+
+def test_a_past_with_symbolic_heads_is_refused_with_the_shape_it_has(decoder, tmp_path):
+    import onnx
+
+    model = onnx.load(str(decoder))
+    for value in model.graph.input:
+        if value.name.startswith("past_key_values."):
+            value.type.tensor_type.shape.dim[1].dim_param = "kv_heads"
+    onnx.save(model, str(tmp_path / "symbolic.onnx"))
+    with pytest.raises(ModelError) as e:
+        decoder_layout(tmp_path / "symbolic.onnx")
+    assert "`past_key_values.0.key` is shaped ['?', '?', '?', 16] of element type FLOAT" in str(e.value)
