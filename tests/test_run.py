@@ -290,6 +290,8 @@ def test_transformer_example_runs_with_a_seq_len_sweep(tmp_path, example_models)
     assert set(trials["status"]) == {"ok"}
 
 
+@pytest.mark.quiet  # alone: beside the suite's other workers a round's process can lose every request to
+# preemption and leave the ratio fewer processes than rounds (it failed so in the parallel part, 2026-12-07)
 def test_a_paired_run_measures_both_sides_in_the_same_rounds(cnn_project):
     from generator.runner.orchestrate import run_paired
 
