@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -131,3 +132,47 @@ def test_a_past_with_symbolic_heads_is_refused_with_the_shape_it_has(decoder, tm
     with pytest.raises(ModelError) as e:
         decoder_layout(tmp_path / "symbolic.onnx")
     assert "`past_key_values.0.key` is shaped ['?', '?', '?', 16] of element type FLOAT" in str(e.value)
+
+
+# The comparisons' decoder: steps of a few tenths of a millisecond, where TINY's are mostly the call's overhead.
+MEDIUM = DecoderShape(layers=2, hidden=128, heads=4, kv_heads=2, ffn=512, vocab=256, max_positions=64)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory) -> tuple[Path, Path]:
+    """MEDIUM, and MEDIUM with a feed-forward eight times as wide: more work in every pass, prefill and decode."""
+    folder = tmp_path_factory.mktemp("pair")
+    for name, shape in (("medium", MEDIUM), ("heavier", dataclasses.replace(MEDIUM, ffn=4096))):
+        write_if_changed(folder / f"{name}.onnx", model_bytes(build_decoder(shape)))
+    return folder / "medium.onnx", folder / "heavier.onnx"
+
+
+def _compare(a: Path, b: Path, json_path: Path):
+    return perfsite("generate", str(a), str(b), "--prompt-tokens", "32", "--new-tokens", "8", "--requests", "6",
+                    "--warmup", "2", "--processes", "4", "--json", str(json_path))
+
+
+def test_two_decoders_are_judged_prefill_and_decode_apart(pair, tmp_path):
+    out = _compare(*pair, tmp_path / "c.json")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("requests of each model, alternating") == 4
+    record = json.loads((tmp_path / "c.json").read_text())
+    assert record["format"] == "perfsite-generate-compare/1" and record["processes"] == 4
+    assert not record["same_tokens"]  # other weights, other greedy tokens
+    text = " ".join(out.stdout.split())
+    for phase, label in (("ttft", "prefill (time to first token)"), ("tpot", "decode (time per output token)")):
+        verdict = next(p for p in record["phases"] if p["phase"] == phase)
+        assert verdict["verdict"] == "slower" and verdict["low"] > 1, verdict
+        assert f"{label} A {verdict['a_ms']:.3g} ms, B {verdict['b_ms']:.3g} ms: B/A {verdict['ratio']:.3g}" in text
+
+
+def test_a_decoder_against_its_copy_is_never_called_faster_or_slower(pair, tmp_path):
+    copy = tmp_path / "copy.onnx"
+    copy.write_bytes(pair[0].read_bytes())
+    out = _compare(pair[0], copy, tmp_path / "aa.json")
+    assert out.returncode == 0, out.stderr
+    record = json.loads((tmp_path / "aa.json").read_text())
+    assert record["same_tokens"] and "generated different tokens" not in out.stdout
+    assert all(p["verdict"] in ("no change", "unsettled") for p in record["phases"]), record["phases"]
+    said = _one_paragraph(perfsite("generate", str(pair[0]), str(copy), "--processes", "1"))
+    assert said.startswith("error: Invalid value for '--processes': Input should be greater than or equal to 2.")

@@ -569,20 +569,36 @@ def count(
 def generate(
     model: Annotated[Path, typer.Argument(help="A decoder ONNX file with KV-cache inputs (docs/generative.md).",
                                           show_default=False)],
+    candidate: Annotated[Path | None, typer.Argument(
+        help="A second decoder: the two decoders' prefill and decode judged apart.", show_default=False)] = None,
     prompt_tokens: Annotated[int, typer.Option(min=1, max=1_000_000, help="Tokens in the prompt (prefill).")] = 128,
     new_tokens: Annotated[int, typer.Option(min=1, max=1_000_000, help="Tokens generated, greedily.")] = 32,
     batch: Annotated[int, typer.Option(min=1, max=4096, help="Prompts generated together.")] = 1,
     threads: Annotated[int, typer.Option(min=1, max=MAX_THREADS, help="Intra-op threads.")] = 1,
-    requests: Annotated[int, typer.Option(min=1, max=MAX_ITERATIONS, help="Timed requests.")] = 10,
+    requests: Annotated[int, typer.Option(min=1, max=MAX_ITERATIONS, help="Timed requests (of each model).")] = 10,
     warmup: Annotated[int, typer.Option(min=0, max=MAX_WARMUP, help="Untimed requests before them.")] = 1,
+    processes: Annotated[int, typer.Option(min=2, max=100, help="With CANDIDATE: measuring processes, each "
+                                                               "alternating the two models' requests.")] = 4,
+    threshold: Annotated[float, typer.Option(min=1.0, max=10.0, help="With CANDIDATE: a phase is slower or "
+                                                                     "faster past this ratio.")] = 1.05,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")] = None,
 ) -> None:
-    """Time a decoder's generation: time to first token, time per output token, inter-token latency, tokens/s."""
+    """Time a decoder's generation: time to first token, time per output token, inter-token latency, tokens/s;
+    with CANDIDATE, two decoders' prefill and decode judged apart."""
     from generator.generate.oneshot import GenerateOptions, summary_text, write_json
     from generator.generate.oneshot import generate as run_generation
 
     options = GenerateOptions(prompt_tokens=prompt_tokens, new_tokens=new_tokens, batch=batch, threads=threads,
                               requests=requests, warmup=warmup)
+    if candidate is not None:
+        from generator.generate.compare import compare_generation, comparison_text
+
+        comparison = compare_generation(model, candidate, options, processes, threshold, progress=_echo_err)
+        if json_out is not None:
+            json_out.write_text(json.dumps({"format": "perfsite-generate-compare/1", **comparison.as_dict()},
+                                           indent=2) + "\n")
+        typer.echo(safe(comparison_text(comparison), lines=True), nl=False)  # file names are anyone's
+        return
     summary = run_generation(model, options, progress=_echo_err)
     if json_out is not None:
         write_json(json_out, model, options, summary)

@@ -1,0 +1,125 @@
+"""`perfsite generate A B`: two decoders' prefill and decode judged apart, with intervals across processes.
+
+A quantized version can make prefill slower and decode faster (4-bit weights on a small decoder did): one
+tokens/s ratio hides that. Each of `processes` processes holds both models and alternates their requests
+(generator.generate.worker); each gives, per model, its median TTFT and its median TPOT; the verdict for each
+phase is the paired interval of the per-process ratios B / A (generator.results.intervals.paired, the rule the
+paired diff uses): slower or faster when the 95 % interval excludes 1 and the ratio is past the threshold, no
+change when the interval lies within the threshold band, unsettled otherwise, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from generator import processes
+from generator.errors import ModelError, RunError
+from generator.generate.convention import decoder_layout
+from generator.generate.oneshot import GenerateOptions
+from generator.results import intervals
+
+PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}
+
+
+@dataclass(frozen=True)
+class PhaseVerdict:
+    phase: str  # ttft or tpot
+    a_ms: float  # median over processes of each process's median
+    b_ms: float
+    ratio: float  # B / A, geometric mean over processes
+    low: float
+    high: float
+    verdict: str  # faster, slower, no change, unsettled
+    reason: str
+
+
+@dataclass(frozen=True)
+class GenerationComparison:
+    a: str
+    b: str
+    processes: int
+    requests: int
+    threshold: float
+    same_tokens: bool  # the first request's greedy tokens, A against B
+    phases: tuple[PhaseVerdict, ...]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: int, threshold: float,
+                       progress: Callable[[str], None] | None = None) -> GenerationComparison:
+    for model in (a, b):
+        decoder_layout(model)  # one paragraph now, not in every child
+    if processes_n < 2:
+        raise RunError(f"--processes {processes_n}: a comparison needs at least 2 processes, so that its interval "
+                       "holds the process-to-process variation; allowed: 2 or more.")
+    say = progress or (lambda _text: None)
+    answers = []
+    with tempfile.TemporaryDirectory(prefix="perfsite-generate-") as tmp:
+        job = {"models": [str(a), str(b)], **asdict(options)}
+        (Path(tmp) / "job.json").write_text(json.dumps(job))
+        for i in range(processes_n):
+            say(f"process {i + 1}/{processes_n}: {options.requests} requests of each model, alternating")
+            answers.append(_one_process(Path(tmp), i))
+    per_process = {phase: ([], []) for phase in PHASES}
+    for answer in answers:
+        for side, version in enumerate(answer["versions"]):
+            per_process["ttft"][side].append(float(np.median(version["ttft_ms"])))
+            steps = [np.mean(s) for s in version["steps_ms"] if s]
+            per_process["tpot"][side].append(float(np.median(steps)) if steps else math.nan)
+    same = answers[0]["versions"][0]["tokens"] == answers[0]["versions"][1]["tokens"]
+    phases = tuple(_verdict(phase, *per_process[phase], threshold) for phase in PHASES)
+    return GenerationComparison(a=str(a), b=str(b), processes=processes_n, requests=options.requests,
+                                threshold=threshold, same_tokens=same, phases=phases)
+
+
+def _one_process(tmp: Path, index: int) -> dict:
+    out = tmp / f"out{index}.json"
+    done = processes.run([sys.executable, "-m", "generator.generate.worker", str(tmp / "job.json"), str(out)],
+                         timeout=processes.MAX_PROCESS_SECONDS)
+    if done.returncode != 0 or not out.is_file():
+        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["(no message)"])[-1]
+        raise ModelError(f"A measuring process of `perfsite generate` failed (exit status {done.returncode}): "
+                         f"{last}")
+    return json.loads(out.read_text())
+
+
+def _verdict(phase: str, a: list[float], b: list[float], threshold: float) -> PhaseVerdict:
+    ci = intervals.paired(a, b)
+    a_ms, b_ms = float(np.nanmedian(a)), float(np.nanmedian(b))
+    if ci is None:
+        return PhaseVerdict(phase, a_ms, b_ms, b_ms / a_ms, math.nan, math.nan, "unsettled",
+                            "fewer than two processes gave both figures")
+    ratio, low, high = ci.point, ci.low, ci.high
+    if low > 1 and ratio > threshold:
+        verdict, reason = "slower", f"the interval {low:.3g}–{high:.3g} lies above 1"
+    elif high < 1 and ratio < 1 / threshold:
+        verdict, reason = "faster", f"the interval {low:.3g}–{high:.3g} lies below 1"
+    elif low >= 1 / threshold and high <= threshold:
+        verdict, reason = "no change", f"the interval {low:.3g}–{high:.3g} lies within ±{threshold - 1:.0%}"
+    else:
+        verdict = "unsettled"
+        reason = (f"the interval {low:.3g}–{high:.3g} over {ci.n} processes is too wide to tell; run more "
+                  "processes or requests")
+    return PhaseVerdict(phase, a_ms, b_ms, ratio, low, high, verdict, reason)
+
+
+def comparison_text(c: GenerationComparison) -> str:
+    lines = [f"{Path(c.a).name} (A) against {Path(c.b).name} (B): {c.processes} processes of {c.requests} "
+             "requests each, alternating; B / A with its 95 % interval across processes"]
+    for p in c.phases:
+        lines.append(f"  {PHASES[p.phase]:<31} A {p.a_ms:.3g} ms, B {p.b_ms:.3g} ms: B/A {p.ratio:.3g} "
+                     f"[{p.low:.3g}, {p.high:.3g}] {p.verdict} ({p.reason})")
+    if not c.same_tokens:
+        lines.append("  The two generated different tokens from the same prompt (the first request's): expected of "
+                     "a quantized version; the timing compares the same number of tokens.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,55 @@
+"""One measuring process of `perfsite generate A B`: both decoders in one process, their requests alternating.
+
+``python -m generator.generate.worker JOB.json OUT.json``. The job names the model files and the generation
+(prompt and new tokens, batch, threads, requests, warm-up); the answer holds, per model in job order, each timed
+request's TTFT and its decode steps, the first request's tokens, and the process's peak memory. Request i runs A
+then B when i is even, B then A when odd, so that neither always follows the other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+
+def measure(job: dict) -> dict:
+    from generator.generate.convention import decoder_layout
+    from generator.generate.loop import DecodeLoop, prompt_ids
+    from generator.machine.session import open_session
+
+    layouts = [decoder_layout(Path(p)) for p in job["models"]]
+    # One prompt for both: token ids every model accepts.
+    vocab = min(layout.vocab for layout in layouts)
+    shared = prompt_ids(dataclasses.replace(layouts[0], vocab=vocab), job["batch"], job["prompt_tokens"])
+    loops = [DecodeLoop(open_session(path, {"threads": job["threads"]})[0], layout, shared, job["new_tokens"])
+             for path, layout in zip(job["models"], layouts, strict=True)]
+    for _ in range(job["warmup"]):
+        for loop in loops:
+            loop.generate()
+    timed: list[list] = [[] for _ in loops]
+    for i in range(job["requests"]):
+        order = range(len(loops)) if i % 2 == 0 else reversed(range(len(loops)))
+        for k in order:
+            timed[k].append(loops[k].generate())
+    return {"versions": [{"ttft_ms": [g.ttft_ms for g in gens], "steps_ms": [g.steps_ms.tolist() for g in gens],
+                          "tokens": gens[0].tokens.tolist()} for gens in timed],
+            "peak_rss_mb": _peak_rss_mb()}
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 2**20 if sys.platform == "darwin" else kb / 2**10  # bytes on macOS, kilobytes on Linux
+
+
+def main() -> None:
+    job_path, out_path = sys.argv[1:3]
+    answer = measure(json.loads(Path(job_path).read_text()))
+    Path(out_path).write_text(json.dumps(answer))
+
+
+if __name__ == "__main__":
+    main()
