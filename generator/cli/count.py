@@ -17,7 +17,7 @@ from generator.counting.report import count_json, count_markdown
 from generator.counting.verdict import check_threshold
 from generator.errors import PerfsiteError
 from generator.oneshot import given_inputs, index_notes
-from generator.oneshot.shapes import make_input_feeds
+from generator.oneshot.shapes import check_model_kind, make_input_feeds
 from generator.versions.checks import model_files
 
 BASELINE, CANDIDATE = "baseline", "candidate"
@@ -33,6 +33,8 @@ def count_command(baseline: Path, candidate: Path, *, iterations: int, warmup: i
                             "candidate is slower) or --fail-on never.")
     check_threshold(threshold)
     paths = {BASELINE: Path(baseline).absolute(), CANDIDATE: Path(candidate).absolute()}
+    for path in paths.values():
+        check_model_kind(path)
     check_output_files({"--json": json_out, "--markdown": markdown_out}, _models_read(paths))
     if paths[BASELINE] == paths[CANDIDATE]:
         # Allowed (an A/A check of the method), but said, since it is more often a slip.

@@ -2,10 +2,11 @@
 
 A quantized version can make prefill slower and decode faster (4-bit weights on a small decoder did): one
 tokens/s ratio hides that. Each of `processes` processes holds both models and alternates their requests
-(generator.generate.worker); each gives, per model, its median TTFT and its median TPOT; the verdict for each
-phase is the paired interval of the per-process ratios B / A (generator.results.intervals.paired, the rule the
-paired diff uses): slower or faster when the 95 % interval excludes 1 and the ratio is past the threshold, no
-change when the interval lies within the threshold band, unsettled otherwise, with the reason.
+(generator.generate.worker), which of the two it loads first alternating too; each gives, per model, its median
+TTFT and its median TPOT; the verdict for each phase is the paired interval of the per-process ratios B / A
+(generator.results.intervals.paired, the rule the paired diff uses): slower or faster when the 95 % interval
+excludes 1 and the ratio is past the threshold, no change when the interval lies within the threshold band,
+unsettled otherwise, with the reason.
 """
 
 from __future__ import annotations
@@ -65,10 +66,10 @@ def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: 
     say = progress or (lambda _text: None)
     answers = []
     with tempfile.TemporaryDirectory(prefix="perfsite-generate-") as tmp:
-        job = {"models": [str(a), str(b)], **asdict(options)}
-        (Path(tmp) / "job.json").write_text(json.dumps(job))
         for i in range(processes_n):
             say(f"process {i + 1}/{processes_n}: {options.requests} requests of each model, alternating")
+            job = {"models": [str(a), str(b)], "load_order": [i % 2, 1 - i % 2], **asdict(options)}
+            (Path(tmp) / f"job{i}.json").write_text(json.dumps(job))
             answers.append(_one_process(Path(tmp), i))
     per_process = {phase: ([], []) for phase in PHASES}
     for answer in answers:
@@ -84,8 +85,8 @@ def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: 
 
 def _one_process(tmp: Path, index: int) -> dict:
     out = tmp / f"out{index}.json"
-    done = processes.run([sys.executable, "-m", "generator.generate.worker", str(tmp / "job.json"), str(out)],
-                         timeout=processes.MAX_PROCESS_SECONDS)
+    command = [sys.executable, "-m", "generator.generate.worker", str(tmp / f"job{index}.json"), str(out)]
+    done = processes.run(command, timeout=processes.MAX_PROCESS_SECONDS)
     if done.returncode != 0 or not out.is_file():
         last = (done.stderr.decode(errors="replace").strip().splitlines() or ["(no message)"])[-1]
         raise ModelError(f"A measuring process of `perfsite generate` failed (exit status {done.returncode}): "

@@ -92,13 +92,19 @@ def _positive(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
 
 
-def model_inputs(model_path: Path) -> list[ModelInput]:
-    """The inputs the model needs; ModelError when the file is missing or not an ONNX model."""
+def check_model_kind(model_path: Path) -> None:
+    """ModelError unless `model_path` is a regular file: before anything reads it, since reading a pipe waits for
+    a writer and /dev/zero never ends."""
     if not os.path.isfile(model_path):
         what = ("a folder, not a model file" if os.path.isdir(model_path) else
                 "not a regular file (a device, a pipe or a socket), not a model file" if os.path.exists(model_path)
                 else "no such model file")
         raise ModelError(f"{model_path}: {what}. Give the path of an ONNX model (.onnx).")
+
+
+def model_inputs(model_path: Path) -> list[ModelInput]:
+    """The inputs the model needs; ModelError when the file is missing or not an ONNX model."""
+    check_model_kind(model_path)
     # An empty file parses as an empty protobuf message: onnx.load accepts it as a model without a graph.
     if os.path.getsize(model_path) == 0:
         raise _not_a_model(model_path, "the file is empty: 0 bytes")

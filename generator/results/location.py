@@ -374,7 +374,10 @@ class LocalFolder:
         folder = self.path / rel
         if not folder.is_dir():
             return []
-        return sorted(p.name for p in folder.glob("*.parquet") if not p.name.startswith("."))
+        names = sorted(p.name for p in folder.glob("*.parquet") if not p.name.startswith("."))
+        for name in names:
+            refuse_special_file(folder / name)
+        return names
 
     def folders(self) -> list[str]:
         return sorted(p.name for p in self.path.iterdir() if p.is_dir())
@@ -417,6 +420,19 @@ class LocalFolder:
 
 
 Location = LocalFolder | ObjectStore
+
+
+def refuse_special_file(path: Path) -> None:
+    """ResultsError for a results file that is a pipe, a device or a socket: pyarrow and DuckDB would wait on a
+    pipe for ever and read /dev/zero without end. A broken link or a missing file is left to the readers."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not S_ISREG(mode) and not os.path.isdir(path):
+        raise ResultsError(f"The results file {path} is not a regular file (a pipe, a device or a socket), so "
+                           "reading it would never end. Allowed in a results store: the Parquet files `perfsite "
+                           "run` writes; remove this one (it holds nothing measured) and run the command again.")
 
 
 def open_location(root: StoreRoot) -> Location:

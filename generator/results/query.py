@@ -32,7 +32,14 @@ import pyarrow as pa
 from fsspec.spec import AbstractFileSystem
 
 from generator.errors import ResultsError
-from generator.results.location import is_transport_error, local_path, open_filesystem, remote_failure, shown
+from generator.results.location import (
+    is_transport_error,
+    local_path,
+    open_filesystem,
+    refuse_special_file,
+    remote_failure,
+    shown,
+)
 from generator.results.schema import METADATA_KEY, TABLES
 from generator.results.store import TRIAL_TABLES, check_version
 
@@ -214,6 +221,8 @@ def list_store(results: str | Path) -> StoreFiles:
     files: dict[str, list[str]] = {table: [] for table in TABLES}
     for path, parts in sorted(zip(found, relative, strict=True)):
         if _is_table_file(parts, depth) and parts[-2] in files:
+            if not url:
+                refuse_special_file(Path(path))
             files[parts[-2]].append(fs.unstrip_protocol(path) if url else path)
     if not files["trials"]:
         raise ResultsError(f"The results store {shown(name)} holds no finished trial (no <experiment>/trials/*.parquet "

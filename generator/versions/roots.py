@@ -34,18 +34,24 @@ def _root_file(loaded: Any, name: str, model_spec: Any) -> Path:
     if not getattr(model_spec, "path", None):
         raise SpecError(f"{loaded.path}: models.{name}: a version needs `path` (a model file) or `from`.")
     package = getattr(model_spec, "package", None)
-    if package:
-        base = _package_dir(loaded, name, package)
-        path = (base / model_spec.path).resolve()
-        if not path.is_relative_to(base):
-            raise SpecError(f"{loaded.path}: {field}: {model_spec.path!r} leaves the package folder {base}.")
-    else:
-        path = Path(loaded.resolve(model_spec.path, field)).resolve()
+    try:
+        if package:
+            base = _package_dir(loaded, name, package)
+            path = (base / model_spec.path).resolve()
+            if not path.is_relative_to(base):
+                raise SpecError(f"{loaded.path}: {field}: {model_spec.path!r} leaves the package folder {base}.")
+        else:
+            path = Path(loaded.resolve(model_spec.path, field)).resolve()
+    except RuntimeError as e:  # pathlib's answer to a symbolic-link loop
+        raise ModelError(f"{loaded.path}: {field}: {model_spec.path!r} is a loop of symbolic links ({e}), not a "
+                         "model file. Allowed: an ONNX file, or a link that ends at one.") from None
     if not os.path.isfile(path):
         where = (
             f"inside the package {package!r} ({path.parent})" if package else "(relative to the spec file)"
         )
-        missing = "is a folder, not a model file," if os.path.isdir(path) else "does not exist"
+        missing = ("is a folder, not a model file," if os.path.isdir(path)
+                   else "is a device, a pipe or a socket, not a model file," if os.path.exists(path)
+                   else "does not exist")
         raise ModelError(
             f"{loaded.path}: {field}: the model file {path} {missing} {where}. Allowed: an ONNX file "
             "inside the project, relative to the spec's folder (or `package:` plus a path inside an installed "
