@@ -142,6 +142,19 @@ def test_missing_model_file_is_one_paragraph(tmp_path, models):
     assert "Traceback" not in out.stderr and "\n\n" not in out.stderr.strip()
 
 
+def test_a_pipe_or_a_device_as_a_model_is_refused_before_it_is_read(tmp_path, models):
+    """`count cnn.onnx FIFO` waited for ever and `count cnn.onnx /dev/zero` grew to 6 GB: both files' kinds are
+    checked before either is read."""
+    fifo = tmp_path / "pipe.onnx"
+    os.mkfifo(fifo)
+    for model in (fifo, Path("/dev/zero")):
+        out = perfsite("count", str(models["base"]), str(model), timeout=60)
+        said = " ".join(out.stderr.split())
+        assert out.returncode == 1 and out.stdout == "" and "Traceback" not in out.stderr
+        assert said == (f"error: {model}: not a regular file (a device, a pipe or a socket), not a model file. "
+                        "Give the path of an ONNX model (.onnx)."), said
+
+
 def test_bad_threshold_and_fail_on_are_user_errors(models):
     for args, said in ((["--threshold", "0.99"], "--threshold 0.99 must be a finite number above 1"),
                        # the last --dim won without a word

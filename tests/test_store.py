@@ -372,3 +372,23 @@ def test_folders_of_one_name_in_two_stores_that_share_no_version_are_said_to(tmp
                      "version name (c against fp32): two different experiments? They are shown as one; give one of "
                      "them another `name:` (and results folder) to show them apart."]
     assert merge([first, load_experiment(write_side(tmp_path / "r2", Side(seed=3)) / EXPERIMENT)])[1] == []
+
+
+def test_a_pipe_among_the_results_files_is_one_paragraph_not_a_hang(tmp_path):
+    """A FIFO named like a trial file made `build`, `query`, `compare` and `run` wait for ever (pyarrow and DuckDB
+    open it and wait for a writer): every reader names it instead."""
+    from support.results import write_results
+
+    from generator.errors import ResultsError
+    from generator.results.query import list_store
+    from generator.results.store import load_experiment
+
+    experiment = write_results(tmp_path / "results")
+    fifo = experiment / "trials" / ("f" * 20 + ".parquet")
+    os.mkfifo(fifo)
+    for read in (lambda: load_experiment(experiment), lambda: list_store(tmp_path / "results")):
+        with pytest.raises(ResultsError) as e:
+            read()
+        said = " ".join(str(e.value).split())
+        assert said.startswith(f"The results file {fifo} is not a regular file (a pipe, a device or a socket)")
+        assert "remove this one (it holds nothing measured)" in said

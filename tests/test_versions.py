@@ -424,3 +424,23 @@ def test_a_quantize_transform_that_quantizes_nothing_is_refused(project: Path, v
     with pytest.raises(ModelError) as err:
         prepare_versions(_loaded(project, text), project / "cache")
     assert message.format(cnn=project / "models" / "cnn.onnx") in " ".join(str(err.value).split())
+
+
+def test_a_model_path_that_is_a_link_loop_or_a_pipe_is_one_paragraph(tmp_path: Path) -> None:
+    """A link loop was a traceback (pathlib's RuntimeError) and a pipe "does not exist"."""
+    import os
+
+    (tmp_path / "a.onnx").symlink_to("b.onnx")
+    (tmp_path / "b.onnx").symlink_to("a.onnx")
+    os.mkfifo(tmp_path / "pipe.onnx")
+    said = {}
+    for name in ("a.onnx", "pipe.onnx"):
+        text = f"name: t\nmodels:\n  fp32: {{path: {name}}}\n" + CNN_INPUTS
+        with pytest.raises(ModelError) as e:
+            prepare_versions(load_spec_text(text, tmp_path / "spec.yaml"), tmp_path / "cache")
+        said[name] = " ".join(str(e.value).split())
+    assert said["a.onnx"].startswith(f"{tmp_path / 'spec.yaml'}: models.fp32.path: 'a.onnx' is a loop of symbolic "
+                                     "links (Symlink loop from")
+    assert said["a.onnx"].endswith("not a model file. Allowed: an ONNX file, or a link that ends at one.")
+    assert (f"models.fp32.path: the model file {tmp_path / 'pipe.onnx'} is a device, a pipe or a socket, not a "
+            "model file, (relative to the spec file)") in said["pipe.onnx"]
