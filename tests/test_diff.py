@@ -205,15 +205,22 @@ def test_nothing_in_common_is_a_user_error_not_exit_3(tmp_path):
     assert "Only in the candidate: cnn · int8 · b1 t1 c1" in message
 
 
-def test_newest_trial_on_a_shared_environment_is_compared(tmp_path):
-    # The candidate folder also holds an older trial (and one from another machine) of the same configuration.
+def test_the_candidates_newest_trial_is_compared(tmp_path):
+    # The candidate folder also holds an older trial of the same configuration on the baseline's environment.
     base = write_side(tmp_path / "baseline", Side())
     cand = tmp_path / "candidate"
     write_side(cand, Side(latency={1: 3.0, 4: 3.0}, finished="2026-01-04T09:00:00Z"))
     write_side(cand, Side(latency={1: 1.3, 4: 1.0}, added=("/layer4/conv/Conv",), finished="2026-01-05T11:00:00Z"))
-    write_side(cand, Side(latency={1: 5.0, 4: 5.0}, env=OTHER_ENV, finished="2026-01-06T11:00:00Z"))
     text, code_ = diff_command(str(base), str(cand), fail_on="regression")
     assert code_ == 2 and "+30.0%" in text and "environments differ" not in text
+    # Newer still, on the same machine with another onnxruntime (a store in git after an upgrade): compared,
+    # not passed over for the shared environment's older trial, which compared it with itself and said "no
+    # change" while the new software measured 5 times slower (a hostile tour, 2026-12-07).
+    write_side(cand, Side(latency={1: 5.0, 4: 5.0}, env=OTHER_ENV, finished="2026-01-06T11:00:00Z"))
+    text, code_ = diff_command(str(base), str(cand), fail_on="regression")
+    assert code_ == 3 and text.startswith("**perfsite diff: not comparable**: the baseline and the candidate were "
+                                          "measured on different environments")
+    assert "- onnxruntime: `1.31.1` → `1.30.0`" in text and "+400%" in text
 
 
 def test_hostile_node_names_stay_inside_code_spans(tmp_path):

@@ -392,3 +392,17 @@ def test_a_pipe_among_the_results_files_is_one_paragraph_not_a_hang(tmp_path):
         said = " ".join(str(e.value).split())
         assert said.startswith(f"The results file {fifo} is not a regular file (a pipe, a device or a socket)")
         assert "remove this one (it holds nothing measured)" in said
+
+
+def test_a_relative_store_path_with_a_colon_is_read_as_a_folder(tmp_path, monkeypatch):
+    """pyarrow took `col:on/…/trials/K.parquet` for a URI of the scheme `col`: build, compare and diff called good
+    trial files unreadable and told the user to delete them (a hostile tour, 2026-12-07)."""
+    from support.results import write_results
+
+    from generator.results.store import load_experiment
+
+    monkeypatch.chdir(tmp_path)
+    experiment = write_results(Path("col:on"))
+    assert not experiment.is_absolute()
+    loaded = load_experiment(experiment)
+    assert len(loaded.trials) > 0 and len(loaded.latencies) > 0

@@ -423,12 +423,13 @@ def _ok_by_config(exp: ExperimentResults) -> dict[tuple, list[pd.Series]]:
 
 
 def _pick_pair(base_rows: list[pd.Series], cand_rows: list[pd.Series]) -> tuple[pd.Series, pd.Series]:
-    common = {r["env_id"] for r in base_rows} & {r["env_id"] for r in cand_rows}
-    if common:
-        env = [r for r in cand_rows if r["env_id"] in common][-1]["env_id"]
-        base_rows = [r for r in base_rows if r["env_id"] == env]
-        cand_rows = [r for r in cand_rows if r["env_id"] == env]
-    return base_rows[-1], cand_rows[-1]
+    """The candidate's newest trial, and the baseline's newest of the same environment where it has one (like
+    with like), else its newest. The candidate's newest, not one of an environment both sides share: a store
+    in git keeps the old environment's trials beside the new one's, and preferring the shared one compared an
+    old trial with itself and hid what the new software measured."""
+    cand = cand_rows[-1]
+    same_env = [r for r in base_rows if r["env_id"] == cand["env_id"]]
+    return (same_env or base_rows)[-1], cand
 
 
 def _label(experiment: str, row: pd.Series) -> str:

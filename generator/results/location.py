@@ -386,7 +386,8 @@ class LocalFolder:
         return self.path.is_dir()
 
     def sources(self, rel: str, names: list[str]) -> list[Any]:
-        return [self.path / rel / n for n in names]
+        # Absolute: pyarrow reads a relative `col:on/…` as a URI of the scheme `col` ("Unrecognized filesystem").
+        return [(self.path / rel / n).absolute() for n in names]
 
     def stamps(self) -> list[tuple[str, int, str]]:
         """ObjectStore.stamps of a local folder: os.stat's size, and as the change marker the modification
