@@ -444,3 +444,32 @@ def test_a_model_path_that_is_a_link_loop_or_a_pipe_is_one_paragraph(tmp_path: P
     assert said["a.onnx"].endswith("not a model file. Allowed: an ONNX file, or a link that ends at one.")
     assert (f"models.fp32.path: the model file {tmp_path / 'pipe.onnx'} is a device, a pipe or a socket, not a "
             "model file, (relative to the spec file)") in said["pipe.onnx"]
+
+
+def test_quantization_keeps_its_temporary_files_in_the_build_scratch_folder(project: Path, tmp_path: Path,
+                                                                            monkeypatch) -> None:
+    """onnxruntime's static quantization writes `ort.quant.*` (an augmented copy of the model) into the system's
+    temporary folder; a build killed meanwhile left it there for ever. It goes into the build's scratch folder,
+    which the next build removes."""
+    import tempfile
+
+    made: list[Path] = []
+    real = tempfile.mkdtemp
+
+    def spy(*args, **kwargs):
+        made.append(Path(real(*args, **kwargs)))
+        return str(made[-1])
+
+    monkeypatch.setattr(tempfile, "mkdtemp", spy)
+    text = """
+name: scratch
+models:
+  fp32: {path: models/cnn.onnx}
+  int8: {from: fp32, quantize: {mode: static_qdq, calibration: {samples: 2}}}
+""" + CNN_INPUTS
+    prepare_versions(_loaded(project, text), tmp_path / "cache")
+    quant = [p for p in made if p.name.startswith("ort.quant.")]
+    assert quant, made  # onnxruntime made its folder through tempfile
+    for folder in quant:
+        assert folder.parent.name.startswith(".build-") and folder.parent.parent == tmp_path / "cache", folder
+    assert not list((tmp_path / "cache").glob(".build-*"))  # a finished build removes its scratch folder

@@ -10,7 +10,7 @@ import socket
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,7 @@ def _build_in_scratch(
                 # Tools may drop files into the working folder: onnxruntime's symbolic shape inference saves
                 # `sym_shape_infer_temp.onnx` and a weights-sized `<uuid>.data` there when it fails
                 # (onnxruntime/tools/symbolic_shape_infer.py). Keep them in the scratch folder, out of the user's.
-                with contextlib.chdir(context.work_dir):
+                with contextlib.chdir(context.work_dir), _temporary_files_in(context.work_dir):
                     transform.apply(base.path, built, options, context)
             except PerfsiteError:
                 raise
@@ -99,6 +99,19 @@ def _build_in_scratch(
         about = {"version": context.version, "source_sha256": base.sha256, "transform": field_name,
                  "model_sha256": model_digest(built)[0]}
         store(built, dst, [*context.notes, *checker_notes], about)
+
+
+@contextlib.contextmanager
+def _temporary_files_in(folder: Path) -> Iterator[None]:
+    """Python's temporary files in `folder` meanwhile: onnxruntime's static quantization writes an augmented copy
+    of the model into `/tmp/ort.quant.*`, which a kill left behind for ever; in the scratch folder, the next
+    build removes it (remove_stale_builds)."""
+    before = tempfile.tempdir
+    tempfile.tempdir = str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before
 
 
 def _build_failed(
