@@ -72,6 +72,17 @@ def test_a_build_killed_mid_way_leaves_the_old_site_whole_and_no_orphan(tmp_path
     assert "Interrupted. The site folder is as it was" in err and "trial" not in err and "Traceback" not in err
     assert (tmp_path / "site" / "index.html").read_text() == home
 
+    # SIGTERM (a cancelled CI job) into a new nested site: as Ctrl-C, and no empty folders left behind (the
+    # default ended the process at once and left nest/a/site).
+    build = start_perfsite("build", "--results", "results", "--site", "nest/a/site", cwd=tmp_path)
+    while not _mkdocs_children_of(config) and build.poll() is None and time.monotonic() < deadline + 240:
+        time.sleep(0.02)
+    assert build.poll() is None, "the build finished before mkdocs could be caught running"
+    build.send_signal(signal.SIGTERM)
+    done = build.wait(timeout=60)
+    assert done.returncode == 130 and "Interrupted." in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "nest").exists()
+
 
 def test_two_builds_of_one_project_at_once_each_give_a_whole_unmixed_site(tmp_path):
     write_results(tmp_path / "results")

@@ -690,6 +690,10 @@ def main() -> None:
     # that calls main() and goes on, a test, keeps its collector.)
     atexit.register(gc.freeze)
     sys.unraisablehook = _interrupt_again_when_ignored(sys.unraisablehook)
+    # A cancelled CI job sends SIGTERM: treated as Ctrl-C, so that what was measured is kept and said, and a
+    # build leaves the old site, no staging folder and no new empty folders (the default ended the process
+    # at once, exit -15, without a word).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     raise_output_closed_from_rich()
     try:
         _main()

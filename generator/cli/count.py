@@ -5,6 +5,7 @@ under valgrind, the ratio and a verdict, with `perfsite diff`'s exit codes (0 ok
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -33,9 +34,9 @@ def count_command(baseline: Path, candidate: Path, *, iterations: int, warmup: i
                             "candidate is slower) or --fail-on never.")
     check_threshold(threshold)
     paths = {BASELINE: Path(baseline).absolute(), CANDIDATE: Path(candidate).absolute()}
+    check_output_files({"--json": json_out, "--markdown": markdown_out}, _models_read(paths))
     for path in paths.values():
         check_model_kind(path)
-    check_output_files({"--json": json_out, "--markdown": markdown_out}, _models_read(paths))
     if paths[BASELINE] == paths[CANDIDATE]:
         # Allowed (an A/A check of the method), but said, since it is more often a slip.
         (progress or (lambda _t: None))("Baseline and candidate are the same file: an A/A check.")
@@ -65,6 +66,9 @@ def _models_read(paths: dict[str, Path]) -> dict[str, Path]:
     """Each model file the count reads and its external-data files, by role (for check_output_files)."""
     read = {}
     for role, path in paths.items():
+        if not os.path.isfile(path):  # missing, or a pipe or a device, which reading would never end: said next
+            read[f"the {role} model"] = path
+            continue
         model, *extra = model_files(path)
         read[f"the {role} model"] = model
         read.update({f"external data of the {role} model ({e.name})": e for e in extra})
