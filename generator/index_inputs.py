@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import onnx
 
 # Ops that pass an input's values on unchanged (only the shape or the type changes): the input still indexes
@@ -92,3 +93,18 @@ def _table(node: onnx.NodeProto, i: int, shapes: dict[str, tuple[int, ...]]) -> 
     else:
         return None
     return IndexTable(int(rows), node.name or node.output[0], node.op_type) if rows else None
+
+
+def index_problem(model_path: Path, name: str, array: np.ndarray) -> str | None:
+    """Why the integer data `array` for input `name` would fail the Gather it feeds (a value past the table's
+    rows), in words that follow "FILE ...", or None. Checked before measuring: onnxruntime's Gather error named
+    neither the input nor the file, and came after the machine was probed or as a failed trial."""
+    table = index_tables(model_path).get(name)
+    if table is None or array.dtype.kind not in "iu" or array.size == 0:
+        return None
+    low, high = int(array.min()), int(array.max())
+    if -table.rows <= low and high < table.rows:
+        return None
+    return (f"holds values from {low} to {high}, but the {table.op_type} node {table.node!r} indexes a table of "
+            f"{table.rows} rows with this input: allowed are integers from 0 to {table.rows - 1} (or from "
+            f"-{table.rows} counting from the end)")

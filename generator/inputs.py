@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 
 from generator.errors import RunError, SpecError
-from generator.index_inputs import index_tables
+from generator.index_inputs import index_problem, index_tables
 from generator.paths import data_file_problem
 
 DEFAULT_INT_RANGE = (0, 100)
@@ -354,6 +354,9 @@ def _from_file(feeder: _Feeder, name: str, spec: Any, decl: ModelInput, dtype: n
             decl,
         )
     array = array.astype(dtype, copy=False)
+    problem = index_problem(feeder.model_path, name, array)
+    if problem:
+        raise feeder.fail(name, f"file {spec.file} {problem}", decl)
     if decl.shape and array.ndim >= 1 and not (isinstance(decl.shape[0], int) and decl.shape[0] > 0):
         first = decl.shape[0]
         batch = (

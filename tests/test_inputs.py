@@ -237,6 +237,32 @@ def test_ids_that_index_a_table_stay_under_its_rows_and_a_wider_range_is_refused
         "range: [0, 2].")
 
 
+def test_ids_from_a_file_past_the_table_are_refused_naming_the_file_and_the_table(tmp_path: Path) -> None:
+    """Ids from a file were not checked: onnxruntime's Gather failed mid-measure (a failed trial, or the one-shot
+    after probing the machine) naming neither the input nor the file (a hostile tour, 2026-12-07)."""
+    from support.models import embedding_model
+
+    from generator.oneshot.files import parse_input_files
+
+    model = embedding_model(tmp_path / "encoder.onnx")
+    np.save(tmp_path / "tt.npy", np.full((1, 8), 5, np.int64))
+    spec_inputs = {"token_type_ids": _inp(file="tt.npy")}
+    with pytest.raises(RunError) as raised:
+        make_feeds(_loaded(tmp_path, spec_inputs), model, {"seq": 8})
+    assert str(raised.value).startswith(
+        f"{tmp_path / 'spec.yaml'}: inputs.token_type_ids: file tt.npy holds values from 5 to 5, but the Gather node "
+        "'type_gather' indexes a table of 2 rows with this input: allowed are integers from 0 to 1 (or from -2 "
+        "counting from the end).")
+    with pytest.raises(RunError) as raised:
+        parse_input_files([f"token_type_ids={tmp_path / 'tt.npy'}"], model, describe_model_inputs(model))
+    assert str(raised.value) == (
+        f"{model}: --input token_type_ids: {tmp_path / 'tt.npy'} holds values from 5 to 5, but the Gather node "
+        "'type_gather' indexes a table of 2 rows with this input: allowed are integers from 0 to 1 (or from -2 "
+        "counting from the end).")
+    np.save(tmp_path / "tt.npy", np.array([[0, 1, -1, -2, 1, 0, 0, 1]], np.int64))  # all in the table
+    assert make_feeds(_loaded(tmp_path, spec_inputs), model, {"seq": 8})["token_type_ids"].min() == -2
+
+
 def test_a_pipe_or_a_device_as_an_input_file_is_named_for_what_it_is(tmp_path: Path, model: Path) -> None:
     """`is_file()` is False for a pipe: the message said "does not exist" of a file `ls` shows."""
     os.mkfifo(tmp_path / "feed.npy")

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from generator.errors import RunError
+from generator.index_inputs import index_problem
 from generator.inputs import ArrayField, ModelInput, format_input, load_array_file
 from generator.paths import data_file_problem
 
@@ -47,6 +48,9 @@ def parse_input_files(items: Sequence[str], model_path: Path, declared: Sequence
         array = load_array_file(_Here(model_path), str(path), key, where)
         decl = next(d for d in declared if d.name == name)
         _check_shape(model_path, name, path, array, decl)
+        problem = index_problem(model_path, name, array)
+        if problem:
+            raise RunError(f"{model_path}: --input {name}: {path} {problem}.")
         out[name] = InputFile(name, path, key, tuple(int(n) for n in array.shape))
     return out
 
