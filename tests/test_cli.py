@@ -379,6 +379,19 @@ def test_a_device_given_as_a_model_is_named_as_such_not_as_missing():
                                   "Give the path of an ONNX model (.onnx).")
 
 
+def test_a_loop_of_links_given_as_a_model_is_named_as_such(tmp_path):
+    """A link loop was "no such model file" for a name `ls` shows (a hostile tour, 2026-12-07)."""
+    from generator.errors import ModelError
+    from generator.oneshot.shapes import model_inputs
+
+    (tmp_path / "a.onnx").symlink_to("b.onnx")
+    (tmp_path / "b.onnx").symlink_to("a.onnx")
+    with pytest.raises(ModelError) as refused:
+        model_inputs(tmp_path / "a.onnx")
+    assert str(refused.value) == (f"{tmp_path / 'a.onnx'}: a broken symbolic link or a loop of them, not a model "
+                                  "file. Give the path of an ONNX model (.onnx).")
+
+
 def test_a_file_where_a_folder_is_expected_is_named_as_a_file(tmp_path):
     """A file given as a results folder was reported as missing (`does not exist`), and a folder given as a model
     file as `no such model file`: the user looked, saw it there, and was misled."""

@@ -89,14 +89,16 @@ def compare_command(results_root: Path, a: str, b: str | None = None, config: st
     several machines are compared machine by machine (generator.analysis.per_machine): each machine's answer,
     or the one `machine` names."""
     results = load_experiment(experiment_dir(results_root, experiment))
-    parts = _chosen(per_environment(results), machine, results_root)
+    every = per_environment(results)
+    parts = _chosen(every, machine, results_root)
     if len(parts) == 1 and machine is None:
         comparison = compare_versions(results, a, b, parse_config(config), config_where=OPTION_CONFIG)
         return format_comparison(comparison, results.name)
     sections, errors = [], []
     for part in parts:
-        where = f"On {safe(part.machine.label)} (environment {part.machine.env_id}), of {len(parts)} machine"
-        where += "s" if len(parts) != 1 else ""
+        # Of the store's machines, not of those --machine chose ("of 1 machine" read as a store of one).
+        where = f"On {safe(part.machine.label)} (environment {part.machine.env_id}), of {len(every)} machine"
+        where += "s" if len(every) != 1 else ""
         try:
             comparison = compare_versions(part.results, a, b, parse_config(config), config_where=OPTION_CONFIG)
         except ResultsError as e:

@@ -98,6 +98,7 @@ def check_model_kind(model_path: Path) -> None:
     if not os.path.isfile(model_path):
         what = ("a folder, not a model file" if os.path.isdir(model_path) else
                 "not a regular file (a device, a pipe or a socket), not a model file" if os.path.exists(model_path)
+                else "a broken symbolic link or a loop of them, not a model file" if os.path.islink(model_path)
                 else "no such model file")
         raise ModelError(f"{model_path}: {what}. Give the path of an ONNX model (.onnx).")
 
