@@ -29,14 +29,15 @@ QUIET_TESTS_IN = frozenset({"test_measure.py", "test_diff_git.py", "test_run.py"
 # make test's workers take a module at a time (pytest-xdist's loadgroup: a module is a group), longest
 # first: a long module handed out last would leave the other workers idle at the end. The order of
 # `pytest --durations=0` in make test's parallel part on 2 cores (2026-12-07 04:30: 630 worker-seconds; a
-# module of SAME_WORKER_AS ranks by its group's sum); modules not listed follow in collection order.
+# module of SAME_WORKER_AS ranks by its group's sum; test_generate.py and test_two_machines.py placed by their
+# durations of 2026-12-07 13:00); modules not listed follow in collection order.
 LONGEST_FIRST = (
     "test_run.py", "test_incremental_build.py", "test_site.py", "test_quickstart_site.py", "test_ray.py",
     "test_query.py", "test_oneshot_cli.py", "test_s3_store.py", "test_diff.py", "test_site_browser.py",
     "test_compare_browser.py", "test_chooser_browser.py", "test_count.py", "test_faults.py", "test_large_model.py",
     "test_long_table_browser.py", "test_spec.py", "test_bad_input.py", "test_calibration.py", "test_profile_page.py",
-    "test_cli.py", "test_timeline_page.py", "test_timeline_browser.py", "test_timeline_run.py", "test_machines.py",
-    "test_ci_recipe.py", "test_build_safety.py", "test_compare_page.py", "test_compare_analysis.py",
+    "test_cli.py", "test_generate.py", "test_timeline_page.py", "test_timeline_browser.py", "test_timeline_run.py",
+    "test_machines.py", "test_two_machines.py", "test_ci_recipe.py", "test_build_safety.py", "test_compare_page.py", "test_compare_analysis.py",
     "test_chooser.py", "test_profile_browser.py", "test_worker.py", "test_payload_model.py", "test_packaging.py",
     "test_layer_match.py", "test_hostile_names_browser.py", "test_store.py", "test_imports.py",
     "test_oneshot_browser.py", "test_diff_git.py", "test_agreement.py", "test_changes_browser.py",
