@@ -178,3 +178,31 @@ def test_a_decoder_against_its_copy_is_never_called_faster_or_slower(pair, tmp_p
     assert all(p["verdict"] in ("no change", "unsettled") for p in record["phases"]), record["phases"]
     said = _one_paragraph(perfsite("generate", str(pair[0]), str(copy), "--processes", "1"))
     assert said.startswith("error: Invalid value for '--processes': Input should be greater than or equal to 2.")
+
+
+def test_mistakes_found_in_review_are_one_paragraph_each(decoder, tmp_path):
+    """`--json` naming the model replaced it; a file that is no model, or a model of a fixed batch of 1 run at
+    --batch 2, ended in tracebacks (a review, 2026-12-07)."""
+    import onnx
+
+    said = _one_paragraph(perfsite("generate", str(decoder), "--json", str(decoder)))
+    assert said.startswith(f"error: --json {decoder} is the model, which this command reads")
+    (tmp_path / "notes.onnx").write_text("not a model")
+    said = _one_paragraph(perfsite("generate", str(decoder), str(tmp_path / "notes.onnx"), "--prompt-tokens", "8"))
+    assert said.startswith(f"error: {tmp_path / 'notes.onnx'}: not a readable ONNX model (")
+    fixed = onnx.load(str(decoder))
+    for value in [*fixed.graph.input, *fixed.graph.output]:
+        value.type.tensor_type.shape.dim[0].dim_value = 1
+    onnx.save(fixed, str(tmp_path / "batch1.onnx"))
+    said = _one_paragraph(perfsite("generate", str(tmp_path / "batch1.onnx"), "--batch", "2", "--prompt-tokens", "4",
+                                   "--new-tokens", "2", "--requests", "1"))
+    assert f"timed requests error: {tmp_path / 'batch1.onnx'}: onnxruntime failed while generating: " in said
+    assert said.endswith("Check --batch, --prompt-tokens and --new-tokens against the sizes the model accepts.")
+
+
+def test_one_new_token_is_a_prefill_alone_and_only_prefill_is_judged(pair, tmp_path):
+    out = perfsite("generate", str(pair[0]), str(pair[1]), "--prompt-tokens", "8", "--new-tokens", "1",
+                   "--requests", "2", "--processes", "2", "--json", str(tmp_path / "one.json"))
+    assert out.returncode == 0, out.stderr
+    assert [p["phase"] for p in json.loads((tmp_path / "one.json").read_text())["phases"]] == ["ttft"]
+    assert "decode (time per output token)" not in out.stdout and "Warning" not in out.stderr

@@ -585,18 +585,21 @@ def generate(
 ) -> None:
     """Time a decoder's generation: time to first token, time per output token, inter-token latency, tokens/s;
     with CANDIDATE, two decoders' prefill and decode judged apart."""
+    from generator.cli.terminal import check_output_files, write_output
     from generator.generate.oneshot import GenerateOptions, summary_text, write_json
     from generator.generate.oneshot import generate as run_generation
 
     options = GenerateOptions(prompt_tokens=prompt_tokens, new_tokens=new_tokens, batch=batch, threads=threads,
                               requests=requests, warmup=warmup)
+    models = {"the model": model, **({"the candidate model": candidate} if candidate is not None else {})}
+    check_output_files({"--json": json_out}, models)  # before measuring: `--json model.onnx` replaced the model
     if candidate is not None:
         from generator.generate.compare import compare_generation, comparison_text
 
         comparison = compare_generation(model, candidate, options, processes, threshold, progress=_echo_err)
         if json_out is not None:
-            json_out.write_text(json.dumps({"format": "perfsite-generate-compare/1", **comparison.as_dict()},
-                                           indent=2) + "\n")
+            write_output(json_out, json.dumps({"format": "perfsite-generate-compare/1", **comparison.as_dict()},
+                                              indent=2) + "\n")
         typer.echo(safe(comparison_text(comparison), lines=True), nl=False)  # file names are anyone's
         return
     summary = run_generation(model, options, progress=_echo_err)

@@ -4,9 +4,9 @@ A quantized version can make prefill slower and decode faster (4-bit weights on 
 tokens/s ratio hides that. Each of `processes` processes holds both models and alternates their requests
 (generator.generate.worker), which of the two it loads first alternating too; each gives, per model, its median
 TTFT and its median TPOT; the verdict for each phase is the paired interval of the per-process ratios B / A
-(generator.results.intervals.paired, the rule the paired diff uses): slower or faster when the 95 % interval
-excludes 1 and the ratio is past the threshold, no change when the interval lies within the threshold band,
-unsettled otherwise, with the reason.
+(generator.results.intervals.paired, the interval the paired diff uses, without its guards for noisy processes):
+slower or faster when the 95 % interval excludes 1 and the ratio is past the threshold, no change when the
+interval lies within the threshold band, unsettled otherwise, with the reason.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ import numpy as np
 
 from generator import processes
 from generator.errors import ModelError, RunError
-from generator.generate.convention import decoder_layout
-from generator.generate.oneshot import GenerateOptions
+from generator.generate.oneshot import GenerateOptions, checked_layout
 from generator.results import intervals
 
 PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}
@@ -59,7 +58,7 @@ class GenerationComparison:
 def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: int, threshold: float,
                        progress: Callable[[str], None] | None = None) -> GenerationComparison:
     for model in (a, b):
-        decoder_layout(model)  # one paragraph now, not in every child
+        checked_layout(model, options)  # one paragraph now, not in every child
     if processes_n < 2:
         raise RunError(f"--processes {processes_n}: a comparison needs at least 2 processes, so that its interval "
                        "holds the process-to-process variation; allowed: 2 or more.")
@@ -78,7 +77,9 @@ def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: 
             steps = [np.mean(s) for s in version["steps_ms"] if s]
             per_process["tpot"][side].append(float(np.median(steps)) if steps else math.nan)
     same = answers[0]["versions"][0]["tokens"] == answers[0]["versions"][1]["tokens"]
-    phases = tuple(_verdict(phase, *per_process[phase], threshold) for phase in PHASES)
+    # One new token is a prefill alone: no decode step to judge.
+    judged = [phase for phase in PHASES if phase != "tpot" or options.new_tokens > 1]
+    phases = tuple(_verdict(phase, *per_process[phase], threshold) for phase in judged)
     return GenerationComparison(a=str(a), b=str(b), processes=processes_n, requests=options.requests,
                                 threshold=threshold, same_tokens=same, phases=phases)
 
@@ -87,11 +88,16 @@ def _one_process(tmp: Path, index: int) -> dict:
     out = tmp / f"out{index}.json"
     command = [sys.executable, "-m", "generator.generate.worker", str(tmp / f"job{index}.json"), str(out)]
     done = processes.run(command, timeout=processes.MAX_PROCESS_SECONDS)
-    if done.returncode != 0 or not out.is_file():
+    answer = json.loads(out.read_text()) if out.is_file() else {}
+    if "error" in answer:  # the worker's own account: the model and onnxruntime's reason
+        raise RunError(f"{answer['model']}: onnxruntime failed while generating in measuring process {index + 1}: "
+                       f"{answer['error']}. Check --batch, --prompt-tokens and --new-tokens against the sizes the "
+                       "model accepts.")
+    if done.returncode != 0 or "versions" not in answer:
         last = (done.stderr.decode(errors="replace").strip().splitlines() or ["(no message)"])[-1]
-        raise ModelError(f"A measuring process of `perfsite generate` failed (exit status {done.returncode}): "
-                         f"{last}")
-    return json.loads(out.read_text())
+        raise ModelError(f"Measuring process {index + 1} of `perfsite generate` failed (exit status "
+                         f"{done.returncode}): {last}")
+    return answer
 
 
 def _verdict(phase: str, a: list[float], b: list[float], threshold: float) -> PhaseVerdict:
@@ -116,7 +122,8 @@ def _verdict(phase: str, a: list[float], b: list[float], threshold: float) -> Ph
 
 def comparison_text(c: GenerationComparison) -> str:
     lines = [f"{Path(c.a).name} (A) against {Path(c.b).name} (B): {c.processes} processes of {c.requests} "
-             "requests each, alternating; B / A with its 95 % interval across processes"]
+             f"request{'s' if c.requests != 1 else ''} of each, alternating; B / A with its 95 % interval across "
+             "processes"]
     for p in c.phases:
         lines.append(f"  {PHASES[p.phase]:<31} A {p.a_ms:.3g} ms, B {p.b_ms:.3g} ms: B/A {p.ratio:.3g} "
                      f"[{p.low:.3g}, {p.high:.3g}] {p.verdict} ({p.reason})")

@@ -47,7 +47,11 @@ class DecoderLayout:
 def decoder_layout(model_path: Path) -> DecoderLayout:
     """The model's KV layout; ModelError (one paragraph, naming what is missing) when it is not a decoder in the
     convention."""
-    model = onnx.load(str(model_path), load_external_data=False)
+    try:
+        model = onnx.load(str(model_path), load_external_data=False)
+    except Exception as e:  # protobuf's DecodeError, onnx's own errors: the file is not a model
+        raise ModelError(f"{model_path}: not a readable ONNX model ({' '.join(str(e).split()) or type(e).__name__}). "
+                         f"Allowed: a decoder ONNX file; {CONVENTION}.") from e
     inputs = {i.name: i for i in model.graph.input}
     initializers = {t.name for t in model.graph.initializer}
     inputs = {name: i for name, i in inputs.items() if name not in initializers}
@@ -61,6 +65,9 @@ def decoder_layout(model_path: Path) -> DecoderLayout:
     for n in layers:
         missing += [f"past_key_values.{n}.{kv}" for kv in ("key", "value") if (str(n), kv) not in pasts]
         missing += [f"present.{n}.{kv}" for kv in ("key", "value") if f"present.{n}.{kv}" not in outputs]
+    known = {"input_ids", "attention_mask", "position_ids"} | {f"past_key_values.{n}.{kv}" for n, kv in pasts}
+    missing += [f"nothing for its input `{name}` (perfsite feeds only the convention's inputs)"
+                for name in inputs if name not in known]
     if layers and layers != list(range(len(layers))):
         missing.append(f"layers numbered 0..{len(layers) - 1} (found {', '.join(map(str, layers))})")
     if missing:
@@ -78,7 +85,11 @@ def decoder_layout(model_path: Path) -> DecoderLayout:
                          f"float16. Allowed: {CONVENTION}.")
     logits = [d.dim_value if d.HasField("dim_value") else None for d in outputs["logits"].type.tensor_type.shape.dim]
     tables = index_tables(model_path)
-    vocab = logits[-1] if logits and logits[-1] else (tables["input_ids"].rows if "input_ids" in tables else None)
+    # The smaller of the two where both are known: an lm_head padded past the embedding table would give ids the
+    # table does not have.
+    known_sizes = [n for n in (logits[-1] if logits else None,
+                               tables["input_ids"].rows if "input_ids" in tables else None) if n]
+    vocab = min(known_sizes) if known_sizes else None
     if not vocab:
         raise ModelError(f"{model_path}: the vocabulary size is neither the last dimension of `logits` nor the rows "
                          "of a table `input_ids` indexes; perfsite needs it to choose prompt tokens the model "

@@ -49,7 +49,10 @@ class DecodeLoop:
         batch, length = prompt.shape
         total = length + new_tokens
         # Every input a step feeds, made before the clock starts: masks of each length, each step's positions.
-        self._masks = [np.ones((batch, n), np.int64) for n in range(total + 1)]
+        # One buffer, viewed at each length: a mask per length grew as batch × total² (2 GiB at batch 8 and 8,192
+        # positions), counted in the process's peak memory.
+        ones = np.ones(batch * total, np.int64)
+        self._masks = [ones[:batch * n].reshape(batch, n) for n in range(total + 1)]
         self._positions = [np.full((batch, 1), n, np.int64) for n in range(total)]
         self._prompt_positions = np.ascontiguousarray(np.broadcast_to(np.arange(length, dtype=np.int64),
                                                                       (batch, length)))

@@ -6,15 +6,16 @@ prompt. The figures are this process's: no interval across processes, which a sp
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import ModelError, RunError
-from generator.generate.convention import decoder_layout
+from generator.errors import ModelError, PerfsiteError, RunError
+from generator.generate.convention import DecoderLayout, decoder_layout
 from generator.generate.summary import GenerationSummary, figure, summarize
 from generator.paths import data_file_problem
 
@@ -29,11 +30,9 @@ class GenerateOptions:
     warmup: int = 1
 
 
-def generate(model: Path, options: GenerateOptions,
-             progress: Callable[[str], None] | None = None) -> GenerationSummary:
-    from generator.generate.loop import DecodeLoop, prompt_ids
-    from generator.machine.session import open_session
-
+def checked_layout(model: Path, options: GenerateOptions) -> DecoderLayout:
+    """The model's layout once the file and the request are checked: one paragraph for each mistake, before
+    anything runs."""
     problem = data_file_problem(model)
     if problem:
         raise ModelError(f"The model file {model} {problem}. Allowed: an ONNX decoder file.")
@@ -47,18 +46,48 @@ def generate(model: Path, options: GenerateOptions,
                        f"reach position {context - 1}, past the {layout.max_positions} rows of the position table "
                        f"`position_ids` indexes. Allowed: --prompt-tokens + --new-tokens at most "
                        f"{layout.max_positions + 1}.")
+    return layout
+
+
+@contextlib.contextmanager
+def run_errors_named(model: Path) -> Iterator[None]:
+    """onnxruntime's failure while generating (a fixed batch of 1 given --batch 2, positions past a table the
+    graph does not name) as one paragraph naming the model, not a traceback."""
+    try:
+        yield
+    except PerfsiteError:
+        raise
+    except Exception as e:  # onnxruntime's own exception types
+        from generator.machine.session import onnxruntime_reason
+
+        raise RunError(f"{model}: onnxruntime failed while generating: {onnxruntime_reason(e)}. Check --batch, "
+                       "--prompt-tokens and --new-tokens against the sizes the model accepts.") from e
+
+
+def generate(model: Path, options: GenerateOptions,
+             progress: Callable[[str], None] | None = None) -> GenerationSummary:
+    from generator.generate.loop import DecodeLoop, prompt_ids
+    from generator.machine.session import open_session
+
+    layout = checked_layout(model, options)
+    context = options.prompt_tokens + options.new_tokens - 1
     session, _ = open_session(model, {"threads": options.threads})
     loop = DecodeLoop(session, layout, prompt_ids(layout, options.batch, options.prompt_tokens),
                       options.new_tokens)
     say = progress or (lambda _text: None)
     say(f"Generating {options.new_tokens} tokens after a {options.prompt_tokens}-token prompt, batch "
         f"{options.batch}: {options.warmup} warm-up and {options.requests} timed requests")
-    for _ in range(options.warmup):
-        loop.generate()
-    generations = [loop.generate() for _ in range(options.requests)]
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux, bytes on macOS
-    peak_mb = peak_kb / 2**20 if sys.platform == "darwin" else peak_kb / 2**10
-    return summarize(generations, layout.kv_bytes(options.batch, context), peak_mb)
+    with run_errors_named(model):
+        for _ in range(options.warmup):
+            loop.generate()
+        generations = [loop.generate() for _ in range(options.requests)]
+    return summarize(generations, layout.kv_bytes(options.batch, context), peak_rss_mb())
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory: kilobytes on Linux, bytes on macOS."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
 
 
 def summary_text(model: Path, s: GenerationSummary, threads: int) -> str:
@@ -83,5 +112,7 @@ def summary_text(model: Path, s: GenerationSummary, threads: int) -> str:
 
 
 def write_json(path: Path, model: Path, options: GenerateOptions, s: GenerationSummary) -> None:
+    from generator.cli.terminal import write_output
+
     record = {"format": "perfsite-generate/1", "model": str(model), "options": options.__dict__, **s.as_dict()}
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    write_output(path, json.dumps(record, indent=2) + "\n")

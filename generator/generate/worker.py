@@ -2,7 +2,8 @@
 
 ``python -m generator.generate.worker JOB.json OUT.json``. The job names the model files and the generation
 (prompt and new tokens, batch, threads, requests, warm-up); the answer holds, per model in job order, each timed
-request's TTFT and its decode steps, the first request's tokens, and the process's peak memory. Request i runs A
+request's TTFT and its decode steps and the first request's tokens; or, when a model fails in its warm-up, the
+error and that model. Request i runs A
 then B when i is even, B then A when odd, so that neither always follows the other; the sessions are made in
 the job's `load_order`.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 def measure(job: dict) -> dict:
     from generator.generate.convention import decoder_layout
     from generator.generate.loop import DecodeLoop, prompt_ids
-    from generator.machine.session import open_session
+    from generator.machine.session import onnxruntime_reason, open_session
 
     layouts = [decoder_layout(Path(p)) for p in job["models"]]
     # One prompt for both: token ids every model accepts.
@@ -28,24 +29,19 @@ def measure(job: dict) -> dict:
     # ran 4-6 % slower in A/A comparisons of one file with its copy (2026-12-07).
     sessions = {k: open_session(job["models"][k], {"threads": job["threads"]})[0] for k in job["load_order"]}
     loops = [DecodeLoop(sessions[k], layout, shared, job["new_tokens"]) for k, layout in enumerate(layouts)]
-    for _ in range(job["warmup"]):
-        for loop in loops:
-            loop.generate()
     timed: list[list] = [[] for _ in loops]
+    for k, loop in enumerate(loops):
+        try:
+            for _ in range(job["warmup"]):
+                loop.generate()
+        except Exception as e:  # onnxruntime's: said with the model it came from (generator.generate.compare)
+            return {"error": onnxruntime_reason(e), "model": job["models"][k]}
     for i in range(job["requests"]):
         order = range(len(loops)) if i % 2 == 0 else reversed(range(len(loops)))
         for k in order:
             timed[k].append(loops[k].generate())
     return {"versions": [{"ttft_ms": [g.ttft_ms for g in gens], "steps_ms": [g.steps_ms.tolist() for g in gens],
-                          "tokens": gens[0].tokens.tolist()} for gens in timed],
-            "peak_rss_mb": _peak_rss_mb()}
-
-
-def _peak_rss_mb() -> float:
-    import resource
-
-    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb / 2**20 if sys.platform == "darwin" else kb / 2**10  # bytes on macOS, kilobytes on Linux
+                          "tokens": gens[0].tokens.tolist()} for gens in timed]}
 
 
 def main() -> None:
