@@ -586,7 +586,7 @@ def generate(
     """Time a decoder's generation: time to first token, time per output token, inter-token latency, tokens/s;
     with CANDIDATE, two decoders' prefill and decode judged apart."""
     from generator.cli.terminal import check_output_files, write_output
-    from generator.generate.oneshot import GenerateOptions, summary_text, write_json
+    from generator.generate.oneshot import GenerateOptions, json_text, summary_text
     from generator.generate.oneshot import generate as run_generation
 
     options = GenerateOptions(prompt_tokens=prompt_tokens, new_tokens=new_tokens, batch=batch, threads=threads,
@@ -604,7 +604,7 @@ def generate(
         return
     summary = run_generation(model, options, progress=_echo_err)
     if json_out is not None:
-        write_json(json_out, model, options, summary)
+        write_output(json_out, json_text(model, options, summary))
     typer.echo(safe(summary_text(model, summary, threads), lines=True), nl=False)  # the file name is anyone's
 
 

@@ -111,8 +111,7 @@ def summary_text(model: Path, s: GenerationSummary, threads: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_json(path: Path, model: Path, options: GenerateOptions, s: GenerationSummary) -> None:
-    from generator.cli.terminal import write_output
-
+def json_text(model: Path, options: GenerateOptions, s: GenerationSummary) -> str:
+    """The `--json` file's text (the CLI writes it)."""
     record = {"format": "perfsite-generate/1", "model": str(model), "options": options.__dict__, **s.as_dict()}
-    write_output(path, json.dumps(record, indent=2) + "\n")
+    return json.dumps(record, indent=2) + "\n"
