@@ -40,12 +40,7 @@ def test_a_build_killed_mid_way_leaves_the_old_site_whole_and_no_orphan(tmp_path
 
     # The killed and interrupted builds are forks of this process (support.cli.start_perfsite), signalled as a
     # user's would be: a fresh interpreter spent seconds importing before mkdocs started.
-    build = start_perfsite("build", "--results", "results", "--site", "site", cwd=tmp_path)
-    deadline = time.monotonic() + 120
-    while not _mkdocs_children_of(config) and build.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)  # kill it while mkdocs writes the new site
-    assert build.poll() is None, "the build finished before mkdocs could be caught running"
-    build.send_signal(signal.SIGKILL)
+    build = _signalled_while_mkdocs_writes(tmp_path, config, "site", signal.SIGKILL)
     assert build.wait().returncode == -signal.SIGKILL
     gone = time.monotonic() + 30  # the kernel's SIGKILL to the orphan (PR_SET_PDEATHSIG) lands a moment later
     while _mkdocs_children_of(config) and time.monotonic() < gone:
@@ -61,12 +56,7 @@ def test_a_build_killed_mid_way_leaves_the_old_site_whole_and_no_orphan(tmp_path
 
     # Ctrl-C while mkdocs writes: the same guarantee, and a message about the site (not about trials).
     home = (tmp_path / "site" / "index.html").read_text()
-    build = start_perfsite("build", "--results", "results", "--site", "site", cwd=tmp_path)
-    while not _mkdocs_children_of(config) and build.poll() is None and time.monotonic() < deadline + 120:
-        time.sleep(0.02)
-    assert build.poll() is None, "the build finished before mkdocs could be caught running"
-    build.send_signal(signal.SIGINT)
-    done = build.wait(timeout=60)
+    done = _signalled_while_mkdocs_writes(tmp_path, config, "site", signal.SIGINT).wait(timeout=60)
     err = done.stderr
     assert done.returncode == 130, err
     assert "Interrupted. The site folder is as it was" in err and "trial" not in err and "Traceback" not in err
@@ -74,14 +64,20 @@ def test_a_build_killed_mid_way_leaves_the_old_site_whole_and_no_orphan(tmp_path
 
     # SIGTERM (a cancelled CI job) into a new nested site: as Ctrl-C, and no empty folders left behind (the
     # default ended the process at once and left nest/a/site).
-    build = start_perfsite("build", "--results", "results", "--site", "nest/a/site", cwd=tmp_path)
-    while not _mkdocs_children_of(config) and build.poll() is None and time.monotonic() < deadline + 240:
-        time.sleep(0.02)
-    assert build.poll() is None, "the build finished before mkdocs could be caught running"
-    build.send_signal(signal.SIGTERM)
-    done = build.wait(timeout=60)
+    done = _signalled_while_mkdocs_writes(tmp_path, config, "nest/a/site", signal.SIGTERM).wait(timeout=60)
     assert done.returncode == 130 and "Interrupted." in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "nest").exists()
+
+
+def _signalled_while_mkdocs_writes(project: Path, config, site: str, signum: int):
+    """`perfsite build` into `site`, sent `signum` while mkdocs writes the new site (the started build)."""
+    build = start_perfsite("build", "--results", "results", "--site", site, cwd=project)
+    deadline = time.monotonic() + 120
+    while not _mkdocs_children_of(config) and build.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert build.poll() is None, "the build finished before mkdocs could be caught running"
+    build.send_signal(signum)
+    return build
 
 
 def test_two_builds_of_one_project_at_once_each_give_a_whole_unmixed_site(tmp_path):

@@ -23,7 +23,7 @@ import numpy as np
 
 from generator import processes
 from generator.errors import ModelError, RunError
-from generator.generate.oneshot import GenerateOptions, checked_layout
+from generator.generate.oneshot import GenerateOptions, checked_layout, generation_failed
 from generator.results import intervals
 
 PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}
@@ -57,8 +57,9 @@ class GenerationComparison:
 
 def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: int, threshold: float,
                        progress: Callable[[str], None] | None = None) -> GenerationComparison:
-    for model in (a, b):
-        checked_layout(model, options)  # one paragraph now, not in every child
+    # Checked once here (one paragraph, not one per child), and handed to the children, which then load each
+    # model once, into its session.
+    layouts = [asdict(checked_layout(model, options)) for model in (a, b)]
     if processes_n < 2:
         raise RunError(f"--processes {processes_n}: a comparison needs at least 2 processes, so that its interval "
                        "holds the process-to-process variation; allowed: 2 or more.")
@@ -67,7 +68,8 @@ def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: 
     with tempfile.TemporaryDirectory(prefix="perfsite-generate-") as tmp:
         for i in range(processes_n):
             say(f"process {i + 1}/{processes_n}: {options.requests} requests of each model, alternating")
-            job = {"models": [str(a), str(b)], "load_order": [i % 2, 1 - i % 2], **asdict(options)}
+            job = {"models": [str(a), str(b)], "layouts": layouts, "load_order": [i % 2, 1 - i % 2],
+                   **asdict(options)}
             (Path(tmp) / f"job{i}.json").write_text(json.dumps(job))
             answers.append(_one_process(Path(tmp), i))
     per_process = {phase: ([], []) for phase in PHASES}
@@ -90,9 +92,7 @@ def _one_process(tmp: Path, index: int) -> dict:
     done = processes.run(command, timeout=processes.MAX_PROCESS_SECONDS)
     answer = json.loads(out.read_text()) if out.is_file() else {}
     if "error" in answer:  # the worker's own account: the model and onnxruntime's reason
-        raise RunError(f"{answer['model']}: onnxruntime failed while generating in measuring process {index + 1}: "
-                       f"{answer['error']}. Check --batch, --prompt-tokens and --new-tokens against the sizes the "
-                       "model accepts.")
+        raise generation_failed(answer["model"], answer["error"], f" in measuring process {index + 1}")
     if done.returncode != 0 or "versions" not in answer:
         last = (done.stderr.decode(errors="replace").strip().splitlines() or ["(no message)"])[-1]
         raise ModelError(f"Measuring process {index + 1} of `perfsite generate` failed (exit status "

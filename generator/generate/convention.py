@@ -52,14 +52,13 @@ def decoder_layout(model_path: Path) -> DecoderLayout:
     except Exception as e:  # protobuf's DecodeError, onnx's own errors: the file is not a model
         raise ModelError(f"{model_path}: not a readable ONNX model ({' '.join(str(e).split()) or type(e).__name__}). "
                          f"Allowed: a decoder ONNX file; {CONVENTION}.") from e
-    inputs = {i.name: i for i in model.graph.input}
     initializers = {t.name for t in model.graph.initializer}
-    inputs = {name: i for name, i in inputs.items() if name not in initializers}
+    inputs = {i.name: i for i in model.graph.input if i.name not in initializers}
     outputs = {o.name: o for o in model.graph.output}
     pasts = {m.group(1, 2): inputs[name] for name in inputs if (m := PAST.fullmatch(name))}
     layers = sorted({int(n) for n, _ in pasts})
     missing = [name for name in ("input_ids", "attention_mask") if name not in inputs]
-    missing += [name for name in ("logits",) if name not in outputs]
+    missing += [] if "logits" in outputs else ["logits"]
     if not pasts:
         missing.append("past_key_values.N.key/value inputs")
     for n in layers:

@@ -56,15 +56,11 @@ class DecodeLoop:
         self._positions = [np.full((batch, 1), n, np.int64) for n in range(total)]
         self._prompt_positions = np.ascontiguousarray(np.broadcast_to(np.arange(length, dtype=np.int64),
                                                                       (batch, length)))
+        pairs = [(n, kv) for n in range(layout.layers) for kv in ("key", "value")]
+        self._past_names = [f"past_key_values.{n}.{kv}" for n, kv in pairs]
+        self._outputs = ["logits", *(f"present.{n}.{kv}" for n, kv in pairs)]
         empty = np.zeros((batch, layout.kv_heads, 0, layout.head_dim), layout.kv_dtype)
-        self._empty_past = {name: empty for name in self._past_names()}
-        self._outputs = ["logits", *self._present_names()]
-
-    def _past_names(self) -> list[str]:
-        return [f"past_key_values.{n}.{kv}" for n in range(self.layout.layers) for kv in ("key", "value")]
-
-    def _present_names(self) -> list[str]:
-        return [f"present.{n}.{kv}" for n in range(self.layout.layers) for kv in ("key", "value")]
+        self._empty_past = dict.fromkeys(self._past_names, empty)
 
     def generate(self) -> Generation:
         batch, length = self.prompt.shape
@@ -87,7 +83,7 @@ class DecodeLoop:
             feeds["position_ids"] = positions
         outputs = self.session.run(self._outputs, feeds)
         logits = outputs[0][:, -1, :]
-        return logits.argmax(axis=-1), dict(zip(self._past_names(), outputs[1:], strict=True))
+        return logits.argmax(axis=-1), dict(zip(self._past_names, outputs[1:], strict=True))
 
 
 def bare_generate(session: ort.InferenceSession, layout: DecoderLayout, prompt: np.ndarray,

@@ -29,6 +29,11 @@ class GenerateOptions:
     requests: int = 10
     warmup: int = 1
 
+    @property
+    def context(self) -> int:
+        """The positions the cache holds at the last step: the prompt and every new token but the last."""
+        return self.prompt_tokens + self.new_tokens - 1
+
 
 def checked_layout(model: Path, options: GenerateOptions) -> DecoderLayout:
     """The model's layout once the file and the request are checked: one paragraph for each mistake, before
@@ -40,11 +45,10 @@ def checked_layout(model: Path, options: GenerateOptions) -> DecoderLayout:
         raise RunError(f"--new-tokens {options.new_tokens} and --prompt-tokens {options.prompt_tokens}: each must be "
                        "at least 1 (a request is a prompt and at least its first new token).")
     layout = decoder_layout(model)
-    context = options.prompt_tokens + options.new_tokens - 1  # the positions the last step's token sits at, +1
-    if layout.max_positions is not None and context > layout.max_positions:
+    if layout.max_positions is not None and options.context > layout.max_positions:
         raise RunError(f"{model}: a prompt of {options.prompt_tokens} tokens and {options.new_tokens} new tokens "
-                       f"reach position {context - 1}, past the {layout.max_positions} rows of the position table "
-                       f"`position_ids` indexes. Allowed: --prompt-tokens + --new-tokens at most "
+                       f"reach position {options.context - 1}, past the {layout.max_positions} rows of the position "
+                       f"table `position_ids` indexes. Allowed: --prompt-tokens + --new-tokens at most "
                        f"{layout.max_positions + 1}.")
     return layout
 
@@ -60,8 +64,12 @@ def run_errors_named(model: Path) -> Iterator[None]:
     except Exception as e:  # onnxruntime's own exception types
         from generator.machine.session import onnxruntime_reason
 
-        raise RunError(f"{model}: onnxruntime failed while generating: {onnxruntime_reason(e)}. Check --batch, "
-                       "--prompt-tokens and --new-tokens against the sizes the model accepts.") from e
+        raise generation_failed(model, onnxruntime_reason(e)) from e
+
+
+def generation_failed(model: Path | str, reason: str, where: str = "") -> RunError:
+    return RunError(f"{model}: onnxruntime failed while generating{where}: {reason}. Check --batch, "
+                    "--prompt-tokens and --new-tokens against the sizes the model accepts.")
 
 
 def generate(model: Path, options: GenerateOptions,
@@ -70,7 +78,6 @@ def generate(model: Path, options: GenerateOptions,
     from generator.machine.session import open_session
 
     layout = checked_layout(model, options)
-    context = options.prompt_tokens + options.new_tokens - 1
     session, _ = open_session(model, {"threads": options.threads})
     loop = DecodeLoop(session, layout, prompt_ids(layout, options.batch, options.prompt_tokens),
                       options.new_tokens)
@@ -81,7 +88,7 @@ def generate(model: Path, options: GenerateOptions,
         for _ in range(options.warmup):
             loop.generate()
         generations = [loop.generate() for _ in range(options.requests)]
-    return summarize(generations, layout.kv_bytes(options.batch, context), peak_rss_mb())
+    return summarize(generations, layout.kv_bytes(options.batch, options.context), peak_rss_mb())
 
 
 def peak_rss_mb() -> float:

@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from generator.analysis.stats import PERCENTILES
 from generator.generate.loop import Generation
 
-QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
+QUANTILES = {name: PERCENTILES[name] for name in ("p50", "p90", "p99")}
 
 
 def percentiles(values: np.ndarray) -> dict[str, float | None]:

@@ -1,11 +1,11 @@
 """One measuring process of `perfsite generate A B`: both decoders in one process, their requests alternating.
 
-``python -m generator.generate.worker JOB.json OUT.json``. The job names the model files and the generation
-(prompt and new tokens, batch, threads, requests, warm-up); the answer holds, per model in job order, each timed
-request's TTFT and its decode steps and the first request's tokens; or, when a model fails in its warm-up, the
-error and that model. Request i runs A
-then B when i is even, B then A when odd, so that neither always follows the other; the sessions are made in
-the job's `load_order`.
+``python -m generator.generate.worker JOB.json OUT.json``. The job names the model files, their layouts (read
+once by the parent, generator.generate.convention) and the generation (prompt and new tokens, batch, threads,
+requests, warm-up); the answer holds, per model in job order, each timed request's TTFT and its decode steps and
+the first request's tokens; or, when a model fails in its warm-up, the error and that model. Request i runs A
+then B when i is even, B then A when odd, so that neither always follows the other; the sessions are made in the
+job's `load_order`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pathlib import Path
 
 
 def measure(job: dict) -> dict:
-    from generator.generate.convention import decoder_layout
+    from generator.generate.convention import DecoderLayout
     from generator.generate.loop import DecodeLoop, prompt_ids
     from generator.machine.session import onnxruntime_reason, open_session
 
-    layouts = [decoder_layout(Path(p)) for p in job["models"]]
+    layouts = [DecoderLayout(**fields) for fields in job["layouts"]]
     # One prompt for both: token ids every model accepts.
     vocab = min(layout.vocab for layout in layouts)
     shared = prompt_ids(dataclasses.replace(layouts[0], vocab=vocab), job["batch"], job["prompt_tokens"])

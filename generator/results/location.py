@@ -26,7 +26,7 @@ import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISREG
+from stat import S_ISDIR, S_ISREG
 from typing import Any
 
 from generator.errors import ResultsError
@@ -430,7 +430,7 @@ def refuse_special_file(path: Path) -> None:
         mode = os.stat(path).st_mode
     except OSError:
         return
-    if not S_ISREG(mode) and not os.path.isdir(path):
+    if not S_ISREG(mode) and not S_ISDIR(mode):
         raise ResultsError(f"The results file {path} is not a regular file (a pipe, a device or a socket), so "
                            "reading it would never end. Allowed in a results store: the Parquet files `perfsite "
                            "run` writes; remove this one (it holds nothing measured) and run the command again.")
