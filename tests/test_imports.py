@@ -5,6 +5,7 @@ functions included; only `if TYPE_CHECKING:` blocks are exempt."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -48,6 +49,7 @@ def _imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return {m for m in out if m in modules and m != name}
 
 
+@functools.cache  # four tests read the one graph: parsing the package is most of their time
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     return {name: _imported(name, path, modules) for name, path in modules.items()}
