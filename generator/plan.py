@@ -60,7 +60,10 @@ class Configuration:
             parts.append("nospin")
         if self.inter_op_threads != 1:
             parts.append(f"inter{self.inter_op_threads}")
-        parts += [f"{k}={v}" for k, v in self.dims]
+        dims = dict(self.dims)
+        if "prompt_tokens" in dims and "new_tokens" in dims:  # a generative trial: prompt and output lengths
+            parts += [f"prompt={dims.pop('prompt_tokens')}", f"new={dims.pop('new_tokens')}"]
+        parts += [f"{k}={v}" for k, v in dims.items()]
         return " ".join(parts)
 
     @classmethod
@@ -94,9 +97,19 @@ def sweep_axes(sweep: Any) -> dict[str, list[Any]]:
     return axes
 
 
+def spec_axes(spec: Any) -> dict[str, list[Any]]:
+    """sweep_axes of a validated spec's sweep with a generative experiment's prompt and output lengths
+    (`generate:`), placeholders of no input shape."""
+    raw = spec.sweep.model_dump() if hasattr(spec.sweep, "model_dump") else dict(spec.sweep)
+    generate = getattr(spec, "generate", None)
+    if generate is not None:
+        raw.update(prompt_tokens=list(generate.prompt_tokens), new_tokens=list(generate.new_tokens))
+    return sweep_axes(raw)
+
+
 def plan_configurations(spec: Any) -> list[Configuration]:
     """The sweep's cartesian product less every combination an `exclude` entry matches."""
-    axes = sweep_axes(spec.sweep)
+    axes = spec_axes(spec)
     names = list(axes)
     combos = itertools.product(*axes.values())
     configs = [Configuration.from_mapping(dict(zip(names, combo, strict=True))) for combo in combos]

@@ -20,10 +20,7 @@ import pandas as pd
 
 from generator.analysis.machines import Machine, machines
 from generator.analysis.summaries import clean
-from generator.results.store import ExperimentResults
-
-# Tables whose rows belong to one trial (`trial_key`); environments and runs are split by `env_id`.
-_TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement", "timeline")
+from generator.results.store import TRIAL_TABLES, ExperimentResults
 
 
 @dataclass(frozen=True)
@@ -55,7 +52,7 @@ def only_environment(results: ExperimentResults, env_id: str) -> ExperimentResul
     return replace(
         results, trials=trials, environments=of_env(results.environments), runs=of_env(results.runs),
         incomplete={k: v for k, v in results.incomplete.items() if k in keys},
-        **{name: keyed(getattr(results, name)) for name in _TRIAL_TABLES},
+        **{name: keyed(getattr(results, name)) for name in TRIAL_TABLES},
     )
 
 

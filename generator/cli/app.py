@@ -250,9 +250,9 @@ def _only_per_spec(loaded_specs: list, only: str | None) -> list[tuple[Any, str 
     match are left out, said on stderr (generator.plan.only_for_each)."""
     if only is None or len(loaded_specs) < 2:
         return [(loaded, only) for loaded in loaded_specs]
-    from generator.plan import only_for_each, plan_trials, sweep_axes
+    from generator.plan import only_for_each, plan_trials, spec_axes
 
-    parts = only_for_each([(str(s.path), plan_trials(s.spec), list(sweep_axes(s.spec.sweep)))
+    parts = only_for_each([(str(s.path), plan_trials(s.spec), list(spec_axes(s.spec)))
                            for s in loaded_specs], only)
     for loaded, part in zip(loaded_specs, parts, strict=True):
         if part is None:

@@ -22,23 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from generator import processes
+from generator.analysis.generative import PHASES, PhaseVerdict, phase_verdict
 from generator.errors import ModelError, RunError
 from generator.generate.oneshot import GenerateOptions, checked_layout, generation_failed
-from generator.results import intervals
-
-PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}
-
-
-@dataclass(frozen=True)
-class PhaseVerdict:
-    phase: str  # ttft or tpot
-    a_ms: float  # median over processes of each process's median
-    b_ms: float
-    ratio: float  # B / A, geometric mean over processes
-    low: float
-    high: float
-    verdict: str  # faster, slower, no change, unsettled
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -81,7 +67,7 @@ def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: 
     same = answers[0]["versions"][0]["tokens"] == answers[0]["versions"][1]["tokens"]
     # One new token is a prefill alone: no decode step to judge.
     judged = [phase for phase in PHASES if phase != "tpot" or options.new_tokens > 1]
-    phases = tuple(_verdict(phase, *per_process[phase], threshold) for phase in judged)
+    phases = tuple(phase_verdict(phase, *per_process[phase], threshold) for phase in judged)
     return GenerationComparison(a=str(a), b=str(b), processes=processes_n, requests=options.requests,
                                 threshold=threshold, same_tokens=same, phases=phases)
 
@@ -98,26 +84,6 @@ def _one_process(tmp: Path, index: int) -> dict:
         raise ModelError(f"Measuring process {index + 1} of `perfsite generate` failed (exit status "
                          f"{done.returncode}): {last}")
     return answer
-
-
-def _verdict(phase: str, a: list[float], b: list[float], threshold: float) -> PhaseVerdict:
-    ci = intervals.paired(a, b)
-    a_ms, b_ms = float(np.nanmedian(a)), float(np.nanmedian(b))
-    if ci is None:
-        return PhaseVerdict(phase, a_ms, b_ms, b_ms / a_ms, math.nan, math.nan, "unsettled",
-                            "fewer than two processes gave both figures")
-    ratio, low, high = ci.point, ci.low, ci.high
-    if low > 1 and ratio > threshold:
-        verdict, reason = "slower", f"the interval {low:.3g}–{high:.3g} lies above 1"
-    elif high < 1 and ratio < 1 / threshold:
-        verdict, reason = "faster", f"the interval {low:.3g}–{high:.3g} lies below 1"
-    elif low >= 1 / threshold and high <= threshold:
-        verdict, reason = "no change", f"the interval {low:.3g}–{high:.3g} lies within ±{threshold - 1:.0%}"
-    else:
-        verdict = "unsettled"
-        reason = (f"the interval {low:.3g}–{high:.3g} over {ci.n} processes is too wide to tell; run more "
-                  "processes or requests")
-    return PhaseVerdict(phase, a_ms, b_ms, ratio, low, high, verdict, reason)
 
 
 def comparison_text(c: GenerationComparison) -> str:

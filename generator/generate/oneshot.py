@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator.decode.convention import DecoderLayout, decoder_layout
 from generator.errors import ModelError, PerfsiteError, RunError
-from generator.generate.convention import DecoderLayout, decoder_layout
 from generator.generate.summary import GenerationSummary, figure, summarize
 from generator.paths import data_file_problem
 
@@ -74,7 +74,7 @@ def generation_failed(model: Path | str, reason: str, where: str = "") -> RunErr
 
 def generate(model: Path, options: GenerateOptions,
              progress: Callable[[str], None] | None = None) -> GenerationSummary:
-    from generator.generate.loop import DecodeLoop, prompt_ids
+    from generator.decode.loop import DecodeLoop, prompt_ids
     from generator.machine.session import open_session
 
     layout = checked_layout(model, options)

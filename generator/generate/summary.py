@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from generator.analysis.stats import PERCENTILES
-from generator.generate.loop import Generation
+from generator.decode.loop import Generation
 
 QUANTILES = {name: PERCENTILES[name] for name in ("p50", "p90", "p99")}
 

@@ -1,7 +1,7 @@
 """One measuring process of `perfsite generate A B`: both decoders in one process, their requests alternating.
 
 ``python -m generator.generate.worker JOB.json OUT.json``. The job names the model files, their layouts (read
-once by the parent, generator.generate.convention) and the generation (prompt and new tokens, batch, threads,
+once by the parent, generator.decode.convention) and the generation (prompt and new tokens, batch, threads,
 requests, warm-up); the answer holds, per model in job order, each timed request's TTFT and its decode steps and
 the first request's tokens; or, when a model fails in its warm-up, the error and that model. Request i runs A
 then B when i is even, B then A when odd, so that neither always follows the other; the sessions are made in the
@@ -17,8 +17,8 @@ from pathlib import Path
 
 
 def measure(job: dict) -> dict:
-    from generator.generate.convention import DecoderLayout
-    from generator.generate.loop import DecodeLoop, prompt_ids
+    from generator.decode.convention import DecoderLayout
+    from generator.decode.loop import DecodeLoop, prompt_ids
     from generator.machine.session import onnxruntime_reason, open_session
 
     layouts = [DecoderLayout(**fields) for fields in job["layouts"]]

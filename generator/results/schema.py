@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,11 @@ SCHEMA_HISTORY = {
                      "trials.ci_sequential (measuring stopped on confidence sequences)",
                      "profile_rounds null: two trials' profiling processes pair when the run and their count agree"),
     6: SchemaVersion("trials.profile_rounds: the round each profiling process ran in (two versions' processes pair "
-                     "by round)", "files of this version are read as written"),
+                     "by round)", "the generative columns null and no decode_steps: no generative trial was stored "
+                     "before version 7"),
+    7: SchemaVersion("generative experiments: trials' prompt and output lengths with their TTFT, TPOT, ITL, "
+                     "tokens/s and KV-cache figures, processes' TTFT and TPOT medians, each request's ttft_ms and "
+                     "tpot_ms in latencies, and the decode_steps table", "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
 # runner of those versions followed.
@@ -169,6 +173,28 @@ TRIALS = (
     _c("profile_rounds", pa.list_(pa.int64()), "", "the round each profiling process ran in, in process order "
        "(-1: a separate profiled pass outside the rounds): two versions' processes of one round compare as a "
        "pair; null in older results, whose processes are paired only when the run and their count agree (v6)"),
+    # Generative trials (a spec with `generate:`): a request is one greedy generation; latency_* are its end-to-end
+    # time, throughput_ips its output tokens per second. Null for other trials (v7).
+    _c("prompt_tokens", I64, "tokens", "generative: prompt length (the prefill pass's positions) (v7)"),
+    _c("new_tokens", I64, "tokens", "generative: tokens generated per request, the first by the prefill (v7)"),
+    _c("ttft_p50_ms", F64, "ms", "generative: median time to first token (prefill and the greedy choice) (v7)"),
+    _c("ttft_p90_ms", F64, "ms", "generative: 90th percentile time to first token (v7)"),
+    _c("ttft_p99_ms", F64, "ms", "generative: 99th percentile; null below 460 requests (v7)"),
+    _c("ttft_headline_ms", F64, "ms", "generative: time to first token at the spec's percentile (v7)"),
+    _c("tpot_p50_ms", F64, "ms", "generative: median over requests of each one's time per output token (its "
+       "decode steps' mean) (v7)"),
+    _c("tpot_p90_ms", F64, "ms", "generative: 90th percentile of the requests' time per output token (v7)"),
+    _c("tpot_headline_ms", F64, "ms", "generative: time per output token at the spec's percentile (v7)"),
+    _c("itl_p50_ms", F64, "ms", "generative: median inter-token latency, over every decode step of every clean "
+       "request (v7)"),
+    _c("itl_p90_ms", F64, "ms", "generative: 90th percentile inter-token latency (v7)"),
+    _c("itl_p99_ms", F64, "ms", "generative: 99th percentile inter-token latency (v7)"),
+    _c("prefill_tokens_per_s", F64, "tokens/s", "generative: prompt tokens × batch / median TTFT (v7)"),
+    _c("kv_cache_mb", F64, "MiB", "generative: the KV cache's size at the longest context (prompt + new tokens), "
+       "keys and values of every layer (v7)"),
+    _c("ttft_ci_halfwidth", F64, "ratio", "generative: relative half-width of the 95 % interval of the median "
+       "TTFT over the processes' medians (v7)"),
+    _c("tpot_ci_halfwidth", F64, "ratio", "generative: the same for TPOT (v7)"),
 )
 
 PROCESSES = (
@@ -191,6 +217,8 @@ PROCESSES = (
     _c("clean_throughput_ips", F64, "items/s", "items / (wall_s - time lost to preemption): what the process would "
        "have sustained had it kept its CPU"),
     _c("delay_threads", I64, "threads", "threads whose run-delay was read per request (0: unknown)"),
+    _c("ttft_median_ms", F64, "ms", "generative: median time to first token of the process's clean requests (v7)"),
+    _c("tpot_median_ms", F64, "ms", "generative: median time per output token of its clean requests (v7)"),
 )
 
 LATENCIES = (
@@ -200,6 +228,19 @@ LATENCIES = (
     _c("iteration", I64, "", "request index within the stream", False),
     _c("latency_ms", F64, "ms", "request latency (session.run wall time)", False),
     _c("run_delay_ms", F64, "ms", "scheduler run-delay of the request's threads during it; null when unknown"),
+    _c("ttft_ms", F64, "ms", "generative: the request's time to first token (latency_ms is its whole "
+       "generation) (v7)"),
+    _c("tpot_ms", F64, "ms", "generative: the request's time per output token, the mean of its decode steps (v7)"),
+)
+
+DECODE_STEPS = (
+    _c("trial_key", STR, "", "the generative trial", False),
+    _c("process", I64, "", "measurement process", False),
+    _c("step", I64, "", "decode step (1: the pass that makes the second token)", False),
+    _c("context_tokens", I64, "tokens", "positions in the KV cache once the step's token is in it", False),
+    _c("median_ms", F64, "ms", "median time of this step over the process's clean requests"),
+    _c("p90_ms", F64, "ms", "90th percentile of it"),
+    _c("requests", I64, "requests", "clean requests the figures are over"),
 )
 
 NODES = (
@@ -348,6 +389,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "layers": LAYERS,
     "agreement": AGREEMENT,
     "timeline": TIMELINE,
+    "decode_steps": DECODE_STEPS,
     "environments": ENVIRONMENTS,
     "runs": RUNS,
 }

@@ -4,6 +4,7 @@ Layout (see docs/architecture.md)::
 
     results/<experiment>/trials/<trial_key>.parquet      written last: its presence means "finished"
     results/<experiment>/{processes,latencies,nodes,layers,agreement,timeline}/<trial_key>.parquet
+    results/<experiment>/decode_steps/<trial_key>.parquet    a generative trial's only
     results/<experiment>/environments/<env_id>.parquet
     results/<experiment>/runs/<run_id>.parquet
     results/<experiment>/specs/<spec_sha256>.json
@@ -49,7 +50,10 @@ from generator.results.profiled import with_profiled_times
 from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow_schema
 from generator.spec import Spec, spec_from_json
 
-TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement", "timeline")
+TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement", "timeline", "decode_steps")
+# Written only by the trials that have rows for them (a generative trial's steps): an empty file per other trial
+# would be one more write and read a trial for nothing.
+WHEN_FILLED = ("decode_steps",)
 
 
 @contextlib.contextmanager
@@ -104,6 +108,7 @@ class TrialFiles:
     layers: list[Mapping[str, Any]] = field(default_factory=list)
     agreement: list[Mapping[str, Any]] = field(default_factory=list)
     timeline: list[Mapping[str, Any]] = field(default_factory=list)
+    decode_steps: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 class ResultsDir:
@@ -159,6 +164,8 @@ class ResultsDir:
             self.where.remove(self._rel("trials", key))
         for table in TRIAL_TABLES:
             rows = getattr(files, table)
+            if table in WHEN_FILLED and not rows:
+                continue
             data = _latency_bytes(rows) if isinstance(rows, pa.Table) else table_to_parquet_bytes(table, rows)
             self._write(self._rel(table, key), data)
         self._write(self._rel("trials", key), table_to_parquet_bytes("trials", [files.trial]))
@@ -378,6 +385,8 @@ class ExperimentResults:
     runs: pd.DataFrame
     # One representative inference per profiled trial; empty for results written before the table existed.
     timeline: pd.DataFrame = field(default_factory=lambda: arrow_schema("timeline").empty_table().to_pandas())
+    # A generative trial's decode steps (v7); empty for every other trial.
+    decode_steps: pd.DataFrame = field(default_factory=lambda: arrow_schema("decode_steps").empty_table().to_pandas())
     # What generator.results.integrity found: one sentence per problem, and per incomplete trial the side
     # tables it lacks (its pages say so instead of dropping sections silently).
     problems: tuple[str, ...] = ()

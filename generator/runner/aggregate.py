@@ -52,6 +52,10 @@ class ProcessOutcome:
     delay_threads: int = 0
     rule_applies: bool = True  # generator.results.clean.applies for the trial's configuration
     concurrency: int = 1
+    # A generative trial's process: per request its time to first token, and its decode steps' times
+    # ([requests, new_tokens - 1]); None for every other trial.
+    ttft_ms: np.ndarray | None = field(default=None, repr=False)
+    steps_ms: np.ndarray | None = field(default=None, repr=False)
 
     @functools.cached_property
     def all_latencies_ms(self) -> np.ndarray:
@@ -123,7 +127,40 @@ class ProcessOutcome:
             "clean_requests": int((~self.preempted).sum()),
             "clean_throughput_ips": self.clean_throughput_ips,
             "delay_threads": self.delay_threads,
+            **self.generative_medians(),
         }
+
+    @property
+    def clean_ttft_ms(self) -> np.ndarray:
+        """A generative process's TTFT of its clean requests (every request when none is clean)."""
+        return self.clean_of(self.ttft_ms)
+
+    @property
+    def tpot_ms(self) -> np.ndarray:
+        """Per request, the mean of its decode steps (empty with one new token: no step)."""
+        if self.steps_ms is None or not self.steps_ms.size:
+            return np.empty(0)
+        return self.steps_ms.mean(axis=1)
+
+    @property
+    def clean_steps_ms(self) -> np.ndarray:
+        """The decode steps of the clean requests, [requests, steps]."""
+        return self.clean_of(self.steps_ms)
+
+    def clean_of(self, per_request: np.ndarray | None) -> np.ndarray:
+        """A per-request array's entries of the clean requests (all of them when none is clean)."""
+        if per_request is None:
+            return np.empty(0)
+        return per_request if self.preempted.all() else per_request[~self.preempted]
+
+    def generative_medians(self) -> dict[str, float | None]:
+        """The process's median TTFT and TPOT over its clean requests: the per-process figures a comparison's
+        intervals are made of; None for other trials."""
+        if self.ttft_ms is None:
+            return {}
+        tpot = self.clean_of(self.tpot_ms) if self.tpot_ms.size else np.empty(0)
+        return {"ttft_median_ms": float(np.median(self.clean_ttft_ms)),
+                "tpot_median_ms": float(np.median(tpot)) if tpot.size else None}
 
 
 def latency_table(trial_key: str, processes: Sequence[ProcessOutcome]) -> pa.Table:
@@ -143,7 +180,12 @@ def latency_table(trial_key: str, processes: Sequence[ProcessOutcome]) -> pa.Tab
     arrays = {k: np.concatenate(v) if v else np.empty(0) for k, v in cols.items()}
     n = len(arrays["latency_ms"])
     delay = pa.array(arrays.pop("run_delay_ms"), pa.float64(), from_pandas=True)  # NaN -> null: unknown
-    return pa.table({"trial_key": pa.array([trial_key] * n, pa.string()), **arrays, "run_delay_ms": delay})
+    table = pa.table({"trial_key": pa.array([trial_key] * n, pa.string()), **arrays, "run_delay_ms": delay})
+    if processes and all(p.ttft_ms is not None for p in processes):  # a generative trial (one stream a process)
+        table = table.append_column("ttft_ms", pa.array(np.concatenate([p.ttft_ms for p in processes]), pa.float64()))
+        tpot = [p.tpot_ms if p.tpot_ms.size else np.full(p.iterations, np.nan) for p in processes]
+        table = table.append_column("tpot_ms", pa.array(np.concatenate(tpot), pa.float64(), from_pandas=True))
+    return table
 
 
 def noise_reasons(cv: float, spread: float, cores_used: float, cores_expected: float,

@@ -140,6 +140,8 @@ def process_outcome(output: dict[str, Any], process: int, rnd: int, rule_applies
         delay_threads=int(output.get("delay_threads", 0)) if len(delays) == len(latencies) else 0,
         rule_applies=rule_applies,
         concurrency=concurrency,
+        ttft_ms=np.load(output["ttft_file"]) if output.get("ttft_file") else None,
+        steps_ms=np.load(output["steps_file"]) if output.get("steps_file") else None,
     )
 
 

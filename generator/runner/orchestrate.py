@@ -37,7 +37,7 @@ from generator.plan import (
     filter_trials,
     no_trial_message,
     plan_trials,
-    sweep_axes,
+    spec_axes,
     trial_key,
     unmatched_values,
     values_to_choose,
@@ -241,7 +241,7 @@ def models_cache(loaded: LoadedSpec, options: RunOptions, progress: Progress) ->
 
 def sweep_trials(loaded: LoadedSpec, only: str | None) -> list:
     """The spec's trials, filtered by --only; none left is an error that says what the filter could match."""
-    axes = list(sweep_axes(loaded.spec.sweep))
+    axes = list(spec_axes(loaded.spec))
     planned_all = plan_trials(loaded.spec)
     trials = filter_trials(planned_all, only, axes)
     if not trials:

@@ -40,6 +40,9 @@ class WorkerJob:
     # The profiler-cost calibration chain (generator.machine.profiler_cost.calibration_model_bytes), written once
     # per group by the sweep; empty: the worker writes it into its work folder.
     calibration_model: str = ""
+    # A generative trial (measure mode): the decoder's KV layout (generator.decode.convention.DecoderLayout's
+    # fields), read once by the parent; each request is then a greedy generation (generator.runner.generative).
+    decoder: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -53,6 +56,7 @@ class WorkerJob:
         data = asdict(self)
         data["config"], data["measure"] = dict(self.config), dict(self.measure)
         data["extra_feeds_paths"] = list(self.extra_feeds_paths)
+        data["decoder"] = dict(self.decoder) if self.decoder is not None else None
         return json.dumps(data)
 
     @classmethod

@@ -23,7 +23,7 @@ from generator.machine import profiler_cost
 from generator.plan import Configuration, Trial
 from generator.processes import owned_tempdir
 from generator.results import clean
-from generator.runner import agreement, children, profiles
+from generator.runner import agreement, children, generative, profiles
 from generator.runner.locks import TrialLock
 from generator.runner.protocol import WorkerJob
 from generator.runner.sides import PlannedTrial, Progress, Side, now
@@ -44,6 +44,8 @@ def trial_feeds(loaded: LoadedSpec, model_path: Path, trial: Trial, seed: int = 
     names the version and configuration too, as every trial of that pair would fail alike."""
     from generator.inputs import make_feeds
 
+    if loaded.spec.generate is not None:  # the decode loop makes a generative trial's inputs
+        return {}
     try:
         return make_feeds(loaded, model_path, trial.config.binding(), seed=seed)
     except RunError as e:
@@ -54,6 +56,9 @@ def check_feeds(loaded: LoadedSpec, model_paths: Mapping[str, Path], trials: Ite
     """Build the inputs of every (version, configuration) to measure once, and drop them: a shape, type or file
     the model refuses at a configuration the sweep reaches late (batch 8 of a model fixed at batch 1) fails the
     plan, and `--dry-run`, instead of the run after minutes of measuring the configurations before it."""
+    if loaded.spec.generate is not None:
+        generative.check_decoders(loaded.path, model_paths, trials)
+        return
     seen: set[tuple[str, tuple]] = set()
     for trial in trials:
         key = (trial.version, tuple(sorted(trial.config.binding().items())))
@@ -88,6 +93,8 @@ class SweepContext:
         states = _paired_order([TrialState(p, now(), side, tag=f"{i}") for i, (side, p) in enumerate(group)])
         for state in states:
             state.feeds = self._feeds(tmp, state)
+            if state.side.loaded.spec.generate is not None:
+                state.decoder = generative.layout_of(state.side.versions[state.planned.trial.version].path)
         self.calibration = tmp / "calibration.onnx"
         self.calibration.write_bytes(profiler_cost.calibration_model_bytes())
         for side in dict.fromkeys(st.side for st in states):
@@ -100,7 +107,8 @@ class SweepContext:
             mine = [st for st in states if st.side is side]
             compared = _compared(side, _ok(mine))
             for state in mine:
-                if state.error is None and state.profile is None:  # no measurement process could profile fully
+                if state.error is None and state.profile is None and state.decoder is None:
+                    # no measurement process could profile fully (generative trials are not profiled yet)
                     self._profile(tmp, state, record_outputs=state.planned.trial.version in compared
                                   and state.outputs_while_profiling)
             agreement_rows = self._agreement(tmp, side, mine)
@@ -159,7 +167,8 @@ class SweepContext:
         work.mkdir(exist_ok=True)
         return WorkerJob(mode=mode, model_path=str(version.path), original_model_path=str(version.path),
                          config=state.planned.trial.config.as_dict(), feeds_path=str(state.feeds),
-                         measure=state.side.settings, work_dir=str(work))
+                         measure=state.side.settings, work_dir=str(work),
+                         decoder=dataclasses.asdict(state.decoder) if state.decoder is not None else None)
 
     def _one_process(self, tmp: Path, state: TrialState, rnd: int, name: str | None = None) -> None:
         job = self._measure_job(tmp, state, rnd, name)
@@ -187,7 +196,7 @@ class SweepContext:
 
     def _measure_job(self, tmp: Path, state: TrialState, rnd: int, name: str | None = None) -> WorkerJob:
         job = self._job(tmp, state, "measure", name or f"m{rnd}")
-        if rnd < min(state.side.settings["repeats"], PROFILE_ROUNDS):
+        if rnd < min(state.side.settings["repeats"], PROFILE_ROUNDS) and state.decoder is None:
             job = self._profiling(tmp, state, job)
         return job
 
@@ -259,6 +268,8 @@ class SweepContext:
         """Agreement rows by trial key: each ok trial against its reference versions measured in this group.
         A version whose outputs could not be recorded gets no rows, and its trial stays ok."""
         ok = _ok(states)
+        if side.loaded.spec.generate is not None:  # generative versions' agreement is not checked yet
+            return {}
         pairs = agreement.agreement_pairs(side.loaded.spec, ok)
         outputs = {v: self._outputs(tmp, ok[v]) for pair in pairs for v in pair}
         rows: dict[str, list[dict]] = {}
@@ -335,7 +346,7 @@ def _together(state: TrialState, runnable: list[TrialState]) -> tuple[TrialState
     measuring, several requests in flight (the two sessions' streams would contend), or a process that measured
     them together failed before."""
     partner = state.pair
-    if partner is None or partner not in runnable or state.apart or partner.apart:
+    if partner is None or partner not in runnable or state.apart or partner.apart or state.decoder is not None:
         return None
     if state.planned.trial.config.concurrency != 1 or partner.planned.trial.config.concurrency != 1:
         return None
@@ -348,7 +359,10 @@ def _ok(states: list[TrialState]) -> dict[str, TrialState]:
 
 
 def _compared(side: Side, trials: Mapping[str, object]) -> set[str]:
-    """The versions whose outputs the agreement check compares, of those given."""
+    """The versions whose outputs the agreement check compares, of those given (none of a generative
+    experiment's yet)."""
+    if side.loaded.spec.generate is not None:
+        return set()
     return {v for pair in agreement.agreement_pairs(side.loaded.spec, trials) for v in pair}
 
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
+from generator.decode.convention import DecoderLayout
 from generator.results import intervals
 from generator.results.schema import column_names
 from generator.results.store import TrialFiles
-from generator.runner import aggregate, profiles
+from generator.runner import aggregate, generative_rows, profiles
 from generator.runner.sides import PlannedTrial, Side, now
 
 
@@ -40,6 +41,7 @@ class TrialState:
     apart: bool = False  # a pair's process that measured both together failed: one process each from then on
     measuring_s: float = 0.0
     exhausted: bool = False
+    decoder: DecoderLayout | None = None  # a generative trial's KV layout (generator.runner.generative)
 
     @property
     def percentile(self) -> str:
@@ -92,7 +94,7 @@ def trial_files(state: TrialState, agreement_rows: list[dict] | None = None) -> 
         "percentile": side.loaded.spec.measure.percentile, "started_at": state.started_at,
         "finished_at": now(), **state.adaptive_columns(), "target_name": side.target, "node_id": side.node_id,
     }
-    tables: dict[str, list] = {"nodes": [], "layers": [], "timeline": []}
+    tables: dict[str, list] = {"nodes": [], "layers": [], "timeline": [], "decode_steps": []}
     if state.error is None and state.processes:
         tables = _measured(state, row)
     else:
@@ -105,6 +107,7 @@ def trial_files(state: TrialState, agreement_rows: list[dict] | None = None) -> 
         layers=tables["layers"],
         agreement=list(agreement_rows or []) if row["status"] == "ok" else [],
         timeline=tables["timeline"],
+        decode_steps=tables["decode_steps"],
     )
 
 
@@ -120,8 +123,14 @@ def _measured(state: TrialState, row: dict) -> dict[str, list]:
         row["arena_mb"] = profile.get("arena_mb")
     nodes = profiles.node_rows(p.key, profile.get("nodes", []), state.profiled, set(column_names("nodes")))
     row.update(profiles.trial_columns(state.profiled if state.profile else [], nodes))
+    steps = []
+    if state.decoder is not None:
+        dims = dict(p.trial.config.dims)
+        row.update(generative_rows.generative_columns(state.processes, row["percentile"], state.decoder,
+                                                      p.trial.config.batch, dims["prompt_tokens"], dims["new_tokens"]))
+        steps = generative_rows.decode_step_rows(p.key, state.processes, dims["prompt_tokens"])
     return {"nodes": nodes, "layers": [{**layer, "trial_key": p.key} for layer in profile.get("layers", [])],
-            "timeline": [{**call, "trial_key": p.key} for call in profile.get("timeline", [])]}
+            "timeline": [{**call, "trial_key": p.key} for call in profile.get("timeline", [])], "decode_steps": steps}
 
 
 def profile_columns(state: TrialState) -> dict:

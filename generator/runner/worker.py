@@ -98,6 +98,8 @@ def _feeds(feeds_path: str) -> dict[str, np.ndarray]:
 def measure_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     """Measure mode: open the session (load_ms), then the timed loop (first run, warmup, timed phase)."""
     config, settings = job.config, job.measure
+    if job.decoder is not None:
+        return _generative_process(job, out_path)
     feeds = _feeds(job.feeds_path)
     session, load_ms = open_session(job.model_path, config)
     process_env.test_fault(job.model_path)
@@ -107,6 +109,19 @@ def measure_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
         concurrency=int(config.get("concurrency", 1)), batch=int(config.get("batch", 1)),
     )
     return loop_outcome(loop, load_ms, out_path, process_env.peak_rss_mb())
+
+
+def _generative_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
+    """Measure mode for a generative trial: timed greedy generations (generator.runner.generative), answered
+    as a measurement process answers, with each request's TTFT and decode steps in files beside OUT.json."""
+    from generator.decode.convention import DecoderLayout
+    from generator.runner.generative import generation_files, timed_generations
+
+    session, load_ms = open_session(job.model_path, job.config)
+    process_env.test_fault(job.model_path)
+    generations = timed_generations(session, DecoderLayout(**job.decoder), job.config, job.measure)
+    outcome = loop_outcome(generations.loop, load_ms, out_path, process_env.peak_rss_mb())
+    return {**outcome, **generation_files(generations, out_path)}
 
 
 def measure_pair(jobs: tuple[WorkerJob, WorkerJob], outs: tuple[Path, Path]) -> tuple[dict, dict]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator.plan import sweep_axes
+from generator.plan import spec_axes
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def version_source(model: Any) -> str:
 def spec_view(spec: Any) -> SpecView:
     """Read a validated spec (generator.spec.Spec) into a SpecView."""
     models = dict(spec.models)
-    axes = sweep_axes(spec.sweep)
+    axes = spec_axes(spec)
     threshold = getattr(spec, "latency_threshold_ms", None)
     return SpecView(
         description=str(getattr(spec, "description", None) or ""),

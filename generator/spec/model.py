@@ -159,6 +159,29 @@ class Measure(Record):
         return self
 
 
+# The sweep axes a `generate:` section adds (generator.plan.spec_axes): placeholders of no input shape.
+GENERATE_AXES = ("prompt_tokens", "new_tokens")
+
+
+class Generate(Record):
+    """A generative experiment: the model is a decoder (docs/generative.md's convention) and each request is a
+    greedy generation of exactly `new_tokens` tokens after a `prompt_tokens` prompt."""
+
+    prompt_tokens: axis(SizeValue) = Field(description="Prompt lengths in tokens, swept like `batch`: each is "
+                                           "one prefill pass over a deterministic prompt.")
+    new_tokens: axis(SizeValue) = Field(description="Tokens generated per request (end-of-sequence ignored), swept "
+                                        "like `batch`: the first comes from the prefill, each later one from one "
+                                        "decode step.")
+
+
+class Limits(Record):
+    """A generative experiment's budget for the sweet spot: the most output tokens/s whose time to first token
+    and time per output token, at `measure.percentile`, are within these."""
+
+    ttft_ms: PositiveFloat | None = Field(None, description="Time to first token allowed, ms (at the percentile).")
+    tpot_ms: PositiveFloat | None = Field(None, description="Time per output token allowed, ms (at the percentile).")
+
+
 class ComparePair(Record):
     """Two versions to compare on the report's comparison page."""
 
@@ -177,6 +200,17 @@ class Regression(Record):
     )
     throughput_ratio: Annotated[float, Strict(), Field(gt=0.0, le=1.0)] = Field(
         0.95, description="Regression when the new throughput falls below the old one times this."
+    )
+    # Generative experiments (`perfsite diff`); left out of the stored spec at their default, so that specs
+    # written before them keep their sha256.
+    ttft_ratio: Annotated[float, Strict(), Field(ge=1.0)] = Field(
+        1.05, exclude_if=lambda value: value == 1.05,
+        description="Generative: regression when the new median time to first token exceeds the old one times this."
+    )
+    tpot_ratio: Annotated[float, Strict(), Field(ge=1.0)] = Field(
+        1.05, exclude_if=lambda value: value == 1.05,
+        description="Generative: regression when the new median time per output token exceeds the old one times "
+                    "this."
     )
 
 
@@ -206,8 +240,17 @@ class Spec(Record):
         json_schema_extra={"propertyNames": {"pattern": SLUG_PATTERN, "maxLength": SLUG_MAX_LENGTH}},
     )
     inputs: dict[NonEmptyText, InputSpec] = Field(
-        min_length=1, description="Model inputs by name: how to feed each one."
+        description="Model inputs by name: how to feed each one (required, except in a generative experiment, "
+        "whose decode loop feeds the decoder)."
     )
+    # Left out of the stored spec and its sha256 when absent (as `targets`): specs written before generative
+    # experiments existed keep their sha256.
+    generate: Generate | None = Field(None, exclude_if=lambda value: value is None,
+                                      description="Makes the experiment generative: the versions are decoders, "
+                                      "and the prompt and output lengths join the sweep.")
+    limits: Limits | None = Field(None, exclude_if=lambda value: value is None,
+                                  description="A generative experiment's TTFT and TPOT budget for the sweet spot "
+                                  "(instead of `latency_threshold_ms`).")
     sweep: Sweep = Field(default_factory=Sweep, description="Configuration axes and their values.")
     exclude: tuple[Selection, ...] = Field(
         (), description="Partial configurations to leave out; each removes every combination matching all "
@@ -238,11 +281,21 @@ class Spec(Record):
         json_schema_extra={"uniqueItems": True},
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _generative_inputs(cls, data: Any) -> Any:
+        """A generative experiment's decode loop feeds the model: its spec has no `inputs` to give."""
+        if isinstance(data, dict) and data.get("generate") is not None and "inputs" not in data:
+            return {**data, "inputs": {}}
+        return data
+
     @model_validator(mode="after")
     def _cross_field_rules(self, info: ValidationInfo) -> Spec:
-        axes = self.sweep.axes()
-        issues = [*_version_issues(self.models), *_placeholder_issues(self.inputs, self.sweep)]
-        issues += _size_issues(self.sweep, len(self.models))
+        axes = self.axes()
+        issues = [*_version_issues(self.models), *_generate_issues(self)]
+        if self.generate is None and self.inputs:
+            issues += _placeholder_issues(self.inputs, self.sweep)
+        issues += _size_issues(self.sweep, len(self.models), {a: v for a, v in axes.items() if a in GENERATE_AXES})
         issues += _selection_issues("exclude", self.exclude, axes, allow_empty=False)
         issues += _selection_issues("profile", self.profile, axes, allow_empty=True)
         # A stored spec (spec_from_json) skips the rules added after results were stored under it: results
@@ -255,6 +308,12 @@ class Spec(Record):
         if issues:
             fail(*issues)
         return self
+
+    def axes(self) -> dict[str, tuple[Any, ...]]:
+        """Every axis of the plan and its values: the sweep's, then a generative experiment's prompt and output
+        lengths."""
+        generate = {a: getattr(self.generate, a) for a in GENERATE_AXES} if self.generate else {}
+        return {**self.sweep.axes(), **generate}
 
     def version_chain(self, name: str) -> tuple[str, ...]:
         """Version names from the root source file to `name`, e.g. ("fp32", "int8-static")."""
@@ -277,9 +336,10 @@ class Spec(Record):
 MAX_TRIALS = 100_000
 
 
-def _size_issues(sweep: Sweep, versions: int) -> list[Issue]:
+def _size_issues(sweep: Sweep, versions: int, generate_axes: dict | None = None) -> list[Issue]:
     """The sweep's size, counted before anything is expanded."""
     lengths = {name: len(values) for name, values in sweep.axes().items()}
+    lengths.update({name: len(values) for name, values in (generate_axes or {}).items()})
     total = math.prod(lengths.values()) * max(versions, 1)
     if total <= MAX_TRIALS:
         return []
@@ -305,6 +365,40 @@ def _version_issues(models: dict[str, ModelSpec]) -> list[Issue]:
             in_reported_cycle.update(seen)
             cycle = " -> ".join([*seen, name])
             issues.append(Issue(("models", name, "from"), f"versions made `from` each other: cycle {cycle}"))
+    return issues
+
+
+def _generate_issues(spec: Spec) -> list[Issue]:
+    """What a generative experiment cannot have (its decode loop feeds the model, one request at a time), and
+    `limits` without one."""
+    if spec.generate is None:
+        issues = [] if spec.inputs else [Issue(("inputs",), "no input given: name each model input and how to feed "
+                                              "it (a decoder measured with `generate:` needs none)")]
+        if spec.limits is not None:
+            issues.append(Issue(("limits",), "TTFT and TPOT limits apply to a generative experiment (a `generate:` "
+                                "section); for a latency budget use `latency_threshold_ms`"))
+        return issues
+    why = "a generative experiment"
+    refused = {
+        "inputs": "its decode loop feeds the decoder's inputs (input_ids, attention_mask, position_ids and the "
+                  "KV cache) itself; remove `inputs`",
+        "latency_threshold_ms": "its budget is `limits: {ttft_ms: …, tpot_ms: …}`; remove `latency_threshold_ms`",
+        "profile": "per-layer profiles of prefill and decode are not measured by `perfsite run` yet; remove "
+                   "`profile`",
+        "tolerance": "output agreement of generative versions is not checked yet; remove `tolerance`",
+        "whatif": "the what-if estimate needs per-layer profiles, which generative runs do not record yet; remove "
+                  "`whatif`",
+    }
+    issues = [Issue((key,), f"not allowed in {why}: {text}") for key, text in refused.items()
+              if getattr(spec, key)]
+    if spec.sweep.concurrency != (1,):
+        issues.append(Issue(("sweep", "concurrency"), f"{why} measures one request in flight at a time (a "
+                            "request is a whole generation); leave concurrency at [1] and sweep `batch`"))
+    issues += [Issue(("sweep", key), f"`{key}` is a `generate:` axis in {why}; give its values there")
+               if key in GENERATE_AXES else
+               Issue(("sweep", key), f"`{key}` is not an axis of {why}: no input shape takes placeholders (the "
+                     "prompt and output lengths are `generate:`'s); remove it")
+               for key in spec.sweep.placeholders]
     return issues
 
 

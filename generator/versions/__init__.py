@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import SpecError
-from generator.plan import STANDARD_AXES, sweep_axes
+from generator.plan import STANDARD_AXES, spec_axes
 from generator.versions import fp16 as _fp16  # noqa: F401  (registers the transform)
 from generator.versions import quantize as _quantize  # noqa: F401  (registers the transform)
 from generator.versions.checks import check_model_file
@@ -44,7 +44,7 @@ def prepare_versions(
 
 def calibration_binding(spec: Any) -> dict[str, int]:
     """Calibration batches hold one item; other placeholders take the first value of their sweep axis."""
-    axes = sweep_axes(spec.sweep)
+    axes = spec_axes(spec)
     binding = {name: values[0] for name, values in axes.items() if name not in STANDARD_AXES and values}
     binding["batch"] = 1
     return binding

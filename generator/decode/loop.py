@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnxruntime as ort
 
-from generator.generate.convention import DecoderLayout
+from generator.decode.convention import DecoderLayout
 
 
 @dataclass(frozen=True)

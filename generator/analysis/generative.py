@@ -1,0 +1,233 @@
+"""A generative experiment's figures for its pages and `perfsite diff`: its trials' TTFT, TPOT, ITL and tokens/s,
+the sweet spot under the spec's `limits`, and each compared pair of versions judged at every configuration in
+two phases apart, prefill (time to first token) and decode (time per output token).
+
+A quantized decoder can make prefill slower and decode faster (4-bit weights on the example decoder did): one
+tokens/s ratio hides that, so each phase gets its own ratio and verdict. A verdict is the paired interval of the
+per-process medians B / A over the rounds both versions measured (the runner alternates versions round by
+round, so a round's two processes ran moments apart): slower or faster when the 95 % interval excludes 1 and the
+ratio is past the spec's regression ratio, no change when the interval lies within the band, unsettled
+otherwise, with the reason. Readers get frozen records; nothing here formats text for a page.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from generator.results import intervals
+
+PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}
+
+
+@dataclass(frozen=True)
+class PhaseVerdict:
+    phase: str  # ttft or tpot
+    a_ms: float  # median over processes of each process's median
+    b_ms: float
+    ratio: float  # B / A, geometric mean over processes (rounds)
+    low: float
+    high: float
+    verdict: str  # faster, slower, no change, unsettled
+    reason: str
+
+
+def phase_verdict(phase: str, a: Sequence[float], b: Sequence[float], threshold: float) -> PhaseVerdict:
+    """One phase judged from per-process (per-round) medians of A and B, in pairs."""
+    ci = intervals.paired(a, b)
+    a_ms, b_ms = float(np.nanmedian(a)), float(np.nanmedian(b))
+    if ci is None:
+        return PhaseVerdict(phase, a_ms, b_ms, b_ms / a_ms, math.nan, math.nan, "unsettled",
+                            "fewer than two processes gave both figures")
+    ratio, low, high = ci.point, ci.low, ci.high
+    if low > 1 and ratio > threshold:
+        verdict, reason = "slower", f"the interval {low:.3g}–{high:.3g} lies above 1"
+    elif high < 1 and ratio < 1 / threshold:
+        verdict, reason = "faster", f"the interval {low:.3g}–{high:.3g} lies below 1"
+    elif low >= 1 / threshold and high <= threshold:
+        verdict, reason = "no change", f"the interval {low:.3g}–{high:.3g} lies within ±{threshold - 1:.0%}"
+    else:
+        verdict = "unsettled"
+        reason = (f"the interval {low:.3g}–{high:.3g} over {ci.n} processes is too wide to tell; measure more "
+                  "processes (measure.repeats, measure.budget_s) or requests")
+    return PhaseVerdict(phase, a_ms, b_ms, ratio, low, high, verdict, reason)
+
+
+@dataclass(frozen=True)
+class GenerativeRow:
+    """One ok generative trial's figures (ms, tokens/s, MiB); None where not measured (no decode step)."""
+
+    trial_key: str
+    version: str
+    config_label: str
+    batch: int
+    threads: int
+    prompt_tokens: int
+    new_tokens: int
+    ttft_p50_ms: float
+    ttft_p90_ms: float
+    ttft_p99_ms: float | None
+    ttft_ms: float  # at the spec's percentile
+    tpot_p50_ms: float | None
+    tpot_p90_ms: float | None
+    tpot_ms: float | None  # at the spec's percentile
+    itl_p50_ms: float | None
+    itl_p90_ms: float | None
+    itl_p99_ms: float | None
+    tokens_per_s: float  # output tokens per second
+    prefill_tokens_per_s: float | None
+    peak_rss_mb: float | None
+    kv_cache_mb: float | None
+    ttft_halfwidth: float | None
+    tpot_halfwidth: float | None
+    processes: int
+    noisy: bool
+    noise_reasons: str | None
+    within_limits: bool | None  # None: the spec sets no limit
+
+
+@dataclass(frozen=True)
+class PhaseComparison:
+    config_label: str
+    phases: tuple[PhaseVerdict, ...]
+
+
+@dataclass(frozen=True)
+class GenerativePair:
+    a: str
+    b: str
+    comparisons: tuple[PhaseComparison, ...]
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    version: str
+    config_label: str
+    context_tokens: int
+    median_ms: float
+
+
+@dataclass(frozen=True)
+class GenerativeReport:
+    percentile: str
+    ttft_limit_ms: float | None
+    tpot_limit_ms: float | None
+    rows: tuple[GenerativeRow, ...]
+    sweet_spot: GenerativeRow | None
+    sweet_spot_reason: str
+    pairs: tuple[GenerativePair, ...]
+    steps: tuple[StepPoint, ...]
+
+
+def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame,
+                      decode_steps: pd.DataFrame) -> GenerativeReport | None:
+    """The report of a generative experiment's stored results (one machine's, as every comparison is); None for
+    an experiment that is not generative."""
+    if getattr(spec, "generate", None) is None:
+        return None
+    limits = spec.limits
+    ttft_limit = limits.ttft_ms if limits else None
+    tpot_limit = limits.tpot_ms if limits else None
+    ok = trials[(trials["status"] == "ok") & trials["new_tokens"].notna()]
+    order = {v: i for i, v in enumerate(spec.models)}
+    ok = ok.assign(_v=ok["version"].map(order)).sort_values(["_v", "batch", "threads", "prompt_tokens",
+                                                               "new_tokens"], kind="stable")
+    rows = tuple(_row(t, ttft_limit, tpot_limit) for t in ok.itertuples(index=False))
+    spot, reason = _sweet_spot(rows, ttft_limit, tpot_limit, spec.measure.percentile)
+    return GenerativeReport(
+        percentile=spec.measure.percentile, ttft_limit_ms=ttft_limit, tpot_limit_ms=tpot_limit, rows=rows,
+        sweet_spot=spot, sweet_spot_reason=reason,
+        pairs=tuple(_pair(a, b, rows, processes, spec.regression) for a, b in compared_pairs(spec, rows)),
+        steps=_steps(rows, decode_steps))
+
+
+def compared_pairs(spec, rows: Sequence[GenerativeRow]) -> list[tuple[str, str]]:
+    """The spec's `compare:` pairs (a pair without `b`: A against every other version); without any, the first
+    version against each other one."""
+    versions = list(dict.fromkeys(r.version for r in rows))
+    wanted = [(p.a, p.b) for p in spec.compare]
+    if not wanted and versions:
+        wanted = [(versions[0], None)]
+    pairs = []
+    for a, b in wanted:
+        pairs += [(a, other) for other in versions if other != a and (b is None or other == b)]
+    return list(dict.fromkeys(pairs))
+
+
+def _row(t, ttft_limit: float | None, tpot_limit: float | None) -> GenerativeRow:
+    tpot = _num(t.tpot_headline_ms)
+    within = None
+    if ttft_limit is not None or tpot_limit is not None:
+        within = ((ttft_limit is None or t.ttft_headline_ms <= ttft_limit)
+                  and (tpot_limit is None or tpot is None or tpot <= tpot_limit))
+    return GenerativeRow(
+        trial_key=t.trial_key, version=t.version, config_label=t.config_label, batch=int(t.batch),
+        threads=int(t.threads), prompt_tokens=int(t.prompt_tokens), new_tokens=int(t.new_tokens),
+        ttft_p50_ms=float(t.ttft_p50_ms), ttft_p90_ms=float(t.ttft_p90_ms), ttft_p99_ms=_num(t.ttft_p99_ms),
+        ttft_ms=float(t.ttft_headline_ms), tpot_p50_ms=_num(t.tpot_p50_ms), tpot_p90_ms=_num(t.tpot_p90_ms),
+        tpot_ms=tpot, itl_p50_ms=_num(t.itl_p50_ms), itl_p90_ms=_num(t.itl_p90_ms), itl_p99_ms=_num(t.itl_p99_ms),
+        tokens_per_s=float(t.throughput_ips), prefill_tokens_per_s=_num(t.prefill_tokens_per_s),
+        peak_rss_mb=_num(t.peak_rss_mb), kv_cache_mb=_num(t.kv_cache_mb), ttft_halfwidth=_num(t.ttft_ci_halfwidth),
+        tpot_halfwidth=_num(t.tpot_ci_halfwidth), processes=int(t.processes), noisy=bool(t.noisy),
+        noise_reasons=t.noise_reasons if isinstance(t.noise_reasons, str) else None, within_limits=within)
+
+
+def _num(value) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value) \
+        else float(value)
+
+
+def _sweet_spot(rows: Sequence[GenerativeRow], ttft_limit: float | None, tpot_limit: float | None,
+                percentile: str) -> tuple[GenerativeRow | None, str]:
+    """The most output tokens/s within the limits (every trial without limits), and why none where none is."""
+    within = [r for r in rows if r.within_limits is not False]
+    if not rows:
+        return None, "no generative trial finished"
+    if not within:
+        fastest = min(rows, key=lambda r: r.ttft_ms)
+        return None, (f"no configuration keeps TTFT and TPOT at {percentile} within the limits; the lowest TTFT is "
+                      f"{fastest.version} at {fastest.config_label}")
+    best = max(within, key=lambda r: r.tokens_per_s)
+    what = "within the limits" if ttft_limit is not None or tpot_limit is not None else "of every configuration"
+    return best, f"the most output tokens/s {what}"
+
+
+def _per_round(processes: pd.DataFrame, key: str, column: str) -> dict[int, float]:
+    mine = processes[processes["trial_key"] == key]
+    return {int(r): float(v) for r, v in zip(mine["round"], mine[column], strict=True)
+            if pd.notna(r) and pd.notna(v)}
+
+
+def _pair(a: str, b: str, rows: Sequence[GenerativeRow], processes: pd.DataFrame, regression) -> GenerativePair:
+    by = {(r.version, r.config_label): r for r in rows}
+    comparisons = []
+    for r in rows:
+        if r.version != a or (b, r.config_label) not in by:
+            continue
+        other = by[(b, r.config_label)]
+        phases = []
+        for phase, threshold in (("ttft", regression.ttft_ratio), ("tpot", regression.tpot_ratio)):
+            if phase == "tpot" and r.new_tokens < 2:
+                continue  # one new token is a prefill alone: no decode step to judge
+            column = f"{phase}_median_ms"
+            mine, theirs = _per_round(processes, r.trial_key, column), _per_round(processes, other.trial_key, column)
+            rounds = sorted(set(mine) & set(theirs))
+            phases.append(phase_verdict(phase, [mine[k] for k in rounds], [theirs[k] for k in rounds], threshold))
+        comparisons.append(PhaseComparison(r.config_label, tuple(phases)))
+    return GenerativePair(a, b, tuple(comparisons))
+
+
+def _steps(rows: Sequence[GenerativeRow], decode_steps: pd.DataFrame) -> tuple[StepPoint, ...]:
+    """Per trial and decode step, the median over processes of each one's median: the step time against the
+    context the KV cache holds."""
+    if decode_steps.empty:
+        return ()
+    by_key = {r.trial_key: r for r in rows}
+    mine = decode_steps[decode_steps["trial_key"].isin(by_key)]
+    medians = mine.groupby(["trial_key", "context_tokens"], sort=True)["median_ms"].median()
+    return tuple(StepPoint(by_key[key].version, by_key[key].config_label, int(context), float(ms))
+                 for (key, context), ms in medians.items())

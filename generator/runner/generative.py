@@ -1,0 +1,109 @@
+"""A generative trial's measurement process: timed greedy generations instead of timed `session.run` calls.
+
+A request is one whole generation (generator.decode.loop): its latency is the generation's end-to-end time, its
+items are its output tokens (batch × new_tokens), so that the trial's throughput is output tokens per second and
+the adaptive rounds, preemption accounting and noise rules of every trial apply unchanged. Beside the latencies
+the process keeps each request's time to first token and each decode step's time (`GenerativeLoop`), which the
+parent turns into the TTFT, TPOT and ITL figures (generator.runner.generative_rows). One request at a time: the
+spec refuses `concurrency` above 1 for a generative experiment.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from generator.decode.convention import DecoderLayout, decoder_layout
+from generator.decode.loop import DecodeLoop, prompt_ids
+from generator.errors import PerfsiteError, RunError
+from generator.runner.measure import LoopResult, process_delay_reader
+
+
+@dataclass(frozen=True)
+class GenerativeLoop:
+    """One process's timed generations: the loop's figures, and per request its TTFT and decode steps."""
+
+    loop: LoopResult
+    ttft_ms: np.ndarray = field(repr=False)  # per timed request
+    steps_ms: np.ndarray = field(repr=False)  # [requests, new_tokens - 1]
+
+
+def timed_generations(session: Any, layout: DecoderLayout, config: Mapping[str, Any],
+                      settings: Mapping[str, Any]) -> GenerativeLoop:
+    """The first generation (cold), `warmup` untimed ones, then timed ones until `min_iterations` and
+    `min_seconds` are both reached, or `max_seconds` passed."""
+    batch, new_tokens = int(config["batch"]), int(config["new_tokens"])
+    loop = DecodeLoop(session, layout, prompt_ids(layout, batch, int(config["prompt_tokens"])), new_tokens)
+    started = time.perf_counter_ns()
+    loop.generate()
+    first_run_ms = (time.perf_counter_ns() - started) / 1e6
+    for _ in range(int(settings["warmup"])):
+        loop.generate()
+    delay = process_delay_reader()
+    latencies, delays, ttft, steps = [], [], [], []
+    min_iter = int(settings["min_iterations"])
+    cpu0, start = time.process_time(), time.perf_counter_ns()
+    min_end = start + int(float(settings["min_seconds"]) * 1e9)
+    max_end = start + int(float(settings["max_seconds"]) * 1e9)
+    before = delay() if delay else 0
+    while True:
+        t0 = time.perf_counter_ns()
+        generation = loop.generate()
+        t1 = time.perf_counter_ns()
+        latencies.append(t1 - t0)
+        if delay:
+            after = delay()
+            delays.append(after - before)
+            before = after
+        ttft.append(generation.ttft_ms)
+        steps.append(generation.steps_ms)
+        if (len(latencies) >= min_iter and t1 >= min_end) or t1 >= max_end:
+            break
+    result = LoopResult(
+        latencies_ns=(np.array(latencies, np.int64),), wall_ns=t1 - start, cpu_s=time.process_time() - cpu0,
+        items=len(latencies) * batch * new_tokens, first_run_ms=first_run_ms,
+        run_delays_ns=(np.array(delays, np.int64) if delay else None,), delay_threads=1 if delay else 0)
+    return GenerativeLoop(result, np.array(ttft), np.array(steps).reshape(len(latencies), max(new_tokens - 1, 0)))
+
+
+def generation_files(generations: GenerativeLoop, out_path: Path) -> dict[str, str]:
+    """Each request's TTFT and decode steps written beside OUT.json (what OUT.json names them by)."""
+    files = {"ttft_file": out_path.with_name(f"{out_path.stem}.ttft_ms.npy"),
+             "steps_file": out_path.with_name(f"{out_path.stem}.steps_ms.npy")}
+    np.save(files["ttft_file"], generations.ttft_ms)
+    np.save(files["steps_file"], generations.steps_ms)
+    return {name: str(path) for name, path in files.items()}
+
+
+@functools.cache
+def layout_of(model_path: Path) -> DecoderLayout:
+    """A version's decoder layout, read from its graph once per run."""
+    return decoder_layout(model_path)
+
+
+def check_decoders(spec_path: Path, model_paths: Mapping[str, Path], trials: Iterable[Any]) -> None:
+    """Every version to measure is a decoder in the convention, and the longest context a trial reaches fits its
+    position table where the graph has one: refused before anything is measured, naming the version."""
+    longest: dict[str, tuple[int, int]] = {}
+    for trial in trials:
+        dims = dict(trial.config.dims)
+        context = (dims["prompt_tokens"], dims["new_tokens"])
+        if sum(context) > sum(longest.get(trial.version, (0, 0))):
+            longest[trial.version] = context
+    for version, (prompt, new) in longest.items():
+        try:
+            layout = layout_of(Path(model_paths[version]))
+        except PerfsiteError as e:
+            raise RunError(f"{spec_path}: version {version}: {e}") from e
+        if layout.max_positions is not None and prompt + new > layout.max_positions:
+            raise RunError(
+                f"{spec_path}: generate: prompt_tokens {prompt} + new_tokens {new} = {prompt + new} positions, "
+                f"more than the {layout.max_positions} rows of the position table of version {version}'s model "
+                f"{model_paths[version]}. Allowed: prompt_tokens + new_tokens <= {layout.max_positions}; shorten "
+                "the longest prompt or generate fewer tokens.")
