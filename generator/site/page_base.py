@@ -24,6 +24,7 @@ from generator.analysis import summaries as S
 from generator.analysis.accounting import PROFILED_TIMES_RULE
 from generator.analysis.compare_choice import CompareContext, compare_context
 from generator.analysis.findings import FindingSet, report_findings, uncertain_trials
+from generator.analysis.generative import GenerativeReport, generative_report
 from generator.results.headline import percentile_label, stand_in_mark
 from generator.results.store import ExperimentResults
 from generator.site.escape import md_paragraphs, md_text
@@ -111,6 +112,9 @@ class ExperimentView:
     # (generator.analysis.per_machine; its slug is then "<experiment>/<machine>"); untrusted text.
     machine: str | None = None
     machine_count: int = 1  # machines of the whole experiment
+    # A generative experiment's figures and phase comparisons (its overview page is generative.md.j2, and it has
+    # no profile, compare or chooser pages yet); None for every other experiment.
+    generative: GenerativeReport | None = None
 
     @property
     def title(self) -> str:
@@ -208,6 +212,10 @@ def experiment_view(results: ExperimentResults, slug: str, chooser: bool = True,
         for info, best in zip(infos, bests, strict=True)
     ]
     context = compare_context(results)
+    generative = generative_report(results.spec, results.trials, results.processes, results.decode_steps)
+    # A generative experiment's claims are its phase verdicts (generative.md.j2): the findings of latency and
+    # layers, made for one inference per request, do not apply to it yet.
+    claims = claims and generative is None
     chooser = claims and chooser and has_chooser(context)
     findings = None
     if claims:
@@ -222,6 +230,7 @@ def experiment_view(results: ExperimentResults, slug: str, chooser: bool = True,
         environments=R.environment_summaries(results.environments, results.trials),
         last_run=R.last_run(results.runs), results=results, chooser=chooser, context=context,
         findings=findings, run_noise=R.run_noise(results.runs), machine=machine, machine_count=machine_count,
+        generative=generative,
     )
 
 

@@ -25,6 +25,7 @@ from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHAR
 from generator.results.store import ExperimentResults
 from generator.site import charts, charts_profile, chooser_page, compare_page, machine_reports, machines_page
 from generator.site.charts_timeline import TIMELINE_CALLS, temporal_chart, timeline_chart
+from generator.site import charts_generative as G
 from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' common ground)
     MAX_SLUG,
     REPORTS_DIR,
@@ -45,6 +46,8 @@ from generator.timeline.view import TimelineView, timeline_view
 
 def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """The experiment's overview page: chart, best results, warnings, the sortable table of every trial."""
+    if view.generative is not None:
+        return [generative_page(env, view)]
     chart = charts.latency_throughput_chart(view.trials, [v.info.version for v in view.versions],
                                             view.headline_label, view.spec.latency_threshold_ms)
     block = charts.chart_block("chart-latency-throughput", chart) if view.ok_trials else ""
@@ -55,6 +58,18 @@ def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page
     if view.findings is not None:
         page = replace(page, files=page.files + ((f"{REPORTS_DIR}/{view.slug}/findings.json", findings_json(view)),))
     return [page]
+
+
+def generative_page(env: jinja2.Environment, view: ExperimentView) -> Page:
+    """A generative experiment's overview: the sweet spot under its limits, each compared pair judged in prefill
+    and decode apart, the TTFT, decode-step and tokens/s charts, and every configuration's figures."""
+    report = view.generative
+    made = {"limits": G.limits_chart(report), "ttft": G.ttft_chart(report), "steps": G.steps_chart(report),
+            "tokens": G.tokens_chart(report)}
+    blocks = {name: charts.chart_block(f"chart-generative-{name}", chart) if report.rows else ""
+              for name, chart in made.items()}
+    return render(env, "generative.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.title, True, e=view,
+                  charts=blocks)
 
 
 def findings_json(view: ExperimentView) -> str:
@@ -72,13 +87,17 @@ def findings_json(view: ExperimentView) -> str:
 
 
 def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
-    """One page per `compare:` pair of the spec: A vs B (generator.site.compare_page)."""
-    return compare_page.compare_pages(env, view)
+    """One page per `compare:` pair of the spec: A vs B (generator.site.compare_page); a generative experiment's
+    pairs are judged on its overview page."""
+    return compare_page.compare_pages(env, view) if view.generative is None else []
 
 
 def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """One page per version: the full profile of each profiled configuration (the spec's `profile` entries,
-    by default batch 1 at the most threads) and of the version's sweet spot."""
+    by default batch 1 at the most threads) and of the version's sweet spot. None for a generative experiment:
+    its trials are not profiled yet."""
+    if view.generative is not None:
+        return []
     pages = []
     for version in view.versions:
         name = version.info.version

@@ -1,0 +1,134 @@
+"""A generative experiment's charts (generator.analysis.generative): time to first token against prompt length,
+each decode step's time against the context the KV cache holds, output tokens/s against batch, and the sweet
+spot under the TTFT and TPOT limits with a slider for each. Pure functions of the report: the same results give
+the same JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+
+from generator.analysis.generative import GenerativeReport, GenerativeRow
+from generator.numbers import rounded
+from generator.site.chart_spec import Chart, inline_rows
+from generator.site.charts import THRESHOLD_COLOR
+
+HEIGHT = 300
+
+
+def _record(r: GenerativeRow) -> dict[str, Any]:
+    return {
+        "version": r.version, "configuration": r.config_label, "batch": r.batch, "threads": r.threads,
+        "prompt_tokens": r.prompt_tokens, "new_tokens": r.new_tokens,
+        "series": f"{r.version} · b{r.batch} t{r.threads} new={r.new_tokens}",
+        "lengths": f"{r.version} · prompt={r.prompt_tokens} new={r.new_tokens} t{r.threads}",
+        "ttft_ms": rounded(r.ttft_ms, 6), "ttft_p50_ms": rounded(r.ttft_p50_ms, 6),
+        "ttft_p90_ms": rounded(r.ttft_p90_ms, 6), "tpot_ms": rounded(r.tpot_ms or 0.0, 6),
+        "tpot_p50_ms": rounded(r.tpot_p50_ms, 6) if r.tpot_p50_ms is not None else None,
+        "tokens_per_s": rounded(r.tokens_per_s, 6),
+    }
+
+
+def _color(versions: list[str]) -> alt.Color:
+    return alt.Color("version:N", title="Version", scale=alt.Scale(domain=versions), sort=versions,
+                     legend=alt.Legend(orient="bottom"))
+
+
+def _tooltip(percentile: str) -> list[alt.Tooltip]:
+    return [alt.Tooltip("version:N", title="Version"), alt.Tooltip("configuration:N", title="Configuration"),
+            alt.Tooltip("ttft_ms:Q", title=f"TTFT {percentile} (ms)", format=",.4~r"),
+            alt.Tooltip("ttft_p50_ms:Q", title="TTFT p50 (ms)", format=",.4~r"),
+            alt.Tooltip("tpot_ms:Q", title=f"TPOT {percentile} (ms)", format=",.4~r"),
+            alt.Tooltip("tokens_per_s:Q", title="Output tokens/s", format=",.4~r")]
+
+
+def _versions(report: GenerativeReport) -> list[str]:
+    return list(dict.fromkeys(r.version for r in report.rows))
+
+
+def ttft_chart(report: GenerativeReport) -> alt.LayerChart:
+    """TTFT at the percentile against prompt length: one line per version and batch (the prefill's cost)."""
+    base = Chart(inline_rows([_record(r) for r in report.rows]))
+    x = alt.X("prompt_tokens:Q", title="Prompt length (tokens)", scale=alt.Scale(zero=False))
+    y = alt.Y("ttft_ms:Q", title=f"Time to first token, {report.percentile} (ms)", scale=alt.Scale(zero=False))
+    color = _color(_versions(report))
+    return alt.layer(
+        base.mark_line(strokeWidth=1.4).encode(x=x, y=y, color=color, detail=alt.Detail("series:N"),
+                                               order=alt.Order("prompt_tokens:Q")).properties(name="lines"),
+        base.mark_point(filled=True, size=60).encode(x=x, y=y, color=color, tooltip=_tooltip(report.percentile))
+        .properties(name="points"),
+        name="ttft", width="container", height=HEIGHT,
+        title=alt.Title("Prefill: time to first token against prompt length", anchor="start"),
+    )
+
+
+def steps_chart(report: GenerativeReport) -> alt.LayerChart:
+    """Each decode step's median time against the positions the KV cache holds: one line per trial."""
+    records = [{"version": s.version, "configuration": s.config_label, "context_tokens": s.context_tokens,
+                "step_ms": rounded(s.median_ms, 6)} for s in report.steps]
+    base = Chart(inline_rows(records))
+    x = alt.X("context_tokens:Q", title="Context (tokens in the KV cache)", scale=alt.Scale(zero=False))
+    y = alt.Y("step_ms:Q", title="Decode step, median (ms)", scale=alt.Scale(zero=False))
+    tooltip = [alt.Tooltip("version:N", title="Version"), alt.Tooltip("configuration:N", title="Configuration"),
+               alt.Tooltip("context_tokens:Q", title="Context (tokens)"),
+               alt.Tooltip("step_ms:Q", title="Step median (ms)", format=",.4~r")]
+    return alt.layer(
+        base.mark_line(strokeWidth=1.2, point=alt.OverlayMarkDef(size=14)).encode(
+            x=x, y=y, color=_color(_versions(report)), detail=alt.Detail("configuration:N"),
+            order=alt.Order("context_tokens:Q"), tooltip=tooltip).properties(name="steps"),
+        name="decode_steps", width="container", height=HEIGHT,
+        title=alt.Title("Decode: each step's time as the KV cache grows", anchor="start"),
+    )
+
+
+def tokens_chart(report: GenerativeReport) -> alt.LayerChart:
+    """Output tokens/s against batch: one line per version and lengths."""
+    base = Chart(inline_rows([_record(r) for r in report.rows]))
+    x = alt.X("batch:Q", title="Batch (sequences generated together)", scale=alt.Scale(zero=False))
+    y = alt.Y("tokens_per_s:Q", title="Output tokens/s", scale=alt.Scale(zero=False))
+    color = _color(_versions(report))
+    return alt.layer(
+        base.mark_line(strokeWidth=1.4).encode(x=x, y=y, color=color, detail=alt.Detail("lengths:N"),
+                                               order=alt.Order("batch:Q")).properties(name="lines"),
+        base.mark_point(filled=True, size=60).encode(x=x, y=y, color=color, tooltip=_tooltip(report.percentile))
+        .properties(name="points"),
+        name="tokens", width="container", height=HEIGHT,
+        title=alt.Title("Output tokens/s against batch", anchor="start"),
+    )
+
+
+def limits_chart(report: GenerativeReport) -> alt.LayerChart:
+    """Output tokens/s against TPOT for every configuration; two sliders set the TTFT and TPOT limits (the
+    spec's at first): configurations beyond either fade, and a ring marks the most tokens/s within both."""
+    records = [_record(r) for r in report.rows]
+    top_ttft = max((r["ttft_ms"] for r in records), default=1.0)
+    top_tpot = max((r["tpot_ms"] for r in records), default=1.0)
+    ttft = _slider("ttft_limit", "TTFT limit (ms) ", report.ttft_limit_ms, top_ttft)
+    tpot = _slider("tpot_limit", "TPOT limit (ms) ", report.tpot_limit_ms, top_tpot)
+    within = "datum.ttft_ms <= ttft_limit && datum.tpot_ms <= tpot_limit"
+    base = Chart(inline_rows(records)).transform_calculate(within=within)
+    x = alt.X("tpot_ms:Q", title=f"Time per output token, {report.percentile} (ms)", scale=alt.Scale(zero=False))
+    y = alt.Y("tokens_per_s:Q", title="Output tokens/s", scale=alt.Scale(zero=False))
+    color = _color(_versions(report))
+    points = base.mark_point(size=70, filled=True).encode(
+        x=x, y=y, color=color, tooltip=_tooltip(report.percentile),
+        opacity=alt.condition("datum.within", alt.value(1.0), alt.value(0.2)),
+    ).add_params(ttft, tpot).properties(name="points")
+    best = base.transform_filter("datum.within").transform_window(
+        rank="row_number()", sort=[alt.SortField("tokens_per_s", order="descending")],
+    ).transform_filter("datum.rank == 1").mark_point(size=420, strokeWidth=2.5, color=THRESHOLD_COLOR).encode(
+        x=x, y=y, tooltip=_tooltip(report.percentile)).properties(name="sweet_spot")
+    return alt.layer(points, best, name="limits", width="container", height=HEIGHT,
+                     title=alt.Title("Sweet spot: the most tokens/s within the TTFT and TPOT limits (ring)",
+                                     anchor="start"))
+
+
+def _slider(name: str, label: str, limit: float | None, top: float) -> alt.Parameter:
+    """A limit's slider from 0 past the largest figure (and the spec's limit), starting at the spec's limit, or
+    above every figure without one."""
+    start = limit if limit is not None else top * 1.05
+    end = max(top * 1.5, start * 1.2)
+    return alt.param(name=name, value=rounded(start, 4),
+                     bind=alt.binding_range(min=0, max=rounded(end, 3), step=rounded(end / 300, 3), name=label))
