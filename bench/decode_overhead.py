@@ -1,6 +1,6 @@
 """What perfsite's decode loop costs per token, against a bare `InferenceSession.run` loop on the same model.
 
-Both generate the same greedy tokens from the same prompt with one session (generator.generate.loop: DecodeLoop,
+Both generate the same greedy tokens from the same prompt with one session (generator.decode.loop: DecodeLoop,
 its inputs made before the clock starts; bare_generate, written as a user would hand-time it). They alternate
 request by request, each first in turn, so that a change of the machine's speed falls on both, and the ratio of
 their median end-to-end times is printed with its spread over blocks of requests (2-core VM, 2026-12-07, beside
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from generator.generate.convention import decoder_layout
-from generator.generate.loop import DecodeLoop, bare_generate, prompt_ids
+from generator.decode.convention import decoder_layout
+from generator.decode.loop import DecodeLoop, bare_generate, prompt_ids
 from generator.models.builder import model_bytes, write_if_changed
 from generator.models.decoder import DecoderShape, build_decoder
 

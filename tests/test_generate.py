@@ -13,9 +13,9 @@ import onnxruntime as ort
 import pytest
 from support.cli import perfsite
 
+from generator.decode.convention import decoder_layout
+from generator.decode.loop import DecodeLoop, bare_generate, prompt_ids
 from generator.errors import ModelError
-from generator.generate.convention import decoder_layout
-from generator.generate.loop import DecodeLoop, bare_generate, prompt_ids
 from generator.generate.summary import percentiles
 from generator.models.builder import model_bytes, write_if_changed
 from generator.models.decoder import DecoderShape, build_decoder

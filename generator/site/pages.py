@@ -24,8 +24,8 @@ from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_tim
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
 from generator.results.store import ExperimentResults
 from generator.site import charts, charts_profile, chooser_page, compare_page, machine_reports, machines_page
-from generator.site.charts_timeline import TIMELINE_CALLS, temporal_chart, timeline_chart
 from generator.site import charts_generative as G
+from generator.site.charts_timeline import TIMELINE_CALLS, temporal_chart, timeline_chart
 from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' common ground)
     MAX_SLUG,
     REPORTS_DIR,
