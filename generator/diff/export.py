@@ -7,7 +7,9 @@
   latency for `customSmallerIsBetter`, throughput for `customBiggerIsBetter`.
 - **Bencher Metric Format** (BMF, https://bencher.dev/docs/reference/bencher-metric-format/):
   `{benchmark: {measure slug: {value, lower_value?, upper_value?}}}`, with Bencher's built-in measures
-  `latency` (nanoseconds) and `throughput` (operations per second; here items per second).
+  `latency` (nanoseconds) and `throughput` (operations per second; here items per second, a generative
+  configuration's output tokens per second), and for a generative configuration `time-to-first-token` and
+  `time-per-output-token` (nanoseconds; measures to create in Bencher once).
 
 Every (experiment, version, configuration) measured on both sides is one benchmark, named "experiment · version
 · configuration" as in the summary. The figures are the candidate's, the side under review, each with its own
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator.analysis.records_compare import RatioCI
+from generator.diff.phases import PHASE_NAMES
 from generator.diff.report import change_text
 from generator.diff.verdict import DiffResult, TrialDiff
 
@@ -49,13 +52,27 @@ def _latency(t: TrialDiff) -> _Figure:
 
 
 def _throughput(t: TrialDiff) -> _Figure:
-    return _Figure("throughput", "items/s", t.throughput_candidate_ips, t.throughput_candidate_ci,
+    unit = "output tokens/s" if t.phases else "items/s"
+    return _Figure("throughput", unit, t.throughput_candidate_ips, t.throughput_candidate_ci,
                    t.throughput_baseline_ips, t.throughput_ratio)
 
 
+def _phases(t: TrialDiff) -> list[tuple[str, _Figure]]:
+    """A generative configuration's TTFT and TPOT medians (generator.diff.phases), each with its Bencher slug."""
+    return [(f"{PHASE_NAMES[p.phase].replace(' ', '-')}", _Figure(f"{PHASE_NAMES[p.phase]}, median", "ms",
+                                                                   p.candidate_ms, None, p.baseline_ms, p.ratio))
+            for p in t.phases]
+
+
 def github_action_benchmark_latency(result: DiffResult) -> list[dict[str, Any]]:
-    """Latency at each configuration's headline percentile, in ms: a `customSmallerIsBetter` file."""
-    return [_benchmark_entry(t, _latency(t)) for t in result.trials if _finite(_latency(t).candidate)]
+    """Latency at each configuration's headline percentile, in ms (and a generative configuration's TTFT and
+    TPOT, each a benchmark of its own): a `customSmallerIsBetter` file."""
+    entries = []
+    for t in result.trials:
+        entries += [_benchmark_entry(t, _latency(t))] if _finite(_latency(t).candidate) else []
+        entries += [_benchmark_entry(t, figure, f"{t.name} · {figure.label}") for _, figure in _phases(t)
+                    if _finite(figure.candidate)]
+    return entries
 
 
 def github_action_benchmark_throughput(result: DiffResult) -> list[dict[str, Any]]:
@@ -67,7 +84,8 @@ def bencher_metrics(result: DiffResult) -> dict[str, dict[str, dict[str, float]]
     """Bencher Metric Format: per configuration, the built-in `latency` (ns) and `throughput` measures."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for t in result.trials:
-        figures = (("latency", _latency(t), NS_PER_MS), ("throughput", _throughput(t), 1.0))
+        figures = (("latency", _latency(t), NS_PER_MS), ("throughput", _throughput(t), 1.0),
+                   *((slug, figure, NS_PER_MS) for slug, figure in _phases(t)))
         measures = {slug: _metric(figure, scale) for slug, figure, scale in figures if _finite(figure.candidate)}
         if measures:
             out[t.name] = measures
@@ -82,9 +100,9 @@ EXPORT_FORMATS: dict[str, Callable[[DiffResult], Any]] = {
 }
 
 
-def _benchmark_entry(t: TrialDiff, figure: _Figure) -> dict[str, Any]:
+def _benchmark_entry(t: TrialDiff, figure: _Figure, name: str | None = None) -> dict[str, Any]:
     value = float(figure.candidate)
-    entry: dict[str, Any] = {"name": t.name, "unit": figure.unit, "value": value}
+    entry: dict[str, Any] = {"name": name or t.name, "unit": figure.unit, "value": value}
     lines = [figure.label]
     if _finite_interval(figure.interval):
         low, high = figure.interval

@@ -18,7 +18,8 @@ from typing import Any
 from generator.analysis.records_compare import RatioCI
 from generator.diff.layers import LayerChange
 from generator.diff.noise import PAIRED_ADVICE
-from generator.diff.verdict import FAILED, FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff
+from generator.diff.phases import PHASE_NAMES
+from generator.diff.verdict import FAILED, FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff, phase_verdict
 from generator.numbers import json_safe, num
 
 MAX_TABLE_ROWS = 30  # configurations in the table; a PR comment has a size limit and readers a patience one
@@ -151,8 +152,11 @@ def _table(result: DiffResult) -> str:
     for t in shown:
         rows.append(f"| {cell(t.name)} | latency {t.percentile} (ms) | {num(t.latency_baseline_ms)} | "
                     f"{num(t.latency_candidate_ms)} | {change_text(t.latency_ratio)} | {t.verdict} |")
-        rows.append(f"| | throughput (items/s) | {num(t.throughput_baseline_ips)} | "
+        unit = "output tokens/s" if t.phases else "items/s"
+        rows.append(f"| | throughput ({unit}) | {num(t.throughput_baseline_ips)} | "
                     f"{num(t.throughput_candidate_ips)} | {change_text(t.throughput_ratio)} | |")
+        rows += [f"| | {PHASE_NAMES[p.phase]}, median (ms) | {num(p.baseline_ms)} | {num(p.candidate_ms)} | "
+                 f"{change_text(p.ratio)} | {phase_verdict(p)} (threshold {p.threshold:g}) |" for p in t.phases]
     hidden = len(result.trials) - len(shown)
     if hidden:
         rows += ["", f"{hidden} more configuration{'s' if hidden != 1 else ''} with no significant change "

@@ -43,6 +43,7 @@ from generator.analysis.stats import ProcessSamples, latency_ratio, percentile_o
 from generator.analysis.summaries import AXIS_COLUMNS, clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
 from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
+from generator.diff.phases import PhaseDiff, phase_diffs
 from generator.machine.environment import FINGERPRINT_FIELDS
 from generator.results.headline import compared_percentile, percentile_label, stored_percentile
 from generator.results.intervals import BETWEEN_RUN_SD, run_drift
@@ -116,6 +117,8 @@ class TrialDiff:
     # The machine both trials ran on (generator.analysis.per_machine.machine_names) when the results hold
     # several: each machine is compared with itself, and named. None: one machine.
     machine: str | None = None
+    # A generative configuration: its prefill (TTFT) and decode (TPOT) judged apart (generator.diff.phases).
+    phases: tuple[PhaseDiff, ...] = ()
 
     @property
     def name(self) -> str:
@@ -335,6 +338,10 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     thr, thr_a, thr_b = throughput_ratio(samples_a, samples_b, paired=pair, between_run_sd=between, sequential=seq,
                                          final=final)
     verdict, why = judge(lat, thr, limits, (side_a, side_b), q, pair, final)
+    regression = cand_exp.spec.regression
+    phases = phase_diffs(base_exp, a, cand_exp, b, {"ttft": regression.ttft_ratio, "tpot": regression.tpot_ratio},
+                         pair, between)
+    verdict = _with_phases(verdict, phases)
     config = {axis: clean(b[axis]) for axis in AXIS_COLUMNS} | {"dims": str(b["dims"])}
     return TrialDiff(
         experiment=cand_exp.name, version=str(b["version"]), config_label=str(b["config_label"]), config=config,
@@ -353,8 +360,25 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         model_changed=str(a["model_sha256"]) != str(b["model_sha256"]),
         latency_baseline_ci=lat_a.interval(), latency_candidate_ci=lat_b.interval(),
         throughput_baseline_ci=thr_a.interval() if thr_a else None,
-        throughput_candidate_ci=thr_b.interval() if thr_b else None,
+        throughput_candidate_ci=thr_b.interval() if thr_b else None, phases=phases,
     )
+
+
+def phase_verdict(p: PhaseDiff) -> str:
+    """slower / faster / no significant change of one generative phase, by its own threshold."""
+    return _direction(p.ratio, p.threshold, higher_is_slower=True) if p.ratio.unjudged is None else NO_CHANGE
+
+
+def _with_phases(verdict: str, phases: tuple[PhaseDiff, ...]) -> str:
+    """A configuration whose prefill or decode got slower beyond its threshold is slower, whatever its
+    end-to-end figures say (a slower prefill hides in a long generation's latency); faster likewise, unless
+    something got slower."""
+    found = {phase_verdict(p) for p in phases}
+    if verdict == NOT_COMPARABLE and SLOWER not in found:
+        return verdict
+    if SLOWER in found or verdict == SLOWER:
+        return SLOWER
+    return FASTER if FASTER in found or verdict == FASTER else verdict
 
 
 def at_budget(row: pd.Series) -> bool:

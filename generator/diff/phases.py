@@ -1,0 +1,73 @@
+"""A generative configuration's two phases in `perfsite diff`: time to first token (prefill) and time per output
+token (decode), each with its own ratio, interval and threshold (`regression: {ttft_ratio, tpot_ratio}`).
+
+A quantized decoder can make prefill slower and decode faster; the end-to-end latency and tokens/s ratios the
+diff judges for every configuration hide that, so a generative configuration is also judged phase by phase. The
+figures are the processes' medians over their clean requests (processes.ttft_median_ms, tpot_median_ms): paired
+round by round when one paired run measured both sides, else Welch's interval widened by each run's drift, as
+the latency ratio is (generator.analysis.stats).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from generator.analysis.records_compare import RatioCI
+from generator.results import intervals
+from generator.results.store import ExperimentResults
+
+PHASE_COLUMNS = {"ttft": "ttft_median_ms", "tpot": "tpot_median_ms"}
+PHASE_NAMES = {"ttft": "time to first token", "tpot": "time per output token"}
+
+
+@dataclass(frozen=True)
+class PhaseDiff:
+    phase: str  # ttft or tpot
+    baseline_ms: float
+    candidate_ms: float
+    ratio: RatioCI
+    threshold: float
+
+
+def phase_diffs(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentResults, b: pd.Series,
+                thresholds: dict[str, float], paired_run: bool,
+                between: float | tuple[float, float]) -> tuple[PhaseDiff, ...]:
+    """The phases both trials measured (none for a trial that is not generative; no TPOT with one new token)."""
+    found = []
+    for phase, column in PHASE_COLUMNS.items():
+        mine, theirs = _figures(base_exp, a, column), _figures(cand_exp, b, column)
+        if len(mine) < 1 or len(theirs) < 1:
+            continue
+        if paired_run:
+            rounds = sorted(set(mine) & set(theirs))
+            ci = intervals.paired([mine[r] for r in rounds], [theirs[r] for r in rounds])
+        else:
+            ci = intervals.unpaired(list(mine.values()), list(theirs.values()), between)
+        base_ms, cand_ms = _median(mine.values()), _median(theirs.values())
+        if ci is None:
+            ratio = RatioCI(cand_ms / base_ms, math.nan, math.nan, False, processes_a=len(mine),
+                            processes_b=len(theirs), unjudged="fewer than two processes on a side gave the figure")
+        else:
+            ratio = RatioCI(ci.point, ci.low, ci.high, ci.low > 1 or ci.high < 1, processes_a=len(mine),
+                            processes_b=len(theirs))
+        found.append(PhaseDiff(phase, base_ms, cand_ms, ratio, thresholds[phase]))
+    return tuple(found)
+
+
+def _figures(exp: ExperimentResults, row: pd.Series, column: str) -> dict[int, float]:
+    """Each process's figure by its round (its index where the round is not stored)."""
+    if column not in exp.processes:
+        return {}
+    mine = exp.processes[exp.processes["trial_key"] == row["trial_key"]]
+    rounds = mine["round"] if "round" in mine else mine["process"]
+    return {int(r) if pd.notna(r) else int(p): float(v)
+            for r, p, v in zip(rounds, mine["process"], mine[column], strict=True) if pd.notna(v) and v > 0}
+
+
+def _median(values) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
