@@ -50,8 +50,13 @@ class QuantizeOptions(Record):
 
     mode: QuantizeMode = Field(
         description="`dynamic` (weights only, activations at run time), `static_qdq` (QuantizeLinear/"
-        "DequantizeLinear pairs, calibrated) or `static_qoperator` (quantized operators, calibrated)."
+        "DequantizeLinear pairs, calibrated), `static_qoperator` (quantized operators, calibrated) or `int4` "
+        "(4-bit weights of MatMul nodes in blocks, onnxruntime's MatMulNBits: weight-only, for decoders)."
     )
+    # Left out of the stored spec at its default, so that specs written before `int4` keep their sha256.
+    block_size: Annotated[int, Strict(), Field(ge=16, le=256)] = Field(
+        32, exclude_if=lambda value: value == 32, description="`int4` only: weights per quantization block (a power of two, 16 to 256); smaller blocks "
+        "keep more precision and cost more scales.")
     calibration: Calibration = Field(
         default_factory=Calibration, description="Calibration settings; static modes only."
     )
@@ -69,6 +74,18 @@ class QuantizeOptions(Record):
 
     @model_validator(mode="after")
     def _static_only_fields(self) -> QuantizeOptions:
+        if self.block_size & (self.block_size - 1):
+            fail(Issue(("block_size",), "a power of two: 16, 32, 64, 128 or 256", self.block_size))
+        if self.mode != "int4" and self.block_size != 32:
+            fail(Issue(("block_size",), "only mode `int4` uses it; remove it or choose mode `int4`"))
+        if self.mode == "int4":
+            # MatMulNBits quantizes MatMul weights per block: the INT8 modes' settings do not apply.
+            defaults = {"calibration": Calibration(), "activation_type": "uint8", "per_channel": False,
+                        "weight_type": "int8", "reduce_range": False, "op_types": None}
+            given = [f for f, default in defaults.items() if getattr(self, f) != default]
+            if given:
+                fail(*(Issue((f,), "mode `int4` quantizes MatMul weights in blocks of `block_size` and does not use "
+                             "it; remove it") for f in given))
         if self.mode == "dynamic":
             # Compared with the defaults, not `model_fields_set`: stored copies spell every default out.
             defaults = {"calibration": Calibration(), "activation_type": "uint8"}

@@ -80,6 +80,9 @@ class QuantizeTransform:
         if options.mode == "dynamic":
             quantize_dynamic(model_in, dst, **common)
             return
+        if options.mode == "int4":
+            _int4(model_in, dst, options.block_size, excluded)
+            return
         quantize_static(
             model_in,
             dst,
@@ -88,6 +91,19 @@ class QuantizeTransform:
             activation_type=_quant_type(options.activation_type, context, "activation_type"),
             **common,
         )
+
+
+def _int4(model_in: Path, dst: Path, block_size: int, excluded: list[str]) -> None:
+    """4-bit weight-only quantization of the MatMul weights (onnxruntime's MatMulNBits, symmetric, in blocks of
+    `block_size`, activations computed at accuracy level 4: int8): what onnxruntime-genai's builder writes for
+    its int4 CPU models."""
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer  # imports onnx_ir: on use
+
+    model = onnx.load(str(model_in))
+    quantizer = MatMulNBitsQuantizer(model, block_size=block_size, is_symmetric=True, accuracy_level=4,
+                                     nodes_to_exclude=excluded)
+    quantizer.process()
+    quantizer.model.save_model_to_file(str(dst), use_external_data_format=quantizer.model.model.ByteSize() > 2**31 - 1)
 
 
 def _quant_type(name: str, context: TransformContext, what: str) -> QuantType:
@@ -205,6 +221,7 @@ QUANTIZED_OPS = frozenset({
     "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
     "QLinearGlobalAveragePool", "QLinearConcat", "QLinearSoftmax", "QLinearWhere", "QGemm", "QAttention",
     "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "DynamicQuantizeLSTM", "QEmbedLayerNormalization",
+    "MatMulNBits",
 })
 
 
