@@ -55,8 +55,9 @@ class QuantizeOptions(Record):
     )
     # Left out of the stored spec at its default, so that specs written before `int4` keep their sha256.
     block_size: Annotated[int, Strict(), Field(ge=16, le=256)] = Field(
-        32, exclude_if=lambda value: value == 32, description="`int4` only: weights per quantization block (a power of two, 16 to 256); smaller blocks "
-        "keep more precision and cost more scales.")
+        32, exclude_if=lambda value: value == 32,
+        description="`int4` only: weights per quantization block (a power of two, 16 to 256); smaller blocks keep "
+                    "more precision and cost more scales.")
     calibration: Calibration = Field(
         default_factory=Calibration, description="Calibration settings; static modes only."
     )
