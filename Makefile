@@ -8,12 +8,12 @@ export PYTHONDONTWRITEBYTECODE :=
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.perfsite-installed
-MODELS := experiments/models/cnn.onnx experiments/models/transformer.onnx
+MODELS := experiments/models/cnn.onnx experiments/models/transformer.onnx experiments/models/decoder.onnx
 
 .PHONY: demo test check install models lint bench clean test-latest drift
 
 demo: $(MODELS)
-	$(BIN)/perfsite run experiments/quickstart.yaml
+	$(BIN)/perfsite run experiments/quickstart.yaml experiments/decoder.yaml
 	$(BIN)/perfsite build --results results --site site
 	@echo
 	@echo "Site built: open site/index.html in a browser, or run  $(BIN)/perfsite serve  and visit http://127.0.0.1:8000/"

@@ -1,4 +1,5 @@
-"""Example models built from code (no downloads): a small ResNet-style CNN and a small transformer encoder.
+"""Example models built from code (no downloads): a small ResNet-style CNN, a small transformer encoder and a
+small decoder with a KV cache (generative experiments).
 
 Files are deterministic: the same code writes byte-identical files, and an identical file is left untouched so
 that its modification time (and any cache keyed on it) survives a re-run. A file of the same name that perfsite
@@ -15,11 +16,13 @@ import onnx
 from generator.errors import ModelError
 from generator.models.builder import model_bytes, write_if_changed
 from generator.models.cnn import build_cnn
+from generator.models.decoder import build_decoder
 from generator.models.transformer import build_transformer
 
 EXAMPLE_MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "cnn.onnx": build_cnn,
     "transformer.onnx": build_transformer,
+    "decoder.onnx": build_decoder,
 }
 
 

@@ -21,6 +21,8 @@ TABLE_ROWS = {
     "layers": ("layers/<trial_key>.parquet", "node of the version's model file, from the static analysis"),
     "agreement": ("agreement/<trial_key>.parquet", "output of the version against its reference version"),
     "timeline": ("timeline/<trial_key>.parquet", "kernel call of the representative profiled inference"),
+    "decode_steps": ("decode_steps/<trial_key>.parquet", "decode step of a measurement process of a generative "
+                     "trial (no file for other trials)"),
     "environments": ("environments/<env_id>.parquet", "machine and software environment"),
     "runs": ("runs/<run_id>.parquet", "`perfsite run`"),
 }
