@@ -39,6 +39,12 @@ class DecoderLayout:
     has_position_ids: bool
     max_positions: int | None  # rows of the table position_ids index; None when the graph does not say
 
+    def longest_request(self) -> int | None:
+        """The most prompt + new tokens a request may have: the last generated token is never fed, so the
+        positions fed are 0 .. prompt + new - 2, each a row of the position table; None when the graph does not
+        say."""
+        return None if self.max_positions is None else self.max_positions + 1
+
     def kv_bytes(self, batch: int, context: int) -> int:
         """Bytes of the whole KV cache (keys and values of every layer) at `context` positions."""
         return 2 * self.layers * batch * self.kv_heads * context * self.head_dim * np.dtype(self.kv_dtype).itemsize

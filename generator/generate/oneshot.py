@@ -45,11 +45,11 @@ def checked_layout(model: Path, options: GenerateOptions) -> DecoderLayout:
         raise RunError(f"--new-tokens {options.new_tokens} and --prompt-tokens {options.prompt_tokens}: each must be "
                        "at least 1 (a request is a prompt and at least its first new token).")
     layout = decoder_layout(model)
-    if layout.max_positions is not None and options.context > layout.max_positions:
+    longest = layout.longest_request()
+    if longest is not None and options.prompt_tokens + options.new_tokens > longest:
         raise RunError(f"{model}: a prompt of {options.prompt_tokens} tokens and {options.new_tokens} new tokens "
                        f"reach position {options.context - 1}, past the {layout.max_positions} rows of the position "
-                       f"table `position_ids` indexes. Allowed: --prompt-tokens + --new-tokens at most "
-                       f"{layout.max_positions + 1}.")
+                       f"table `position_ids` indexes. Allowed: --prompt-tokens + --new-tokens at most {longest}.")
     return layout
 
 

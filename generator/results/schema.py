@@ -190,8 +190,8 @@ TRIALS = (
     _c("itl_p90_ms", F64, "ms", "generative: 90th percentile inter-token latency (v7)"),
     _c("itl_p99_ms", F64, "ms", "generative: 99th percentile inter-token latency (v7)"),
     _c("prefill_tokens_per_s", F64, "tokens/s", "generative: prompt tokens × batch / median TTFT (v7)"),
-    _c("kv_cache_mb", F64, "MiB", "generative: the KV cache's size at the longest context (prompt + new tokens), "
-       "keys and values of every layer (v7)"),
+    _c("kv_cache_mb", F64, "MiB", "generative: the KV cache's size at the longest context (the prompt and every new "
+       "token but the last), keys and values of every layer (v7)"),
     _c("ttft_ci_halfwidth", F64, "ratio", "generative: relative half-width of the 95 % interval of the median "
        "TTFT over the processes' medians (v7)"),
     _c("tpot_ci_halfwidth", F64, "ratio", "generative: the same for TPOT (v7)"),

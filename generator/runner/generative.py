@@ -101,9 +101,10 @@ def check_decoders(spec_path: Path, model_paths: Mapping[str, Path], trials: Ite
             layout = layout_of(Path(model_paths[version]))
         except PerfsiteError as e:
             raise RunError(f"{spec_path}: version {version}: {e}") from e
-        if layout.max_positions is not None and prompt + new > layout.max_positions:
+        longest = layout.longest_request()
+        if longest is not None and prompt + new > longest:
             raise RunError(
-                f"{spec_path}: generate: prompt_tokens {prompt} + new_tokens {new} = {prompt + new} positions, "
-                f"more than the {layout.max_positions} rows of the position table of version {version}'s model "
-                f"{model_paths[version]}. Allowed: prompt_tokens + new_tokens <= {layout.max_positions}; shorten "
-                "the longest prompt or generate fewer tokens.")
+                f"{spec_path}: generate: prompt_tokens {prompt} + new_tokens {new} reach position {prompt + new - 2}, "
+                f"past the {layout.max_positions} rows of the position table of version {version}'s model "
+                f"{model_paths[version]}. Allowed: prompt_tokens + new_tokens at most {longest}; shorten the longest "
+                "prompt or generate fewer tokens.")

@@ -42,7 +42,8 @@ def generative_columns(processes: Sequence[ProcessOutcome], percentile: str, lay
         "itl_p50_ms": itl["p50"] if itl else None, "itl_p90_ms": itl["p90"] if itl else None,
         "itl_p99_ms": itl["p99"] if itl else None,
         "prefill_tokens_per_s": prompt_tokens * batch / (ttft["p50"] / 1e3) if ttft["p50"] > 0 else None,
-        "kv_cache_mb": layout.kv_bytes(batch, prompt_tokens + new_tokens) / MIB,
+        # The longest context the cache holds: the prompt and every new token but the last (never fed back).
+        "kv_cache_mb": layout.kv_bytes(batch, prompt_tokens + new_tokens - 1) / MIB,
         "ttft_ci_halfwidth": _halfwidth([m["ttft_median_ms"] for m in medians]),
         "tpot_ci_halfwidth": _halfwidth([m["tpot_median_ms"] for m in medians]),
     }
