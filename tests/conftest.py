@@ -156,6 +156,26 @@ def cnn_timeline_results(tmp_path_factory, example_models, _probe_cache) -> Path
     # scope: the autouse fixtures that set these for each test have not run yet
 
 
+@pytest.fixture(scope="session")
+def generative_results(tmp_path_factory, _probe_cache) -> Path:
+    """A real `perfsite run` of a generative experiment (support/generative.py), made once for the session:
+    tests/test_generative_run.py reads and builds it, tests/browser/test_generative_browser.py draws its page,
+    and tests/support/tiers.py sends the two to one worker."""
+    from support.generative import run_generative_experiment
+
+    return run_generative_experiment(tmp_path_factory.mktemp("generative-run"),
+                                     env={"PERFSITE_QUICK": "1", "PERFSITE_CACHE_DIR": str(_probe_cache)})
+
+
+@pytest.fixture(scope="session")
+def generative_site(tmp_path_factory, generative_results) -> Path:
+    """The generative experiment's site (one strict mkdocs build for both modules that read it)."""
+    from generator.site import build_site
+
+    root = generative_results.parent.parent
+    return build_site(root / "results", root / "site", root)
+
+
 def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
     # `pytest -m quiet` (make test's second part) reads only the modules that hold quiet tests: collecting the
     # whole suite to deselect all but a few costs seconds of imports. Nor does it enter a folder that holds none

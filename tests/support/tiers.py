@@ -8,7 +8,7 @@ SLOW_MODULES = frozenset({
     "test_run.py", "test_bad_input.py", "test_faults.py", "test_diff_git.py", "test_ci_recipe.py",
     "test_count.py", "test_build_safety.py", "test_oneshot_cli.py", "test_site.py", "test_diff.py",
     "test_timeline_page.py", "test_agreement.py", "test_cli.py", "test_large_model.py", "test_ray.py",
-    "test_s3_store.py", "test_incremental_build.py",
+    "test_s3_store.py", "test_incremental_build.py", "test_generative_run.py",
 })
 
 
@@ -36,7 +36,8 @@ LONGEST_FIRST = (
     "test_query.py", "test_oneshot_cli.py", "test_s3_store.py", "test_diff.py", "test_site_browser.py",
     "test_compare_browser.py", "test_chooser_browser.py", "test_count.py", "test_faults.py", "test_large_model.py",
     "test_long_table_browser.py", "test_spec.py", "test_bad_input.py", "test_calibration.py", "test_profile_page.py",
-    "test_cli.py", "test_generate.py", "test_timeline_page.py", "test_timeline_browser.py", "test_timeline_run.py",
+    "test_cli.py", "test_generate.py", "test_generative_run.py", "test_timeline_page.py", "test_timeline_browser.py",
+    "test_timeline_run.py",
     "test_machines.py", "test_two_machines.py", "test_ci_recipe.py", "test_build_safety.py", "test_compare_page.py",
     "test_compare_analysis.py",
     "test_chooser.py", "test_profile_browser.py", "test_worker.py", "test_payload_model.py", "test_packaging.py",
@@ -50,4 +51,5 @@ SAME_WORKER_AS = {
     "test_long_table_browser.py": "test_large_model.py",
     "test_chooser_browser.py": "test_compare_browser.py",
     "test_timeline_run.py": "test_timeline_browser.py",
+    "test_generative_browser.py": "test_generative_run.py",
 }

@@ -1,0 +1,53 @@
+"""A generative experiment's page in headless Chromium, from the real run of tests/conftest.py's
+`generative_results`: every chart draws with no console error and no request leaving the site, and the limits'
+sliders move the sweet spot's ring (gone when no configuration is within them, back when one is)."""
+
+from __future__ import annotations
+
+import pytest
+from support.browser import assert_charts_drawn, open_page
+
+from generator.site.serve import BackgroundServer
+
+pytestmark = pytest.mark.browser
+
+PAGE = "reports/gen/index.html"
+RING = "[data-chart='chart-generative-limits'] .sweet_spot_marks path"
+
+
+@pytest.fixture(scope="module")
+def generative_page(chromium, generative_site):
+    with BackgroundServer(generative_site) as url:
+        context, page, visit = open_page(chromium, url + PAGE)
+        yield page, visit, url
+        context.close()
+
+
+def _slide(page, name: str, value: float) -> None:
+    """Move a slider as a reader does: the input's value, then the event Vega listens for."""
+    page.evaluate("([name, value]) => { const i = document.querySelector(`input[name=${name}]`); i.value = value; "
+                  "i.dispatchEvent(new Event('input', {bubbles: true})); }", [name, str(value)])
+    page.wait_for_timeout(150)
+
+
+def test_the_generative_page_draws_every_chart_offline(generative_page):
+    page, visit, url = generative_page
+    assert assert_charts_drawn(page, PAGE) == 4
+    assert visit.errors == [] and visit.dialogs == []
+    assert all(r.startswith(url) or r.startswith("data:") for r in visit.requests), visit.requests
+    headings = page.locator("article h2").all_inner_texts()
+    assert [h.replace("¶", "").strip() for h in headings] == [
+        "Sweet spot", "int4 against fp32: prefill and decode apart", "Prefill, decode and throughput",
+        "Every configuration"]
+
+
+def test_the_limit_sliders_move_the_sweet_spot(generative_page):
+    page, _, _ = generative_page
+    assert page.locator(RING).count() == 1  # the spec's limits hold every configuration: one best
+    _slide(page, "tpot_limit", 0)
+    assert page.locator(RING).count() == 0  # no decode step is that fast: no sweet spot
+    _slide(page, "tpot_limit", 1000)
+    _slide(page, "ttft_limit", 0)
+    assert page.locator(RING).count() == 0
+    _slide(page, "ttft_limit", 1000)
+    assert page.locator(RING).count() == 1

@@ -1,0 +1,203 @@
+"""Generative experiments end to end: a spec with `generate:` measured by the real `perfsite run` on a tiny decoder
+(FP32, dynamic INT8, INT4), what it stores, the page `perfsite build` makes of it, `perfsite diff` on it, and
+the spec and model mistakes refused before anything is measured."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import textwrap
+from html import unescape
+
+import numpy as np
+import pytest
+from support.cli import perfsite, write_spec
+from support.generative import NEW_TOKENS, PROMPTS, TINY, write_generative_project
+
+from generator.results.store import load_experiment
+
+VERSIONS = ("fp32", "int8", "int4")
+
+
+@pytest.fixture(scope="module")
+def experiment(generative_results):
+    return load_experiment(generative_results)
+
+
+def test_every_trial_stores_ttft_tpot_itl_tokens_per_second_and_the_kv_cache(experiment):
+    trials = experiment.trials.set_index("trial_key")
+    assert sorted(trials["version"]) == sorted(VERSIONS * len(PROMPTS)) and set(trials["status"]) == {"ok"}
+    assert sorted(set(trials["prompt_tokens"])) == list(PROMPTS) and set(trials["new_tokens"]) == {NEW_TOKENS}
+    assert set(trials["config_label"]) == {f"b1 t1 c1 prompt={p} new={NEW_TOKENS}" for p in PROMPTS}
+    for key, t in trials.iterrows():
+        # A request's first token comes before its end; its decode steps (TPOT) after it.
+        assert 0 < t["ttft_p50_ms"] <= t["ttft_p90_ms"] <= t["ttft_headline_ms"] < t["latency_p90_ms"] * 1.5
+        assert 0 < t["tpot_p50_ms"] <= t["tpot_p90_ms"] and 0 < t["itl_p50_ms"] <= t["itl_p90_ms"]
+        assert t["ttft_p50_ms"] + (NEW_TOKENS - 1) * t["tpot_p50_ms"] == pytest.approx(t["latency_p50_ms"], rel=0.5)
+        # Throughput counts output tokens: batch × new tokens a request, over the timed wall time.
+        mine = experiment.processes[experiment.processes["trial_key"] == key]
+        assert (mine["items"] == mine["iterations"] * NEW_TOKENS).all()
+        assert t["throughput_ips"] == pytest.approx(np.median(mine["clean_throughput_ips"]))
+        # Keys and values of every layer at the longest context the cache holds (prompt and every token but the
+        # last), float32.
+        kv = 2 * TINY.layers * TINY.kv_heads * (t["prompt_tokens"] + NEW_TOKENS - 1) * TINY.head_dim * 4
+        assert t["kv_cache_mb"] == pytest.approx(kv / 2**20)
+        assert t["prefill_tokens_per_s"] == pytest.approx(t["prompt_tokens"] / (t["ttft_p50_ms"] / 1e3))
+        assert 0 < t["peak_rss_mb"] < 1000 and t["processes"] == len(mine) >= 2
+
+
+def test_requests_processes_and_decode_steps_hold_the_per_request_figures(experiment):
+    lat, steps, procs = experiment.latencies, experiment.decode_steps, experiment.processes
+    assert (lat["ttft_ms"] > 0).all() and (lat["ttft_ms"] < lat["latency_ms"]).all()
+    # A request's TPOT is the mean of its decode steps: the steps fill the rest of its time.
+    assert ((lat["ttft_ms"] + (NEW_TOKENS - 1) * lat["tpot_ms"]) <= lat["latency_ms"] * 1.001).all()
+    assert procs["ttft_median_ms"].notna().all() and procs["tpot_median_ms"].notna().all()
+    for key, t in experiment.trials.set_index("trial_key").iterrows():
+        mine = steps[steps["trial_key"] == key]
+        assert len(mine) == t["processes"] * (NEW_TOKENS - 1)  # every process, every decode step
+        assert sorted(set(mine["context_tokens"])) == [t["prompt_tokens"] + k for k in range(1, NEW_TOKENS)]
+        assert (mine["median_ms"] <= mine["p90_ms"]).all() and (mine["requests"] >= 1).all()
+
+
+def _page_text(site) -> str:
+    """The page's article as a reader sees its text (tags and headings' ¶ links gone, spaces collapsed)."""
+    html = (site / "reports" / "gen" / "index.html").read_text(encoding="utf-8")
+    article = html[html.index("<article"):html.index("</article>")]
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", article)).replace("¶", " ").split())
+
+
+def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_sweet_spot(generative_site,
+                                                                                          experiment):
+    text = _page_text(generative_site)
+    assert "generative experiment · 6 ok trials · 3 versions · percentile p90" in text
+    assert "TTFT limit 1,000 ms · TPOT limit 1,000 ms" in text
+    best = experiment.trials.sort_values("throughput_ips").iloc[-1]
+    assert f"Sweet spot {best['version']} at {best['config_label']} :" in text, text[:2000]
+    assert "the most output tokens/s within the limits" in text
+    assert "int4 against fp32: prefill and decode apart" in text
+    for prompt in PROMPTS:
+        label = f"b1 t1 c1 prompt={prompt} new={NEW_TOKENS}"
+        rows = re.findall(rf"{re.escape(label)} (prefill \(TTFT\)|decode \(TPOT\)) [\d.,]+ [\d.,]+ ([\d.]+) "
+                          r"([\d.]+)–([\d.]+) (slower|faster|no change|unsettled)", text)
+        assert [r[0] for r in rows] == ["prefill (TTFT)", "decode (TPOT)"], label
+        for _, ratio, low, high, _verdict in rows:
+            assert float(low) <= float(ratio) <= float(high)
+    html = (generative_site / "reports" / "gen" / "index.html").read_text(encoding="utf-8")
+    for chart in ("limits", "ttft", "steps", "tokens"):
+        assert f'data-chart="chart-generative-{chart}"' in html
+    # Every configuration's row: TTFT, TPOT, ITL, tokens/s, memory, KV cache.
+    assert text.count(" MiB ") >= 2 * 6
+    # Not made for a generative experiment yet: the per-layer pages, compare pages and the chooser.
+    made = {p.name for p in (generative_site / "reports" / "gen").iterdir()}
+    assert made == {"index.html"}
+    index = (generative_site / "reports" / "index.html").read_text(encoding="utf-8")
+    assert "not profiled (generative)" in index and "Most output tokens/s" in index
+
+
+def test_the_limits_chart_moves_its_sweet_spot_with_two_sliders(generative_site):
+    html = (generative_site / "reports" / "gen" / "index.html").read_text(encoding="utf-8")
+    spec = json.loads(re.search(r'id="chart-generative-limits">(.*?)</script>', html, re.S).group(1))[0]
+    params = {p["name"]: p for p in spec.get("params", []) + [q for layer in spec.get("layer", [])
+                                                            for q in layer.get("params", [])]}
+    assert params["ttft_limit"]["value"] == 1000 and params["tpot_limit"]["value"] == 1000
+    assert params["ttft_limit"]["bind"]["input"] == "range" and params["tpot_limit"]["bind"]["input"] == "range"
+    ring = next(layer for layer in spec["layer"] if layer.get("name") == "sweet_spot")
+    assert {"filter": "datum.within"} in ring["transform"] and {"filter": "datum.rank == 1"} in ring["transform"]
+
+
+def test_diff_judges_time_to_first_token_and_time_per_output_token_apart(generative_results, tmp_path):
+    candidate = tmp_path / "candidate"
+    shutil.copytree(generative_results.parent, candidate)
+    out = perfsite("diff", str(generative_results.parent), str(candidate), "--bencher-json",
+                   str(tmp_path / "bmf.json"), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("**perfsite diff: no significant change**: the baseline and the candidate are the "
+                                 "same stored measurement")
+    assert out.stdout.count("| | time to first token, median (ms) |") == 6
+    assert out.stdout.count("| | time per output token, median (ms) |") == 6
+    assert "| | throughput (output tokens/s) |" in out.stdout and "(threshold 1.05) |" in out.stdout
+    bmf = json.loads((tmp_path / "bmf.json").read_text())
+    name = f"gen · int4 · b1 t1 c1 prompt={PROMPTS[0]} new={NEW_TOKENS}"
+    assert set(bmf[name]) == {"latency", "throughput", "time-to-first-token", "time-per-output-token"}
+    assert math.isclose(bmf[name]["time-to-first-token"]["value"] / 1e6,
+                        float(load_experiment(candidate / "gen").processes.pipe(
+                            lambda p: p[p["trial_key"].isin(_keys(candidate, name))])["ttft_median_ms"].median()),
+                        rel_tol=1e-9)
+
+
+def _keys(results, name: str) -> set:
+    trials = load_experiment(results / "gen").trials
+    version, label = name.split(" · ")[1:3]
+    return set(trials[(trials["version"] == version) & (trials["config_label"] == label)]["trial_key"])
+
+
+GENERATIVE = """\
+    name: gen
+    models:
+      fp32: {path: models/decoder.onnx}
+    generate: {prompt_tokens: [4], new_tokens: [4]}
+    """
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ("generate: {prompt_tokens: [4], new_tokens: [0]}",
+     "line 4, `generate.new_tokens[0]`: got `0`; expected a number >= 1"),
+    ("inputs: {input_ids: {shape: [1, 4], dtype: int64}}",
+     "`inputs`: not allowed in a generative experiment: its decode loop feeds the decoder's inputs"),
+    ("latency_threshold_ms: 5", "`latency_threshold_ms`: not allowed in a generative experiment: its budget is "
+                                "`limits: {ttft_ms: …, tpot_ms: …}`"),
+    ("sweep: {concurrency: [1, 2]}", "`sweep.concurrency`: a generative experiment measures one request in flight"),
+    ("sweep: {prompt_tokens: [8]}", "`sweep.prompt_tokens`: `prompt_tokens` is a `generate:` axis"),
+])
+def test_generative_spec_mistakes_are_one_paragraph_naming_the_field(tmp_path, extra, message):
+    base = textwrap.dedent(GENERATIVE)
+    if extra.startswith("generate"):
+        base = base.replace("generate: {prompt_tokens: [4], new_tokens: [4]}\n", "")
+    spec = write_spec(tmp_path, base + extra + "\n")
+    out = perfsite("validate", str(spec), cwd=tmp_path)
+    said = " ".join(out.stderr.split())
+    assert out.returncode == 1 and said.startswith(f"error: Spec `{spec}` is invalid:") and message in said, said
+
+
+def test_limits_without_generate_and_int4_options_that_do_not_apply_are_refused(tmp_path):
+    spec = write_spec(tmp_path, """\
+        name: x
+        models:
+          fp32: {path: m.onnx}
+          int4: {from: fp32, quantize: {mode: int4, block_size: 48, per_channel: true}}
+        inputs: {x: {shape: [1, 4]}}
+        limits: {ttft_ms: 5}
+        """)
+    said = " ".join(perfsite("validate", str(spec), cwd=tmp_path).stderr.split())
+    assert "`models.int4.quantize.block_size`: a power of two: 16, 32, 64, 128 or 256 (got `48`)" in said, said
+    spec = write_spec(tmp_path, spec.read_text().replace("block_size: 48", "block_size: 32"))
+    said = " ".join(perfsite("validate", str(spec), cwd=tmp_path).stderr.split())
+    assert ("`models.int4.quantize.per_channel`: mode `int4` quantizes MatMul weights in blocks of `block_size` and "
+            "does not use it") in said, said
+    spec = write_spec(tmp_path, spec.read_text().replace(", per_channel: true", ""))
+    said = " ".join(perfsite("validate", str(spec), cwd=tmp_path).stderr.split())
+    assert ("`limits`: TTFT and TPOT limits apply to a generative experiment (a `generate:` section); for a "
+            "latency budget use `latency_threshold_ms`") in said, said
+
+
+def test_a_version_that_is_no_decoder_and_a_prompt_past_the_position_table_are_refused_before_measuring(
+        tmp_path, example_models):
+    spec = write_generative_project(tmp_path)
+    shutil.copy(example_models["cnn"], tmp_path / "models" / "cnn.onnx")
+    spec.write_text(spec.read_text().replace("  int8:", "  cnn: {path: models/cnn.onnx}\n  int8:"))
+    out = perfsite("run", str(spec), "--dry-run", cwd=tmp_path)
+    said = " ".join(out.stderr.split())
+    assert out.returncode == 1 and said.startswith(
+        f"error: {spec}: version cnn: {tmp_path / 'models' / 'cnn.onnx'} is not a decoder in the convention perfsite "
+        "generates with: it lacks input_ids, attention_mask, past_key_values.N.key/value inputs"), said
+    spec = write_generative_project(tmp_path)
+    spec.write_text(spec.read_text().replace("prompt_tokens: [4, 12]", "prompt_tokens: [4, 46]"))
+    out = perfsite("run", str(spec), "--dry-run", cwd=tmp_path)
+    said = " ".join(out.stderr.split())
+    assert out.returncode == 1 and said == (
+        f"error: {spec}: generate: prompt_tokens 46 + new_tokens 4 reach position 48, past the 48 rows of the "
+        f"position table of version fp32's model {tmp_path / 'models' / 'decoder.onnx'}. Allowed: prompt_tokens + "
+        "new_tokens at most 49; shorten the longest prompt or generate fewer tokens."), said
+    assert not (tmp_path / "results").exists()
