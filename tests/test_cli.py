@@ -207,7 +207,7 @@ def test_example_models_never_replace_a_file_perfsite_did_not_write(tmp_path):
     first = perfsite("example-models", "mine", cwd=tmp_path)
     again = perfsite("example-models", "mine", cwd=tmp_path)
     assert first.returncode == 0 and again.returncode == 0, again.stderr
-    assert sorted(p.name for p in mine.iterdir()) == ["cnn.onnx", "transformer.onnx"]
+    assert sorted(p.name for p in mine.iterdir()) == ["cnn.onnx", "decoder.onnx", "transformer.onnx"]
 
 
 def test_nothing_is_written_where_the_next_build_empties(tmp_path):
@@ -695,7 +695,8 @@ def test_example_models_go_to_the_project_from_any_folder_of_it(tmp_path, monkey
     out = CliRunner().invoke(app, ["example-models"])
     models = tmp_path / "experiments" / "models"
     assert out.exit_code == 0, out.output
-    assert out.output.split() == ["wrote", str(models / "cnn.onnx"), "wrote", str(models / "transformer.onnx")]
+    assert out.output.split() == ["wrote", str(models / "cnn.onnx"), "wrote", str(models / "transformer.onnx"),
+                                  "wrote", str(models / "decoder.onnx")]
     assert not (tmp_path / "experiments" / "experiments").exists()
 
 

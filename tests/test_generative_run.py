@@ -89,6 +89,11 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
         assert f'data-chart="chart-generative-{chart}"' in html
     # Every configuration's row: TTFT, TPOT, ITL, tokens/s, memory, KV cache.
     assert text.count(" MiB ") >= 2 * 6
+    # Decode's memory check against the machine's settled bandwidth (tests/support/limits.py seeds it).
+    floors = re.findall(r"(fp32|int8|int4) b1 t1 c1 prompt=\d+ new=4 ([\d.]+) ms ([\d.]+) ms (\d+)%", text)
+    assert len(floors) == 6, text[text.find("Decode against"):][:1500]
+    for _, tpot, floor, share in floors:
+        assert float(share) == pytest.approx(100 * float(floor) / float(tpot), abs=1.5)
     # Not made for a generative experiment yet: the per-layer pages, compare pages and the chooser.
     made = {p.name for p in (generative_site / "reports" / "gen").iterdir()}
     assert made == {"index.html"}

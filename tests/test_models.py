@@ -39,8 +39,8 @@ def _session(path: Path, level: str, optimized: Path | None = None) -> ort.Infer
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def test_writes_both_models(models: dict[str, Path]) -> None:
-    assert sorted(models) == ["cnn", "transformer"]
+def test_writes_every_example_model(models: dict[str, Path]) -> None:
+    assert sorted(models) == ["cnn", "decoder", "transformer"]
     for path in models.values():
         model = onnx.load(str(path))
         onnx.checker.check_model(model, full_check=True)
@@ -115,7 +115,7 @@ def test_files_are_deterministic_and_not_rewritten(models: dict[str, Path], tmp_
     mtimes = {name: p.stat().st_mtime_ns for name, p in again.items()}
     build_example_models(tmp_path / "again")
     assert {name: p.stat().st_mtime_ns for name, p in again.items()} == mtimes
-    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["cnn.onnx", "transformer.onnx"]
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["cnn.onnx", "decoder.onnx", "transformer.onnx"]
 
 
 def test_module_entry_point(tmp_path: Path) -> None:
@@ -124,4 +124,4 @@ def test_module_entry_point(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
     )
     out = tmp_path / "out"
-    assert done.stdout.split() == [str(out / "cnn.onnx"), str(out / "transformer.onnx")]
+    assert done.stdout.split() == [str(out / "cnn.onnx"), str(out / "transformer.onnx"), str(out / "decoder.onnx")]

@@ -491,6 +491,7 @@ UNFILTERED_OK = re.compile(
     r"|t\.batch|profiled_times_rule|\"\w+\" if .*"
     r"|m\.overall|m\.chart|sentence|figure\(.*\)"  # machines page: pre-escaped sentences, a macro
     r"|tv\.compute_title"  # a constant of generator.timeline.view (GFLOP/s or INT8 GOP/s)
+    r"|charts\.\w+"  # a generative page's chart blocks (charts.chart_block: escaped JSON)
     r"|F\.\w+\(.*\)|\(bound\.answer ~ F\.mark\(bound\)\) if bound else \"—\""  # site_templates/_findings.j2 escapes
     r"|settled|findings \| length|loop\.index0?|side"
     r"|e\.up|e\.parent_slug|folder"  # relative paths and slugs (a machine's report: generator.site.machine_reports)

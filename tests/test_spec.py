@@ -437,7 +437,7 @@ def test_a_spec_file_without_end_or_far_beyond_a_hand_written_one_is_refused(tmp
         ),
         (
             "quantize: {mode: dynamic}",
-            "quantize: {mode: int4}",
+            "quantize: {mode: int2}",
             ["`models.int8-dyn.quantize.mode`", "'dynamic'"],
         ),
         (

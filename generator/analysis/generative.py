@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from generator.analysis.limits import unsettled_reason
 from generator.results import intervals
 
 PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}
@@ -88,6 +89,15 @@ class GenerativeRow:
     noisy: bool
     noise_reasons: str | None
     within_limits: bool | None  # None: the spec sets no limit
+    # The decode's memory check: a step reads every weight and the KV cache, so at the machine's measured
+    # bandwidth it takes at least this long (None: no settled bandwidth, or no decode step).
+    decode_floor_ms: float | None = None
+
+    @property
+    def memory_share(self) -> float | None:
+        """The floor's share of the measured TPOT: near 1 a decode step runs at the memory's speed (memory-
+        bound); far below, something else (compute, overheads) sets its pace."""
+        return self.decode_floor_ms / self.tpot_p50_ms if self.decode_floor_ms and self.tpot_p50_ms else None
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,7 @@ class StepPoint:
 @dataclass(frozen=True)
 class GenerativeReport:
     percentile: str
+    bandwidth_note: str | None  # why no decode floor is given, when none is
     ttft_limit_ms: float | None
     tpot_limit_ms: float | None
     rows: tuple[GenerativeRow, ...]
@@ -123,8 +134,8 @@ class GenerativeReport:
     steps: tuple[StepPoint, ...]
 
 
-def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame,
-                      decode_steps: pd.DataFrame) -> GenerativeReport | None:
+def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decode_steps: pd.DataFrame,
+                      environments: pd.DataFrame | None = None) -> GenerativeReport | None:
     """The report of a generative experiment's stored results (one machine's, as every comparison is); None for
     an experiment that is not generative."""
     if getattr(spec, "generate", None) is None:
@@ -136,10 +147,12 @@ def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame,
     order = {v: i for i, v in enumerate(spec.models)}
     ok = ok.assign(_v=ok["version"].map(order)).sort_values(["_v", "batch", "threads", "prompt_tokens",
                                                                "new_tokens"], kind="stable")
-    rows = tuple(_row(t, ttft_limit, tpot_limit) for t in ok.itertuples(index=False))
+    bandwidths, note = _bandwidths(environments)
+    rows = tuple(_row(t, ttft_limit, tpot_limit, bandwidths.get(str(t.env_id))) for t in ok.itertuples(index=False))
     spot, reason = _sweet_spot(rows, ttft_limit, tpot_limit, spec.measure.percentile)
     return GenerativeReport(
-        percentile=spec.measure.percentile, ttft_limit_ms=ttft_limit, tpot_limit_ms=tpot_limit, rows=rows,
+        percentile=spec.measure.percentile, bandwidth_note=note, ttft_limit_ms=ttft_limit, tpot_limit_ms=tpot_limit,
+        rows=rows,
         sweet_spot=spot, sweet_spot_reason=reason,
         pairs=tuple(_pair(a, b, rows, processes, spec.regression) for a, b in compared_pairs(spec, rows)),
         steps=_steps(rows, decode_steps))
@@ -158,7 +171,35 @@ def compared_pairs(spec, rows: Sequence[GenerativeRow]) -> list[tuple[str, str]]
     return list(dict.fromkeys(pairs))
 
 
-def _row(t, ttft_limit: float | None, tpot_limit: float | None) -> GenerativeRow:
+def _bandwidths(environments: pd.DataFrame | None) -> tuple[dict[str, float], str | None]:
+    """Each environment's settled memory bandwidth (GB/s), and why there is none where none is: a floor from a
+    disturbed probe would call decode memory-bound, or not, by the neighbour's doing."""
+    found, why = {}, None
+    for row in (environments if environments is not None else pd.DataFrame()).to_dict("records"):
+        bandwidth = _num(row.get("bandwidth_gbs"))
+        reason = unsettled_reason(_settled(row.get("limits_settled")), row.get("limits_quality") or None)
+        if bandwidth and reason is None:
+            found[str(row["env_id"])] = bandwidth
+        else:
+            why = f"the machine's memory bandwidth is not settled ({reason})" if bandwidth else \
+                "the machine's memory bandwidth was not probed"
+    return found, (None if found else why or "the machine's memory bandwidth was not probed")
+
+
+def _settled(value):
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else bool(value)
+
+
+def decode_floor_ms(model_bytes: float, kv_cache_mb: float, prompt: int, new: int, bandwidth_gbs: float) -> float:
+    """The least time a decode step can take at `bandwidth_gbs`: every weight once (the model file's bytes: an
+    upper bound, as an embedding table is read a row at a time) and the KV cache at the steps' mean context
+    (the cache grows from prompt + 1 to prompt + new - 1 positions)."""
+    mean_context = prompt + new / 2
+    kv_bytes = kv_cache_mb * 2**20 * mean_context / (prompt + new - 1)
+    return (model_bytes + kv_bytes) / (bandwidth_gbs * 1e9) * 1e3
+
+
+def _row(t, ttft_limit: float | None, tpot_limit: float | None, bandwidth: float | None = None) -> GenerativeRow:
     tpot = _num(t.tpot_headline_ms)
     within = None
     if ttft_limit is not None or tpot_limit is not None:
@@ -173,7 +214,10 @@ def _row(t, ttft_limit: float | None, tpot_limit: float | None) -> GenerativeRow
         tokens_per_s=float(t.throughput_ips), prefill_tokens_per_s=_num(t.prefill_tokens_per_s),
         peak_rss_mb=_num(t.peak_rss_mb), kv_cache_mb=_num(t.kv_cache_mb), ttft_halfwidth=_num(t.ttft_ci_halfwidth),
         tpot_halfwidth=_num(t.tpot_ci_halfwidth), processes=int(t.processes), noisy=bool(t.noisy),
-        noise_reasons=t.noise_reasons if isinstance(t.noise_reasons, str) else None, within_limits=within)
+        noise_reasons=t.noise_reasons if isinstance(t.noise_reasons, str) else None, within_limits=within,
+        decode_floor_ms=decode_floor_ms(float(t.model_bytes), float(t.kv_cache_mb), int(t.prompt_tokens),
+                                        int(t.new_tokens), bandwidth)
+        if bandwidth and int(t.new_tokens) > 1 and _num(t.model_bytes) and _num(t.kv_cache_mb) else None)
 
 
 def _num(value) -> float | None:

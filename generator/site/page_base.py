@@ -212,7 +212,8 @@ def experiment_view(results: ExperimentResults, slug: str, chooser: bool = True,
         for info, best in zip(infos, bests, strict=True)
     ]
     context = compare_context(results)
-    generative = generative_report(results.spec, results.trials, results.processes, results.decode_steps)
+    generative = generative_report(results.spec, results.trials, results.processes, results.decode_steps,
+                                   results.environments)
     # A generative experiment's claims are its phase verdicts (generative.md.j2): the findings of latency and
     # layers, made for one inference per request, do not apply to it yet.
     claims = claims and generative is None

@@ -38,7 +38,7 @@ def test_the_generative_page_draws_every_chart_offline(generative_page):
     headings = page.locator("article h2").all_inner_texts()
     assert [h.replace("¶", "").strip() for h in headings] == [
         "Sweet spot", "int4 against fp32: prefill and decode apart", "Prefill, decode and throughput",
-        "Every configuration"]
+        "Decode against the memory's speed", "Every configuration"]
 
 
 def test_the_limit_sliders_move_the_sweet_spot(generative_page):
