@@ -48,6 +48,25 @@ def test_every_trial_stores_ttft_tpot_itl_tokens_per_second_and_the_kv_cache(exp
         assert 0 < t["peak_rss_mb"] < 1000 and t["processes"] == len(mine) >= 2
 
 
+def test_each_derived_version_is_compared_with_its_source_by_tokens_and_prefill_logits(experiment, generative_site):
+    rows = experiment.agreement.merge(experiment.trials[["trial_key", "config_label"]], on="trial_key")
+    assert sorted(set(zip(rows["version"], rows["reference_version"], strict=True))) == [("int4", "fp32"),
+                                                                                         ("int8", "fp32")]
+    for (_, _), mine in rows.groupby(["trial_key", "reference_version"]):
+        by = mine.set_index("output")
+        assert list(by.index) == ["greedy_tokens", "prefill_logits"]
+        tokens, logits = by.loc["greedy_tokens"], by.loc["prefill_logits"]
+        assert 0 <= tokens["top1_agreement"] <= 1 and math.isnan(tokens["cosine"])
+        assert 0 < logits["cosine"] <= 1 and logits["top1_agreement"] in (0.0, 1.0) and logits["max_abs"] >= 0
+        # Dynamic INT8 of the tiny decoder keeps its logits within perfsite's default tolerance.
+        if mine["version"].iloc[0] == "int8":
+            assert logits["cosine"] >= 0.99
+    text = _page_text(generative_site)
+    assert "Output agreement" in text and "judged by the tolerance: cosine ≥ 0.9900" in text
+    shown = re.findall(r"(int8|int4) fp32 b1 t1 c1 prompt=\d+ new=4 (\d+)% (\d+)% ([\d.]+) [\d.]+ (yes|no)", text)
+    assert len(shown) == 4 and all((float(c) >= 0.99) == (w == "yes") for _, _, _, c, w in shown), shown
+
+
 def test_requests_processes_and_decode_steps_hold_the_per_request_figures(experiment):
     lat, steps, procs = experiment.latencies, experiment.decode_steps, experiment.processes
     assert (lat["ttft_ms"] > 0).all() and (lat["ttft_ms"] < lat["latency_ms"]).all()

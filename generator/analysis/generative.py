@@ -23,6 +23,7 @@ from generator.analysis.limits import unsettled_reason
 from generator.results import intervals
 
 PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}
+DEFAULT_COSINE_MIN = 0.99  # as every experiment's outputs without a `tolerance:` (generator.analysis.compare)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,20 @@ class StepPoint:
 
 
 @dataclass(frozen=True)
+class GenerationAgreement:
+    """A version's generation against its reference's on the same prompt (generator.runner.agreement)."""
+
+    version: str
+    reference: str
+    config_label: str
+    tokens_match: float | None  # share of the greedy tokens equal, position by position
+    first_token: float | None  # share of the batch's rows whose first token agrees
+    logits_cosine: float | None  # of the prefill's logits at the prompt's last position
+    logits_max_abs: float | None
+    within: bool  # the logits within the spec's tolerance (perfsite's default without one)
+
+
+@dataclass(frozen=True)
 class GenerativeReport:
     percentile: str
     bandwidth_note: str | None  # why no decode floor is given, when none is
@@ -132,10 +147,14 @@ class GenerativeReport:
     sweet_spot_reason: str
     pairs: tuple[GenerativePair, ...]
     steps: tuple[StepPoint, ...]
+    agreement: tuple[GenerationAgreement, ...] = ()
+    cosine_min: float | None = None  # the tolerance the agreement is judged by
+    max_abs: float | None = None
 
 
 def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decode_steps: pd.DataFrame,
-                      environments: pd.DataFrame | None = None) -> GenerativeReport | None:
+                      environments: pd.DataFrame | None = None,
+                      agreement: pd.DataFrame | None = None) -> GenerativeReport | None:
     """The report of a generative experiment's stored results (one machine's, as every comparison is); None for
     an experiment that is not generative."""
     if getattr(spec, "generate", None) is None:
@@ -148,6 +167,8 @@ def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decod
     ok = ok.assign(_v=ok["version"].map(order)).sort_values(["_v", "batch", "threads", "prompt_tokens",
                                                                "new_tokens"], kind="stable")
     bandwidths, note = _bandwidths(environments)
+    given = spec.tolerance
+    tolerance = (given.cosine_min, given.max_abs) if given is not None else (DEFAULT_COSINE_MIN, None)
     rows = tuple(_row(t, ttft_limit, tpot_limit, bandwidths.get(str(t.env_id))) for t in ok.itertuples(index=False))
     spot, reason = _sweet_spot(rows, ttft_limit, tpot_limit, spec.measure.percentile)
     return GenerativeReport(
@@ -155,7 +176,8 @@ def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decod
         rows=rows,
         sweet_spot=spot, sweet_spot_reason=reason,
         pairs=tuple(_pair(a, b, rows, processes, spec.regression) for a, b in compared_pairs(spec, rows)),
-        steps=_steps(rows, decode_steps))
+        steps=_steps(rows, decode_steps), agreement=_agreement(rows, agreement, *tolerance),
+        cosine_min=tolerance[0], max_abs=tolerance[1])
 
 
 def compared_pairs(spec, rows: Sequence[GenerativeRow]) -> list[tuple[str, str]]:
@@ -275,3 +297,25 @@ def _steps(rows: Sequence[GenerativeRow], decode_steps: pd.DataFrame) -> tuple[S
     medians = mine.groupby(["trial_key", "context_tokens"], sort=True)["median_ms"].median()
     return tuple(StepPoint(by_key[key].version, by_key[key].config_label, int(context), float(ms))
                  for (key, context), ms in medians.items())
+
+
+def _agreement(rows: Sequence[GenerativeRow], agreement: pd.DataFrame | None, cosine_min: float | None,
+               max_abs: float | None) -> tuple[GenerationAgreement, ...]:
+    """Each generative trial's agreement rows with its reference version, in the rows' order."""
+    if agreement is None or agreement.empty:
+        return ()
+    found = []
+    for r in rows:
+        mine = agreement[agreement["trial_key"] == r.trial_key]
+        for reference in dict.fromkeys(mine["reference_version"]):
+            by = {o: row for o, row in mine[mine["reference_version"] == reference].set_index("output").iterrows()}
+            tokens, logits = by.get("greedy_tokens"), by.get("prefill_logits")
+            cosine = _num(logits["cosine"]) if logits is not None else None
+            largest = _num(logits["max_abs"]) if logits is not None else None
+            within = (cosine is not None and (cosine_min is None or cosine >= cosine_min)
+                      and (max_abs is None or (largest is not None and largest <= max_abs)))
+            found.append(GenerationAgreement(
+                r.version, str(reference), r.config_label,
+                _num(tokens["top1_agreement"]) if tokens is not None else None,
+                _num(logits["top1_agreement"]) if logits is not None else None, cosine, largest, within))
+    return tuple(found)

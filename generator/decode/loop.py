@@ -76,12 +76,22 @@ class DecodeLoop:
             steps[step - 1] = (time.perf_counter_ns() - began) / 1e6
         return Generation(ttft_ms=ttft_ms, steps_ms=steps, tokens=tokens, prompt_tokens=length)
 
-    def _run(self, ids: np.ndarray, total: int, positions: np.ndarray, past: dict) -> tuple[np.ndarray, dict]:
-        """One pass: the greedy token of each row, and the presents as the next pass's past."""
+    def prefill_logits(self) -> np.ndarray:
+        """The logits at the prompt's last position of a prefill pass ([batch, vocab]): what the first token is
+        chosen from (the output agreement of generative versions compares them)."""
+        length = self.prompt.shape[1]
+        feeds = self._feeds(self.prompt, length, self._prompt_positions, self._empty_past)
+        return self.session.run(["logits"], feeds)[0][:, -1, :]
+
+    def _feeds(self, ids: np.ndarray, total: int, positions: np.ndarray, past: dict) -> dict:
         feeds = {"input_ids": np.ascontiguousarray(ids), "attention_mask": self._masks[total], **past}
         if self.layout.has_position_ids:
             feeds["position_ids"] = positions
-        outputs = self.session.run(self._outputs, feeds)
+        return feeds
+
+    def _run(self, ids: np.ndarray, total: int, positions: np.ndarray, past: dict) -> tuple[np.ndarray, dict]:
+        """One pass: the greedy token of each row, and the presents as the next pass's past."""
+        outputs = self.session.run(self._outputs, self._feeds(ids, total, positions, past))
         logits = outputs[0][:, -1, :]
         return logits.argmax(axis=-1), dict(zip(self._past_names, outputs[1:], strict=True))
 

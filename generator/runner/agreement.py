@@ -81,6 +81,21 @@ def agreement_rows(trial_key: str, version: str, reference: str, ref_batches: Se
     return [{**head, **row} for row in batches_agreement(ref_batches, batches)]
 
 
+def generation_rows(trial_key: str, version: str, reference: str, ref: Outputs, other: Outputs) -> list[dict]:
+    """A generative trial against its reference: `prefill_logits` compared as any output (its top1_agreement is
+    whether the first token agrees), and `greedy_tokens` as the share of generated tokens equal position by
+    position (top1_agreement; its distances mean nothing for token ids, so they are null). A quantized version
+    that picks another token once continues from another context: the share counts that too."""
+    rows = agreement_rows(trial_key, version, reference, [ref], [other])
+    mine, theirs = other.get("greedy_tokens"), ref.get("greedy_tokens")
+    for row in rows:
+        if row["output"] == "greedy_tokens":
+            same = mine is not None and theirs is not None and mine.shape == theirs.shape
+            row.update(max_abs=None, max_rel=None, mean_abs=None, cosine=None,
+                       top1_agreement=float(np.mean(mine == theirs)) if same and mine.size else None)
+    return rows
+
+
 def same_arrays(a: Outputs, b: Outputs) -> bool:
     """The two feeds (or outputs) hold the same names and equal arrays."""
     return a.keys() == b.keys() and all(

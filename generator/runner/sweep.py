@@ -268,8 +268,6 @@ class SweepContext:
         """Agreement rows by trial key: each ok trial against its reference versions measured in this group.
         A version whose outputs could not be recorded gets no rows, and its trial stays ok."""
         ok = _ok(states)
-        if side.loaded.spec.generate is not None:  # generative versions' agreement is not checked yet
-            return {}
         pairs = agreement.agreement_pairs(side.loaded.spec, ok)
         outputs = {v: self._outputs(tmp, ok[v]) for pair in pairs for v in pair}
         rows: dict[str, list[dict]] = {}
@@ -277,7 +275,10 @@ class SweepContext:
             mine, theirs = outputs.get(version), outputs.get(reference)
             if mine is not None and theirs is not None:
                 key = ok[version].planned.key
-                rows.setdefault(key, []).extend(agreement.agreement_rows(key, version, reference, theirs, mine))
+                made = agreement.generation_rows(key, version, reference, theirs[0], mine[0]) \
+                    if ok[version].decoder is not None else agreement.agreement_rows(key, version, reference, theirs,
+                                                                                    mine)
+                rows.setdefault(key, []).extend(made)
         return rows
 
     def _outputs(self, tmp: Path, state: TrialState) -> list[dict[str, np.ndarray]] | None:
@@ -359,10 +360,7 @@ def _ok(states: list[TrialState]) -> dict[str, TrialState]:
 
 
 def _compared(side: Side, trials: Mapping[str, object]) -> set[str]:
-    """The versions whose outputs the agreement check compares, of those given (none of a generative
-    experiment's yet)."""
-    if side.loaded.spec.generate is not None:
-        return set()
+    """The versions whose outputs the agreement check compares, of those given."""
     return {v for pair in agreement.agreement_pairs(side.loaded.spec, trials) for v in pair}
 
 

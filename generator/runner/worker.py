@@ -277,7 +277,23 @@ def outputs_pass(job: WorkerJob) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     session, load_ms = open_session(job.model_path, job.config)
     process_env.test_fault(job.model_path)
+    if job.decoder is not None:
+        return {**_generation_outputs(session, job), "load_ms": load_ms}
     return {**_save_outputs(session, job), "load_ms": load_ms}
+
+
+def _generation_outputs(session, job: WorkerJob) -> dict[str, Any]:
+    """A generative trial's outputs: the greedy tokens of one generation and the prefill's logits at the
+    prompt's last position, from the trial's own prompt (generator.runner.agreement.generation_rows)."""
+    from generator.decode.convention import DecoderLayout
+    from generator.decode.loop import DecodeLoop, prompt_ids
+
+    layout, config = DecoderLayout(**job.decoder), job.config
+    loop = DecodeLoop(session, layout, prompt_ids(layout, int(config["batch"]), int(config["prompt_tokens"])),
+                      int(config["new_tokens"]))
+    path = job.work / "outputs0.npz"
+    np.savez(path, loop.generate().tokens, loop.prefill_logits())  # arr_0, arr_1: output_names order
+    return {"output_names": ["greedy_tokens", "prefill_logits"], "outputs_files": [str(path)]}
 
 
 def _recorded_outputs(session, job: WorkerJob) -> dict[str, Any]:

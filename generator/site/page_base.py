@@ -213,7 +213,7 @@ def experiment_view(results: ExperimentResults, slug: str, chooser: bool = True,
     ]
     context = compare_context(results)
     generative = generative_report(results.spec, results.trials, results.processes, results.decode_steps,
-                                   results.environments)
+                                   results.environments, results.agreement)
     # A generative experiment's claims are its phase verdicts (generative.md.j2): the findings of latency and
     # layers, made for one inference per request, do not apply to it yet.
     claims = claims and generative is None

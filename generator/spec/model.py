@@ -385,7 +385,6 @@ def _generate_issues(spec: Spec) -> list[Issue]:
         "latency_threshold_ms": "its budget is `limits: {ttft_ms: …, tpot_ms: …}`; remove `latency_threshold_ms`",
         "profile": "per-layer profiles of prefill and decode are not measured by `perfsite run` yet; remove "
                    "`profile`",
-        "tolerance": "output agreement of generative versions is not checked yet; remove `tolerance`",
         "whatif": "the what-if estimate needs per-layer profiles, which generative runs do not record yet; remove "
                   "`whatif`",
     }
