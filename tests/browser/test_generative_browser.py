@@ -37,8 +37,8 @@ def test_the_generative_page_draws_every_chart_offline(generative_page):
     assert all(r.startswith(url) or r.startswith("data:") for r in visit.requests), visit.requests
     headings = page.locator("article h2").all_inner_texts()
     assert [h.replace("¶", "").strip() for h in headings] == [
-        "Sweet spot", "int4 against fp32: prefill and decode apart", "Output agreement", "Prefill, decode and throughput",
-        "Decode against the memory's speed", "Every configuration"]
+        "Sweet spot", "int4 against fp32: prefill and decode apart", "Output agreement",
+        "Prefill, decode and throughput", "Decode against the memory's speed", "Every configuration"]
 
 
 def test_the_limit_sliders_move_the_sweet_spot(generative_page):
