@@ -16,6 +16,8 @@ import pytest
 from support.cli import perfsite, write_spec
 from support.generative import NEW_TOKENS, PROMPTS, TINY, write_generative_project
 
+from generator.models.builder import model_bytes, write_if_changed
+from generator.models.decoder import DecoderShape, build_decoder
 from generator.results.store import load_experiment
 
 VERSIONS = ("fp32", "int8", "int4")
@@ -225,3 +227,26 @@ def test_a_version_that_is_no_decoder_and_a_prompt_past_the_position_table_are_r
         f"position table of version fp32's model {tmp_path / 'models' / 'decoder.onnx'}. Allowed: prompt_tokens + "
         "new_tokens at most 49; shorten the longest prompt or generate fewer tokens."), said
     assert not (tmp_path / "results").exists()
+
+
+def test_a_paired_diff_catches_a_slower_decoder_in_prefill_and_decode(tmp_path):
+    """`perfsite diff --measure` on two checkouts whose decoder doubled its layers and width: the paired run
+    judges time to first token and time per output token each slower, and --fail-on regression exits 2."""
+    for side, shape in (("base", TINY), ("cand", DecoderShape(layers=4, hidden=128, heads=4, kv_heads=2, ffn=512,
+                                                                 vocab=97, max_positions=48))):
+        write_if_changed(tmp_path / side / "experiments" / "models" / "decoder.onnx", model_bytes(build_decoder(shape)))
+        write_spec(tmp_path / side / "experiments", """\
+            name: gen
+            models:
+              fp32: {path: models/decoder.onnx}
+            generate: {prompt_tokens: [12], new_tokens: [4]}
+            measure: {warmup: 1, min_iterations: 8, min_seconds: 0.05, repeats: 3, budget_s: 2}
+            """, "gen.yaml")
+    out = perfsite("diff", "--measure", "experiments/*.yaml", "base", "cand", "--quick", "--fail-on", "regression",
+                   cwd=tmp_path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"\| \| (time to first token|time per output token), "
+                                                        r"median \(ms\) \|[^\n]*\| (\w[\w ]*) \(threshold 1\.05\) \|",
+                                                        out.stdout)}
+    assert rows == {"time to first token": "slower", "time per output token": "slower"}, out.stdout
+    assert "Generative trials are not profiled per layer yet" in out.stdout

@@ -398,6 +398,9 @@ Side = tuple[ExperimentResults, pd.Series, ProcessSamples]
 def _layers(base: Side, cand: Side, reference: RatioCI) -> LayerDiff:
     timings = [layer_timings(exp.nodes, row["trial_key"], _profile_iterations(row),
                              _calibration(exp, row, samples)) for exp, row, samples in (base, cand)]
+    if pd.notna(cand[1].get("new_tokens")) and pd.notna(base[1].get("new_tokens")):
+        return no_profile(0.0, 0.0, "Generative trials are not profiled per layer yet: their prefill and decode are "
+                                    "compared above, not their layers.")
     if not timings[0] or not timings[1]:
         side = "baseline" if not timings[0] else "candidate"
         return no_profile(0.0, 0.0, f"The {side} has no profiled pass at this configuration: no layer comparison.")
