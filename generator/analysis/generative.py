@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from generator.analysis.findings.record import Figure, Finding, FindingSet, settle
 from generator.analysis.limits import unsettled_reason
-from generator.results import intervals
+from generator.results import evidence
 
 PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}
 DEFAULT_COSINE_MIN = 0.99  # as every experiment's outputs without a `tolerance:` (generator.analysis.compare)
@@ -36,27 +37,37 @@ class PhaseVerdict:
     high: float
     verdict: str  # faster, slower, no change, unsettled
     reason: str
+    p_value: float | None = None  # of the verdict's claim (None: no claim, unsettled)
+    rounds: int = 0
 
 
-def phase_verdict(phase: str, a: Sequence[float], b: Sequence[float], threshold: float) -> PhaseVerdict:
-    """One phase judged from per-process (per-round) medians of A and B, in pairs."""
-    ci = intervals.paired(a, b)
+def phase_verdict(phase: str, a: Sequence[float], b: Sequence[float], threshold: float,
+                  sequential: bool = False) -> PhaseVerdict:
+    """One phase judged from per-process (per-round) medians of A and B, in pairs: the claim the data shows
+    (slower or faster past the threshold, or no change within it) with its p-value and the 95 % interval that
+    agrees with it (a confidence sequence's for `sequential` figures: generator.results.evidence.LogTest)."""
+    test = evidence.paired_test(a, b)
     a_ms, b_ms = float(np.nanmedian(a)), float(np.nanmedian(b))
-    if ci is None:
+    if test is None:
         return PhaseVerdict(phase, a_ms, b_ms, b_ms / a_ms, math.nan, math.nan, "unsettled",
                             "fewer than two processes gave both figures")
-    ratio, low, high = ci.point, ci.low, ci.high
-    if low > 1 and ratio > threshold:
-        verdict, reason = "slower", f"the interval {low:.3g}–{high:.3g} lies above 1"
-    elif high < 1 and ratio < 1 / threshold:
-        verdict, reason = "faster", f"the interval {low:.3g}–{high:.3g} lies below 1"
-    elif low >= 1 / threshold and high <= threshold:
-        verdict, reason = "no change", f"the interval {low:.3g}–{high:.3g} lies within ±{threshold - 1:.0%}"
+    test = replace(test, sequential=sequential)
+    ratio, (low, high), bound = math.exp(test.estimate), test.interval(), math.log(threshold)
+    if ratio > threshold:
+        verdict, p = "slower", test.p_above(0.0)
+    elif ratio < 1 / threshold:
+        verdict, p = "faster", test.p_below(0.0)
     else:
-        verdict = "unsettled"
-        reason = (f"the interval {low:.3g}–{high:.3g} over {ci.n} processes is too wide to tell; measure more "
-                  "processes (measure.repeats, measure.budget_s) or requests")
-    return PhaseVerdict(phase, a_ms, b_ms, ratio, low, high, verdict, reason)
+        verdict, p = "no change", test.p_within(-bound, bound)
+    if p > 0.05:
+        where = "past" if verdict != "no change" else "within"
+        shown = "unbounded" if math.isinf(high) or low <= 0 else f"{low:.3g}–{high:.3g}"
+        return PhaseVerdict(phase, a_ms, b_ms, ratio, low, high, "unsettled",
+                            f"B/A {ratio:.3g} is {where} ±{threshold - 1:.0%} but its interval over {test.n} rounds "
+                            f"({shown}) does not show it (p = {p:.2g}); measure more processes (measure.repeats, "
+                            "measure.budget_s)", p, test.n)
+    return PhaseVerdict(phase, a_ms, b_ms, ratio, low, high, verdict, f"interval {low:.3g}–{high:.3g}, "
+                        f"p = {p:.2g}", p, test.n)
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,7 @@ class GenerativeRow:
     noisy: bool
     noise_reasons: str | None
     within_limits: bool | None  # None: the spec sets no limit
+    sequential: bool = False  # measured until its confidence sequence looked narrow (trials.ci_sequential)
     # The decode's memory check: a step reads every weight and the KV cache, so at the machine's measured
     # bandwidth it takes at least this long (None: no settled bandwidth, or no decode step).
     decode_floor_ms: float | None = None
@@ -105,6 +117,7 @@ class GenerativeRow:
 class PhaseComparison:
     config_label: str
     phases: tuple[PhaseVerdict, ...]
+    trial_keys: tuple[str, str] = ("", "")  # A's and B's
 
 
 @dataclass(frozen=True)
@@ -150,6 +163,10 @@ class GenerativeReport:
     agreement: tuple[GenerationAgreement, ...] = ()
     cosine_min: float | None = None  # the tolerance the agreement is judged by
     max_abs: float | None = None
+    # Every claim of the page (each phase verdict, the sweet spot), settled by one false-discovery rule across
+    # the report (generator.analysis.findings): findings.json writes them.
+    findings: FindingSet | None = None
+    sweet_spot_settled: bool = False
 
 
 def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decode_steps: pd.DataFrame,
@@ -171,13 +188,17 @@ def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decod
     tolerance = (given.cosine_min, given.max_abs) if given is not None else (DEFAULT_COSINE_MIN, None)
     rows = tuple(_row(t, ttft_limit, tpot_limit, bandwidths.get(str(t.env_id))) for t in ok.itertuples(index=False))
     spot, reason = _sweet_spot(rows, ttft_limit, tpot_limit, spec.measure.percentile)
+    pairs = tuple(_pair(a, b, rows, processes, spec.regression) for a, b in compared_pairs(spec, rows))
+    findings = settle([*_phase_findings(pairs, rows), *_sweet_spot_finding(spot, rows, processes)])
+    spot_finding = findings.get(SWEET_SPOT)
+    if spot_finding is not None and not spot_finding.settled:
+        reason += f" (unsettled: {spot_finding.reason})"
     return GenerativeReport(
         percentile=spec.measure.percentile, bandwidth_note=note, ttft_limit_ms=ttft_limit, tpot_limit_ms=tpot_limit,
-        rows=rows,
-        sweet_spot=spot, sweet_spot_reason=reason,
-        pairs=tuple(_pair(a, b, rows, processes, spec.regression) for a, b in compared_pairs(spec, rows)),
+        rows=rows, sweet_spot=spot, sweet_spot_reason=reason, pairs=_settled_pairs(pairs, findings),
         steps=_steps(rows, decode_steps), agreement=_agreement(rows, agreement, *tolerance),
-        cosine_min=tolerance[0], max_abs=tolerance[1])
+        cosine_min=tolerance[0], max_abs=tolerance[1], findings=findings,
+        sweet_spot_settled=bool(spot_finding and spot_finding.settled))
 
 
 def compared_pairs(spec, rows: Sequence[GenerativeRow]) -> list[tuple[str, str]]:
@@ -237,6 +258,7 @@ def _row(t, ttft_limit: float | None, tpot_limit: float | None, bandwidth: float
         peak_rss_mb=_num(t.peak_rss_mb), kv_cache_mb=_num(t.kv_cache_mb), ttft_halfwidth=_num(t.ttft_ci_halfwidth),
         tpot_halfwidth=_num(t.tpot_ci_halfwidth), processes=int(t.processes), noisy=bool(t.noisy),
         noise_reasons=t.noise_reasons if isinstance(t.noise_reasons, str) else None, within_limits=within,
+        sequential=bool(_num(getattr(t, "ci_sequential", None))),
         decode_floor_ms=decode_floor_ms(float(t.model_bytes), float(t.kv_cache_mb), int(t.prompt_tokens),
                                         int(t.new_tokens), bandwidth)
         if bandwidth and int(t.new_tokens) > 1 and _num(t.model_bytes) and _num(t.kv_cache_mb) else None)
@@ -282,8 +304,9 @@ def _pair(a: str, b: str, rows: Sequence[GenerativeRow], processes: pd.DataFrame
             column = f"{phase}_median_ms"
             mine, theirs = _per_round(processes, r.trial_key, column), _per_round(processes, other.trial_key, column)
             rounds = sorted(set(mine) & set(theirs))
-            phases.append(phase_verdict(phase, [mine[k] for k in rounds], [theirs[k] for k in rounds], threshold))
-        comparisons.append(PhaseComparison(r.config_label, tuple(phases)))
+            phases.append(phase_verdict(phase, [mine[k] for k in rounds], [theirs[k] for k in rounds], threshold,
+                                        sequential=r.sequential and other.sequential))
+        comparisons.append(PhaseComparison(r.config_label, tuple(phases), (r.trial_key, other.trial_key)))
     return GenerativePair(a, b, tuple(comparisons))
 
 
@@ -319,3 +342,70 @@ def _agreement(rows: Sequence[GenerativeRow], agreement: pd.DataFrame | None, co
                 _num(tokens["top1_agreement"]) if tokens is not None else None,
                 _num(logits["top1_agreement"]) if logits is not None else None, cosine, largest, within))
     return tuple(found)
+
+
+SWEET_SPOT = "generative:sweet-spot"
+
+
+def _phase_id(pair: GenerativePair, c: PhaseComparison, v: PhaseVerdict) -> str:
+    return f"generative:{pair.b}:{pair.a}:{c.config_label}:{v.phase}"
+
+
+def _phase_findings(pairs: Sequence[GenerativePair], rows: Sequence[GenerativeRow]) -> list[Finding]:
+    """Each phase verdict as a finding: its claim, p-value and interval (an unsettled one keeps its reason)."""
+    found = []
+    for pair in pairs:
+        for c in pair.comparisons:
+            for v in c.phases:
+                claim = v.verdict if v.verdict != "unsettled" else "unsettled"
+                found.append(Finding(
+                    id=_phase_id(pair, c, v), kind="generative phase", page="overview",
+                    statement=f"{pair.b} against {pair.a} at {c.config_label}: {PHASES[v.phase]} {claim}",
+                    answer=round(v.ratio, 6) if math.isfinite(v.ratio) else None, unit="ratio B/A",
+                    interval=(v.low, v.high) if math.isfinite(v.low) else None,
+                    p_value=v.p_value if v.verdict != "unsettled" else None,
+                    weakest=None if v.verdict != "unsettled" else v.reason,
+                    figures=(Figure(f"{pair.a} {v.phase} median, ms", v.a_ms), Figure(f"{pair.b} {v.phase} median, "
+                                                                                     "ms", v.b_ms)),
+                    trials=c.trial_keys))
+    return found
+
+
+def _settled_pairs(pairs: Sequence[GenerativePair], findings: FindingSet) -> tuple[GenerativePair, ...]:
+    """The verdicts as the page states them: a claim the report-wide rule did not settle reads unsettled."""
+    out = []
+    for pair in pairs:
+        comparisons = []
+        for c in pair.comparisons:
+            phases = []
+            for v in c.phases:
+                f = findings.get(_phase_id(pair, c, v))
+                if v.verdict != "unsettled" and f is not None and not f.settled:
+                    v = replace(v, verdict="unsettled", reason=f"{v.verdict} at 95 % alone, but {f.reason}")
+                phases.append(v)
+            comparisons.append(replace(c, phases=tuple(phases)))
+        out.append(replace(pair, comparisons=tuple(comparisons)))
+    return tuple(out)
+
+
+def _sweet_spot_finding(spot: GenerativeRow | None, rows: Sequence[GenerativeRow],
+                        processes: pd.DataFrame) -> list[Finding]:
+    """"The sweet spot has the most tokens/s within the limits": tested against the runner-up within them (each
+    trial's processes' clean tokens/s); a fact when no other configuration is within them."""
+    if spot is None:
+        return []
+    others = sorted((r for r in rows if r.within_limits is not False and r is not spot), key=lambda r: -r.tokens_per_s)
+    statement = f"{spot.version} at {spot.config_label} has the most output tokens/s within the limits"
+    if not others:
+        return [Finding(SWEET_SPOT, "generative sweet spot", "overview", statement, spot.tokens_per_s, "tokens/s",
+                        fact=True, trials=(spot.trial_key,))]
+    runner = others[0]
+    figures = [processes[processes["trial_key"] == r.trial_key]["clean_throughput_ips"].dropna().tolist()
+               for r in (runner, spot)]
+    test = evidence.unpaired_test(*figures)
+    p = replace(test, sequential=spot.sequential and runner.sequential).p_above(0.0) if test else None
+    return [Finding(SWEET_SPOT, "generative sweet spot", "overview", statement, spot.tokens_per_s, "tokens/s",
+                    p_value=p, weakest=f"against {runner.version} at {runner.config_label}",
+                    figures=(Figure(f"{spot.version} {spot.config_label}, tokens/s", spot.tokens_per_s),
+                             Figure(f"{runner.version} {runner.config_label}, tokens/s", runner.tokens_per_s)),
+                    trials=(spot.trial_key, runner.trial_key))]

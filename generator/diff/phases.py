@@ -4,19 +4,19 @@ token (decode), each with its own ratio, interval and threshold (`regression: {t
 A quantized decoder can make prefill slower and decode faster; the end-to-end latency and tokens/s ratios the
 diff judges for every configuration hide that, so a generative configuration is also judged phase by phase. The
 figures are the processes' medians over their clean requests (processes.ttft_median_ms, tpot_median_ms): paired
-round by round when one paired run measured both sides, else Welch's interval widened by each run's drift, as
-the latency ratio is (generator.analysis.stats).
+round by round when one paired run measured both sides (its confidence sequence when the run stopped on one), else
+Welch's interval widened by each run's drift, as the latency ratio is (generator.analysis.stats).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from generator.analysis.records_compare import RatioCI
-from generator.results import intervals
+from generator.results import evidence
 from generator.results.store import ExperimentResults
 
 PHASE_COLUMNS = {"ttft": "ttft_median_ms", "tpot": "tpot_median_ms"}
@@ -33,9 +33,10 @@ class PhaseDiff:
 
 
 def phase_diffs(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentResults, b: pd.Series,
-                thresholds: dict[str, float], paired_run: bool,
-                between: float | tuple[float, float]) -> tuple[PhaseDiff, ...]:
-    """The phases both trials measured (none for a trial that is not generative; no TPOT with one new token)."""
+                thresholds: dict[str, float], paired_run: bool, between: float | tuple[float, float],
+                sequential: bool = False) -> tuple[PhaseDiff, ...]:
+    """The phases both trials measured (none for a trial that is not generative; no TPOT with one new token);
+    `sequential`: a paired run that stopped on its confidence sequence, which then gives the intervals."""
     found = []
     for phase, column in PHASE_COLUMNS.items():
         mine, theirs = _figures(base_exp, a, column), _figures(cand_exp, b, column)
@@ -43,15 +44,16 @@ def phase_diffs(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentR
             continue
         if paired_run:
             rounds = sorted(set(mine) & set(theirs))
-            ci = intervals.paired([mine[r] for r in rounds], [theirs[r] for r in rounds])
+            test = evidence.paired_test([mine[r] for r in rounds], [theirs[r] for r in rounds])
         else:
-            ci = intervals.unpaired(list(mine.values()), list(theirs.values()), between)
+            test = evidence.unpaired_test(list(mine.values()), list(theirs.values()), between)
         base_ms, cand_ms = _median(mine.values()), _median(theirs.values())
-        if ci is None:
+        if test is None:
             ratio = RatioCI(cand_ms / base_ms, math.nan, math.nan, False, processes_a=len(mine),
                             processes_b=len(theirs), unjudged="fewer than two processes on a side gave the figure")
         else:
-            ratio = RatioCI(ci.point, ci.low, ci.high, ci.low > 1 or ci.high < 1, processes_a=len(mine),
+            low, high = replace(test, sequential=sequential).interval()
+            ratio = RatioCI(math.exp(test.estimate), low, high, low > 1 or high < 1, processes_a=len(mine),
                             processes_b=len(theirs))
         found.append(PhaseDiff(phase, base_ms, cand_ms, ratio, thresholds[phase]))
     return tuple(found)

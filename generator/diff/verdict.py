@@ -340,7 +340,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     verdict, why = judge(lat, thr, limits, (side_a, side_b), q, pair, final)
     regression = cand_exp.spec.regression
     phases = phase_diffs(base_exp, a, cand_exp, b, {"ttft": regression.ttft_ratio, "tpot": regression.tpot_ratio},
-                         pair, between)
+                         pair, between, sequential=seq and not final)
     verdict = _with_phases(verdict, phases)
     config = {axis: clean(b[axis]) for axis in AXIS_COLUMNS} | {"dims": str(b["dims"])}
     return TrialDiff(

@@ -4,6 +4,8 @@ plain text without Markdown or HTML specials, except where a function says it re
 
 from __future__ import annotations
 
+import math
+
 import functools
 from datetime import UTC, datetime
 from typing import Any
@@ -106,9 +108,12 @@ def band(figure: Any) -> str:
 
 
 def interval(bounds: Any) -> str:
-    """A 95 % interval as `low–high`; a dash without one."""
-    if not bounds or bounds[0] is None or bounds[1] is None:
+    """A 95 % interval as `low–high`; a dash without one; "unbounded" for a confidence sequence that could not
+    bound it yet (too few figures)."""
+    if not bounds or bounds[0] is None or bounds[1] is None or math.isnan(bounds[0]) or math.isnan(bounds[1]):
         return MISSING
+    if math.isinf(bounds[1]) or bounds[0] <= 0:
+        return "unbounded"
     return f"{num(bounds[0])}–{num(bounds[1])}"
 
 

@@ -68,8 +68,13 @@ def generative_page(env: jinja2.Environment, view: ExperimentView) -> Page:
             "tokens": G.tokens_chart(report)}
     blocks = {name: charts.chart_block(f"chart-generative-{name}", chart) if report.rows else ""
               for name, chart in made.items()}
-    return render(env, "generative.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.title, True, e=view,
+    page = render(env, "generative.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.title, True, e=view,
                   charts=blocks)
+    data = report.findings.as_dict(view.name)
+    for f in data["findings"]:
+        f["page"] = "index.md"
+    text = json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+    return replace(page, files=page.files + ((f"{REPORTS_DIR}/{view.slug}/findings.json", text),))
 
 
 def findings_json(view: ExperimentView) -> str:
