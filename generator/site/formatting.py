@@ -4,9 +4,8 @@ plain text without Markdown or HTML specials, except where a function says it re
 
 from __future__ import annotations
 
-import math
-
 import functools
+import math
 from datetime import UTC, datetime
 from typing import Any
 
