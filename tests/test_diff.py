@@ -785,9 +785,9 @@ def test_a_change_column_that_disagrees_with_the_figure_columns_is_explained(tmp
     # median over processes, beside a Change that is a ratio of geometric means.
     assert "The change is measured process by process, as the verdict judges it: the ratio of the geometric means " \
            "of each measurement process's figure (its latency percentile over its clean requests, its clean " \
-           "throughput). The latency columns pool every clean request of a trial; the throughput columns are the " \
-           "median of its processes' clean throughputs. The two disagree where a trial's processes disagree, as " \
-           "for cnn · fp32 · b1 t1 c1, cnn · fp32 · b4 t1 c1." in text
+           "throughput, its median TTFT and TPOT). The latency columns pool every clean request of a trial; the " \
+           "throughput, TTFT and TPOT columns are the median of its processes' figures. The two disagree where a " \
+           "trial's processes disagree, as for cnn · fp32 · b1 t1 c1, cnn · fp32 · b4 t1 c1." in text
     assert "process by process" not in diff_command(*sides(tmp_path / "calm", Side(), Side(seed=1)))[0]
 
 

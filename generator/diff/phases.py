@@ -16,7 +16,10 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from generator.analysis.records_compare import RatioCI
+from generator.diff.noise import undecided_note
+from generator.diff.words import FASTER, NO_CHANGE, NOT_COMPARABLE, SLOWER
 from generator.results import evidence
+from generator.results.sequential import STOP_LEVEL
 from generator.results.store import ExperimentResults
 
 PHASE_COLUMNS = {"ttft": "ttft_median_ms", "tpot": "tpot_median_ms"}
@@ -30,6 +33,22 @@ class PhaseDiff:
     candidate_ms: float
     ratio: RatioCI
     threshold: float
+    verdict: str  # slower, faster, no significant change or not comparable (generator.diff.words)
+    note: str | None = None  # why not comparable
+
+
+def _judged(ratio: RatioCI, threshold: float, name: str, paired_run: bool, how: str) -> tuple[str, str | None]:
+    """The diff's rule for one figure (docs/ci.md): a change past the threshold whose interval excludes 1; not
+    comparable when the estimate lies past the threshold while its interval still holds 1, or without one."""
+    if ratio.unjudged is not None:
+        return NOT_COMPARABLE, f"{name}: {ratio.unjudged}"
+    if ratio.low > 1.0 and ratio.point > threshold:
+        return SLOWER, None
+    if ratio.high < 1.0 and ratio.point < 1.0 / threshold:
+        return FASTER, None
+    if ratio.point > threshold or ratio.point < 1.0 / threshold:
+        return NOT_COMPARABLE, f"{name}: {undecided_note(name, paired_run, how)}"
+    return NO_CHANGE, None
 
 
 def phase_diffs(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentResults, b: pd.Series,
@@ -52,10 +71,13 @@ def phase_diffs(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentR
             ratio = RatioCI(cand_ms / base_ms, math.nan, math.nan, False, processes_a=len(mine),
                             processes_b=len(theirs), unjudged="fewer than two processes on a side gave the figure")
         else:
-            low, high = replace(test, sequential=sequential).interval()
+            # A pair that stopped on its confidence sequence is judged at the level its looks were made at.
+            low, high = replace(test, sequential=True).interval(STOP_LEVEL) if sequential else test.interval()
             ratio = RatioCI(math.exp(test.estimate), low, high, low > 1 or high < 1, processes_a=len(mine),
                             processes_b=len(theirs))
-        found.append(PhaseDiff(phase, base_ms, cand_ms, ratio, thresholds[phase]))
+        verdict, note = _judged(ratio, thresholds[phase], PHASE_NAMES[phase], paired_run,
+                                "sequence" if sequential else "t")
+        found.append(PhaseDiff(phase, base_ms, cand_ms, ratio, thresholds[phase], verdict, note))
     return tuple(found)
 
 

@@ -19,7 +19,7 @@ from generator.analysis.records_compare import RatioCI
 from generator.diff.layers import LayerChange
 from generator.diff.noise import PAIRED_ADVICE
 from generator.diff.phases import PHASE_NAMES
-from generator.diff.verdict import FAILED, FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff, phase_verdict
+from generator.diff.verdict import FAILED, FASTER, NOT_COMPARABLE, SLOWER, DiffResult, TrialDiff
 from generator.numbers import json_safe, num
 
 MAX_TABLE_ROWS = 30  # configurations in the table; a PR comment has a size limit and readers a patience one
@@ -156,7 +156,7 @@ def _table(result: DiffResult) -> str:
         rows.append(f"| | throughput ({unit}) | {num(t.throughput_baseline_ips)} | "
                     f"{num(t.throughput_candidate_ips)} | {change_text(t.throughput_ratio)} | |")
         rows += [f"| | {PHASE_NAMES[p.phase]}, median (ms) | {num(p.baseline_ms)} | {num(p.candidate_ms)} | "
-                 f"{change_text(p.ratio)} | {phase_verdict(p)} (threshold {p.threshold:g}) |" for p in t.phases]
+                 f"{change_text(p.ratio)} | {p.verdict} (threshold {p.threshold:g}) |" for p in t.phases]
     hidden = len(result.trials) - len(shown)
     if hidden:
         rows += ["", f"{hidden} more configuration{'s' if hidden != 1 else ''} with no significant change "
@@ -165,8 +165,9 @@ def _table(result: DiffResult) -> str:
     if apart:
         rows += ["", "The change is measured process by process, as the verdict judges it: the ratio of the "
                      "geometric means of each measurement process's figure (its latency percentile over its clean "
-                     "requests, its clean throughput). The latency columns pool every clean request of a trial; "
-                     "the throughput columns are the median of its processes' clean throughputs. "
+                     "requests, its clean throughput, its median TTFT and TPOT). The latency columns pool every "
+                     "clean request of a trial; the throughput, TTFT and TPOT columns are the median of its "
+                     "processes' figures. "
                      "The two disagree where a trial's processes disagree, as for "
                      f"{', '.join(cell(n) for n in apart[:MAX_LISTED])}{' …' if len(apart) > MAX_LISTED else ''}."]
     return "\n".join(rows)
@@ -175,7 +176,8 @@ def _table(result: DiffResult) -> str:
 def _columns_disagree(t: TrialDiff, tolerance: float = 0.05) -> bool:
     """The Change column and the ratio of the two figure columns differ by more than `tolerance` (log scale),
     or point opposite ways: a noisy trial's pooled figure and its processes' figures tell different stories."""
-    pairs = [(t.latency_baseline_ms, t.latency_candidate_ms, t.latency_ratio)]
+    pairs = [(t.latency_baseline_ms, t.latency_candidate_ms, t.latency_ratio),
+             *((p.baseline_ms, p.candidate_ms, p.ratio) for p in t.phases)]
     if t.throughput_ratio is not None:
         pairs.append((t.throughput_baseline_ips, t.throughput_candidate_ips, t.throughput_ratio))
     for base, cand, ratio in pairs:

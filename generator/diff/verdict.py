@@ -44,6 +44,7 @@ from generator.analysis.summaries import AXIS_COLUMNS, clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
 from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
 from generator.diff.phases import PhaseDiff, phase_diffs
+from generator.diff.words import FAILED, FASTER, NO_CHANGE, NOT_COMPARABLE, SLOWER
 from generator.machine.environment import FINGERPRINT_FIELDS
 from generator.results.headline import compared_percentile, percentile_label, stored_percentile
 from generator.results.intervals import BETWEEN_RUN_SD, run_drift
@@ -54,8 +55,6 @@ from generator.spec.model import Regression
 
 MACHINE = "_machine"  # the column _with_machines adds to each side's trials
 
-SLOWER, FASTER, NO_CHANGE, NOT_COMPARABLE = "slower", "faster", "no significant change", "not comparable"
-FAILED = "failed"  # overall: a configuration the baseline measured failed in the candidate
 
 
 @dataclass(frozen=True)
@@ -353,7 +352,7 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
         verdict=verdict,
         thresholds=limits, layers=_layers((base_exp, a, samples_a), (cand_exp, b, samples_b), lat),
         env_differences=env_differences(base_exp, a, cand_exp, b),
-        notes=_trial_notes(a, b) + noise_notes(side_a, side_b) + why,
+        notes=_trial_notes(a, b) + noise_notes(side_a, side_b) + why + tuple(p.note for p in phases if p.note),
         paired=pair, sequential=seq and not final, at_budget=final,
         same_measurement=all(str(a.get(c)) == str(b.get(c)) for c in ("trial_key", "run_id", "finished_at")),
         quick=bool(clean(a.get("quick"))) or bool(clean(b.get("quick"))),
@@ -364,21 +363,15 @@ def diff_trial(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentRe
     )
 
 
-def phase_verdict(p: PhaseDiff) -> str:
-    """slower / faster / no significant change of one generative phase, by its own threshold."""
-    return _direction(p.ratio, p.threshold, higher_is_slower=True) if p.ratio.unjudged is None else NO_CHANGE
-
-
 def _with_phases(verdict: str, phases: tuple[PhaseDiff, ...]) -> str:
     """A configuration whose prefill or decode got slower beyond its threshold is slower, whatever its
-    end-to-end figures say (a slower prefill hides in a long generation's latency); faster likewise, unless
-    something got slower."""
-    found = {phase_verdict(p) for p in phases}
-    if verdict == NOT_COMPARABLE and SLOWER not in found:
-        return verdict
-    if SLOWER in found or verdict == SLOWER:
-        return SLOWER
-    return FASTER if FASTER in found or verdict == FASTER else verdict
+    end-to-end figures say (a slower prefill hides in a long generation's latency); one whose phase cannot be
+    decided is not comparable unless something got slower; faster likewise after those."""
+    found = {p.verdict for p in phases} | {verdict}
+    for word in (SLOWER, NOT_COMPARABLE, FASTER):
+        if word in found:
+            return word
+    return verdict
 
 
 def at_budget(row: pd.Series) -> bool:

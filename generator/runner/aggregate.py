@@ -308,6 +308,18 @@ def paired_interval(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcom
                             sequential.STOP_LEVEL, sequential=True)
 
 
+def paired_phase_interval(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcome],
+                          column: str) -> intervals.LogInterval | None:
+    """A generative pair's ratio of one phase (`column`: ttft_median_ms or tpot_median_ms, the processes'
+    medians) over the rounds both measured, as paired_interval is of the headline: the interval the diff judges
+    the phase by when the pair stops early (generator.diff.phases)."""
+    by_round = [{p.round: p.generative_medians().get(column) for p in side if p.usable} for side in (base, cand)]
+    rounds = sorted(r for r in set(by_round[0]) & set(by_round[1])
+                    if by_round[0][r] is not None and by_round[1][r] is not None)
+    return intervals.paired([by_round[0][r] for r in rounds], [by_round[1][r] for r in rounds],
+                            sequential.STOP_LEVEL, sequential=True)
+
+
 def decides(ci: intervals.LogInterval, latency_ratio: float) -> bool:
     """Whether a ratio interval already settles the diff's verdict at this threshold (generator.diff.verdict):
     beyond the threshold with 1 excluded (slower or faster), or wholly inside (1/threshold, threshold)."""

@@ -62,7 +62,22 @@ class TrialState:
         """The interval is within the target; or, for a pair whose run knows the diff's threshold, it already
         settles the verdict."""
         threshold = self.side.decide_latency_ratio if self.pair is not None else None
-        return aggregate.stops(self.interval(), self.side.settings["target"], threshold)
+        if not aggregate.stops(self.interval(), self.side.settings["target"], threshold):
+            return False
+        return self.pair is None or self.decoder is None or self._phases_converged()
+
+    def _phases_converged(self) -> bool:
+        """A generative pair goes on until its prefill and decode ratios settle too: the diff judges each apart
+        (generator.diff.phases), and the end-to-end ratio can settle first."""
+        base, cand = (self.pair, self) if self.side.label == "candidate" else (self, self.pair)
+        regression = self.side.loaded.spec.regression
+        for column, ratio in (("ttft_median_ms", regression.ttft_ratio), ("tpot_median_ms", regression.tpot_ratio)):
+            if column == "tpot_median_ms" and not any(p.tpot_ms.size for p in self.processes):
+                continue  # one new token: no decode step
+            ci = aggregate.paired_phase_interval(base.processes, cand.processes, column)
+            if not aggregate.stops(ci, self.side.settings["target"], ratio):
+                return False
+        return True
 
     def wants_more(self, rnd: int) -> bool:
         return self.error is None and (rnd < self.side.settings["repeats"] or not self.converged())
