@@ -585,7 +585,8 @@ def test_nothing_measured_is_judged_on_trials_stored_ok_also_when_ray_lost_some(
     lost = RunSummary("e", "r", [], 1.0, failed=[("b1 t1 c1 (any node)", "the Ray task failed")], unstored_failures=1)
     with pytest.raises(RunError) as err:
         _refuse_nothing_measured([lost])
-    assert str(err.value).endswith("Nothing was stored; fix the model or the spec's inputs and run again.")
+    assert str(err.value).endswith("Nothing was stored; fix the model or the spec's inputs (a generative spec's "
+                                   "`generate:` lengths) and run again.")
     local = RunSummary("e", "r", [], 1.0, measured=["k1"], failed=[("b1 t1 c1", "SIGSEGV")])
     with pytest.raises(RunError, match="the one trial to measure failed .* The failures are stored"):
         _refuse_nothing_measured([local])

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from support.cli import perfsite
@@ -207,3 +208,21 @@ def test_one_new_token_is_a_prefill_alone_and_only_prefill_is_judged(pair, tmp_p
     assert out.returncode == 0, out.stderr
     assert [p["phase"] for p in json.loads((tmp_path / "one.json").read_text())["phases"]] == ["ttft"]
     assert "decode (time per output token)" not in out.stdout and "Warning" not in out.stderr
+
+
+def test_logits_of_one_position_and_a_present_of_another_type_than_its_past_are_refused(decoder, tmp_path):
+    """Both ran until the first request failed mid-measure (an IndexError, onnxruntime's type error): the layout
+    check now names them before anything runs."""
+    model = onnx.load(str(decoder))
+    logits = next(o for o in model.graph.output if o.name == "logits")
+    del logits.type.tensor_type.shape.dim[1]  # [batch, vocab]
+    onnx.save(model, tmp_path / "rank2.onnx")
+    with pytest.raises(ModelError, match=r"`logits` has rank 2; perfsite needs \[batch, sequence_length, vocab\]"):
+        decoder_layout(tmp_path / "rank2.onnx")
+    model = onnx.load(str(decoder))
+    present = next(o for o in model.graph.output if o.name == "present.0.key")
+    present.type.tensor_type.elem_type = onnx.TensorProto.FLOAT16
+    onnx.save(model, tmp_path / "mixed.onnx")
+    with pytest.raises(ModelError, match=r"`present.0.key` is FLOAT16 but `past_key_values.0.key` is FLOAT: each "
+                                         r"present is fed back as the next pass's past"):
+        decoder_layout(tmp_path / "mixed.onnx")

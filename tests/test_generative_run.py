@@ -185,11 +185,23 @@ GENERATIVE = """\
                                 "`limits: {ttft_ms: …, tpot_ms: …}`"),
     ("sweep: {concurrency: [1, 2]}", "`sweep.concurrency`: a generative experiment measures one request in flight"),
     ("sweep: {prompt_tokens: [8]}", "`sweep.prompt_tokens`: `prompt_tokens` is a `generate:` axis"),
+    ("generate:", "`generate`: empty: give `prompt_tokens: [...]` and `new_tokens: [...]`"),
+    ("sweep: {generate: {prompt_tokens: [4], new_tokens: [4]}}",
+     "`sweep.generate`: `generate:` is a top-level section, not a sweep axis"),
+    ("generate: {prompt_tokens: [4], new_tokens: [4]}\n  static: {from: fp32, quantize: {mode: static_qdq}}",
+     "`models.static.quantize.mode`: `static_qdq` calibrates on the spec's `inputs`, which a generative experiment "
+     "does not have"),
 ])
 def test_generative_spec_mistakes_are_one_paragraph_naming_the_field(tmp_path, extra, message):
     base = textwrap.dedent(GENERATIVE)
-    if extra.startswith("generate"):
+    if extra.startswith(("generate", "sweep: {generate")):
         base = base.replace("generate: {prompt_tokens: [4], new_tokens: [4]}\n", "")
+    if "\n  static:" in extra:  # a version, after the generate line
+        base, extra = base.replace("generate: {prompt_tokens: [4], new_tokens: [4]}\n", ""), \
+            extra.replace("\n  static:", "").replace("generate: {prompt_tokens: [4], new_tokens: [4]}", "")
+        base = base.replace("  fp32: {path: models/decoder.onnx}\n",
+                            "  fp32: {path: models/decoder.onnx}\n  static:" + extra + "\n")
+        extra = "generate: {prompt_tokens: [4], new_tokens: [4]}"
     spec = write_spec(tmp_path, base + extra + "\n")
     out = perfsite("validate", str(spec), cwd=tmp_path)
     said = " ".join(out.stderr.split())
@@ -224,6 +236,7 @@ def test_a_version_that_is_no_decoder_and_a_prompt_past_the_position_table_are_r
     spec.write_text(spec.read_text().replace("  int8:", "  cnn: {path: models/cnn.onnx}\n  int8:"))
     out = perfsite("run", str(spec), "--dry-run", cwd=tmp_path)
     said = " ".join(out.stderr.split())
+    said = said[said.find("error:"):]  # after the versions' "building …" lines, when they were not cached yet
     assert out.returncode == 1 and said.startswith(
         f"error: {spec}: version cnn: {tmp_path / 'models' / 'cnn.onnx'} is not a decoder in the convention perfsite "
         "generates with: it lacks input_ids, attention_mask, past_key_values.N.key/value inputs"), said
@@ -231,6 +244,7 @@ def test_a_version_that_is_no_decoder_and_a_prompt_past_the_position_table_are_r
     spec.write_text(spec.read_text().replace("prompt_tokens: [4, 12]", "prompt_tokens: [4, 46]"))
     out = perfsite("run", str(spec), "--dry-run", cwd=tmp_path)
     said = " ".join(out.stderr.split())
+    said = said[said.find("error:"):]
     assert out.returncode == 1 and said == (
         f"error: {spec}: generate: prompt_tokens 46 + new_tokens 4 reach position 48, past the 48 rows of the "
         f"position table of version fp32's model {tmp_path / 'models' / 'decoder.onnx'}. Allowed: prompt_tokens + "

@@ -231,7 +231,8 @@ def _refuse_nothing_measured(summaries: list) -> None:
     stored = ("The failures are stored and the site shows them" if any(len(s.failed) > s.unstored_failures
                                                                      for s in tried) else "Nothing was stored")
     raise RunError(f"No trial could be measured: {which} (the first, {label}: {' '.join(reason.split())[:300]}). "
-                   f"{stored}; fix the model or the spec's inputs and run again.")
+                   f"{stored}; fix the model or the spec's inputs (a generative spec's `generate:` lengths) and "
+                   "run again.")
 
 
 def _only_option(only: list[str] | None) -> str | None:

@@ -89,6 +89,18 @@ def decoder_layout(model_path: Path) -> DecoderLayout:
                          "past_sequence_length, head_dim] with kv_heads and head_dim fixed numbers, in float32 or "
                          f"float16. Allowed: {CONVENTION}.")
     logits = [d.dim_value if d.HasField("dim_value") else None for d in outputs["logits"].type.tensor_type.shape.dim]
+    if outputs["logits"].type.tensor_type.HasField("shape") and len(logits) != 3:
+        raise ModelError(f"{model_path}: `logits` has rank {len(logits)}; perfsite needs [batch, sequence_length, "
+                         "vocab] (the logits of every position fed, the last one choosing the next token). Allowed: "
+                         f"{CONVENTION}.")
+    for n in layers:
+        for kv in ("key", "value"):
+            present = outputs[f"present.{n}.{kv}"].type.tensor_type.elem_type
+            if present != element:
+                raise ModelError(
+                    f"{model_path}: `present.{n}.{kv}` is {onnx.TensorProto.DataType.Name(present)} but "
+                    f"`past_key_values.{n}.{kv}` is {onnx.TensorProto.DataType.Name(element)}: each present is fed "
+                    f"back as the next pass's past, so both must have one element type. Allowed: {CONVENTION}.")
     tables = index_tables(model_path)
     # The smaller of the two where both are known: an lm_head padded past the embedding table would give ids the
     # table does not have.

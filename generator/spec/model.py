@@ -163,13 +163,19 @@ class Measure(Record):
 GENERATE_AXES = ("prompt_tokens", "new_tokens")
 
 
+# The longest prompt or generation a spec may ask for (as `perfsite generate`'s options): a decode loop
+# preallocates its masks for the whole context.
+MAX_TOKENS = 1_000_000
+TokenCount = Annotated[int, Strict(), Field(ge=1, le=MAX_TOKENS)]
+
+
 class Generate(Record):
     """A generative experiment: the model is a decoder (docs/generative.md's convention) and each request is a
     greedy generation of exactly `new_tokens` tokens after a `prompt_tokens` prompt."""
 
-    prompt_tokens: axis(SizeValue) = Field(description="Prompt lengths in tokens, swept like `batch`: each is "
+    prompt_tokens: axis(TokenCount) = Field(description="Prompt lengths in tokens, swept like `batch`: each is "
                                            "one prefill pass over a deterministic prompt.")
-    new_tokens: axis(SizeValue) = Field(description="Tokens generated per request (end-of-sequence ignored), swept "
+    new_tokens: axis(TokenCount) = Field(description="Tokens generated per request (end-of-sequence ignored), swept "
                                         "like `batch`: the first comes from the prefill, each later one from one "
                                         "decode step.")
 
@@ -284,9 +290,16 @@ class Spec(Record):
     @model_validator(mode="before")
     @classmethod
     def _generative_inputs(cls, data: Any) -> Any:
-        """A generative experiment's decode loop feeds the model: its spec has no `inputs` to give."""
-        if isinstance(data, dict) and data.get("generate") is not None and "inputs" not in data:
+        """A generative experiment's decode loop feeds the model: its spec has no `inputs` to give. A `generate:`
+        left empty (YAML null) is a generative spec that forgot its lengths, not one that forgot its inputs."""
+        if isinstance(data, dict) and "generate" in data and "inputs" not in data:
+            if data["generate"] is None:
+                fail(Issue(("generate",), "empty: give `prompt_tokens: [...]` and `new_tokens: [...]`, the prompt and "
+                           "output lengths to sweep"))
             return {**data, "inputs": {}}
+        if isinstance(data, dict) and isinstance(data.get("sweep"), dict) and "generate" in data["sweep"]:
+            fail(Issue(("sweep", "generate"), "`generate:` is a top-level section, not a sweep axis: move it out of "
+                       "`sweep:` (to the left margin)"))
         return data
 
     @model_validator(mode="after")
@@ -390,6 +403,9 @@ def _generate_issues(spec: Spec) -> list[Issue]:
     }
     issues = [Issue((key,), f"not allowed in {why}: {text}") for key, text in refused.items()
               if getattr(spec, key)]
+    issues += [Issue(("models", name, "quantize", "mode"), f"`{m.quantize.mode}` calibrates on the spec's `inputs`, "
+                     f"which {why} does not have (its decode loop makes them); allowed: `dynamic` or `int4`")
+               for name, m in spec.models.items() if m.quantize is not None and m.quantize.mode.startswith("static")]
     if spec.sweep.concurrency != (1,):
         issues.append(Issue(("sweep", "concurrency"), f"{why} measures one request in flight at a time (a "
                             "request is a whole generation); leave concurrency at [1] and sweep `batch`"))
@@ -490,7 +506,8 @@ def _selection_item_issues(loc: tuple, item: dict[str, Any], axes: dict[str, tup
                                 f"{', '.join(axes)})"))
         elif not any(_same(value, v) for v in axes[key]):
             allowed = ", ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in axes[key])
-            issues.append(Issue((*loc, key), f"not among the values of sweep.{key} ({allowed})", value))
+            section = "generate" if key in GENERATE_AXES else "sweep"
+            issues.append(Issue((*loc, key), f"not among the values of {section}.{key} ({allowed})", value))
     return issues
 
 

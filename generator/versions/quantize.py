@@ -7,6 +7,7 @@ or read from ``calibration.data`` (an ``.npz`` with one array per model input, f
 from __future__ import annotations
 
 import difflib
+import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -102,7 +103,15 @@ def _int4(model_in: Path, dst: Path, block_size: int, excluded: list[str]) -> No
     model = onnx.load(str(model_in))
     quantizer = MatMulNBitsQuantizer(model, block_size=block_size, is_symmetric=True, accuracy_level=4,
                                      nodes_to_exclude=excluded)
-    quantizer.process()
+    # It logs a line per node at INFO (and its module sets INFO on the root logger when none is configured):
+    # hundreds of lines of a small decoder's build.
+    logger = logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        quantizer.process()
+    finally:
+        logger.setLevel(level)
     quantizer.model.save_model_to_file(str(dst), use_external_data_format=quantizer.model.model.ByteSize() > 2**31 - 1)
 
 
