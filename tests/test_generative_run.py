@@ -94,14 +94,17 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
     text = _page_text(generative_site)
     assert "generative experiment · 6 ok trials · 3 versions · percentile p90" in text
     assert "TTFT limit 1,000 ms · TPOT limit 1,000 ms" in text
-    best = experiment.trials.sort_values("throughput_ips").iloc[-1]
-    assert re.search(rf"Sweet spot (Unsettled: )?{best['version']} at {re.escape(best['config_label'])} :", text), \
-        text[:2000]
+    # A sweet spot per workload (prompt length here): the most tokens/s among that prompt's configurations.
+    for prompt in PROMPTS:
+        mine = experiment.trials[experiment.trials["prompt_tokens"] == prompt]
+        best = mine.sort_values("throughput_ips").iloc[-1]
+        assert re.search(rf"{prompt} {NEW_TOKENS} (unsettled ?: )?{best['version']} at "
+                         rf"{re.escape(best['config_label'])} [\d,]+ ", text), text[:2500]
     findings = json.loads((generative_site / "reports" / "gen" / "findings.json").read_text())
-    # Four phase verdicts (two configurations, two phases) and the sweet spot, settled by one rule.
-    assert findings["count"] == 5 and {f["kind"] for f in findings["findings"]} == {"generative phase",
+    # Four phase verdicts (two configurations, two phases) and two sweet spots, settled by one rule.
+    assert findings["count"] == 6 and {f["kind"] for f in findings["findings"]} == {"generative phase",
                                                                                    "generative sweet spot"}
-    assert f"{findings['settled']} of 5 findings settled" in text
+    assert f"{findings['settled']} of 6 findings settled" in text
     for f in findings["findings"]:
         assert f["page"] == "index.md" and (f["settled"] or f["reason"])
     assert "the most output tokens/s within the limits" in text
@@ -140,6 +143,8 @@ def test_the_limits_chart_moves_its_sweet_spot_with_two_sliders(generative_site)
     assert params["ttft_limit"]["bind"]["input"] == "range" and params["tpot_limit"]["bind"]["input"] == "range"
     ring = next(layer for layer in spec["layer"] if layer.get("name") == "sweet_spot")
     assert {"filter": "datum.within"} in ring["transform"] and {"filter": "datum.rank == 1"} in ring["transform"]
+    window = next(t for t in ring["transform"] if "window" in t)
+    assert window["groupby"] == ["prompt_tokens", "new_tokens"]  # a ring per workload
 
 
 def test_diff_judges_time_to_first_token_and_time_per_output_token_apart(generative_results, tmp_path):

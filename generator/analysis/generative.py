@@ -12,15 +12,18 @@ otherwise, with the reason. Readers get frozen records; nothing here formats tex
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from generator.analysis.findings.record import Figure, Finding, FindingSet, settle
 from generator.analysis.limits import unsettled_reason
+from generator.axes import AXES
 from generator.results import evidence
 
 PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}
@@ -102,6 +105,13 @@ class GenerativeRow:
     noise_reasons: str | None
     within_limits: bool | None  # None: the spec sets no limit
     sequential: bool = False  # measured until its confidence sequence looked narrow (trials.ci_sequential)
+    config: tuple[tuple[str, Any], ...] = ()  # every axis and its value, generate's lengths included
+
+    @property
+    def workload(self) -> tuple[int, int]:
+        """What the requests ask for (prompt and output lengths): a property of the traffic, not a setting to
+        choose, so that sweet spots are per workload."""
+        return self.prompt_tokens, self.new_tokens
     # The decode's memory check: a step reads every weight and the KV cache, so at the machine's measured
     # bandwidth it takes at least this long (None: no settled bandwidth, or no decode step).
     decode_floor_ms: float | None = None
@@ -150,14 +160,29 @@ class GenerationAgreement:
 
 
 @dataclass(frozen=True)
+class SweetSpot:
+    """One workload's (prompt and output lengths') configuration with the most output tokens/s within the
+    limits, or why there is none."""
+
+    prompt_tokens: int
+    new_tokens: int
+    row: GenerativeRow | None
+    reason: str
+    settled: bool = False
+
+    @property
+    def finding_id(self) -> str:
+        return f"{SWEET_SPOT}:prompt={self.prompt_tokens}:new={self.new_tokens}"
+
+
+@dataclass(frozen=True)
 class GenerativeReport:
     percentile: str
     bandwidth_note: str | None  # why no decode floor is given, when none is
     ttft_limit_ms: float | None
     tpot_limit_ms: float | None
     rows: tuple[GenerativeRow, ...]
-    sweet_spot: GenerativeRow | None
-    sweet_spot_reason: str
+    sweet_spots: tuple[SweetSpot, ...]  # one per workload, in prompt then output length order
     pairs: tuple[GenerativePair, ...]
     steps: tuple[StepPoint, ...]
     agreement: tuple[GenerationAgreement, ...] = ()
@@ -166,7 +191,6 @@ class GenerativeReport:
     # Every claim of the page (each phase verdict, the sweet spot), settled by one false-discovery rule across
     # the report (generator.analysis.findings): findings.json writes them.
     findings: FindingSet | None = None
-    sweet_spot_settled: bool = False
 
 
 def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decode_steps: pd.DataFrame,
@@ -187,30 +211,29 @@ def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decod
     given = spec.tolerance
     tolerance = (given.cosine_min, given.max_abs) if given is not None else (DEFAULT_COSINE_MIN, None)
     rows = tuple(_row(t, ttft_limit, tpot_limit, bandwidths.get(str(t.env_id))) for t in ok.itertuples(index=False))
-    spot, reason = _sweet_spot(rows, ttft_limit, tpot_limit, spec.measure.percentile)
-    pairs = tuple(_pair(a, b, rows, processes, spec.regression) for a, b in compared_pairs(spec, rows))
-    findings = settle([*_phase_findings(pairs, rows), *_sweet_spot_finding(spot, rows, processes)])
-    spot_finding = findings.get(SWEET_SPOT)
-    if spot_finding is not None and not spot_finding.settled:
-        reason += f" (unsettled: {spot_finding.reason})"
+    spots = [_sweet_spot([r for r in rows if r.workload == w], w, ttft_limit, tpot_limit, spec.measure.percentile)
+             for w in sorted({r.workload for r in rows})]
+    pairs = tuple(_pair(a, b, config, rows, processes, spec.regression) for a, b, config in compared_pairs(spec, rows))
+    findings = settle([*_phase_findings(pairs, rows),
+                       *(f for spot in spots for f in _sweet_spot_finding(spot, rows, processes))])
     return GenerativeReport(
         percentile=spec.measure.percentile, bandwidth_note=note, ttft_limit_ms=ttft_limit, tpot_limit_ms=tpot_limit,
-        rows=rows, sweet_spot=spot, sweet_spot_reason=reason, pairs=_settled_pairs(pairs, findings),
-        steps=_steps(rows, decode_steps), agreement=_agreement(rows, agreement, *tolerance),
-        cosine_min=tolerance[0], max_abs=tolerance[1], findings=findings,
-        sweet_spot_settled=bool(spot_finding and spot_finding.settled))
+        rows=rows, sweet_spots=tuple(_settled_spot(spot, findings) for spot in spots),
+        pairs=_settled_pairs(pairs, findings), steps=_steps(rows, decode_steps),
+        agreement=_agreement(rows, agreement, *tolerance), cosine_min=tolerance[0], max_abs=tolerance[1],
+        findings=findings)
 
 
-def compared_pairs(spec, rows: Sequence[GenerativeRow]) -> list[tuple[str, str]]:
-    """The spec's `compare:` pairs (a pair without `b`: A against every other version); without any, the first
-    version against each other one."""
+def compared_pairs(spec, rows: Sequence[GenerativeRow]) -> list[tuple[str, str, tuple[tuple[str, Any], ...]]]:
+    """The spec's `compare:` pairs with their `config` selection (a pair without `b`: A against every other
+    version); without any, the first version against each other one, at every configuration."""
     versions = list(dict.fromkeys(r.version for r in rows))
-    wanted = [(p.a, p.b) for p in spec.compare]
+    wanted = [(p.a, p.b, tuple(dict(p.config or {}).items())) for p in spec.compare]
     if not wanted and versions:
-        wanted = [(versions[0], None)]
+        wanted = [(versions[0], None, ())]
     pairs = []
-    for a, b in wanted:
-        pairs += [(a, other) for other in versions if other != a and (b is None or other == b)]
+    for a, b, config in wanted:
+        pairs += [(a, other, config) for other in versions if other != a and (b is None or other == b)]
     return list(dict.fromkeys(pairs))
 
 
@@ -259,6 +282,7 @@ def _row(t, ttft_limit: float | None, tpot_limit: float | None, bandwidth: float
         tpot_halfwidth=_num(t.tpot_ci_halfwidth), processes=int(t.processes), noisy=bool(t.noisy),
         noise_reasons=t.noise_reasons if isinstance(t.noise_reasons, str) else None, within_limits=within,
         sequential=bool(_num(getattr(t, "ci_sequential", None))),
+        config=tuple((a, getattr(t, a)) for a in AXES) + tuple(sorted(json.loads(t.dims or "{}").items())),
         decode_floor_ms=decode_floor_ms(float(t.model_bytes), float(t.kv_cache_mb), int(t.prompt_tokens),
                                         int(t.new_tokens), bandwidth)
         if bandwidth and int(t.new_tokens) > 1 and _num(t.model_bytes) and _num(t.kv_cache_mb) else None)
@@ -269,19 +293,25 @@ def _num(value) -> float | None:
         else float(value)
 
 
-def _sweet_spot(rows: Sequence[GenerativeRow], ttft_limit: float | None, tpot_limit: float | None,
-                percentile: str) -> tuple[GenerativeRow | None, str]:
-    """The most output tokens/s within the limits (every trial without limits), and why none where none is."""
+def _sweet_spot(rows: Sequence[GenerativeRow], workload: tuple[int, int], ttft_limit: float | None,
+                tpot_limit: float | None, percentile: str) -> SweetSpot:
+    """One workload's most output tokens/s within the limits (of every configuration without limits), and why
+    none where none is."""
     within = [r for r in rows if r.within_limits is not False]
-    if not rows:
-        return None, "no generative trial finished"
     if not within:
         fastest = min(rows, key=lambda r: r.ttft_ms)
-        return None, (f"no configuration keeps TTFT and TPOT at {percentile} within the limits; the lowest TTFT is "
-                      f"{fastest.version} at {fastest.config_label}")
+        return SweetSpot(*workload, None, f"no configuration keeps TTFT and TPOT at {percentile} within the limits; "
+                         f"the lowest TTFT is {fastest.version} at {fastest.config_label}")
     best = max(within, key=lambda r: r.tokens_per_s)
     what = "within the limits" if ttft_limit is not None or tpot_limit is not None else "of every configuration"
-    return best, f"the most output tokens/s {what}"
+    return SweetSpot(*workload, best, f"the most output tokens/s {what}")
+
+
+def _settled_spot(spot: SweetSpot, findings: FindingSet) -> SweetSpot:
+    f = findings.get(spot.finding_id)
+    if f is None:
+        return spot
+    return replace(spot, settled=f.settled, reason=spot.reason + ("" if f.settled else f" (unsettled: {f.reason})"))
 
 
 def _per_round(processes: pd.DataFrame, key: str, column: str) -> dict[int, float]:
@@ -290,11 +320,12 @@ def _per_round(processes: pd.DataFrame, key: str, column: str) -> dict[int, floa
             if pd.notna(r) and pd.notna(v)}
 
 
-def _pair(a: str, b: str, rows: Sequence[GenerativeRow], processes: pd.DataFrame, regression) -> GenerativePair:
+def _pair(a: str, b: str, config: tuple[tuple[str, Any], ...], rows: Sequence[GenerativeRow],
+          processes: pd.DataFrame, regression) -> GenerativePair:
     by = {(r.version, r.config_label): r for r in rows}
     comparisons = []
     for r in rows:
-        if r.version != a or (b, r.config_label) not in by:
+        if r.version != a or (b, r.config_label) not in by or not _matches(r, config):
             continue
         other = by[(b, r.config_label)]
         phases = []
@@ -308,6 +339,12 @@ def _pair(a: str, b: str, rows: Sequence[GenerativeRow], processes: pd.DataFrame
                                         sequential=r.sequential and other.sequential))
         comparisons.append(PhaseComparison(r.config_label, tuple(phases), (r.trial_key, other.trial_key)))
     return GenerativePair(a, b, tuple(comparisons))
+
+
+def _matches(row: GenerativeRow, config: tuple[tuple[str, Any], ...]) -> bool:
+    """The row has every item of a compare pair's `config` (values of one type, as the spec's are strict)."""
+    mine = dict(row.config)
+    return all(k in mine and type(mine[k]) is type(v) and mine[k] == v for k, v in config)
 
 
 def _steps(rows: Sequence[GenerativeRow], decode_steps: pd.DataFrame) -> tuple[StepPoint, ...]:
@@ -388,24 +425,27 @@ def _settled_pairs(pairs: Sequence[GenerativePair], findings: FindingSet) -> tup
     return tuple(out)
 
 
-def _sweet_spot_finding(spot: GenerativeRow | None, rows: Sequence[GenerativeRow],
-                        processes: pd.DataFrame) -> list[Finding]:
-    """"The sweet spot has the most tokens/s within the limits": tested against the runner-up within them (each
-    trial's processes' clean tokens/s); a fact when no other configuration is within them."""
+def _sweet_spot_finding(sweet: SweetSpot, rows: Sequence[GenerativeRow], processes: pd.DataFrame) -> list[Finding]:
+    """"The sweet spot has the most tokens/s within the limits" for one workload: tested against the runner-up
+    within them (each trial's processes' clean tokens/s); a fact when no other configuration is within them."""
+    spot = sweet.row
     if spot is None:
         return []
-    others = sorted((r for r in rows if r.within_limits is not False and r is not spot), key=lambda r: -r.tokens_per_s)
-    statement = f"{spot.version} at {spot.config_label} has the most output tokens/s within the limits"
+    others = sorted((r for r in rows if r.workload == spot.workload and r.within_limits is not False
+                     and r is not spot), key=lambda r: -r.tokens_per_s)
+    statement = (f"{spot.version} at {spot.config_label} has the most output tokens/s within the limits for "
+                 f"prompts of {spot.prompt_tokens} tokens and {spot.new_tokens} new ones")
+    finding_id = sweet.finding_id
     if not others:
-        return [Finding(SWEET_SPOT, "generative sweet spot", "overview", statement, spot.tokens_per_s, "tokens/s",
+        return [Finding(finding_id, "generative sweet spot", "overview", statement, spot.tokens_per_s, "tokens/s",
                         fact=True, trials=(spot.trial_key,))]
     runner = others[0]
     figures = [processes[processes["trial_key"] == r.trial_key]["clean_throughput_ips"].dropna().tolist()
                for r in (runner, spot)]
     test = evidence.unpaired_test(*figures)
     p = replace(test, sequential=spot.sequential and runner.sequential).p_above(0.0) if test else None
-    return [Finding(SWEET_SPOT, "generative sweet spot", "overview", statement, spot.tokens_per_s, "tokens/s",
-                    p_value=p, weakest=f"against {runner.version} at {runner.config_label}",
+    return [Finding(finding_id, "generative sweet spot", "overview", statement, spot.tokens_per_s, "tokens/s",
+                    p_value=p, weakest=f"the lead over the runner-up, {runner.version} at {runner.config_label}",
                     figures=(Figure(f"{spot.version} {spot.config_label}, tokens/s", spot.tokens_per_s),
                              Figure(f"{runner.version} {runner.config_label}, tokens/s", runner.tokens_per_s)),
                     trials=(spot.trial_key, runner.trial_key))]

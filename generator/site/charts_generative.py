@@ -24,6 +24,7 @@ def _record(r: GenerativeRow) -> dict[str, Any]:
         "prompt_tokens": r.prompt_tokens, "new_tokens": r.new_tokens,
         "series": f"{r.version} · b{r.batch} t{r.threads} new={r.new_tokens}",
         "lengths": f"{r.version} · prompt={r.prompt_tokens} new={r.new_tokens} t{r.threads}",
+        "workload": f"prompt={r.prompt_tokens} new={r.new_tokens}",
         "ttft_ms": rounded(r.ttft_ms, 6), "ttft_p50_ms": rounded(r.ttft_p50_ms, 6),
         "ttft_p90_ms": rounded(r.ttft_p90_ms, 6), "tpot_ms": rounded(r.tpot_ms or 0.0, 6),
         "tpot_p50_ms": rounded(r.tpot_p50_ms, 6) if r.tpot_p50_ms is not None else None,
@@ -114,15 +115,17 @@ def limits_chart(report: GenerativeReport) -> alt.LayerChart:
     color = _color(_versions(report))
     points = base.mark_point(size=70, filled=True).encode(
         x=x, y=y, color=color, tooltip=_tooltip(report.percentile),
+        shape=alt.Shape("workload:N", title="Workload", legend=alt.Legend(orient="bottom")),
         opacity=alt.condition("datum.within", alt.value(1.0), alt.value(0.2)),
     ).add_params(ttft, tpot).properties(name="points")
     best = base.transform_filter("datum.within").transform_window(
         rank="row_number()", sort=[alt.SortField("tokens_per_s", order="descending")],
+        groupby=["prompt_tokens", "new_tokens"],
     ).transform_filter("datum.rank == 1").mark_point(size=420, strokeWidth=2.5, color=THRESHOLD_COLOR).encode(
         x=x, y=y, tooltip=_tooltip(report.percentile)).properties(name="sweet_spot")
     return alt.layer(points, best, name="limits", width="container", height=HEIGHT,
-                     title=alt.Title("Sweet spot: the most tokens/s within the TTFT and TPOT limits (ring)",
-                                     anchor="start"))
+                     title=alt.Title("Sweet spots: each workload's most tokens/s within the TTFT and TPOT limits "
+                                     "(rings)", anchor="start"))
 
 
 def _slider(name: str, label: str, limit: float | None, top: float) -> alt.Parameter:
