@@ -120,8 +120,11 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
     html = (generative_site / "reports" / "gen" / "index.html").read_text(encoding="utf-8")
     for chart in ("limits", "ttft", "steps", "tokens"):
         assert f'data-chart="chart-generative-{chart}"' in html
-    # Every configuration's row: TTFT, TPOT, ITL, tokens/s, memory, KV cache.
-    assert text.count(" MiB ") >= 2 * 6
+    # Every configuration's row: TTFT, TPOT, ITL, tokens/s, memory, KV cache (in MiB, with two decimals' worth).
+    table = text[text.find("Every configuration"):]
+    assert "peak memory (MiB) KV cache (MiB) processes noise" in table
+    for _, t in experiment.trials.iterrows():
+        assert re.search(rf"{t['version']} {re.escape(t['config_label'])}( [\d.,—]+){{12}} 2 ", table), t["config_label"]
     # Decode's memory check against the machine's settled bandwidth (tests/support/limits.py seeds it).
     floors = re.findall(r"(fp32|int8|int4) b1 t1 c1 prompt=\d+ new=4 ([\d.]+) ms ([\d.]+) ms (\d+)%", text)
     assert len(floors) == 6, text[text.find("Decode against"):][:1500]
