@@ -283,3 +283,21 @@ def test_a_paired_diff_catches_a_slower_decoder_in_prefill_and_decode(tmp_path):
                                                         out.stdout)}
     assert rows == {"time to first token": "slower", "time per output token": "slower"}, out.stdout
     assert "Generative trials are not profiled per layer yet" in out.stdout
+
+
+def test_compare_prints_prefill_and_decode_apart_for_any_two_versions(generative_results, tmp_path):
+    out = perfsite("compare", "--a", "fp32", "--b", "int8", "--config", "prompt_tokens=12",
+                   "--results", str(generative_results.parent), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == ("gen: int8 (B) against fp32 (A), prefill and decode apart; B / A of each process's median, "
+                        "paired by round, 95 % interval")
+    rows = [line.split()[:7] for line in lines if line.startswith("  b1 ")]
+    assert [r[5:7] for r in rows] == [["prefill", "(TTFT)"], ["decode", "(TPOT)"]]  # prompt 12 only (--config)
+    assert all(r[3] == "prompt=12" for r in rows)
+    assert f"Sweet spot for prompts of {PROMPTS[0]} tokens and {NEW_TOKENS} new: " in out.stdout
+    missing = perfsite("compare", "--a", "fp32", "--b", "int2", "--results", str(generative_results.parent),
+                       cwd=tmp_path)
+    assert missing.returncode == 1 and " ".join(missing.stderr.split()) == (
+        "error: --b 'int2': no ok trial of that version in experiment 'gen' (versions with ok trials: fp32, int8, "
+        "int4).")

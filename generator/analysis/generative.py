@@ -449,3 +449,14 @@ def _sweet_spot_finding(sweet: SweetSpot, rows: Sequence[GenerativeRow], process
                     figures=(Figure(f"{spot.version} {spot.config_label}, tokens/s", spot.tokens_per_s),
                              Figure(f"{runner.version} {runner.config_label}, tokens/s", runner.tokens_per_s)),
                     trials=(spot.trial_key, runner.trial_key))]
+
+
+def generative_pair(report: GenerativeReport, processes: pd.DataFrame, regression, a: str, b: str,
+                    config: tuple[tuple[str, Any], ...] = ()) -> GenerativePair:
+    """Any two versions of the report judged apart (`perfsite compare`), each verdict settled as the page's are:
+    a verdict the page states uses its finding; one the page does not state (a pair outside the spec's
+    `compare:`) is settled by the same rule over the report's findings with it added."""
+    pair = _pair(a, b, config, report.rows, processes, regression)
+    findings = settle([*report.findings.findings, *(f for f in _phase_findings((pair,), report.rows)
+                                                     if report.findings.get(f.id) is None)])
+    return _settled_pairs((pair,), findings)[0]

@@ -7,6 +7,7 @@ replaced so that a node name cannot move the cursor or recolour the terminal.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from generator.analysis.compare import compare_versions
 from generator.analysis.compare_choice import OPTION_CONFIG
+from generator.analysis.generative import generative_pair, generative_report
 from generator.analysis.per_machine import MachineResults, per_environment
 from generator.analysis.records_compare import Comparison, VersionTiming
 from generator.errors import ResultsError, given_twice
@@ -91,6 +93,9 @@ def compare_command(results_root: Path, a: str, b: str | None = None, config: st
     results = load_experiment(experiment_dir(results_root, experiment))
     every = per_environment(results)
     parts = _chosen(every, machine, results_root)
+    if results.spec.generate is not None:
+        return "\n".join(_generative_section(part, a, b, parse_config(config), len(every) > 1, results.name)
+                         for part in parts)
     if len(parts) == 1 and machine is None:
         comparison = compare_versions(results, a, b, parse_config(config), config_where=OPTION_CONFIG)
         return format_comparison(comparison, results.name)
@@ -109,6 +114,47 @@ def compare_command(results_root: Path, a: str, b: str | None = None, config: st
     if len(errors) == len(parts):
         raise errors[0]
     return "\n".join(sections)
+
+
+def _generative_section(part: MachineResults, a: str, b: str | None, config: dict[str, Any] | None,
+                        several: bool, name: str) -> str:
+    """A generative experiment's pair in the terminal: its prefill and decode judged apart at each configuration
+    both versions ran (`config`: those matching it), as its page judges them (generator.analysis.generative)."""
+    r = part.results
+    report = generative_report(r.spec, r.trials, r.processes, r.decode_steps, r.environments, r.agreement)
+    versions = list(dict.fromkeys(row.version for row in report.rows))
+    for side, version in (("--a", a), ("--b", b)):
+        if version is not None and version not in versions:
+            raise ResultsError(f"{side} {version!r}: no ok trial of that version in experiment {name!r} (versions "
+                               f"with ok trials: {', '.join(versions) or 'none'}).")
+    others = [v for v in versions if v != a and (b is None or v == b)]
+    if not others:
+        raise ResultsError(f"No other version than {a!r} to compare with in experiment {name!r}; give --b.")
+    wanted = tuple((config or {}).items())
+    lines = [f"On {safe(part.machine.label)} (environment {part.machine.env_id}):"] if several else []
+    for other in others:
+        pair = generative_pair(report, r.processes, r.spec.regression, a, other, wanted)
+        lines.append(f"{safe(name)}: {safe(other)} (B) against {safe(a)} (A), prefill and decode apart; B / A of "
+                     "each process's median, paired by round, 95 % interval")
+        rows = [[safe(c.config_label), "prefill (TTFT)" if v.phase == "ttft" else "decode (TPOT)", num(v.a_ms),
+                 num(v.b_ms), f"{v.ratio:.3f}", _interval_text(v.low, v.high), f"{v.verdict}: {safe(v.reason)}"]
+                for c in pair.comparisons for v in c.phases]
+        if not rows:
+            lines.append("  no configuration both versions ran" + (" matches --config" if wanted else ""))
+            continue
+        lines += ["  " + line for line in table(["configuration", "phase", "A (ms)", "B (ms)", "B/A", "interval",
+                                                 "verdict"], rows, [False, False, True, True, True, False, False])]
+    for spot in report.sweet_spots:
+        where = f"{safe(spot.row.version)} at {safe(spot.row.config_label)}" if spot.row else "none"
+        lines.append(f"Sweet spot for prompts of {spot.prompt_tokens} tokens and {spot.new_tokens} new: {where} "
+                     f"({safe(spot.reason)})")
+    return "\n".join(lines) + "\n"
+
+
+def _interval_text(low: float, high: float) -> str:
+    if math.isnan(low) or math.isnan(high):
+        return "—"
+    return "unbounded" if math.isinf(high) or low <= 0 else f"{low:.3f}–{high:.3f}"
 
 
 def _chosen(parts: list[MachineResults], machine: str | None, results_root: Path) -> list[MachineResults]:

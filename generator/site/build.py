@@ -200,8 +200,9 @@ def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[Sto
         for warning in entry.warnings:
             say(warning)
         for view in entry.views:
-            if view.findings is not None:
-                say(findings_line(view.title, view.findings))
+            findings = view.findings if view.generative is None else view.generative.findings
+            if findings is not None:
+                say(findings_line(view.title, findings))
     extra = []
     if baseline or trend:  # the changes and trend pages read every experiment's results themselves
         from generator.site.changes_page import history_pages
