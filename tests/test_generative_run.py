@@ -124,7 +124,8 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
     table = text[text.find("Every configuration"):]
     assert "peak memory (MiB) KV cache (MiB) processes noise" in table
     for _, t in experiment.trials.iterrows():
-        assert re.search(rf"{t['version']} {re.escape(t['config_label'])}( [\d.,—]+){{12}} 2 ", table), t["config_label"]
+        row = rf"{t['version']} {re.escape(t['config_label'])}( [\d.,—]+){{12}} 2 "
+        assert re.search(row, table), t["config_label"]
     # Decode's memory check against the machine's settled bandwidth (tests/support/limits.py seeds it).
     floors = re.findall(r"(fp32|int8|int4) b1 t1 c1 prompt=\d+ new=4 ([\d.]+) ([\d.]+) (\d+)%", text)
     assert len(floors) == 6, text[text.find("Decode against"):][:1500]
