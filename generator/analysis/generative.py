@@ -44,8 +44,11 @@ class PhaseVerdict:
     rounds: int = 0
 
 
+SPEC_ADVICE = "measure more processes (measure.repeats, measure.budget_s)"
+
+
 def phase_verdict(phase: str, a: Sequence[float], b: Sequence[float], threshold: float,
-                  sequential: bool = False) -> PhaseVerdict:
+                  sequential: bool = False, advice: str = SPEC_ADVICE) -> PhaseVerdict:
     """One phase judged from per-process (per-round) medians of A and B, in pairs: the claim the data shows
     (slower or faster past the threshold, or no change within it) with its p-value and the 95 % interval that
     agrees with it (a confidence sequence's for `sequential` figures: generator.results.evidence.LogTest)."""
@@ -67,8 +70,7 @@ def phase_verdict(phase: str, a: Sequence[float], b: Sequence[float], threshold:
         shown = "unbounded" if math.isinf(high) or low <= 0 else f"{low:.3g}–{high:.3g}"
         return PhaseVerdict(phase, a_ms, b_ms, ratio, low, high, "unsettled",
                             f"B/A {ratio:.3g} is {where} ±{threshold - 1:.0%} but its interval over {test.n} rounds "
-                            f"({shown}) does not show it (p = {p:.2g}); measure more processes (measure.repeats, "
-                            "measure.budget_s)", p, test.n)
+                            f"({shown}) does not show it (p = {p:.2g}); {advice}", p, test.n)
     return PhaseVerdict(phase, a_ms, b_ms, ratio, low, high, verdict, f"interval {low:.3g}–{high:.3g}, "
                         f"p = {p:.2g}", p, test.n)
 

@@ -26,6 +26,8 @@ from generator.analysis.generative import PHASES, PhaseVerdict, phase_verdict
 from generator.errors import ModelError, RunError
 from generator.generate.oneshot import GenerateOptions, checked_layout, generation_failed
 
+ADVICE = "run more --processes or --requests"  # what an unsettled phase asks of `perfsite generate A B`
+
 
 @dataclass(frozen=True)
 class GenerationComparison:
@@ -67,7 +69,7 @@ def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: 
     same = answers[0]["versions"][0]["tokens"] == answers[0]["versions"][1]["tokens"]
     # One new token is a prefill alone: no decode step to judge.
     judged = [phase for phase in PHASES if phase != "tpot" or options.new_tokens > 1]
-    phases = tuple(phase_verdict(phase, *per_process[phase], threshold) for phase in judged)
+    phases = tuple(phase_verdict(phase, *per_process[phase], threshold, advice=ADVICE) for phase in judged)
     return GenerationComparison(a=str(a), b=str(b), processes=processes_n, requests=options.requests,
                                 threshold=threshold, same_tokens=same, phases=phases)
 
@@ -95,5 +97,6 @@ def comparison_text(c: GenerationComparison) -> str:
                      f"[{p.low:.3g}, {p.high:.3g}] {p.verdict} ({p.reason})")
     if not c.same_tokens:
         lines.append("  The two generated different tokens from the same prompt (the first request's): expected of "
-                     "a quantized version; the timing compares the same number of tokens.")
+                     "a quantized version of the same model, and of two different models; the timing compares the "
+                     "same number of tokens.")
     return "\n".join(lines) + "\n"

@@ -111,8 +111,8 @@ def summary_text(model: Path, s: GenerationSummary, threads: int) -> str:
              f"  end to end (p50)                 {figure(s.e2e_ms_p50):>9} ms",
              f"  prefill                          {figure(s.prefill_tokens_per_s):>9} tokens/s",
              f"  output                           {figure(s.output_tokens_per_s):>9} tokens/s",
-             f"  KV cache at the longest context  {figure(s.kv_cache_mb):>9} MB",
-             f"  peak memory of this process      {figure(s.peak_rss_mb):>9} MB"]
+             f"  KV cache at the longest context  {figure(s.kv_cache_mb):>9} MiB",
+             f"  peak memory of this process      {figure(s.peak_rss_mb):>9} MiB"]
     if None in (s.ttft_ms["p99"], s.itl_ms["p99"]):
         lines.append("  — : too few samples for that percentile (p90 needs 10, p99 100).")
     return "\n".join(lines) + "\n"

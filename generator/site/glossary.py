@@ -16,8 +16,13 @@ GLOSSARY: dict[str, str] = {
     "p50": "the median request latency: half the requests were faster",
     "p90": "the 90th percentile of request latency: 90 % of the requests were at least this fast",
     "p95": "the 95th percentile of request latency: 95 % of the requests were at least this fast",
-    "p99": "the 99th percentile of request latency, reported from 460 requests on; below that p95 stands in",
-    "sweet spot": "a version's configuration with the highest throughput whose latency is within the threshold",
+    "p99": "the 99th percentile, reported from 460 samples on; below that p95 stands in for a trial's latency "
+           "headline, and a generative page shows a dash",
+    "sweet spot": "the configuration with the highest throughput within the latency threshold (a generative "
+                  "experiment's: the most output tokens/s whose TTFT and TPOT are within the limits, per workload)",
+    "TTFT": "time to first token: a generative request's prefill pass over the prompt and the greedy choice",
+    "TPOT": "time per output token: the mean of a generative request's decode steps after its first token",
+    "ITL": "inter-token latency: the time of each decode step, one token each",
     "spinning": "onnxruntime's intra-op threads busy-wait for work instead of sleeping (lower latency, more CPU)",
     "intra-op": "threads that split the work of one operator (onnxruntime's intra_op_num_threads)",
     "inter-op": "threads that run independent operators of one request at the same time",
