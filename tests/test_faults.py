@@ -98,7 +98,7 @@ def test_out_of_memory_trial_is_recorded_and_the_sweep_goes_on(two_versions):
     assert ("error: No trial could be measured: the one trial to measure failed (the first, victim b1 t1 c1: the "
             "measurement process ran out of memory") in message, message
     assert message.endswith("The failures are stored and the site shows them; fix the model or the spec's inputs "
-                            "and run again.")
+                            "(a generative spec's `generate:` lengths) and run again.")
 
 
 def _start(project: Path) -> Started:

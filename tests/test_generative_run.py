@@ -41,7 +41,10 @@ def test_every_trial_stores_ttft_tpot_itl_tokens_per_second_and_the_kv_cache(exp
         # Throughput counts output tokens: batch × new tokens a request, over the timed wall time.
         mine = experiment.processes[experiment.processes["trial_key"] == key]
         assert (mine["items"] == mine["iterations"] * NEW_TOKENS).all()
-        assert t["throughput_ips"] == pytest.approx(np.median(mine["clean_throughput_ips"]))
+        # The median over the processes of their clean tokens/s (of every process's tokens/s when none kept
+        # enough clean requests, as beside a busy neighbour).
+        assert t["throughput_ips"] in (pytest.approx(np.median(mine["clean_throughput_ips"])),
+                                       pytest.approx(np.median(mine["throughput_ips"])))
         # Keys and values of every layer at the longest context the cache holds (prompt and every token but the
         # last), float32.
         kv = 2 * TINY.layers * TINY.kv_heads * (t["prompt_tokens"] + NEW_TOKENS - 1) * TINY.head_dim * 4
@@ -112,7 +115,7 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
     for prompt in PROMPTS:
         label = f"b1 t1 c1 prompt={prompt} new={NEW_TOKENS}"
         rows = re.findall(rf"{re.escape(label)} (prefill \(TTFT\)|decode \(TPOT\)) [\d.,]+ [\d.,]+ ([\d.]+) "
-                          r"(?:([\d.]+)–([\d.]+)|unbounded) (slower|faster|no change|unsettled)", text)
+                          r"(?:([\d.]+)–([\d.]+)|unbounded|—) (slower|faster|no change|unsettled)", text)
         assert [r[0] for r in rows] == ["prefill (TTFT)", "decode (TPOT)"], label
         for _, ratio, low, high, verdict in rows:
             # Two rounds (quick mode) leave a confidence sequence unbounded: no verdict is settled on them.
@@ -156,9 +159,10 @@ def test_diff_judges_time_to_first_token_and_time_per_output_token_apart(generat
     shutil.copytree(generative_results.parent, candidate)
     out = perfsite("diff", str(generative_results.parent), str(candidate), "--bencher-json",
                    str(tmp_path / "bmf.json"), cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("**perfsite diff: no significant change**: the baseline and the candidate are the "
-                                 "same stored measurement")
+    # No change, or not comparable where a neighbour of the suite left a trial too few clean processes.
+    assert out.returncode in (0, 3), out.stderr
+    assert re.match(r"\*\*perfsite diff: (no significant change|not comparable)\*\*: the baseline and the candidate "
+                    "are the same stored measurement", out.stdout), out.stdout[:300]
     assert out.stdout.count("| | time to first token, median (ms) |") == 6
     assert out.stdout.count("| | time per output token, median (ms) |") == 6
     assert "| | throughput (output tokens/s) |" in out.stdout and "(threshold 1.05) |" in out.stdout
