@@ -41,10 +41,13 @@ def test_every_trial_stores_ttft_tpot_itl_tokens_per_second_and_the_kv_cache(exp
         # Throughput counts output tokens: batch × new tokens a request, over the timed wall time.
         mine = experiment.processes[experiment.processes["trial_key"] == key]
         assert (mine["items"] == mine["iterations"] * NEW_TOKENS).all()
-        # The median over the processes of their clean tokens/s (of every process's tokens/s when none kept
-        # enough clean requests, as beside a busy neighbour).
-        assert t["throughput_ips"] in (pytest.approx(np.median(mine["clean_throughput_ips"])),
-                                       pytest.approx(np.median(mine["throughput_ips"])))
+        # The median over the (usable) processes of their clean tokens/s, each over the time its own requests
+        # took: within what the processes give.
+        figures = [*mine["clean_throughput_ips"], *mine["throughput_ips"]]
+        assert min(figures) <= t["throughput_ips"] <= max(figures)
+        # Versions measured together in each process (their requests in turn): its peak memory is that of the
+        # process that generated with the version alone (the output agreement's).
+        assert mine["peak_rss_mb"].isna().all()
         # Keys and values of every layer at the longest context the cache holds (prompt and every token but the
         # last), float32.
         kv = 2 * TINY.layers * TINY.kv_heads * (t["prompt_tokens"] + NEW_TOKENS - 1) * TINY.head_dim * 4

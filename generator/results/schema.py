@@ -131,7 +131,9 @@ TRIALS = (
        "run's process that measured both versions together gives it for the version it loaded first only)"),
     _c("first_run_ms", F64, "ms", "cold start: first request after session creation, median over processes (as "
        "load_ms)"),
-    _c("peak_rss_mb", F64, "MiB", "peak resident memory of a measurement process, max over processes"),
+    _c("peak_rss_mb", F64, "MiB", "peak resident memory of a measurement process, max over processes (a generative "
+       "trial, measured with its configuration's other versions in one process: of the process that generated "
+       "with this version alone, for the output agreement)"),
     _c("arena_mb", F64, "MiB", "onnxruntime CPU arena in use after the timed loop, when reported"),
     _c("profiled", BOOL, "", "a profiled pass was recorded in `nodes`"),
     _c("profile_error", STR, "", "why the profiled pass failed, when it did (latency figures still hold)"),

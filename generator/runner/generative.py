@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,54 @@ def timed_generations(session: Any, layout: DecoderLayout, config: Mapping[str, 
         items=len(latencies) * batch * new_tokens, first_run_ms=first_run_ms,
         run_delays_ns=(np.array(delays, np.int64) if delay else None,), delay_threads=1 if delay else 0)
     return GenerativeLoop(result, np.array(ttft), np.array(steps).reshape(len(latencies), max(new_tokens - 1, 0)))
+
+
+def timed_generation_group(sessions: list[Any], layouts: list[DecoderLayout], config: Mapping[str, Any],
+                           settings: Mapping[str, Any]) -> list[GenerativeLoop]:
+    """Several versions' generations in one process, request by request in turn (A B C, then C B A, ...), from
+    one prompt: a change of the machine's speed falls on each alike, which separate processes a round apart
+    could not give (the host's speed moved their ratios by half). Each version's figures are its own: its
+    requests' times, their run-delays, and, for its tokens/s, the time its own requests took."""
+    batch, new_tokens = int(config["batch"]), int(config["new_tokens"])
+    vocab = min(layout.vocab for layout in layouts)  # ids every version accepts
+    prompt = prompt_ids(replace(layouts[0], vocab=vocab), batch, int(config["prompt_tokens"]))
+    loops = [DecodeLoop(session, layout, prompt, new_tokens) for session, layout in zip(sessions, layouts, strict=True)]
+    firsts = []
+    for loop in loops:
+        started = time.perf_counter_ns()
+        loop.generate()
+        firsts.append((time.perf_counter_ns() - started) / 1e6)
+    for _ in range(int(settings["warmup"])):
+        for loop in loops:
+            loop.generate()
+    delay = process_delay_reader()
+    figures: list[dict[str, list]] = [{"ns": [], "delay": [], "ttft": [], "steps": [], "cpu": []} for _ in loops]
+    start = time.perf_counter_ns()
+    min_end = start + int(float(settings["min_seconds"]) * 1e9)
+    max_end = start + int(float(settings["max_seconds"]) * 1e9)
+    i = 0
+    while True:
+        for k in (range(len(loops)) if i % 2 == 0 else reversed(range(len(loops)))):
+            before, cpu0 = (delay() if delay else 0), time.process_time()
+            t0 = time.perf_counter_ns()
+            generation = loops[k].generate()
+            t1 = time.perf_counter_ns()
+            mine = figures[k]
+            mine["ns"].append(t1 - t0)
+            mine["cpu"].append(time.process_time() - cpu0)
+            if delay:
+                mine["delay"].append(delay() - before)
+            mine["ttft"].append(generation.ttft_ms)
+            mine["steps"].append(generation.steps_ms)
+        i += 1
+        if (i >= int(settings["min_iterations"]) and t1 >= min_end) or t1 >= max_end:
+            break
+    return [GenerativeLoop(
+        LoopResult(latencies_ns=(np.array(f["ns"], np.int64),), wall_ns=int(sum(f["ns"])), cpu_s=float(sum(f["cpu"])),
+                   items=i * batch * new_tokens, first_run_ms=first,
+                   run_delays_ns=(np.array(f["delay"], np.int64) if delay else None,), delay_threads=1 if delay else 0),
+        np.array(f["ttft"]), np.array(f["steps"]).reshape(i, max(new_tokens - 1, 0)))
+        for f, first in zip(figures, firsts, strict=True)]
 
 
 def generation_files(generations: GenerativeLoop, out_path: Path) -> dict[str, str]:

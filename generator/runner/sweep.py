@@ -131,10 +131,11 @@ class SweepContext:
             # A B … then … B A: the order reverses every other round, so that a drift within a round (a
             # neighbour ramping up) does not always favour whichever version runs first.
             done: list[TrialState] = []
-            for state in runnable if rnd % 2 == 0 else runnable[::-1]:
+            ordered = runnable if rnd % 2 == 0 else runnable[::-1]
+            for state in ordered:
                 if state in done:
                     continue
-                together = _together(state, runnable)
+                together = _together(state, runnable) or _generative_group(state, ordered, done, rnd)
                 if together:
                     self._pair_process(tmp, together, rnd)
                 else:
@@ -176,7 +177,7 @@ class SweepContext:
         result = children.run_child(job, timeout_s=state.side.settings["timeout_s"])
         self._take(state, job, result, rnd, children.measured_s(started, result))
 
-    def _pair_process(self, tmp: Path, states: tuple[TrialState, TrialState], rnd: int) -> None:
+    def _pair_process(self, tmp: Path, states: tuple[TrialState, ...], rnd: int) -> None:
         """A pair's round in one process that measures both together (generator.runner.interleave); each trial
         is charged half of its measuring time. When that process failed (one model crashed it, ran out of memory
         beside the other, or hung), the round is measured again one process each, so that a failure is the
@@ -184,7 +185,7 @@ class SweepContext:
         jobs = tuple(self._measure_job(tmp, st, rnd) for st in states)
         started = time.monotonic()
         results = children.run_pair(jobs, timeout_s=sum(st.side.settings["timeout_s"] for st in states))
-        spent = children.measured_s(started, results[0]) / 2
+        spent = children.measured_s(started, results[0]) / len(states)
         if any(r.error for r in results):
             for state in states:
                 state.measuring_s += spent
@@ -269,7 +270,10 @@ class SweepContext:
         A version whose outputs could not be recorded gets no rows, and its trial stays ok."""
         ok = _ok(states)
         pairs = agreement.agreement_pairs(side.loaded.spec, ok)
-        outputs = {v: self._outputs(tmp, ok[v]) for pair in pairs for v in pair}
+        # A generative trial's outputs process also gives its peak memory, the version alone in a process: every
+        # version gets one (its measuring processes held the configuration's every version).
+        wanted = ok if side.loaded.spec.generate is not None else {v for pair in pairs for v in pair}
+        outputs = {v: self._outputs(tmp, ok[v]) for v in wanted}
         rows: dict[str, list[dict]] = {}
         for version, reference in pairs:
             mine, theirs = outputs.get(version), outputs.get(reference)
@@ -293,6 +297,7 @@ class SweepContext:
 
     def _take_outputs(self, state: TrialState, error: str | None, output: dict) -> None:
         state.outputs_error = error
+        state.alone_peak_rss_mb = (output or {}).get("peak_rss_mb")
         if error is None:
             state.outputs, state.outputs_error = _load_outputs(output)
         if state.outputs_error is not None:
@@ -347,11 +352,25 @@ def _together(state: TrialState, runnable: list[TrialState]) -> tuple[TrialState
     measuring, several requests in flight (the two sessions' streams would contend), or a process that measured
     them together failed before."""
     partner = state.pair
-    if partner is None or partner not in runnable or state.apart or partner.apart or state.decoder is not None:
+    if partner is None or partner not in runnable or state.apart or partner.apart:
         return None
     if state.planned.trial.config.concurrency != 1 or partner.planned.trial.config.concurrency != 1:
         return None
     return (state, partner)
+
+
+def _generative_group(state: TrialState, runnable: list[TrialState], done: list[TrialState],
+                      rnd: int) -> tuple[TrialState, ...] | None:
+    """A generative trial's round with its configuration's other versions (of its side, not a paired run's
+    twins), in one process that generates with each in turn (generator.runner.generative): their TTFT and TPOT
+    ratios are then made of requests moments apart. The order turns by one version a round, so that each is
+    loaded first (its cold start measured) in its turn. None for a trial that is not generative, or alone."""
+    if state.decoder is None or state.pair is not None or state.apart:
+        return None
+    group = tuple(st for st in runnable if st.side is state.side and st.decoder is not None and st.pair is None
+                  and not st.apart and st not in done)
+    turn = rnd % len(group) if group else 0
+    return group[turn:] + group[:turn] if len(group) >= 2 else None
 
 
 def _ok(states: list[TrialState]) -> dict[str, TrialState]:

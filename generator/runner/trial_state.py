@@ -42,6 +42,7 @@ class TrialState:
     measuring_s: float = 0.0
     exhausted: bool = False
     decoder: DecoderLayout | None = None  # a generative trial's KV layout (generator.runner.generative)
+    alone_peak_rss_mb: float | None = None  # a generative trial's outputs process: the version alone in memory
 
     @property
     def percentile(self) -> str:
@@ -140,6 +141,8 @@ def _measured(state: TrialState, row: dict) -> dict[str, list]:
     row.update(profiles.trial_columns(state.profiled if state.profile else [], nodes))
     steps = []
     if state.decoder is not None:
+        if row.get("peak_rss_mb") is None:  # measured with its configuration's other versions in one process
+            row["peak_rss_mb"] = state.alone_peak_rss_mb
         dims = dict(p.trial.config.dims)
         row.update(generative_rows.generative_columns(state.processes, row["percentile"], state.decoder,
                                                       p.trial.config.batch, dims["prompt_tokens"], dims["new_tokens"]))

@@ -124,6 +124,28 @@ def _generative_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     return {**outcome, **generation_files(generations, out_path)}
 
 
+def measure_generation_group(jobs: tuple[WorkerJob, ...], outs: tuple[Path, ...]) -> tuple[dict[str, Any], ...]:
+    """Generative versions of one configuration in one process, their requests in turn
+    (generator.runner.generative.timed_generation_group), each answered as a measurement process is; no peak
+    memory (the process held every model) and a cold start for the version loaded first only."""
+    from generator.decode.convention import DecoderLayout
+    from generator.runner.generative import generation_files, timed_generation_group
+
+    sessions = []
+    for job in jobs:
+        sessions.append(open_session(job.model_path, job.config))
+        process_env.test_fault(job.model_path)
+    groups = timed_generation_group([s for s, _ in sessions], [DecoderLayout(**job.decoder) for job in jobs],
+                                    jobs[0].config, jobs[0].measure)
+    answers = []
+    for k, (generations, (_, load_ms), out) in enumerate(zip(groups, sessions, outs, strict=True)):
+        answer = {**loop_outcome(generations.loop, load_ms, out, None), **generation_files(generations, out)}
+        if k:  # loaded into a process that had started onnxruntime: no cold start
+            answer.update(load_ms=math.nan, first_run_ms=math.nan)
+        answers.append(answer)
+    return tuple(answers)
+
+
 def measure_pair(jobs: tuple[WorkerJob, WorkerJob], outs: tuple[Path, Path]) -> tuple[dict, dict]:
     """A pair process (generator.runner.interleave): both jobs' sessions, their timed requests in alternating
     blocks, each answered as a measurement process answers. Its peak memory is both models': none is given;
@@ -293,7 +315,10 @@ def _generation_outputs(session, job: WorkerJob) -> dict[str, Any]:
                       int(config["new_tokens"]))
     path = job.work / "outputs0.npz"
     np.savez(path, loop.generate().tokens, loop.prefill_logits())  # arr_0, arr_1: output_names order
-    return {"output_names": ["greedy_tokens", "prefill_logits"], "outputs_files": [str(path)]}
+    # This process held the version alone: its peak memory is the version's (its measuring processes held
+    # every version of the configuration: measure_generation_group).
+    return {"output_names": ["greedy_tokens", "prefill_logits"], "outputs_files": [str(path)],
+            "peak_rss_mb": process_env.peak_rss_mb()}
 
 
 def _recorded_outputs(session, job: WorkerJob) -> dict[str, Any]:
@@ -365,10 +390,10 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) == 4:
-        return _pair_main((Path(args[0]), Path(args[2])), (Path(args[1]), Path(args[3])))
+    if len(args) >= 4 and len(args) % 2 == 0:
+        return _pair_main(tuple(Path(a) for a in args[0::2]), tuple(Path(a) for a in args[1::2]))
     if len(args) != 2:
-        sys.stderr.write("usage: python -m generator.runner.worker JOB.json OUT.json [JOB_B.json OUT_B.json]\n")
+        sys.stderr.write("usage: python -m generator.runner.worker JOB.json OUT.json [JOB_B.json OUT_B.json ...]\n")
         return 2
     job_path, out_path = Path(args[0]), Path(args[1])
     try:
@@ -389,12 +414,18 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_OK
 
 
-def _pair_main(job_paths: tuple[Path, Path], outs: tuple[Path, Path]) -> int:
-    """Two measure-mode jobs measured together (measure_pair), each answered in its own OUT.json, then each
-    profiled when its job asks, as a measurement process is."""
+def _pair_main(job_paths: tuple[Path, ...], outs: tuple[Path, ...]) -> int:
+    """Measure-mode jobs measured together (measure_pair for two; generative versions' in turn, any number:
+    measure_generation_group), each answered in its own OUT.json, then each profiled when its job asks, as a
+    measurement process is."""
     try:
         jobs = tuple(WorkerJob.from_json(p.read_text()) for p in job_paths)
-        outcomes = measure_pair(jobs, outs)
+        if all(job.decoder is not None for job in jobs):
+            outcomes = measure_generation_group(jobs, outs)
+        elif len(jobs) == 2:
+            outcomes = measure_pair(jobs, outs)
+        else:
+            raise RunError(f"{len(jobs)} jobs to measure together: only generative ones can be more than two.")
     except Exception as e:  # both trials get the one line
         if not isinstance(e, PerfsiteError | MemoryError):
             traceback.print_exc(file=sys.stderr)
