@@ -8,10 +8,16 @@ back with the presents as the next pasts; the two models alternate request by re
 script prints each phase's median for both and the ratio INT4 / FP32, with its spread over blocks of requests,
 and, given `--results` (a results folder holding the demo's `decoder` experiment), the ratios perfsite's page
 states at the same configuration, and whether the two agree (the hand-timed ratio inside perfsite's interval, or
-on the same side of 1 as a settled verdict). 2-core VM, 2026-12-07, idle:
+on the same side of 1 as a settled verdict). 2-core VM, 2026-12-07, idle, against `perfsite run
+experiments/decoder.yaml` measured just before:
 
-    prefill (TTFT)  fp32 11.9 ms  int4 13.9 ms  int4/fp32 1.17 (blocks of 8: 1.14 to 1.21)
-    decode (TPOT)   fp32 0.71 ms  int4 0.47 ms  int4/fp32 0.66 (blocks of 8: 0.63 to 0.70)
+    prefill (TTFT)  fp32 12 ms  int4 13.6 ms  int4/fp32 1.14 (blocks of 8: 1.11 to 1.16)
+                    perfsite's page: 1.153 [1.131, 1.175] slower: agrees
+    decode (TPOT)   fp32 0.692 ms  int4 0.456 ms  int4/fp32 0.66 (blocks of 8: 0.57 to 0.71)
+                    perfsite's page: 0.582 [0.536, 0.632] faster: agrees
+
+(`--prompt 32`: prefill 1.00 by hand, 0.988 [0.766, 1.274] unsettled on the page; decode 0.53 and 0.633
+[0.499, 0.803] faster.)
 
 Usage: ``python bench/int4_phases.py [--requests 48] [--prompt 128] [--new 16] [--results results]``. Exit
 status 1 when a phase of perfsite's page disagrees with the hand-timed ratio.
