@@ -129,22 +129,28 @@ def generation_files(generations: GenerativeLoop, out_path: Path) -> dict[str, s
     return {name: str(path) for name, path in files.items()}
 
 
-@functools.cache
 def layout_of(model_path: Path) -> DecoderLayout:
-    """A version's decoder layout, read from its graph once per run."""
+    """A version's decoder layout, read from its graph once per run (keyed by the file's size and time too: a
+    process that runs twice may meet a model file rewritten in between)."""
+    stat = Path(model_path).stat()
+    return _layout(Path(model_path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(model_path: Path, _size: int, _mtime_ns: int) -> DecoderLayout:
     return decoder_layout(model_path)
 
 
 def check_decoders(spec_path: Path, model_paths: Mapping[str, Path], trials: Iterable[Any]) -> None:
     """Every version to measure is a decoder in the convention, and the longest context a trial reaches fits its
     position table where the graph has one: refused before anything is measured, naming the version."""
-    longest: dict[str, tuple[int, int]] = {}
+    requests: dict[str, tuple[int, int]] = {}  # each version's longest request
     for trial in trials:
         dims = dict(trial.config.dims)
-        context = (dims["prompt_tokens"], dims["new_tokens"])
-        if sum(context) > sum(longest.get(trial.version, (0, 0))):
-            longest[trial.version] = context
-    for version, (prompt, new) in longest.items():
+        request = (dims["prompt_tokens"], dims["new_tokens"])
+        if sum(request) > sum(requests.get(trial.version, (0, 0))):
+            requests[trial.version] = request
+    for version, (prompt, new) in requests.items():
         try:
             layout = layout_of(Path(model_paths[version]))
         except PerfsiteError as e:
