@@ -226,3 +226,20 @@ def test_logits_of_one_position_and_a_present_of_another_type_than_its_past_are_
     with pytest.raises(ModelError, match=r"`present.0.key` is FLOAT16 but `past_key_values.0.key` is FLOAT: each "
                                          r"present is fed back as the next pass's past"):
         decoder_layout(tmp_path / "mixed.onnx")
+
+
+def test_a_failure_while_generating_is_said_once_without_onnxruntimes_own_line(decoder, tmp_path):
+    """Positions past a table the graph reaches through another node (here an Add): perfsite cannot see the
+    limit, onnxruntime's Gather fails mid-generation, and its own coloured log line came before the paragraph."""
+    model = onnx.load(str(decoder))
+    model.graph.initializer.append(onnx.helper.make_tensor("zero", onnx.TensorProto.INT64, [], [0]))
+    gather = next(n for n in model.graph.node if n.op_type == "Gather" and "position_ids" in n.input)
+    gather.input[list(gather.input).index("position_ids")] = "positions_shifted"
+    model.graph.node.insert(0, onnx.helper.make_node("Add", ["position_ids", "zero"], ["positions_shifted"]))
+    onnx.save(model, tmp_path / "hidden.onnx")
+    out = perfsite("generate", str(tmp_path / "hidden.onnx"), "--prompt-tokens", "45", "--new-tokens", "2",
+                   "--requests", "1", "--warmup", "0")
+    said = _one_paragraph(out)
+    assert "[E:onnxruntime" not in out.stderr and "\x1b[" not in out.stderr, out.stderr
+    assert said.endswith("indices element out of data bounds, idx=40 must be within the inclusive range [-40,39]. "
+                         "Check --batch, --prompt-tokens and --new-tokens against the sizes the model accepts."), said

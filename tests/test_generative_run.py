@@ -11,7 +11,6 @@ import shutil
 import textwrap
 from html import unescape
 
-import numpy as np
 import pytest
 from support.cli import perfsite, write_spec
 from support.generative import NEW_TOKENS, PROMPTS, TINY, write_generative_project

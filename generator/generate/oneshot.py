@@ -67,6 +67,19 @@ def run_errors_named(model: Path) -> Iterator[None]:
         raise generation_failed(model, onnxruntime_reason(e)) from e
 
 
+@contextlib.contextmanager
+def _fatal_only() -> Iterator[None]:
+    """onnxruntime's logger held to fatal messages while sessions are made (a session keeps the severity it was
+    made with): a kernel's failure while generating is raised, and said once, by run_errors_named."""
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(4)
+    try:
+        yield
+    finally:
+        ort.set_default_logger_severity(2)  # onnxruntime's default: warnings
+
+
 def generation_failed(model: Path | str, reason: str, where: str = "") -> RunError:
     return RunError(f"{model}: onnxruntime failed while generating{where}: {reason}. Check --batch, "
                     "--prompt-tokens and --new-tokens against the sizes the model accepts.")
@@ -78,7 +91,8 @@ def generate(model: Path, options: GenerateOptions,
     from generator.machine.session import open_session
 
     layout = checked_layout(model, options)
-    session, _ = open_session(model, {"threads": options.threads})
+    with _fatal_only():  # its sessions then print no coloured line of a failure the paragraph below tells
+        session, _ = open_session(model, {"threads": options.threads})
     loop = DecodeLoop(session, layout, prompt_ids(layout, options.batch, options.prompt_tokens),
                       options.new_tokens)
     say = progress or (lambda _text: None)
