@@ -23,6 +23,7 @@ import pandas as pd
 
 from generator.analysis.findings.record import Figure, Finding, FindingSet, settle
 from generator.analysis.limits import unsettled_reason
+from generator.analysis.summaries import clean, optional_float
 from generator.axes import AXES
 from generator.results import evidence
 
@@ -244,18 +245,14 @@ def _bandwidths(environments: pd.DataFrame | None) -> tuple[dict[str, float], st
     disturbed probe would call decode memory-bound, or not, by the neighbour's doing."""
     found, why = {}, None
     for row in (environments if environments is not None else pd.DataFrame()).to_dict("records"):
-        bandwidth = _num(row.get("bandwidth_gbs"))
-        reason = unsettled_reason(_settled(row.get("limits_settled")), row.get("limits_quality") or None)
+        bandwidth = optional_float(row.get("bandwidth_gbs"))
+        reason = unsettled_reason(clean(row.get("limits_settled")), row.get("limits_quality") or None)
         if bandwidth and reason is None:
             found[str(row["env_id"])] = bandwidth
         else:
             why = f"the machine's memory bandwidth is not settled ({reason})" if bandwidth else \
                 "the machine's memory bandwidth was not probed"
     return found, (None if found else why or "the machine's memory bandwidth was not probed")
-
-
-def _settled(value):
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else bool(value)
 
 
 def decode_floor_ms(model_bytes: float, kv_cache_mb: float, prompt: int, new: int, bandwidth_gbs: float) -> float:
@@ -267,32 +264,34 @@ def decode_floor_ms(model_bytes: float, kv_cache_mb: float, prompt: int, new: in
     return (model_bytes + kv_bytes) / (bandwidth_gbs * 1e9) * 1e3
 
 
+# The trials columns a row takes as optional figures (null where not measured: no decode step, too few samples).
+_OPTIONAL = {"ttft_p99_ms": "ttft_p99_ms", "tpot_p50_ms": "tpot_p50_ms", "tpot_p90_ms": "tpot_p90_ms",
+             "tpot_ms": "tpot_headline_ms", "itl_p50_ms": "itl_p50_ms", "itl_p90_ms": "itl_p90_ms",
+             "itl_p99_ms": "itl_p99_ms", "prefill_tokens_per_s": "prefill_tokens_per_s", "peak_rss_mb": "peak_rss_mb",
+             "kv_cache_mb": "kv_cache_mb", "ttft_halfwidth": "ttft_ci_halfwidth",
+             "tpot_halfwidth": "tpot_ci_halfwidth"}
+
+
 def _row(t, ttft_limit: float | None, tpot_limit: float | None, bandwidth: float | None = None) -> GenerativeRow:
-    tpot = _num(t.tpot_headline_ms)
+    optional = {field: optional_float(getattr(t, column)) for field, column in _OPTIONAL.items()}
+    tpot = optional["tpot_ms"]
     within = None
     if ttft_limit is not None or tpot_limit is not None:
         within = ((ttft_limit is None or t.ttft_headline_ms <= ttft_limit)
                   and (tpot_limit is None or tpot is None or tpot <= tpot_limit))
+    floor = None
+    if bandwidth and int(t.new_tokens) > 1 and optional_float(t.model_bytes) and optional["kv_cache_mb"]:
+        floor = decode_floor_ms(float(t.model_bytes), optional["kv_cache_mb"], int(t.prompt_tokens),
+                                int(t.new_tokens), bandwidth)
     return GenerativeRow(
         trial_key=t.trial_key, version=t.version, config_label=t.config_label, batch=int(t.batch),
         threads=int(t.threads), prompt_tokens=int(t.prompt_tokens), new_tokens=int(t.new_tokens),
-        ttft_p50_ms=float(t.ttft_p50_ms), ttft_p90_ms=float(t.ttft_p90_ms), ttft_p99_ms=_num(t.ttft_p99_ms),
-        ttft_ms=float(t.ttft_headline_ms), tpot_p50_ms=_num(t.tpot_p50_ms), tpot_p90_ms=_num(t.tpot_p90_ms),
-        tpot_ms=tpot, itl_p50_ms=_num(t.itl_p50_ms), itl_p90_ms=_num(t.itl_p90_ms), itl_p99_ms=_num(t.itl_p99_ms),
-        tokens_per_s=float(t.throughput_ips), prefill_tokens_per_s=_num(t.prefill_tokens_per_s),
-        peak_rss_mb=_num(t.peak_rss_mb), kv_cache_mb=_num(t.kv_cache_mb), ttft_halfwidth=_num(t.ttft_ci_halfwidth),
-        tpot_halfwidth=_num(t.tpot_ci_halfwidth), processes=int(t.processes), noisy=bool(t.noisy),
+        ttft_p50_ms=float(t.ttft_p50_ms), ttft_p90_ms=float(t.ttft_p90_ms), ttft_ms=float(t.ttft_headline_ms),
+        tokens_per_s=float(t.throughput_ips), processes=int(t.processes), noisy=bool(t.noisy),
         noise_reasons=t.noise_reasons if isinstance(t.noise_reasons, str) else None, within_limits=within,
-        sequential=bool(_num(getattr(t, "ci_sequential", None))),
+        sequential=bool(clean(getattr(t, "ci_sequential", None))),
         config=tuple((a, getattr(t, a)) for a in AXES) + tuple(sorted(json.loads(t.dims or "{}").items())),
-        decode_floor_ms=decode_floor_ms(float(t.model_bytes), float(t.kv_cache_mb), int(t.prompt_tokens),
-                                        int(t.new_tokens), bandwidth)
-        if bandwidth and int(t.new_tokens) > 1 and _num(t.model_bytes) and _num(t.kv_cache_mb) else None)
-
-
-def _num(value) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value) \
-        else float(value)
+        decode_floor_ms=floor, **optional)
 
 
 def _sweet_spot(rows: Sequence[GenerativeRow], workload: tuple[int, int], ttft_limit: float | None,
@@ -316,10 +315,16 @@ def _settled_spot(spot: SweetSpot, findings: FindingSet) -> SweetSpot:
     return replace(spot, settled=f.settled, reason=spot.reason + ("" if f.settled else f" (unsettled: {f.reason})"))
 
 
-def _per_round(processes: pd.DataFrame, key: str, column: str) -> dict[int, float]:
+def per_round(processes: pd.DataFrame, key: str, column: str) -> dict[int, float]:
+    """A trial's processes' figure (`column`, e.g. ttft_median_ms) by the round each ran in (its index where the
+    round is not stored); processes without a positive figure are left out. The page's phase verdicts and
+    `perfsite diff`'s (generator.diff.phases) pair them by round."""
+    if column not in processes:
+        return {}
     mine = processes[processes["trial_key"] == key]
-    return {int(r): float(v) for r, v in zip(mine["round"], mine[column], strict=True)
-            if pd.notna(r) and pd.notna(v)}
+    rounds = mine["round"] if "round" in mine else mine["process"]
+    return {int(r) if pd.notna(r) else int(p): float(v)
+            for r, p, v in zip(rounds, mine["process"], mine[column], strict=True) if pd.notna(v) and v > 0}
 
 
 def _pair(a: str, b: str, config: tuple[tuple[str, Any], ...], rows: Sequence[GenerativeRow],
@@ -335,7 +340,7 @@ def _pair(a: str, b: str, config: tuple[tuple[str, Any], ...], rows: Sequence[Ge
             if phase == "tpot" and r.new_tokens < 2:
                 continue  # one new token is a prefill alone: no decode step to judge
             column = f"{phase}_median_ms"
-            mine, theirs = _per_round(processes, r.trial_key, column), _per_round(processes, other.trial_key, column)
+            mine, theirs = per_round(processes, r.trial_key, column), per_round(processes, other.trial_key, column)
             rounds = sorted(set(mine) & set(theirs))
             phases.append(phase_verdict(phase, [mine[k] for k in rounds], [theirs[k] for k in rounds], threshold,
                                         sequential=r.sequential and other.sequential))
@@ -372,14 +377,14 @@ def _agreement(rows: Sequence[GenerativeRow], agreement: pd.DataFrame | None, co
         for reference in dict.fromkeys(mine["reference_version"]):
             by = {o: row for o, row in mine[mine["reference_version"] == reference].set_index("output").iterrows()}
             tokens, logits = by.get("greedy_tokens"), by.get("prefill_logits")
-            cosine = _num(logits["cosine"]) if logits is not None else None
-            largest = _num(logits["max_abs"]) if logits is not None else None
+            cosine = optional_float(logits["cosine"]) if logits is not None else None
+            largest = optional_float(logits["max_abs"]) if logits is not None else None
             within = (cosine is not None and (cosine_min is None or cosine >= cosine_min)
                       and (max_abs is None or (largest is not None and largest <= max_abs)))
             found.append(GenerationAgreement(
                 r.version, str(reference), r.config_label,
-                _num(tokens["top1_agreement"]) if tokens is not None else None,
-                _num(logits["top1_agreement"]) if logits is not None else None, cosine, largest, within))
+                optional_float(tokens["top1_agreement"]) if tokens is not None else None,
+                optional_float(logits["top1_agreement"]) if logits is not None else None, cosine, largest, within))
     return tuple(found)
 
 

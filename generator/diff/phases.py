@@ -11,10 +11,12 @@ Welch's interval widened by each run's drift, as the latency ratio is (generator
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from generator.analysis.generative import per_round
 from generator.analysis.records_compare import RatioCI
 from generator.diff.noise import undecided_note
 from generator.diff.words import FASTER, NO_CHANGE, NOT_COMPARABLE, SLOWER
@@ -58,7 +60,8 @@ def phase_diffs(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentR
     `sequential`: a paired run that stopped on its confidence sequence, which then gives the intervals."""
     found = []
     for phase, column in PHASE_COLUMNS.items():
-        mine, theirs = _figures(base_exp, a, column), _figures(cand_exp, b, column)
+        mine, theirs = (per_round(exp.processes, row["trial_key"], column)
+                        for exp, row in ((base_exp, a), (cand_exp, b)))
         if len(mine) < 1 or len(theirs) < 1:
             continue
         if paired_run:
@@ -66,7 +69,7 @@ def phase_diffs(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentR
             test = evidence.paired_test([mine[r] for r in rounds], [theirs[r] for r in rounds])
         else:
             test = evidence.unpaired_test(list(mine.values()), list(theirs.values()), between)
-        base_ms, cand_ms = _median(mine.values()), _median(theirs.values())
+        base_ms, cand_ms = statistics.median(mine.values()), statistics.median(theirs.values())
         if test is None:
             ratio = RatioCI(cand_ms / base_ms, math.nan, math.nan, False, processes_a=len(mine),
                             processes_b=len(theirs), unjudged="fewer than two processes on a side gave the figure")
@@ -79,19 +82,3 @@ def phase_diffs(base_exp: ExperimentResults, a: pd.Series, cand_exp: ExperimentR
                                 "sequence" if sequential else "t")
         found.append(PhaseDiff(phase, base_ms, cand_ms, ratio, thresholds[phase], verdict, note))
     return tuple(found)
-
-
-def _figures(exp: ExperimentResults, row: pd.Series, column: str) -> dict[int, float]:
-    """Each process's figure by its round (its index where the round is not stored)."""
-    if column not in exp.processes:
-        return {}
-    mine = exp.processes[exp.processes["trial_key"] == row["trial_key"]]
-    rounds = mine["round"] if "round" in mine else mine["process"]
-    return {int(r) if pd.notna(r) else int(p): float(v)
-            for r, p, v in zip(rounds, mine["process"], mine[column], strict=True) if pd.notna(v) and v > 0}
-
-
-def _median(values) -> float:
-    ordered = sorted(values)
-    n = len(ordered)
-    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2

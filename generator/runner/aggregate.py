@@ -135,7 +135,7 @@ class ProcessOutcome:
         """A generative process's TTFT of its clean requests (every request when none is clean)."""
         return self.clean_of(self.ttft_ms)
 
-    @property
+    @functools.cached_property
     def tpot_ms(self) -> np.ndarray:
         """Per request, the mean of its decode steps (empty with one new token: no step)."""
         if self.steps_ms is None or not self.steps_ms.size:

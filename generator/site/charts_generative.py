@@ -51,18 +51,9 @@ def _versions(report: GenerativeReport) -> list[str]:
 
 def ttft_chart(report: GenerativeReport) -> alt.LayerChart:
     """TTFT at the percentile against prompt length: one line per version and batch (the prefill's cost)."""
-    base = Chart(inline_rows([_record(r) for r in report.rows]))
-    x = alt.X("prompt_tokens:Q", title="Prompt length (tokens)", scale=alt.Scale(zero=False))
-    y = alt.Y("ttft_ms:Q", title=f"Time to first token, {report.percentile} (ms)", scale=alt.Scale(zero=False))
-    color = _color(_versions(report))
-    return alt.layer(
-        base.mark_line(strokeWidth=1.4).encode(x=x, y=y, color=color, detail=alt.Detail("series:N"),
-                                               order=alt.Order("prompt_tokens:Q")).properties(name="lines"),
-        base.mark_point(filled=True, size=60).encode(x=x, y=y, color=color, tooltip=_tooltip(report.percentile))
-        .properties(name="points"),
-        name="ttft", width="container", height=HEIGHT,
-        title=alt.Title("Prefill: time to first token against prompt length", anchor="start"),
-    )
+    return _lines_and_points(report, ("prompt_tokens", "Prompt length (tokens)"),
+                             ("ttft_ms", f"Time to first token, {report.percentile} (ms)"), "series", "ttft",
+                             "Prefill: time to first token against prompt length")
 
 
 def steps_chart(report: GenerativeReport) -> alt.LayerChart:
@@ -86,17 +77,23 @@ def steps_chart(report: GenerativeReport) -> alt.LayerChart:
 
 def tokens_chart(report: GenerativeReport) -> alt.LayerChart:
     """Output tokens/s against batch: one line per version and lengths."""
+    return _lines_and_points(report, ("batch", "Batch (sequences generated together)"),
+                             ("tokens_per_s", "Output tokens/s"), "lengths", "tokens", "Output tokens/s against batch")
+
+
+def _lines_and_points(report: GenerativeReport, x_axis: tuple[str, str], y_axis: tuple[str, str], line: str,
+                      name: str, title: str) -> alt.LayerChart:
+    """Every configuration's point, coloured by version, joined along the x axis by `line` (a record field)."""
     base = Chart(inline_rows([_record(r) for r in report.rows]))
-    x = alt.X("batch:Q", title="Batch (sequences generated together)", scale=alt.Scale(zero=False))
-    y = alt.Y("tokens_per_s:Q", title="Output tokens/s", scale=alt.Scale(zero=False))
+    x = alt.X(f"{x_axis[0]}:Q", title=x_axis[1], scale=alt.Scale(zero=False))
+    y = alt.Y(f"{y_axis[0]}:Q", title=y_axis[1], scale=alt.Scale(zero=False))
     color = _color(_versions(report))
     return alt.layer(
-        base.mark_line(strokeWidth=1.4).encode(x=x, y=y, color=color, detail=alt.Detail("lengths:N"),
-                                               order=alt.Order("batch:Q")).properties(name="lines"),
+        base.mark_line(strokeWidth=1.4).encode(x=x, y=y, color=color, detail=alt.Detail(f"{line}:N"),
+                                               order=alt.Order(f"{x_axis[0]}:Q")).properties(name="lines"),
         base.mark_point(filled=True, size=60).encode(x=x, y=y, color=color, tooltip=_tooltip(report.percentile))
         .properties(name="points"),
-        name="tokens", width="container", height=HEIGHT,
-        title=alt.Title("Output tokens/s against batch", anchor="start"),
+        name=name, width="container", height=HEIGHT, title=alt.Title(title, anchor="start"),
     )
 
 
