@@ -52,6 +52,9 @@ ASSETS_PREFIX = "assets/perfsite"
 # The site's own script and style sheet, after the vendored scripts they use.
 OWN_SCRIPTS = ("perfsite-tables.js", "perfsite.js", "perfsite-choose.js")
 OWN_STYLES = ("perfsite.css",)
+# The site's own polyfill, after the vendored ones (it wraps the Worker the iframe-worker shim may have set):
+# the search index loaded when the reader searches (its comment says how).
+OWN_POLYFILLS = ("perfsite-search.js",)
 
 # A trailing source-map comment makes browser dev tools request a .map file we do not ship (a 404 on
 # every page); the map is only useful to debug the libraries themselves.
@@ -72,7 +75,8 @@ def extra_javascript() -> list[str]:
 
 def polyfills() -> list[str]:
     """Script paths (relative to the docs dir) for mkdocs-material's `extra.polyfills`."""
-    return [f"{ASSETS_PREFIX}/vendor/{f.name}" for f in POLYFILLS]
+    return ([f"{ASSETS_PREFIX}/vendor/{f.name}" for f in POLYFILLS]
+            + [f"{ASSETS_PREFIX}/{name}" for name in OWN_POLYFILLS])
 
 
 def extra_css() -> list[str]:

@@ -45,6 +45,11 @@ def profile_page(chromium, payload_url):
     context.close()
 
 
+def _search_requests(requests: list[str]) -> list[str]:
+    """The search index and the search worker among a page's requests."""
+    return [r for r in requests if "/search/search_index." in r or "/workers/search." in r]
+
+
 def test_clicking_a_header_sorts_the_trials_table(experiment_page):
     page, visit = experiment_page
     table = page.locator("article table", has=page.locator("th", has_text="Throughput (items/s)")).last
@@ -66,10 +71,13 @@ def test_a_page_opened_from_disk_renders_its_charts_and_searches(chromium, paylo
     context, page, visit = open_page(chromium, url)
     assert assert_charts_drawn(page, url) == 1
     assert not [u for u in visit.requests if urlparse(u).scheme in ("http", "https")]
+    # The index and the search worker wait for the reader to search (perfsite-search.js).
+    assert not _search_requests(visit.requests), visit.requests
     page.locator("input.md-search__input").click()
     page.keyboard.type("sweet spot")
     page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
     assert "matching document" in page.locator(".md-search-result__meta").inner_text()
+    assert len(_search_requests(visit.requests)) == 2, visit.requests  # the index and the worker, once
     assert not visit.errors and all(r.startswith(("file:", "data:", "blob:")) for r in visit.requests)
     assert "unpkg.com" not in (payload_site / "index.html").read_text()
     context.close()
@@ -118,6 +126,7 @@ def test_every_page_renders_its_charts_offline_and_payloads_in_results_show_as_t
         total += charts
         assert_no_mark_outside_its_frame(page, rel)
         assert any("vega-embed.min.js" in r for r in visit.requests) == (charts > 0), rel
+        assert not _search_requests(visit.requests), rel  # not until the reader searches
         assert not visit.errors, f"{rel}: console errors {visit.errors}"
         assert page.locator("img[src='x']").count() == 0, rel
         assert page.locator("a[href^='javascript']").count() == 0, rel
@@ -137,6 +146,7 @@ def test_searching_for_a_payload_lists_it_as_text(experiment_page):
     page.locator("input.md-search__input").click()
     page.keyboard.type("onerror")  # Material searches on key events, not on a programmatic value
     page.locator(".md-search-result__item").first.wait_for(timeout=10_000)
+    assert any(r.endswith("search/search_index.json") for r in visit.requests), visit.requests
     assert "<img src=x onerror=alert(1)>" in page.locator(".md-search-result").inner_text()
     assert page.locator(".md-search-result img[src='x'], .md-search-result script").count() == 0
     assert not visit.dialogs and not visit.errors
