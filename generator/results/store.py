@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import posixpath
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -271,9 +274,53 @@ def _latency_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+class _ReadTables:
+    """Tables already read in this process, by their file's content (and table name): a process that reads a
+    store again (a build after `run`'s check of it, `diff`'s two sides sharing files, a notebook, a test suite)
+    decoded, checked and cast every file again, a millisecond or two each. Keyed by a digest of the bytes, not
+    by path and time, so that a file rewritten in place within the file clock's tick is never served stale; a
+    migrated file is not kept (its columns may come from the store's stored spec). At most MAX_BYTES of
+    tables, the least recently used dropped first."""
+
+    MAX_BYTES = 256 << 20
+
+    def __init__(self) -> None:
+        self._tables: OrderedDict[tuple[str, bytes], pa.Table] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, table: str, data: bytes, parse: Callable[[], tuple[pa.Table, bool]]) -> pa.Table:
+        key = (table, hashlib.blake2b(data, digest_size=20).digest())
+        with self._lock:
+            if key in self._tables:
+                self._tables.move_to_end(key)
+                return self._tables[key]
+        parsed, keep = parse()
+        if keep and parsed.nbytes <= self.MAX_BYTES // 8:
+            with self._lock:
+                if key not in self._tables:
+                    self._tables[key] = parsed
+                    self._bytes += parsed.nbytes
+                while self._bytes > self.MAX_BYTES:
+                    self._bytes -= self._tables.popitem(last=False)[1].nbytes
+        return parsed
+
+
+_TABLES = _ReadTables()
+
+
 def _read_file(source: Any, path: str, table: str, specs: SpecLookup) -> pa.Table:
     """One file of a table (`source`: a local path or the object's bytes; `path`: as messages name it; `specs`:
     its folder's stored specs, which migrating an older file may need)."""
+    try:
+        data = source.read_bytes() if isinstance(source, Path) else source.read()
+    except OSError as e:
+        raise _unreadable(path, table, e) from e
+    return _TABLES.get(table, data, lambda: _parsed(pa.BufferReader(data), path, table, specs))
+
+
+def _parsed(source: Any, path: str, table: str, specs: SpecLookup) -> tuple[pa.Table, bool]:
+    """_read_file's table, and whether it is the file's alone (a migrated file's may depend on `specs`)."""
     try:
         pf = pq.ParquetFile(source)
         stored = pf.schema_arrow  # built anew on every access
@@ -283,21 +330,24 @@ def _read_file(source: Any, path: str, table: str, specs: SpecLookup) -> pa.Tabl
         if version < SCHEMA_VERSION:
             migrated = migrate.migrated(data, table, version, specs)
             _check_latencies(path, table, migrated)
-            return migrated
+            return migrated, False
         _check_columns(path, table, data)
         _check_latencies(path, table, data)
         schema = arrow_schema(table)
         if stored.names != schema.names or data.schema.equals(schema, check_metadata=True):
-            return data  # other columns are kept as stored; the schema's own need no cast
-        return data.cast(schema, safe=False)
+            return data, True  # other columns are kept as stored; the schema's own need no cast
+        return data.cast(schema, safe=False), True
     except ResultsError:
         raise
     except Exception as e:  # pyarrow raises several types for corrupt files
-        raise ResultsError(
-            f"The results file {path} is not readable Parquet ({type(e).__name__}: {' '.join(str(e).split())}); "
-            f"allowed in {posixpath.dirname(path)}: Parquet files written by perfsite. It was probably damaged outside "
-            f"perfsite; {_removal_advice(path, table)}"
-        ) from e
+        raise _unreadable(path, table, e) from e
+
+
+def _unreadable(path: str, table: str, e: Exception) -> ResultsError:
+    return ResultsError(
+        f"The results file {path} is not readable Parquet ({type(e).__name__}: {' '.join(str(e).split())}); "
+        f"allowed in {posixpath.dirname(path)}: Parquet files written by perfsite. It was probably damaged outside "
+        f"perfsite; {_removal_advice(path, table)}")
 
 
 def _removal_advice(path: str, table: str) -> str:
