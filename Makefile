@@ -28,8 +28,10 @@ WORKERS := 4
 # (tests/conftest.py, PERFSITE_TEST_CACHE), removed afterwards. The quiet part leaves hypothesis' pytest plugin
 # out: no quiet test uses hypothesis (which runs without it), and the plugin imports it: 0.3 s of a serial part
 # (2026-11-27).
+# OPENBLAS_NUM_THREADS=1: numpy's BLAS starts a spinning thread per core in every process that imports it
+# (generator.processes.BLAS_THREADS), the pytest workers, Ray's workers and the suite's scripts among them.
 test: $(MODELS)
-	@rc=0; export PERFSITE_TEST_CACHE=$$(mktemp -d); trap 'rm -rf "$$PERFSITE_TEST_CACHE"' EXIT; \
+	@rc=0; export OPENBLAS_NUM_THREADS=1 PERFSITE_TEST_CACHE=$$(mktemp -d); trap 'rm -rf "$$PERFSITE_TEST_CACHE"' EXIT; \
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -m "not quiet" || rc=$$?; \
 	$(BIN)/python -m pytest -p no:hypothesispytest -m quiet || rc=$$?; \
 	exit $$rc

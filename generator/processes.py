@@ -32,6 +32,18 @@ PR_SET_PDEATHSIG = 1
 MAX_PROCESS_SECONDS = 86_400.0
 
 
+# numpy's BLAS (OpenBLAS) starts a thread per core when numpy is imported, and they spin for a while: 0.1 to
+# 0.2 CPU-seconds of every process that imports numpy, on the cores a measurement uses, for a pool a
+# measuring or counting process never calls (onnxruntime has its own kernels and threads). Such children get
+# one BLAS thread unless the user's environment says otherwise.
+BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
+
+
+def measuring_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment for a child that measures or counts: BLAS_THREADS where unset, and `extra`."""
+    return {**BLAS_THREADS, **os.environ, **(extra or {})}
+
+
 _forking_pid = os.getpid()
 
 

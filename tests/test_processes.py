@@ -41,3 +41,13 @@ def test_a_started_child_takes_ctrl_c_again():
     done = processes.run([sys.executable, "-c", blocked], timeout=60, text=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # and the parent's is restored
+
+
+def test_measuring_children_get_one_blas_thread_unless_the_user_chose(monkeypatch):
+    """numpy's BLAS threads spin at import beside the measured session: a measuring child gets one, unless the
+    user's environment names a count, which is kept."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert processes.measuring_env({"PYTHONHASHSEED": "0"})["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    env = processes.measuring_env({"PYTHONHASHSEED": "0"})
+    assert env["OPENBLAS_NUM_THREADS"] == "4" and env["PYTHONHASHSEED"] == "0"

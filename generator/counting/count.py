@@ -10,7 +10,6 @@ counts mislead).
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -125,7 +124,7 @@ def _write_job(work: Path, versions: Mapping[str, Path], feeds: Mapping[str, Map
 def _run_worker(valgrind: str, work: Path, job: Path, timeout_s: float, say: Callable[[str], None]) -> None:
     command = valgrind_command(valgrind, work, [sys.executable, "-m", "generator.counting.worker", str(job)])
     # A fixed hash seed makes the Python share of every count repeat from one run to the next.
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env = processes.measuring_env({"PYTHONHASHSEED": "0"})
     stderr_path = work / "stderr.txt"
     with stderr_path.open("w") as stderr, processes.start(
         command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=work

@@ -77,7 +77,7 @@ def compare_generation(a: Path, b: Path, options: GenerateOptions, processes_n: 
 def _one_process(tmp: Path, index: int) -> dict:
     out = tmp / f"out{index}.json"
     command = [sys.executable, "-m", "generator.generate.worker", str(tmp / f"job{index}.json"), str(out)]
-    done = processes.run(command, timeout=processes.MAX_PROCESS_SECONDS)
+    done = processes.run(command, timeout=processes.MAX_PROCESS_SECONDS, env=processes.measuring_env())
     answer = json.loads(out.read_text()) if out.is_file() else {}
     if "error" in answer:  # the worker's own account: the model and onnxruntime's reason
         raise generation_failed(answer["model"], answer["error"], f" in measuring process {index + 1}")

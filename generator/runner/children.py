@@ -39,7 +39,7 @@ def run_child(job: WorkerJob, timeout_s: float) -> ChildResult:
     job_path.write_text(job.to_json())
     cmd = [sys.executable, "-m", "generator.runner.worker", str(job_path), str(out_path)]
     try:
-        proc = processes.run(cmd, timeout=timeout_s, text=True)
+        proc = processes.run(cmd, timeout=timeout_s, text=True, env=processes.measuring_env())
     except subprocess.TimeoutExpired:
         return _timed_out(job, out_path, timeout_s)
     return _answer(job, proc, out_path)
@@ -53,7 +53,7 @@ def run_pair(jobs: tuple[WorkerJob, WorkerJob], timeout_s: float) -> tuple[Child
         job_path.write_text(job.to_json())
     cmd = [sys.executable, "-m", "generator.runner.worker", *(str(p) for pair in paths for p in pair)]
     try:
-        proc = processes.run(cmd, timeout=timeout_s, text=True)
+        proc = processes.run(cmd, timeout=timeout_s, text=True, env=processes.measuring_env())
     except subprocess.TimeoutExpired:
         return tuple(_timed_out(job, out, timeout_s, "both versions' measure.timeout_s, measured together")
                      for job, (_, out) in zip(jobs, paths, strict=True))
