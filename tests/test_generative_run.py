@@ -87,9 +87,9 @@ def test_requests_processes_and_decode_steps_hold_the_per_request_figures(experi
         assert (mine["median_ms"] <= mine["p90_ms"]).all() and (mine["requests"] >= 1).all()
 
 
-def _page_text(site) -> str:
-    """The page's article as a reader sees its text (tags and headings' ¶ links gone, spaces collapsed)."""
-    html = (site / "reports" / "gen" / "index.html").read_text(encoding="utf-8")
+def _page_text(site, page: str = "index.html") -> str:
+    """A page's article as a reader sees its text (tags and headings' ¶ links gone, spaces collapsed)."""
+    html = (site / "reports" / "gen" / page).read_text(encoding="utf-8")
     article = html[html.index("<article"):html.index("</article>")]
     text = " ".join(unescape(re.sub(r"<[^>]+>", " ", article)).replace("¶", " ").split())
     return re.sub(r"\( (\w+) \)", r"(\1)", text)  # "( TTFT )": the glossary's hover text wraps the term
@@ -111,18 +111,33 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
     assert findings["count"] == 6 and {f["kind"] for f in findings["findings"]} == {"generative phase",
                                                                                    "generative sweet spot"}
     assert f"{findings['settled']} of 6 findings settled" in text
-    for f in findings["findings"]:
-        assert f["page"] == "index.md" and (f["settled"] or f["reason"])
+    for f in findings["findings"]:  # a phase verdict on its pair's page, a sweet spot on the overview
+        page = "compare-fp32-vs-int4.md" if f["kind"] == "generative phase" else "index.md"
+        assert f["page"] == page and (f["settled"] or f["reason"]), f
     assert "the most output tokens/s within the limits" in text
-    assert "int4 against fp32: prefill and decode apart" in text
+    # The overview sums the compared pair up, a sentence a phase, and links its page.
+    assert "Compared versions: prefill and decode apart" in text and "fp32 vs int4 (A = fp32, B = int4)" in text
+    for phase in ("Prefill (time to first token)", "Decode (time per output token)"):
+        assert re.search(rf"{re.escape(phase)}: ((slower|faster|no change|unsettled) at \d of 2 configurations"
+                         r"( \(B/A [\d.–]+\))?[;.] ?)+", text), phase
+    pair = _page_text(generative_site, "compare-fp32-vs-int4.html")
+    assert pair.startswith("fp32 vs int4 gen · generative experiment · A = fp32 , B = int4 · 2 configurations")
     for prompt in PROMPTS:
         label = f"b1 t1 c1 prompt={prompt} new={NEW_TOKENS}"
         rows = re.findall(rf"{re.escape(label)} (prefill \(TTFT\)|decode \(TPOT\)) [\d.,]+ [\d.,]+ ([\d.]+) "
-                          r"(?:([\d.]+)–([\d.]+)|unbounded|—) (slower|faster|no change|unsettled)", text)
+                          r"(?:([\d.]+)–([\d.]+)|unbounded|—) (slower|faster|no change|unsettled)", pair)
         assert [r[0] for r in rows] == ["prefill (TTFT)", "decode (TPOT)"], label
         for _, ratio, low, high, verdict in rows:
             # Two rounds (quick mode) leave a confidence sequence unbounded: no verdict is settled on them.
             assert (low and float(low) <= float(ratio) <= float(high)) or verdict == "unsettled"
+        # Side by side: each version's TTFT, TPOT, tokens/s, peak memory and KV cache at the configuration.
+        assert re.search(rf"{re.escape(label)}( [\d.,]+){{10}}( |$)", pair[pair.find("Side by side"):]), label
+    assert "Output agreement of B with A" in pair and "greedy tokens equal" in pair
+    pair_html = (generative_site / "reports" / "gen" / "compare-fp32-vs-int4.html").read_text(encoding="utf-8")
+    chart = json.loads(re.search(r'id="chart-generative-pair-compare-fp32-vs-int4">(.*?)</script>', pair_html,
+                                 re.S).group(1))[0]
+    points = next(layer for layer in chart["layer"] if layer["name"] == "ratios")["data"]["values"]
+    assert sorted({d["phase"] for d in points}) == ["decode (TPOT)", "prefill (TTFT)"] and len(points) == 4
     html = (generative_site / "reports" / "gen" / "index.html").read_text(encoding="utf-8")
     for chart in ("limits", "ttft", "steps", "tokens"):
         assert f'data-chart="chart-generative-{chart}"' in html
@@ -137,9 +152,9 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
     assert len(floors) == 6, text[text.find("Decode against"):][:1500]
     for _, tpot, floor, share in floors:
         assert float(share) == pytest.approx(100 * float(floor) / float(tpot), abs=1.5)
-    # Not made for a generative experiment yet: the per-layer pages, compare pages and the chooser.
+    # Not made for a generative experiment yet: the per-layer pages and the chooser.
     made = {p.name for p in (generative_site / "reports" / "gen").iterdir()}
-    assert made == {"index.html", "findings.json"}
+    assert made == {"index.html", "findings.json", "compare-fp32-vs-int4.html"}
     index = (generative_site / "reports" / "index.html").read_text(encoding="utf-8")
     assert "not profiled (generative)" in index and "Most output tokens/s" in index
 

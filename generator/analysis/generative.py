@@ -391,7 +391,7 @@ def _agreement(rows: Sequence[GenerativeRow], agreement: pd.DataFrame | None, co
 SWEET_SPOT = "generative:sweet-spot"
 
 
-def _phase_id(pair: GenerativePair, c: PhaseComparison, v: PhaseVerdict) -> str:
+def phase_finding_id(pair: GenerativePair, c: PhaseComparison, v: PhaseVerdict) -> str:
     return f"generative:{pair.b}:{pair.a}:{c.config_label}:{v.phase}"
 
 
@@ -403,7 +403,7 @@ def _phase_findings(pairs: Sequence[GenerativePair], rows: Sequence[GenerativeRo
             for v in c.phases:
                 claim = v.verdict if v.verdict != "unsettled" else "unsettled"
                 found.append(Finding(
-                    id=_phase_id(pair, c, v), kind="generative phase", page="overview",
+                    id=phase_finding_id(pair, c, v), kind="generative phase", page="overview",
                     statement=f"{pair.b} against {pair.a} at {c.config_label}: {PHASES[v.phase]} {claim}",
                     answer=round(v.ratio, 6) if math.isfinite(v.ratio) else None, unit="ratio B/A",
                     interval=(v.low, v.high) if math.isfinite(v.low) else None,
@@ -423,7 +423,7 @@ def _settled_pairs(pairs: Sequence[GenerativePair], findings: FindingSet) -> tup
         for c in pair.comparisons:
             phases = []
             for v in c.phases:
-                f = findings.get(_phase_id(pair, c, v))
+                f = findings.get(phase_finding_id(pair, c, v))
                 if v.verdict != "unsettled" and f is not None and not f.settled:
                     v = replace(v, verdict="unsettled", reason=f"{v.verdict} at 95 % alone, but {f.reason}")
                 phases.append(v)

@@ -6,16 +6,19 @@ the same JSON.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import altair as alt
 
 from generator.analysis.generative import GenerativeReport, GenerativeRow
+from generator.analysis.generative_pairs import PairView
 from generator.numbers import rounded
 from generator.site.chart_spec import Chart, inline_rows
 from generator.site.charts import THRESHOLD_COLOR
 
 HEIGHT = 300
+PHASE_NAMES = {"ttft": "prefill (TTFT)", "tpot": "decode (TPOT)"}
 
 
 def _record(r: GenerativeRow) -> dict[str, Any]:
@@ -132,3 +135,43 @@ def _slider(name: str, label: str, limit: float | None, top: float) -> alt.Param
     end = max(top * 1.5, start * 1.2)
     return alt.param(name=name, value=rounded(start, 4),
                      bind=alt.binding_range(min=0, max=rounded(end, 3), step=rounded(end / 300, 3), name=label))
+
+
+def pair_chart(view: PairView) -> alt.LayerChart:
+    """B / A of each phase at each configuration of a compared pair, with its 95 % interval, on a log axis
+    around 1: prefill and decode apart, as the page's verdicts judge them."""
+    records = []
+    for row in view.rows:
+        for v in (row.ttft, row.tpot):
+            if v is None or not math.isfinite(v.ratio):
+                continue
+            finite = math.isfinite(v.low) and math.isfinite(v.high) and v.low > 0
+            records.append({"configuration": row.config_label, "phase": PHASE_NAMES[v.phase],
+                            "label": f"{row.config_label} · {PHASE_NAMES[v.phase]}", "ratio": rounded(v.ratio, 6),
+                            "low": rounded(v.low, 6) if finite else None,
+                            "high": rounded(v.high, 6) if finite else None, "verdict": v.verdict})
+    labels = [r["label"] for r in records]
+    base = Chart(inline_rows(records))
+    y = alt.Y("label:N", title=None, sort=labels, axis=alt.Axis(labelLimit=260))
+    x_scale = alt.Scale(type="log", zero=False)
+    color = alt.Color("phase:N", title="Phase", scale=alt.Scale(domain=list(PHASE_NAMES.values())),
+                      legend=alt.Legend(orient="bottom"))
+    tooltip = [alt.Tooltip("configuration:N", title="Configuration"), alt.Tooltip("phase:N", title="Phase"),
+               alt.Tooltip("ratio:Q", title="B / A", format=".3~r"), alt.Tooltip("low:Q", title="95 % low",
+                                                                            format=".3~r"),
+               alt.Tooltip("high:Q", title="95 % high", format=".3~r"), alt.Tooltip("verdict:N", title="Verdict")]
+    one = Chart(inline_rows([{"one": 1}])).mark_rule(color=THRESHOLD_COLOR, strokeDash=[4, 3]).encode(
+        x=alt.X("one:Q", scale=x_scale)).properties(name="one")
+    return alt.layer(
+        one,
+        base.transform_filter("datum.low != null").mark_rule(strokeWidth=2).encode(
+            x=alt.X("low:Q", title=f"{view.pair.b} / {view.pair.a} (log scale; left of 1: B faster)", scale=x_scale),
+            x2="high:Q", y=y, color=color, tooltip=tooltip).properties(name="intervals"),
+        base.mark_point(filled=True, size=70).encode(
+            x=alt.X("ratio:Q", scale=x_scale), y=y, color=color, tooltip=tooltip,
+            shape=alt.Shape("verdict:N", title="Verdict", legend=alt.Legend(orient="bottom")),
+        ).properties(name="ratios"),
+        name="pair", width="container", height=max(120, 26 * len(records)),
+        title=alt.Title(f"{view.pair.b} against {view.pair.a}: each phase's B / A with its 95 % interval",
+                        anchor="start"),
+    )

@@ -19,11 +19,20 @@ from generator.analysis import summaries as S
 from generator.analysis.chooser import choosable
 from generator.analysis.findings import OVERVIEW, cached_profile, profile_page, profile_sections
 from generator.analysis.findings.choose import PAGE as CHOOSE_PAGE
+from generator.analysis.generative import phase_finding_id
 from generator.analysis.limits import LimitOverruns, limit_overruns
 from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
 from generator.results.store import ExperimentResults
-from generator.site import charts, charts_profile, chooser_page, compare_page, machine_reports, machines_page
+from generator.site import (
+    charts,
+    charts_profile,
+    chooser_page,
+    compare_page,
+    generative_compare,
+    machine_reports,
+    machines_page,
+)
 from generator.site import charts_generative as G
 from generator.site.charts_timeline import TIMELINE_CALLS, temporal_chart, timeline_chart
 from generator.site.page_base import (  # noqa: F401  (re-exported: the pages' common ground)
@@ -68,11 +77,15 @@ def generative_page(env: jinja2.Environment, view: ExperimentView) -> Page:
             "tokens": G.tokens_chart(report)}
     blocks = {name: charts.chart_block(f"chart-generative-{name}", chart) if report.rows else ""
               for name, chart in made.items()}
+    links = generative_compare.pair_links(view)
     page = render(env, "generative.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.title, True, e=view,
-                  charts=blocks)
+                  charts=blocks, pairs=links)
     data = report.findings.as_dict(view.name)
+    # A phase verdict is stated on its pair's compare page.
+    pages = {phase_finding_id(link.view.pair, c, v): link.path
+             for link in links for c in link.view.pair.comparisons for v in c.phases}
     for f in data["findings"]:
-        f["page"] = "index.md"
+        f["page"] = pages.get(f["id"], "index.md")
     text = json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
     return replace(page, files=page.files + ((f"{REPORTS_DIR}/{view.slug}/findings.json", text),))
 
@@ -93,8 +106,10 @@ def findings_json(view: ExperimentView) -> str:
 
 def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """One page per `compare:` pair of the spec: A vs B (generator.site.compare_page); a generative experiment's
-    pairs are judged on its overview page."""
-    return compare_page.compare_pages(env, view) if view.generative is None else []
+    per compared pair of its report, prefill and decode apart (generator.site.generative_compare)."""
+    if view.generative is not None:
+        return generative_compare.generative_compare_pages(env, view)
+    return compare_page.compare_pages(env, view)
 
 
 def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:

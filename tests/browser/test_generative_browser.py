@@ -1,4 +1,4 @@
-"""A generative experiment's page in headless Chromium, from the real run of tests/conftest.py's
+"""A generative experiment's pages in headless Chromium, from the real run of tests/conftest.py's
 `generative_results`: every chart draws with no console error and no request leaving the site, and the limits'
 sliders move the sweet spots' rings (one a workload; gone when no configuration is within the limits, back when
 one is)."""
@@ -38,7 +38,7 @@ def test_the_generative_page_draws_every_chart_offline(generative_page):
     assert all(r.startswith(url) or r.startswith("data:") for r in visit.requests), visit.requests
     headings = page.locator("article h2").all_inner_texts()
     assert [h.replace("¶", "").strip() for h in headings] == [
-        "Sweet spot", "int4 against fp32: prefill and decode apart", "Output agreement",
+        "Sweet spot", "Compared versions: prefill and decode apart", "Output agreement",
         "Prefill, decode and throughput", "Decode against the memory's speed", "Every configuration"]
 
 
@@ -52,3 +52,17 @@ def test_the_limit_sliders_move_the_sweet_spot(generative_page):
     assert page.locator(RING).count() == 0
     _slide(page, "ttft_limit", 1000)
     assert page.locator(RING).count() == 2
+
+
+def test_the_pairs_page_is_linked_from_the_overview_and_draws_its_ratios(generative_page, chromium):
+    page, _, url = generative_page
+    page.locator("article a", has_text="fp32 vs int4").click()
+    page.wait_for_url("**/compare-fp32-vs-int4.html")
+    page.wait_for_function("() => document.querySelectorAll('.vega-embed svg, .vega-embed canvas').length > 0")
+    assert assert_charts_drawn(page, "compare-fp32-vs-int4.html") == 1
+    # Two phases at each of two configurations: four ratios, each a point of the chart.
+    assert page.locator("[data-chart^='chart-generative-pair'] .ratios_marks path").count() == 4
+    headings = [h.replace("¶", "").strip() for h in page.locator("article h2").all_inner_texts()]
+    assert headings == ["Verdicts", "Side by side", "Output agreement of B with A"]
+    page.go_back()
+    page.wait_for_url("**" + PAGE)
