@@ -243,3 +243,26 @@ def test_a_failure_while_generating_is_said_once_without_onnxruntimes_own_line(d
     assert "[E:onnxruntime" not in out.stderr and "\x1b[" not in out.stderr, out.stderr
     assert said.endswith("indices element out of data bounds, idx=40 must be within the inclusive range [-40,39]. "
                          "Check --batch, --prompt-tokens and --new-tokens against the sizes the model accepts."), said
+
+
+@pytest.mark.parametrize("keep_io_types", [True, False], ids=["float32-io", "float16-io"])
+def test_an_fp16_version_decodes_on_the_cpu_provider_with_its_kv_cache_in_its_io_type(decoder, tmp_path,
+                                                                                         keep_io_types):
+    """`fp16:` on a decoder (the spec's transform, onnxruntime's converter): the CPU provider runs it, the layout
+    reads the KV cache's type from the graph (float32 with the default `keep_io_types`, float16 without), the
+    loop feeds it, and its prefill logits stay close to the float32 model's (random weights: tokens may differ)."""
+    from generator.spec import Fp16Options
+    from generator.versions.fp16 import Fp16Transform
+
+    fp16 = tmp_path / "fp16.onnx"
+    Fp16Transform().apply(decoder, fp16, Fp16Options(keep_io_types=keep_io_types), None)
+    layout, reference = decoder_layout(fp16), decoder_layout(decoder)
+    assert layout.kv_dtype == ("float32" if keep_io_types else "float16")
+    assert layout.kv_bytes(batch=1, context=10) == reference.kv_bytes(batch=1, context=10) // (1 if keep_io_types
+                                                                                                 else 2)
+    prompt = prompt_ids(layout, batch=1, prompt_tokens=9)
+    generation = DecodeLoop(_session(fp16), layout, prompt, new_tokens=4).generate()
+    assert generation.tokens.shape == (1, 4) and len(generation.steps_ms) == 3 and generation.ttft_ms > 0
+    mine = DecodeLoop(_session(fp16), layout, prompt, 1).prefill_logits().astype(np.float64).ravel()
+    theirs = DecodeLoop(_session(decoder), reference, prompt, 1).prefill_logits().astype(np.float64).ravel()
+    assert mine @ theirs / (np.linalg.norm(mine) * np.linalg.norm(theirs)) > 0.99
