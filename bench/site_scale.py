@@ -16,8 +16,9 @@ figures: docs/scale.md)::
 CPU seconds of each build (the build and its child processes) are printed too: on a shared machine they show
 what a build costs when the wall time shows how busy the machine was. Peak memory is the largest sum of the
 proportional set size of the build and all its child processes (a pool of page workers, mkdocs), sampled
-every 50 ms: pages shared by several processes (the workers share what their server imported) count once;
-the sum of resident sizes, which counts them in every process, is printed beside it. The changed
+every 50 ms to half a second (reading it costs the kernel a page-table walk; see Tree): pages shared by
+several processes (the workers share what their server imported) count once; the sum of resident sizes,
+which counts them in every process, is printed beside it. The changed
 experiment is re-measured with every time 10 % slower: same trial keys, same page names, new figures.
 
 Usage: ``python bench/site_scale.py [--trials 1000] [--nodes N] [--work DIR] [--perfsite PATH]`` (`--trials 20
@@ -73,10 +74,14 @@ def timed_build(work: Path, perfsite: Path) -> tuple[float, float, float, float]
 
 
 class Tree:
-    """The build's process tree, sampled every 50 ms: the largest sums of proportional set size (shared pages
-    counted once over the processes sharing them: the pool's workers share what their server imported) and
-    of resident size, and each process's last CPU time (a process ending between two samples loses at most
-    50 ms)."""
+    """The build's process tree, sampled every 50 ms: the largest sums of resident size and of proportional set
+    size (shared pages counted once over the processes sharing them: the pool's workers share what their server
+    imported), and each process's last CPU time (a process ending between two samples loses at most 50 ms).
+    Proportional size is read less often: the kernel walks a process's page tables for it (5 to 10 ms a
+    process), and read every 50 ms it took half a core of this 2-core machine from the build being timed. It is
+    read when the sampler's own time stays under a twentieth of the elapsed time, at least every half second."""
+
+    SHARE = 0.05
 
     def __init__(self) -> None:
         self.peak_pss = self.peak_rss = 0
@@ -85,23 +90,30 @@ class Tree:
     def sample(self, child: subprocess.Popen) -> None:
         try:
             root = psutil.Process(child.pid)
+            last_pss, cost = 0.0, 0.0
             while child.poll() is None:
-                self._once([root, *root.children(recursive=True)])
+                now = time.perf_counter()
+                with_pss = now - last_pss >= min(0.5, cost / self.SHARE)
+                self._once([root, *root.children(recursive=True)], with_pss)
+                if with_pss:
+                    last_pss, cost = now, time.perf_counter() - now
                 time.sleep(0.05)
         except psutil.Error:
             pass
 
-    def _once(self, processes: list[psutil.Process]) -> None:
+    def _once(self, processes: list[psutil.Process], with_pss: bool) -> None:
         pss = rss = 0
         for p in processes:
             try:
                 with p.oneshot():
-                    memory, times = p.memory_full_info(), p.cpu_times()
+                    memory, times = (p.memory_full_info() if with_pss else p.memory_info()), p.cpu_times()
             except psutil.Error:  # a worker that just ended
                 continue
-            pss, rss = pss + memory.pss, rss + memory.rss
+            pss, rss = pss + getattr(memory, "pss", 0), rss + memory.rss
             self.cpu[p.pid] = times.user + times.system
-        self.peak_pss, self.peak_rss = max(self.peak_pss, pss), max(self.peak_rss, rss)
+        self.peak_rss = max(self.peak_rss, rss)
+        if with_pss:
+            self.peak_pss = max(self.peak_pss, pss)
 
 
 def largest_page(site: Path) -> tuple[float, str, float]:
