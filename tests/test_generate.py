@@ -266,3 +266,33 @@ def test_an_fp16_version_decodes_on_the_cpu_provider_with_its_kv_cache_in_its_io
     mine = DecodeLoop(_session(fp16), layout, prompt, 1).prefill_logits().astype(np.float64).ravel()
     theirs = DecodeLoop(_session(decoder), reference, prompt, 1).prefill_logits().astype(np.float64).ravel()
     assert mine @ theirs / (np.linalg.norm(mine) * np.linalg.norm(theirs)) > 0.99
+
+
+def test_layers_show_where_prefill_and_one_decode_step_spend_their_time(decoder, tmp_path):
+    """`--layers`: op types and the slowest nodes of each phase, every node's time its median over ten profiled
+    passes (one preempted pass ranks nothing first), the decode step's context stated."""
+    from generator.generate.layers import profile_phases
+
+    out = perfsite("generate", str(decoder), "--prompt-tokens", "12", "--new-tokens", "5", "--requests", "2",
+                   "--layers", "--json", str(tmp_path / "g.json"))
+    assert out.returncode == 0, out.stderr
+    assert "Profiling the prefill and one decode step (context 14), 10 passes each" in out.stderr
+    record = json.loads((tmp_path / "g.json").read_text())
+    prefill, decode = record["layers"]
+    assert (prefill["phase"], prefill["context_tokens"], prefill["passes"]) == ("prefill", 12, 10)
+    assert (decode["phase"], decode["context_tokens"], decode["passes"]) == ("decode", 14, 10)
+    for phase, title in ((prefill, "prefill of a 12-token prompt"),
+                         (decode, "one decode step at a context of 14 tokens")):
+        ops = {o["op_type"]: o["us_p50"] for o in phase["op_types"]}
+        assert {"MatMul", "Softmax", "LayerNormalization"} <= set(ops) and list(ops.values()) == sorted(
+            ops.values(), reverse=True)
+        # Medians of nodes need not add up to the median of the sums, but they come close.
+        assert 0.7 * phase["kernel_us_p50"] <= sum(ops.values()) <= 1.3 * phase["kernel_us_p50"]
+        slowest = [n["us_p50"] for n in phase["slowest_nodes"]]
+        assert len(slowest) == 10 and slowest == sorted(slowest, reverse=True)
+        assert f"Where the time goes, {title} (batch 1; median of 10 profiled passes: " in out.stdout
+    assert out.stdout.count("slowest nodes (onnxruntime's names)") == 2 and "/lm_head/MatMul" in out.stdout
+    # One new token is a prefill alone: no decode step to profile.
+    only, none = profile_phases(decoder, decoder_layout(decoder), batch=2, prompt_tokens=6, new_tokens=1, threads=1,
+                                passes=2)
+    assert only.phase == "prefill" and only.passes == 2 and none is None

@@ -583,6 +583,8 @@ def generate(
     threshold: Annotated[float, typer.Option(min=1.0, max=10.0, help="With CANDIDATE: a phase is slower or "
                                                                      "faster past this ratio.")] = 1.05,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")] = None,
+    layers: Annotated[bool, typer.Option("--layers", help="Then profile where the time goes: op types and the "
+                                                          "slowest nodes of prefill and of one decode step.")] = False,
 ) -> None:
     """Time a decoder's generation: time to first token, time per output token, inter-token latency, tokens/s;
     with CANDIDATE, two decoders' prefill and decode judged apart."""
@@ -604,9 +606,25 @@ def generate(
         typer.echo(safe(comparison_text(comparison), lines=True), nl=False)  # file names are anyone's
         return
     summary = run_generation(model, options, progress=_echo_err)
+    phases = _phase_layers(model, options) if layers else ()
     if json_out is not None:
-        write_output(json_out, json_text(model, options, summary))
+        write_output(json_out, json_text(model, options, summary, phases))
     typer.echo(safe(summary_text(model, summary, threads), lines=True), nl=False)  # the file name is anyone's
+    if phases:
+        from generator.generate.layers import layers_text
+
+        typer.echo(safe(layers_text(phases, batch), lines=True), nl=False)  # node names are the model's
+
+
+def _phase_layers(model: Path, options) -> tuple:
+    from generator.generate.layers import decode_context, profile_phases
+    from generator.generate.oneshot import checked_layout, quiet_onnxruntime, run_errors_named
+
+    context = decode_context(options.prompt_tokens, options.new_tokens)
+    _echo_err(f"Profiling the prefill and one decode step (context {context}), 10 passes each")
+    with quiet_onnxruntime(), run_errors_named(model):
+        return profile_phases(model, checked_layout(model, options), options.batch, options.prompt_tokens,
+                              options.new_tokens, options.threads)
 
 
 @app.command()

@@ -83,6 +83,16 @@ class DecodeLoop:
         feeds = self._feeds(self.prompt, length, self._prompt_positions, self._empty_past)
         return self.session.run(["logits"], feeds)[0][:, -1, :]
 
+    def prefill_past(self) -> dict:
+        """The cache a prefill pass over the prompt leaves: the past of a decode step at the prompt's length + 1."""
+        length = self.prompt.shape[1]
+        return self._run(self.prompt, length, self._prompt_positions, self._empty_past)[1]
+
+    def step(self, token: np.ndarray, context: int, past: dict) -> np.ndarray:
+        """One decode pass of `token` ([batch, 1]) at position context - 1 over `past` (context - 1 positions):
+        each row's greedy token."""
+        return self._run(token, context, self._positions[context - 1], past)[0]
+
     def _feeds(self, ids: np.ndarray, total: int, positions: np.ndarray, past: dict) -> dict:
         feeds = {"input_ids": np.ascontiguousarray(ids), "attention_mask": self._masks[total], **past}
         if self.layout.has_position_ids:

@@ -10,7 +10,7 @@ import contextlib
 import json
 import resource
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,7 +68,7 @@ def run_errors_named(model: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _fatal_only() -> Iterator[None]:
+def quiet_onnxruntime() -> Iterator[None]:
     """onnxruntime's logger held to fatal messages while sessions are made (a session keeps the severity it was
     made with): a kernel's failure while generating is raised, and said once, by run_errors_named."""
     import onnxruntime as ort
@@ -91,7 +91,7 @@ def generate(model: Path, options: GenerateOptions,
     from generator.machine.session import open_session
 
     layout = checked_layout(model, options)
-    with _fatal_only():  # its sessions then print no coloured line of a failure the paragraph below tells
+    with quiet_onnxruntime():  # its sessions then print no coloured line of a failure the paragraph below tells
         session, _ = open_session(model, {"threads": options.threads})
     loop = DecodeLoop(session, layout, prompt_ids(layout, options.batch, options.prompt_tokens),
                       options.new_tokens)
@@ -132,7 +132,9 @@ def summary_text(model: Path, s: GenerationSummary, threads: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def json_text(model: Path, options: GenerateOptions, s: GenerationSummary) -> str:
-    """The `--json` file's text (the CLI writes it)."""
+def json_text(model: Path, options: GenerateOptions, s: GenerationSummary, layers: Sequence = ()) -> str:
+    """The `--json` file's text (the CLI writes it); `layers`: `--layers`' phases (generator.generate.layers)."""
     record = {"format": "perfsite-generate/1", "model": str(model), "options": options.__dict__, **s.as_dict()}
+    if layers:
+        record["layers"] = [p.as_dict() for p in layers if p is not None]
     return json.dumps(record, indent=2) + "\n"
