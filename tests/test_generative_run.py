@@ -134,7 +134,7 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
         assert re.search(rf"{re.escape(label)}( [\d.,]+){{10}}( |$)", pair[pair.find("Side by side"):]), label
     assert "Output agreement of B with A" in pair and "greedy tokens equal" in pair
     pair_html = (generative_site / "reports" / "gen" / "compare-fp32-vs-int4.html").read_text(encoding="utf-8")
-    chart = json.loads(re.search(r'id="chart-generative-pair-compare-fp32-vs-int4">(.*?)</script>', pair_html,
+    chart = json.loads(re.search(r'id="chart-generative-pair-1">(.*?)</script>', pair_html,
                                  re.S).group(1))[0]
     points = next(layer for layer in chart["layer"] if layer["name"] == "ratios")["data"]["values"]
     assert sorted({d["phase"] for d in points}) == ["decode (TPOT)", "prefill (TTFT)"] and len(points) == 4

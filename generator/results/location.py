@@ -154,8 +154,9 @@ def open_filesystem(url: str) -> tuple[Any, str]:
         raise ResultsError(f"Cannot open the results store {shown(url)}: fsspec is not installed. Install "
                            "perfsite with the s3 extra: `pip install 'perfsite[s3]'`.") from e
     try:
-        fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True, **_transport_options(url))
-        if _transport_options(url):
+        options = _transport_options(url)
+        fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True, **options)
+        if options:
             fs.retries = 1  # s3fs's attempts around each call (a class attribute, not an option)
     except ImportError as e:  # fsspec names the package a protocol needs ("Install s3fs to access S3")
         raise ResultsError(f"Cannot open the results store {shown(url)}: {_scrubbed(str(e), url)}. Install that "
@@ -196,7 +197,7 @@ def _transport_options(url: str) -> dict[str, Any]:
 def _botocore_loader() -> Any:
     from botocore.loaders import create_loader
 
-    return create_loader()
+    return create_loader(os.environ.get("AWS_DATA_PATH"))  # botocore's own search path setting
 
 
 def _s3_session() -> Any:

@@ -280,9 +280,10 @@ class _ReadTables:
     decoded, checked and cast every file again, a millisecond or two each. Keyed by a digest of the bytes, not
     by path and time, so that a file rewritten in place within the file clock's tick is never served stale; a
     migrated file is not kept (its columns may come from the store's stored spec). At most MAX_BYTES of
-    tables, the least recently used dropped first."""
+    tables, the least recently used dropped first: a build's page workers each read other experiments, and
+    each holds its own."""
 
-    MAX_BYTES = 256 << 20
+    MAX_BYTES = 64 << 20
 
     def __init__(self) -> None:
         self._tables: OrderedDict[tuple[str, bytes], pa.Table] = OrderedDict()

@@ -40,8 +40,9 @@ def _title(pair: GenerativePair) -> str:
 
 def generative_compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     pages = []
-    for link in pair_links(view):
-        chart = chart_block(f"chart-generative-pair-{link.path.removesuffix('.md')}", G.pair_chart(link.view)) \
+    for i, link in enumerate(pair_links(view), start=1):
+        # Numbered: a chart id allows [a-z0-9-] only, and version names may hold dots.
+        chart = chart_block(f"chart-generative-pair-{i}", G.pair_chart(link.view)) \
             if any(r.ttft or r.tpot for r in link.view.rows) else ""
         pages.append(render(env, "generative_compare.md.j2", f"{REPORTS_DIR}/{view.slug}/{link.path}", link.title,
                             True, e=view, g=view.generative, p=link.view, chart=chart))

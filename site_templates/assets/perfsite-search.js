@@ -4,14 +4,15 @@
 // head (material's `extra.polyfills`), after the iframe-worker shim, so that it wraps whichever Worker pages
 // use; the theme's own code is untouched: its requests for the index and its search worker are held until the
 // reader focuses the search box (a click, or the theme's keyboard shortcuts, which focus it) or opens a page
-// with a search in its address (?q=).
+// with a search in its address (?q=, or ?h= from a search result, whose terms the theme highlights).
 (() => {
   "use strict";
   const INDEX = /\/search\/search_index\.js(on)?(\?|#|$)/;
   const WORKER = /\/workers\/search\.[^/]*\.js(\?|#|$)/;
   let wanted;
   const searching = new Promise((resolve) => { wanted = resolve; });
-  if (new URLSearchParams(location.search).has("q")) wanted();
+  const address = new URLSearchParams(location.search);
+  if (address.has("q") || address.has("h")) wanted();
   document.addEventListener("focusin", (event) => {
     if (event.target instanceof Element && event.target.matches("[data-md-component=search-query]")) wanted();
   });
@@ -44,10 +45,20 @@
       this.onmessage = null;
       this.onerror = null;
       this.queue = [];
-      searching.then(() => this.start(url, options));
+      // Resolved now: the theme's URL is relative to this page, and instant navigation changes the page's
+      // address before the worker starts.
+      const absolute = new URL(String(url), document.baseURI).href;
+      searching.then(() => this.start(absolute, options));
     }
     start(url, options) {
-      const worker = new Real(url, options);
+      if (this.terminated) return;
+      let worker;
+      try {
+        worker = new Real(url, options);
+      } catch (error) {  // as a worker that failed to load: the theme's search says it is unavailable
+        this.relay(new ErrorEvent("error", { message: String(error), error }));
+        return;
+      }
       worker.addEventListener("message", (event) => this.relay(new MessageEvent("message", { data: event.data })));
       worker.addEventListener("error", (event) => this.relay(new ErrorEvent("error", event)));
       for (const [message, transfer] of this.queue) worker.postMessage(message, transfer);
@@ -64,6 +75,7 @@
       else this.queue.push([message, transfer]);
     }
     terminate() {
+      this.terminated = true;
       if (this.worker) this.worker.terminate();
       this.queue = [];
     }

@@ -103,6 +103,15 @@ def test_charts_render_after_instant_navigation(chromium, instant_url):
     page.locator(".perfsite-chart svg .mark-symbol path").first.wait_for(timeout=20_000)
     assert page.evaluate("window.perfsiteNoReload") is True, "instant navigation did not happen"
     assert assert_charts_drawn(page, "after instant navigation") == 1
+    # The search worker starts on the first search, after the page's address changed: its URL was resolved
+    # against the page that asked for it (a relative one from the new address was a 404 and search never
+    # answered).
+    assert not _search_requests(visit.requests)
+    page.locator("input.md-search__input").click()
+    page.keyboard.type("sweet spot")
+    page.locator(".md-search-result__item").first.wait_for(timeout=15_000)
+    assert all(r.split("/assets/")[0] + "/" == instant_url.rstrip("/") + "/" for r in visit.requests
+               if "/workers/search." in r), visit.requests
     assert not visit.errors and not visit.foreign_requests()
     context.close()
 
