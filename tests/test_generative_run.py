@@ -324,3 +324,27 @@ def test_compare_prints_prefill_and_decode_apart_for_any_two_versions(generative
     assert missing.returncode == 1 and " ".join(missing.stderr.split()) == (
         "error: --b 'int2': no ok trial of that version in experiment 'gen' (versions with ok trials: fp32, int8, "
         "int4).")
+
+
+def test_each_trial_is_profiled_by_phase_and_the_pairs_page_sets_the_op_types_side_by_side(experiment,
+                                                                                          generative_site):
+    """Where prefill's and a decode step's time goes (phase_ops): each trial profiled in the process that
+    generated with its version alone, the decode step's context stated; INT4's MatMuls run as MatMulNBits."""
+    ops = experiment.phase_ops.merge(experiment.trials[["trial_key", "version", "prompt_tokens"]], on="trial_key")
+    assert set(ops["trial_key"]) == set(experiment.trials["trial_key"])
+    for (key, phase), mine in ops.groupby(["trial_key", "phase"]):
+        prompt = int(mine["prompt_tokens"].iloc[0])
+        assert set(mine["context_tokens"]) == {prompt if phase == "prefill" else prompt + NEW_TOKENS // 2}
+        assert set(mine["passes"]) == {5} and (mine["us_p50"] >= 0).all() and (mine["nodes"] >= 1).all()
+        # Medians of nodes need not add up to the median of the sums, but they come close.
+        assert 0.6 * mine["phase_us_p50"].iloc[0] <= mine["us_p50"].sum() <= 1.4 * mine["phase_us_p50"].iloc[0]
+    by_version = {v: set(g["op_type"]) for v, g in ops.groupby("version")}
+    assert "MatMulNBits" in by_version["int4"] and "MatMulNBits" not in by_version["fp32"]
+    assert "MatMul" in by_version["fp32"]
+    pair = _page_text(generative_site, "compare-fp32-vs-int4.html")
+    section = pair[pair.find("Where the time goes"):pair.find("Output agreement of B with A")]
+    for prompt in PROMPTS:
+        assert f"b1 t1 c1 prompt={prompt} new={NEW_TOKENS} Prefill of a {prompt}-token prompt (median of 5 " \
+               "passes): fp32 " in section
+        assert f"One decode step at a context of {prompt + NEW_TOKENS // 2} tokens (median of 5 passes)" in section
+    assert "op type fp32 (ms) int4 (ms) B − A (ms)" in section and "MatMulNBits — " in section

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pandas as pd
+
 from generator.analysis.generative import (
     PHASES,
     GenerationAgreement,
@@ -32,6 +34,21 @@ class PhaseSummary:
 
 
 @dataclass(frozen=True)
+class PhaseOps:
+    """One phase of A's and B's profiled passes at a configuration (the `phase_ops` table): each op type's time
+    in ms, the most of either first, with B - A; the rest summed in `other` (None where a version has none of
+    that type)."""
+
+    phase: str  # prefill or decode
+    context_tokens: int
+    passes: int
+    a_ms: float  # the phase's median summed kernel time
+    b_ms: float
+    ops: tuple[tuple[str, float | None, float | None, float], ...]  # op type, A, B, B - A
+    other: tuple[float, float, float] | None = None  # A's, B's and B - A in the op types left out
+
+
+@dataclass(frozen=True)
 class SideBySide:
     """A configuration the pair was compared at: A's and B's trial figures (None: not measured there)."""
 
@@ -40,6 +57,7 @@ class SideBySide:
     b: GenerativeRow | None
     ttft: PhaseVerdict | None
     tpot: PhaseVerdict | None
+    phases: tuple[PhaseOps, ...] = ()  # where the time goes, when both versions were profiled
 
 
 @dataclass(frozen=True)
@@ -71,13 +89,44 @@ def _range(ratios: list[float]) -> str:
     return f"{low:.3g}" if f"{low:.3g}" == f"{high:.3g}" else f"{low:.3g}–{high:.3g}"
 
 
-def pair_view(report: GenerativeReport, pair: GenerativePair) -> PairView:
+SHOWN_OPS = 8  # op types a phase's table lists; the rest are one row
+
+
+def pair_view(report: GenerativeReport, pair: GenerativePair, phase_ops: pd.DataFrame | None = None) -> PairView:
     by_key = {r.trial_key: r for r in report.rows}
     rows = []
     for c in pair.comparisons:
         phases = {v.phase: v for v in c.phases}
         rows.append(SideBySide(c.config_label, by_key.get(c.trial_keys[0]), by_key.get(c.trial_keys[1]),
-                               phases.get("ttft"), phases.get("tpot")))
+                               phases.get("ttft"), phases.get("tpot"), _phase_ops(phase_ops, *c.trial_keys)))
     summaries = tuple(s for phase in PHASES if (s := phase_summary(pair, phase)) is not None)
     agreement = tuple(a for a in report.agreement if a.version == pair.b and a.reference == pair.a)
     return PairView(pair, summaries, tuple(rows), agreement)
+
+
+def _phase_ops(table: pd.DataFrame | None, a_key: str, b_key: str) -> tuple[PhaseOps, ...]:
+    """A's and B's profiled phases at one configuration, op type by op type (none unless both were profiled)."""
+    if table is None or table.empty:
+        return ()
+    a, b = table[table["trial_key"] == a_key], table[table["trial_key"] == b_key]
+    out = []
+    for phase in ("prefill", "decode"):
+        mine, theirs = a[a["phase"] == phase], b[b["phase"] == phase]
+        if mine.empty or theirs.empty:
+            continue
+        a_ops, b_ops = dict(zip(mine["op_type"], mine["us_p50"], strict=True)), dict(zip(theirs["op_type"],
+                                                                                          theirs["us_p50"],
+                                                                                          strict=True))
+        ranked = sorted(set(a_ops) | set(b_ops), key=lambda op: (-max(a_ops.get(op, 0.0), b_ops.get(op, 0.0)), op))
+        shown, rest = ranked[:SHOWN_OPS], ranked[SHOWN_OPS:]
+        ops = tuple((op, _ms(a_ops.get(op)), _ms(b_ops.get(op)),
+                     (b_ops.get(op, 0.0) - a_ops.get(op, 0.0)) / 1e3) for op in shown)
+        left = [sum(ops_.get(op, 0.0) for op in rest) / 1e3 for ops_ in (a_ops, b_ops)]
+        out.append(PhaseOps(phase, int(theirs["context_tokens"].iloc[0]), int(theirs["passes"].iloc[0]),
+                            float(mine["phase_us_p50"].iloc[0]) / 1e3, float(theirs["phase_us_p50"].iloc[0]) / 1e3,
+                            ops, (left[0], left[1], left[1] - left[0]) if rest else None))
+    return tuple(out)
+
+
+def _ms(us: float | None) -> float | None:
+    return None if us is None else us / 1e3

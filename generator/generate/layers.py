@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ class PhaseLayers:
     total_us: float
     op_types: tuple[tuple[str, float], ...]  # op type -> the sum of its nodes' medians, µs, largest first
     nodes: tuple[NodeStat, ...]  # the slowest by median, at most TOP_NODES
+    op_nodes: dict[str, int] = field(default_factory=dict)  # op type -> its top-level nodes
 
     def as_dict(self) -> dict:
         return {"phase": self.phase, "context_tokens": self.context_tokens, "passes": self.passes,
@@ -41,6 +42,13 @@ class PhaseLayers:
                 "op_types": [{"op_type": op, "us_p50": round(us, 3)} for op, us in self.op_types],
                 "slowest_nodes": [{"node": n.node_name, "op_type": n.op_type, "us_p50": round(n.dur_p50_us, 3),
                                    "runtime_precision": n.runtime_precision} for n in self.nodes]}
+
+
+def phase_ops_rows(phases: Sequence[PhaseLayers | None]) -> list[dict]:
+    """The `phase_ops` table's rows of a trial (without its trial_key): one per phase and op type."""
+    return [{"phase": p.phase, "context_tokens": p.context_tokens, "passes": p.passes, "op_type": op,
+             "nodes": p.op_nodes.get(op, 0), "us_p50": us, "phase_us_p50": p.total_us}
+            for p in phases if p is not None for op, us in p.op_types]
 
 
 def decode_context(prompt_tokens: int, new_tokens: int) -> int:
@@ -84,11 +92,13 @@ def _kept(recording: ProfileRecording, runs: Sequence) -> ProfileRecording:
 def _phase(phase: str, context: int, recording: ProfileRecording) -> PhaseLayers:
     stats = [s for s in node_statistics(recording) if s.parent is None]  # a sub-graph's time is its parent's
     by_op: dict[str, float] = {}
+    counts: dict[str, int] = {}
     for s in stats:
         by_op[s.op_type] = by_op.get(s.op_type, 0.0) + s.dur_p50_us
+        counts[s.op_type] = counts.get(s.op_type, 0) + 1
     slowest = sorted(stats, key=lambda s: (-s.dur_p50_us, s.exec_order))[:TOP_NODES]
     return PhaseLayers(phase, context, len(recording.runs), float(np.median(recording.kernel_sum_us)),
-                       tuple(sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))), tuple(slowest))
+                       tuple(sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))), tuple(slowest), counts)
 
 
 def layers_text(phases: Sequence[PhaseLayers | None], batch: int) -> str:

@@ -23,6 +23,8 @@ TABLE_ROWS = {
     "timeline": ("timeline/<trial_key>.parquet", "kernel call of the representative profiled inference"),
     "decode_steps": ("decode_steps/<trial_key>.parquet", "decode step of a measurement process of a generative "
                      "trial (no file for other trials)"),
+    "phase_ops": ("phase_ops/<trial_key>.parquet", "op type in a generative trial's profiled prefill or decode "
+                  "step (no file for other trials)"),
     "environments": ("environments/<env_id>.parquet", "machine and software environment"),
     "runs": ("runs/<run_id>.parquet", "`perfsite run`"),
 }

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,10 @@ SCHEMA_HISTORY = {
                      "before version 7"),
     7: SchemaVersion("generative experiments: trials' prompt and output lengths with their TTFT, TPOT, ITL, "
                      "tokens/s and KV-cache figures, processes' TTFT and TPOT medians, each request's ttft_ms and "
-                     "tpot_ms in latencies, and the decode_steps table", "files of this version are read as written"),
+                     "tpot_ms in latencies, and the decode_steps table", "no phase_ops: no generative trial was "
+                     "profiled before version 8"),
+    8: SchemaVersion("the phase_ops table: a generative trial's time by op type in its prefill and in one decode "
+                     "step, profiled", "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
 # runner of those versions followed.
@@ -245,6 +248,19 @@ DECODE_STEPS = (
     _c("requests", I64, "requests", "clean requests the figures are over"),
 )
 
+PHASE_OPS = (
+    _c("trial_key", STR, "", "the generative trial", False),
+    _c("phase", STR, "", "prefill (the prompt's pass) or decode (one step)", False),
+    _c("context_tokens", I64, "tokens", "positions the pass attends to: the prompt's, or the cache's with the "
+       "step's token", False),
+    _c("passes", I64, "passes", "profiled passes of the phase the figures are medians over", False),
+    _c("op_type", STR, "", "executed operator type (untrusted text)", False),
+    _c("nodes", I64, "", "executed top-level nodes of that type", False),
+    _c("us_p50", F64, "µs", "the sum over those nodes of each one's median time per pass (onnxruntime's profiler, "
+       "its own cost included)"),
+    _c("phase_us_p50", F64, "µs", "median over the passes of the phase's summed kernel time"),
+)
+
 NODES = (
     _c("trial_key", STR, "", "the trial", False),
     _c("exec_order", I64, "", "position in execution order of the profiled inference", False),
@@ -392,6 +408,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "agreement": AGREEMENT,
     "timeline": TIMELINE,
     "decode_steps": DECODE_STEPS,
+    "phase_ops": PHASE_OPS,
     "environments": ENVIRONMENTS,
     "runs": RUNS,
 }

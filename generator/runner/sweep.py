@@ -298,6 +298,10 @@ class SweepContext:
     def _take_outputs(self, state: TrialState, error: str | None, output: dict) -> None:
         state.outputs_error = error
         state.alone_peak_rss_mb = (output or {}).get("peak_rss_mb")
+        state.phase_ops = list((output or {}).get("phase_ops") or [])
+        if (output or {}).get("phase_ops_error"):
+            self.progress.message(f"No prefill and decode profile for {state.planned.trial.label}: "
+                                  f"{output['phase_ops_error']}")
         if error is None:
             state.outputs, state.outputs_error = _load_outputs(output)
         if state.outputs_error is not None:

@@ -316,9 +316,30 @@ def _generation_outputs(session, job: WorkerJob) -> dict[str, Any]:
     path = job.work / "outputs0.npz"
     np.savez(path, loop.generate().tokens, loop.prefill_logits())  # arr_0, arr_1: output_names order
     # This process held the version alone: its peak memory is the version's (its measuring processes held
-    # every version of the configuration: measure_generation_group).
-    return {"output_names": ["greedy_tokens", "prefill_logits"], "outputs_files": [str(path)],
-            "peak_rss_mb": process_env.peak_rss_mb()}
+    # every version of the configuration: measure_generation_group). Read before profiling, which loads the
+    # model again.
+    answer = {"output_names": ["greedy_tokens", "prefill_logits"], "outputs_files": [str(path)],
+              "peak_rss_mb": process_env.peak_rss_mb()}
+    return {**answer, **_phase_ops(job, layout)}
+
+
+PHASE_PASSES = 5  # profiled passes of each phase: a median over five ranks no preempted pass's node first
+
+
+def _phase_ops(job: WorkerJob, layout) -> dict[str, Any]:
+    """Where the generation's time goes, prefill and one decode step apart (generator.generate.layers), as
+    `phase_ops` rows; a failure is one line in phase_ops_error and costs the outputs nothing."""
+    from generator.generate.layers import phase_ops_rows, profile_phases
+
+    config = job.config
+    try:
+        phases = profile_phases(Path(job.model_path), layout, int(config["batch"]), int(config["prompt_tokens"]),
+                                int(config["new_tokens"]), int(config.get("threads", 1)), passes=PHASE_PASSES)
+    except Exception as e:
+        if not isinstance(e, PerfsiteError | MemoryError):
+            traceback.print_exc(file=sys.stderr)
+        return {"phase_ops_error": _error_line(e)}
+    return {"phase_ops": phase_ops_rows(phases)}
 
 
 def _recorded_outputs(session, job: WorkerJob) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def pair_links(view: ExperimentView) -> list[PairLink]:
     if report is None:
         return []
     taken: set[str] = {"index", "choose", "findings"}
-    return [PairLink(pair_view(report, pair), _title(pair),
+    return [PairLink(pair_view(report, pair, view.results.phase_ops), _title(pair),
                      f"{slugify(f'compare-{pair.a}-vs-{pair.b}'.replace('_', '-'), taken)}.md")
             for pair in report.pairs]
 
