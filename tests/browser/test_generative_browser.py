@@ -63,6 +63,6 @@ def test_the_pairs_page_is_linked_from_the_overview_and_draws_its_ratios(generat
     # Two phases at each of two configurations: four ratios, each a point of the chart.
     assert page.locator("[data-chart^='chart-generative-pair'] .ratios_marks path").count() == 4
     headings = [h.replace("¶", "").strip() for h in page.locator("article h2").all_inner_texts()]
-    assert headings == ["Verdicts", "Side by side", "Output agreement of B with A"]
+    assert headings == ["Verdicts", "Side by side", "Where the time goes", "Output agreement of B with A"]
     page.go_back()
     page.wait_for_url("**" + PAGE)
