@@ -271,7 +271,7 @@ def test_an_fp16_version_decodes_on_the_cpu_provider_with_its_kv_cache_in_its_io
 def test_layers_show_where_prefill_and_one_decode_step_spend_their_time(decoder, tmp_path):
     """`--layers`: op types and the slowest nodes of each phase, every node's time its median over ten profiled
     passes (one preempted pass ranks nothing first), the decode step's context stated."""
-    from generator.generate.layers import profile_phases
+    from generator.decode.phases import profile_phases
 
     out = perfsite("generate", str(decoder), "--prompt-tokens", "12", "--new-tokens", "5", "--requests", "2",
                    "--layers", "--json", str(tmp_path / "g.json"))

@@ -332,7 +332,7 @@ def test_each_trial_is_profiled_by_phase_and_the_pairs_page_sets_the_op_types_si
     generated with its version alone, the decode step's context stated; INT4's MatMuls run as MatMulNBits."""
     ops = experiment.phase_ops.merge(experiment.trials[["trial_key", "version", "prompt_tokens"]], on="trial_key")
     assert set(ops["trial_key"]) == set(experiment.trials["trial_key"])
-    for (key, phase), mine in ops.groupby(["trial_key", "phase"]):
+    for (_, phase), mine in ops.groupby(["trial_key", "phase"]):
         prompt = int(mine["prompt_tokens"].iloc[0])
         assert set(mine["context_tokens"]) == {prompt if phase == "prefill" else prompt + NEW_TOKENS // 2}
         assert set(mine["passes"]) == {5} and (mine["us_p50"] >= 0).all() and (mine["nodes"] >= 1).all()

@@ -617,7 +617,7 @@ def generate(
 
 
 def _phase_layers(model: Path, options) -> tuple:
-    from generator.generate.layers import decode_context, profile_phases
+    from generator.decode.phases import decode_context, profile_phases
     from generator.generate.oneshot import checked_layout, quiet_onnxruntime, run_errors_named
 
     context = decode_context(options.prompt_tokens, options.new_tokens)

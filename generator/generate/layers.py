@@ -1,104 +1,12 @@
-"""`perfsite generate MODEL --layers`: where a decoder's time goes, prefill and decode apart.
-
-One profiled session (onnxruntime's profiler, as a trial's profiled pass uses: generator.machine.profiling)
-runs the prompt's prefill `runs` times, then one decode step at a stated context `runs` times, each from the
-same past (the cache a prefill of context - 1 tokens left), after a warm-up pass of each. Every node's time is
-its median over the passes of its phase, so one preempted pass does not rank a layer first; the phase's total
-is the median of its passes' kernel sums. Profiled passes run slower than timed ones (the profiler's own cost):
-the shares are what to read, the timed figures are `perfsite generate`'s.
-"""
+"""`perfsite generate MODEL --layers`: where a decoder's time goes, prefill and decode apart, as the terminal
+shows it (the profiling is generator.decode.phases')."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-import numpy as np
-
-from generator.decode.convention import DecoderLayout
+from generator.decode.phases import PhaseLayers
 from generator.generate.summary import figure
-from generator.machine.profiling import NodeStat, ProfileRecording, node_statistics, parse_profile
-
-TOP_NODES = 10
-
-
-@dataclass(frozen=True)
-class PhaseLayers:
-    """One phase's profiled passes: the median of their kernel sums, and each node's and op type's median."""
-
-    phase: str  # prefill or decode
-    context_tokens: int  # positions the pass attends to: the prompt's, or the cache's with the step's token
-    passes: int
-    total_us: float
-    op_types: tuple[tuple[str, float], ...]  # op type -> the sum of its nodes' medians, µs, largest first
-    nodes: tuple[NodeStat, ...]  # the slowest by median, at most TOP_NODES
-    op_nodes: dict[str, int] = field(default_factory=dict)  # op type -> its top-level nodes
-
-    def as_dict(self) -> dict:
-        return {"phase": self.phase, "context_tokens": self.context_tokens, "passes": self.passes,
-                "kernel_us_p50": round(self.total_us, 3),
-                "op_types": [{"op_type": op, "us_p50": round(us, 3)} for op, us in self.op_types],
-                "slowest_nodes": [{"node": n.node_name, "op_type": n.op_type, "us_p50": round(n.dur_p50_us, 3),
-                                   "runtime_precision": n.runtime_precision} for n in self.nodes]}
-
-
-def phase_ops_rows(phases: Sequence[PhaseLayers | None]) -> list[dict]:
-    """The `phase_ops` table's rows of a trial (without its trial_key): one per phase and op type."""
-    return [{"phase": p.phase, "context_tokens": p.context_tokens, "passes": p.passes, "op_type": op,
-             "nodes": p.op_nodes.get(op, 0), "us_p50": us, "phase_us_p50": p.total_us}
-            for p in phases if p is not None for op, us in p.op_types]
-
-
-def decode_context(prompt_tokens: int, new_tokens: int) -> int:
-    """The context of the profiled decode step: halfway through the request's new tokens (the prompt and the
-    tokens before it, plus its own), at least the first decode step's."""
-    return prompt_tokens + max(1, new_tokens // 2)
-
-
-def profile_phases(model: Path, layout: DecoderLayout, batch: int, prompt_tokens: int, new_tokens: int,
-                   threads: int, passes: int = 10) -> tuple[PhaseLayers, PhaseLayers | None]:
-    """Prefill's and one decode step's layers (decode None for one new token: a request without a step)."""
-    from generator.decode.loop import DecodeLoop, prompt_ids
-    from generator.machine.session import open_session
-
-    context = decode_context(prompt_tokens, new_tokens)
-    with tempfile.TemporaryDirectory(prefix="perfsite-layers-") as folder:
-        session, _ = open_session(model, {"threads": threads}, profile_dir=folder)
-        prompt = DecodeLoop(session, layout, prompt_ids(layout, batch, prompt_tokens), 1)
-        for _ in range(passes + 1):  # the first is warm-up
-            prompt.prefill_logits()
-        decode = None
-        if new_tokens > 1:
-            cached = DecodeLoop(session, layout, prompt_ids(layout, batch, context - 1), 1)
-            past = cached.prefill_past()
-            token = np.zeros((batch, 1), np.int64)
-            for _ in range(passes + 1):
-                cached.step(token, context, past)
-        recording = parse_profile(session.end_profiling())
-    runs = recording.runs
-    prefill = _phase("prefill", prompt_tokens, _kept(recording, runs[1:passes + 1]))
-    if new_tokens > 1:
-        # After the prefill passes: the cache's own prefill, then the steps (the first one warm-up).
-        decode = _phase("decode", context, _kept(recording, runs[-passes:]))
-    return prefill, decode
-
-
-def _kept(recording: ProfileRecording, runs: Sequence) -> ProfileRecording:
-    return replace(recording, runs=tuple(runs))
-
-
-def _phase(phase: str, context: int, recording: ProfileRecording) -> PhaseLayers:
-    stats = [s for s in node_statistics(recording) if s.parent is None]  # a sub-graph's time is its parent's
-    by_op: dict[str, float] = {}
-    counts: dict[str, int] = {}
-    for s in stats:
-        by_op[s.op_type] = by_op.get(s.op_type, 0.0) + s.dur_p50_us
-        counts[s.op_type] = counts.get(s.op_type, 0) + 1
-    slowest = sorted(stats, key=lambda s: (-s.dur_p50_us, s.exec_order))[:TOP_NODES]
-    return PhaseLayers(phase, context, len(recording.runs), float(np.median(recording.kernel_sum_us)),
-                       tuple(sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))), tuple(slowest), counts)
 
 
 def layers_text(phases: Sequence[PhaseLayers | None], batch: int) -> str:

@@ -50,7 +50,7 @@ SCHEMA_HISTORY = {
                      "tpot_ms in latencies, and the decode_steps table", "no phase_ops: no generative trial was "
                      "profiled before version 8"),
     8: SchemaVersion("the phase_ops table: a generative trial's time by op type in its prefill and in one decode "
-                     "step, profiled", "files of this version are read as written"),
+                     "step, profiled; runs.started_at to the microsecond", "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
 # runner of those versions followed.
@@ -381,7 +381,7 @@ RUNS = (
     _c("experiment", STR, "", "spec name", False),
     _c("spec_sha256", STR, "", "validated spec", False),
     _c("env_id", STR, "", "environment", False),
-    _c("started_at", STR, "", "ISO 8601 UTC"),
+    _c("started_at", STR, "", "ISO 8601 UTC (to the microsecond since version 8; to the second before)"),
     _c("git_commit", STR, "", "commit of the experiments' repository, when in git"),
     _c("git_dirty", BOOL, "", "the repository had uncommitted changes"),
     _c("perfsite_version", STR, "", "perfsite version that measured"),

@@ -464,7 +464,8 @@ def shown_spec_sha256(trials: pd.DataFrame, runs: pd.DataFrame) -> str:
     last = runs.iloc[-1]
     started = pd.to_datetime(last["started_at"], utc=True, errors="coerce")
     finished = pd.to_datetime(trials["finished_at"].iloc[-1], utc=True, errors="coerce")
-    # Times are stored to the second: a run that starts in the second its last trial finished is the later one.
+    # Trials' times are stored to the second (a run's start to the microsecond since schema 8): a run that starts
+    # in the second its last trial finished is the later one.
     if pd.isna(started) or pd.isna(finished) or started < finished or not isinstance(last["spec_sha256"], str):
         return newest
     return last["spec_sha256"]

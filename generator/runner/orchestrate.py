@@ -395,7 +395,10 @@ def start_run(results: ResultsDir, loaded: LoadedSpec, env: Environment, quick: 
         results.write_row("environments", env.env_id, env.row())
     results.write_row("runs", run_id, {
         "run_id": run_id, "experiment": loaded.spec.name, "spec_sha256": loaded.sha256, "env_id": env.env_id,
-        "started_at": now(), "git_commit": commit, "git_dirty": dirty,
+        # To the microsecond: two runs in one second (a spec edited where no trial key changes, run again at
+        # once) sorted by their random run_id, and the pages could follow the older run's spec.
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="microseconds"), "git_commit": commit,
+        "git_dirty": dirty,
         "perfsite_version": generator.__version__, "quick": quick,
         "command": shlex.join(["perfsite", *sys.argv[1:]]),
         "spec_path": str(loaded.path), **(noise.row() if noise is not None else {}),

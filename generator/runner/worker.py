@@ -329,7 +329,7 @@ PHASE_PASSES = 5  # profiled passes of each phase: a median over five ranks no p
 def _phase_ops(job: WorkerJob, layout) -> dict[str, Any]:
     """Where the generation's time goes, prefill and one decode step apart (generator.generate.layers), as
     `phase_ops` rows; a failure is one line in phase_ops_error and costs the outputs nothing."""
-    from generator.generate.layers import phase_ops_rows, profile_phases
+    from generator.decode.phases import phase_ops_rows, profile_phases
 
     config = job.config
     try:
