@@ -152,9 +152,10 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
     assert len(floors) == 6, text[text.find("Decode against"):][:1500]
     for _, tpot, floor, share in floors:
         assert float(share) == pytest.approx(100 * float(floor) / float(tpot), abs=1.5)
-    # Not made for a generative experiment yet: the per-layer pages and the chooser.
+    # Not made for a generative experiment yet: profile pages of their own.
     made = {p.name for p in (generative_site / "reports" / "gen").iterdir()}
-    assert made == {"index.html", "findings.json", "compare-fp32-vs-int4.html"}
+    assert made == {"index.html", "findings.json", "compare-fp32-vs-int4.html", "choose.html"}
+    assert "Any two versions: choose A and B" in text
     index = (generative_site / "reports" / "index.html").read_text(encoding="utf-8")
     assert "not profiled (generative)" in index and "Most output tokens/s" in index
 
@@ -348,3 +349,26 @@ def test_each_trial_is_profiled_by_phase_and_the_pairs_page_sets_the_op_types_si
                "passes): fp32 " in section
         assert f"One decode step at a context of {prompt + NEW_TOKENS // 2} tokens (median of 5 passes)" in section
     assert "op type fp32 (ms) int4 (ms) B − A (ms)" in section and "MatMulNBits — " in section
+
+
+def test_the_chooser_holds_every_ordered_pair_judged_as_the_pages_judge(experiment, generative_site):
+    """Choose A and B for a generative experiment: every ordered pair of versions, prefill and decode apart at each
+    configuration, each verdict the one `generative_pair` settles (the compare page's for the spec's pair)."""
+    from generator.analysis.generative import generative_pair, generative_report
+
+    html = (generative_site / "reports" / "gen" / "choose.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r'class="perfsite-generative-choice-data">(.*?)</script>', html, re.S).group(1))
+    assert data["versions"] == list(VERSIONS) and data["default"] == ["fp32", "int4"]
+    assert sorted(data["pairs"]) == sorted(f"{a}\n{b}" for a in VERSIONS for b in VERSIONS if a != b)
+    e = experiment
+    report = generative_report(e.spec, e.trials, e.processes, e.decode_steps, e.environments, e.agreement)
+    pair = generative_pair(report, e.processes, e.spec.regression, "int8", "int4")
+    shown = data["pairs"]["int8\nint4"]
+    assert [(r["config"], r["verdict"], r["reason"]) for r in shown["rows"]] == [
+        (c.config_label, v.verdict, v.reason) for c in pair.comparisons for v in c.phases]
+    assert [r["phase"] for r in shown["rows"]] == ["prefill (TTFT)", "decode (TPOT)"] * len(PROMPTS)
+    assert shown["summaries"][0].startswith("Prefill (time to first token): ")
+    # The spec's pair reads as its compare page reads it.
+    page = _page_text(generative_site, "compare-fp32-vs-int4.html")
+    for r in data["pairs"]["fp32\nint4"]["rows"]:
+        assert f"{r['config']} {r['phase']} {r['a']} {r['b']} {r['ratio']} {r['interval']} {r['verdict']}" in page

@@ -142,7 +142,8 @@ def test_project_docs_and_config_are_used(tmp_path, results_root, built):
     assert config["nav"][3] == {"Documentation": ["methodology.md"]}
     # The project's script is kept; perfsite's scripts and extensions are added after it.
     assert config["extra_javascript"][0] == "extra.js"
-    assert config["extra_javascript"][-2:] == ["assets/perfsite/perfsite.js", "assets/perfsite/perfsite-choose.js"]
+    assert config["extra_javascript"][-3:] == ["assets/perfsite/perfsite.js", "assets/perfsite/perfsite-choose.js",
+                                               "assets/perfsite/perfsite-choose-generative.js"]
     assert config["markdown_extensions"] == ["admonition", "tables", "toc", "md_in_html", "abbr",
                                              "pymdownx.superfences", {"pymdownx.tabbed": {"alternate_style": True}}]
     assert "Our models" in (site / "index.html").read_text()
@@ -495,6 +496,7 @@ UNFILTERED_OK = re.compile(
     r"|F\.\w+\(.*\)|\(bound\.answer ~ F\.mark\(bound\)\) if bound else \"—\""  # site_templates/_findings.j2 escapes
     r"|settled|findings \| length|loop\.index0?|side"
     r"|e\.up|e\.parent_slug|folder"  # relative paths and slugs (a machine's report: generator.site.machine_reports)
+    r"|data"  # the generative chooser's figures: escape.inline_json, safe inside a script element
 )
 SAFE_FILTERS = ("md", "num", "pct", "of_limit", "fixed", "mib", "short_sha", "when", "at", "length", "md_paragraphs",
                 "url", "op_name", "answer", "band", "interval", "times_band", "plain", "first_upper")

@@ -130,3 +130,26 @@ def _phase_ops(table: pd.DataFrame | None, a_key: str, b_key: str) -> tuple[Phas
 
 def _ms(us: float | None) -> float | None:
     return None if us is None else us / 1e3
+
+
+def choices(report: GenerativeReport, processes: pd.DataFrame, regression) -> dict:
+    """The choose-A-and-B page's figures of a generative experiment: every ordered pair of its versions judged in
+    prefill and decode apart at each configuration both ran, each verdict settled as the pages' are
+    (generator.analysis.generative.generative_pair), with each phase's sentence. Computed here, so that the
+    browser only shows them."""
+    from generator.analysis.generative import generative_pair
+
+    versions = list(dict.fromkeys(r.version for r in report.rows))
+    pairs = {}
+    for a in versions:
+        for b in versions:
+            if a == b:
+                continue
+            pair = generative_pair(report, processes, regression, a, b)
+            pairs[f"{a}\n{b}"] = {
+                "summaries": [s.sentence for phase in PHASES if (s := phase_summary(pair, phase)) is not None],
+                # Figures as the analysis gives them (an unbounded interval's bound infinite): the page formats them.
+                "rows": [{"config": c.config_label, "phase": v.phase, "a_ms": v.a_ms, "b_ms": v.b_ms,
+                          "ratio": v.ratio, "low": v.low, "high": v.high, "verdict": v.verdict, "reason": v.reason}
+                         for c in pair.comparisons for v in c.phases]}
+    return {"versions": versions, "pairs": pairs}

@@ -216,8 +216,11 @@ def experiment_view(results: ExperimentResults, slug: str, chooser: bool = True,
                                    results.environments, results.agreement)
     # A generative experiment's claims are its phase verdicts (generative.md.j2): the findings of latency and
     # layers, made for one inference per request, do not apply to it yet.
+    # Its chooser page is its own (generator.site.generative_compare), any two versions' phases.
+    generative_chooser = (claims and chooser and generative is not None
+                          and len({r.version for r in generative.rows}) >= 2)
     claims = claims and generative is None
-    chooser = claims and chooser and has_chooser(context)
+    chooser = (claims and chooser and has_chooser(context)) or generative_chooser
     findings = None
     if claims:
         findings = report_findings(context, trials, versions, spec.profile_entries, spec.first_values,

@@ -221,6 +221,8 @@ def chooser_pages(env: jinja2.Environment, view: ExperimentView,
                   details: Callable[[], chooser_page.ChunksOf] | None = None) -> list[Page]:
     """The page where a reader chooses A and B (generator.site.chooser_page); `details`: its layer details were
     written by chooser_details in another process, which gives their chunks."""
+    if view.generative is not None:
+        return generative_compare.generative_chooser_pages(env, view) if view.chooser else []
     return chooser_page.chooser_pages(env, view, details) if view.chooser else []
 
 

@@ -50,7 +50,7 @@ LICENSES: tuple[VendoredFile, ...] = (
 # Pages reference assets under this folder of the docs dir (mkdocs copies it into the site).
 ASSETS_PREFIX = "assets/perfsite"
 # The site's own script and style sheet, after the vendored scripts they use.
-OWN_SCRIPTS = ("perfsite-tables.js", "perfsite.js", "perfsite-choose.js")
+OWN_SCRIPTS = ("perfsite-tables.js", "perfsite.js", "perfsite-choose.js", "perfsite-choose-generative.js")
 OWN_STYLES = ("perfsite.css",)
 # The site's own polyfill, after the vendored ones (it wraps the Worker the iframe-worker shim may have set):
 # the search index loaded when the reader searches (its comment says how).

@@ -66,3 +66,32 @@ def test_the_pairs_page_is_linked_from_the_overview_and_draws_its_ratios(generat
     assert headings == ["Verdicts", "Side by side", "Where the time goes", "Output agreement of B with A"]
     page.go_back()
     page.wait_for_url("**" + PAGE)
+
+
+def test_choosing_a_and_b_shows_that_pairs_verdicts_and_back_undoes_the_choice(chromium, generative_site):
+    with BackgroundServer(generative_site) as url:
+        context, page, visit = open_page(chromium, url + "reports/gen/choose.html")
+        root = page.locator(".perfsite-generative-choice")
+        page.wait_for_function("() => document.querySelector('.perfsite-generative-choice[data-ready]')")
+        assert root.get_attribute("data-ready") == "fp32\nint4"  # the spec's compared pair first
+        rows = root.locator('[data-section="verdicts"] tbody tr')
+        assert rows.count() == 4  # two configurations, two phases
+        page.select_option('select[data-side="a"]', "int8")
+        page.wait_for_function("() => document.querySelector('.perfsite-generative-choice')"
+                               ".getAttribute('data-ready') === 'int8\\nint4'")
+        assert page.evaluate("location.hash") == "#a=int8&b=int4"
+        first = rows.first.locator("td").all_inner_texts()
+        assert first[0] == "b1 t1 c1 prompt=4 new=4" and first[1] == "prefill (TTFT)"
+        assert first[6].split(":")[0] in ("slower", "faster", "no change", "unsettled")
+        assert root.locator('[data-section="summaries"] li').first.inner_text().startswith(
+            "Prefill (time to first token): ")
+        root.locator('[data-action="swap"]').click()
+        assert root.get_attribute("data-ready") == "int4\nint8"
+        page.go_back()  # undoes the swap, then the choice of A
+        page.wait_for_function("() => document.querySelector('.perfsite-generative-choice')"
+                               ".getAttribute('data-ready') === 'int8\\nint4'")
+        page.go_back()
+        page.wait_for_function("() => document.querySelector('.perfsite-generative-choice')"
+                               ".getAttribute('data-ready') === 'fp32\\nint4'")
+        assert visit.errors == [] and all(r.startswith(url) for r in visit.requests)
+        context.close()
