@@ -329,8 +329,8 @@ def test_compare_prints_prefill_and_decode_apart_for_any_two_versions(generative
 
 def test_each_trial_is_profiled_by_phase_and_the_pairs_page_sets_the_op_types_side_by_side(experiment,
                                                                                           generative_site):
-    """Where prefill's and a decode step's time goes (phase_ops): each trial profiled in the process that
-    generated with its version alone, the decode step's context stated; INT4's MatMuls run as MatMulNBits."""
+    """Where prefill's and a decode step's time goes (phase_ops): a configuration's versions profiled in one
+    process, pass by pass in turn, the decode step's context stated; INT4's MatMuls run as MatMulNBits."""
     ops = experiment.phase_ops.merge(experiment.trials[["trial_key", "version", "prompt_tokens"]], on="trial_key")
     assert set(ops["trial_key"]) == set(experiment.trials["trial_key"])
     for (_, phase), mine in ops.groupby(["trial_key", "phase"]):

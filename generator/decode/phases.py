@@ -59,29 +59,51 @@ def decode_context(prompt_tokens: int, new_tokens: int) -> int:
 def profile_phases(model: Path, layout: DecoderLayout, batch: int, prompt_tokens: int, new_tokens: int,
                    threads: int, passes: int = 10) -> tuple[PhaseLayers, PhaseLayers | None]:
     """Prefill's and one decode step's layers (decode None for one new token: a request without a step)."""
+    return profile_phases_together([(model, layout)], batch, prompt_tokens, new_tokens, threads, passes)[0]
+
+
+def profile_phases_together(models: Sequence[tuple[Path, DecoderLayout]], batch: int, prompt_tokens: int,
+                            new_tokens: int, threads: int, passes: int = 10,
+                            ) -> list[tuple[PhaseLayers, PhaseLayers | None]]:
+    """profile_phases of several decoders in this process, pass by pass in turn (A B C, then C B A), as their
+    timed requests are: each version's profile then sees the machine as the others' do, and their op types
+    compare."""
     from generator.decode.loop import DecodeLoop, prompt_ids
     from generator.machine.session import open_session
 
     context = decode_context(prompt_tokens, new_tokens)
     with tempfile.TemporaryDirectory(prefix="perfsite-layers-") as folder:
-        session, _ = open_session(model, {"threads": threads}, profile_dir=folder)
-        prompt = DecodeLoop(session, layout, prompt_ids(layout, batch, prompt_tokens), 1)
-        for _ in range(passes + 1):  # the first is warm-up
-            prompt.prefill_logits()
-        decode = None
+        sessions = []
+        for i, (path, _) in enumerate(models):
+            where = Path(folder) / str(i)  # a folder each: onnxruntime names a profile by its start time
+            where.mkdir()
+            sessions.append(open_session(path, {"threads": threads}, profile_dir=where)[0])
+        prompts = [DecodeLoop(s, layout, prompt_ids(layout, batch, prompt_tokens), 1)
+                   for s, (_, layout) in zip(sessions, models, strict=True)]
+        for n in range(passes + 1):  # the first is warm-up
+            for loop in _turn(prompts, n):
+                loop.prefill_logits()
         if new_tokens > 1:
-            cached = DecodeLoop(session, layout, prompt_ids(layout, batch, context - 1), 1)
-            past = cached.prefill_past()
+            cached = [DecodeLoop(s, layout, prompt_ids(layout, batch, context - 1), 1)
+                      for s, (_, layout) in zip(sessions, models, strict=True)]
+            pasts = {id(loop): loop.prefill_past() for loop in cached}
             token = np.zeros((batch, 1), np.int64)
-            for _ in range(passes + 1):
-                cached.step(token, context, past)
-        recording = parse_profile(session.end_profiling())
-    runs = recording.runs
-    prefill = _phase("prefill", prompt_tokens, _kept(recording, runs[1:passes + 1]))
-    if new_tokens > 1:
+            for n in range(passes + 1):
+                for loop in _turn(cached, n):
+                    loop.step(token, context, pasts[id(loop)])
+        recordings = [parse_profile(s.end_profiling()) for s in sessions]
+    found = []
+    for recording in recordings:
+        runs = recording.runs
+        prefill = _phase("prefill", prompt_tokens, _kept(recording, runs[1:passes + 1]))
         # After the prefill passes: the cache's own prefill, then the steps (the first one warm-up).
-        decode = _phase("decode", context, _kept(recording, runs[-passes:]))
-    return prefill, decode
+        decode = _phase("decode", context, _kept(recording, runs[-passes:])) if new_tokens > 1 else None
+        found.append((prefill, decode))
+    return found
+
+
+def _turn(items: list, n: int) -> list:
+    return items if n % 2 == 0 else items[::-1]
 
 
 def _kept(recording: ProfileRecording, runs: Sequence) -> ProfileRecording:

@@ -45,9 +45,10 @@ def run_child(job: WorkerJob, timeout_s: float) -> ChildResult:
     return _answer(job, proc, out_path)
 
 
-def run_pair(jobs: tuple[WorkerJob, WorkerJob], timeout_s: float) -> tuple[ChildResult, ChildResult]:
-    """Run the worker on two measure-mode jobs measured together (generator.runner.interleave), `timeout_s`
-    for both; each job's answer as run_child gives it."""
+def run_pair(jobs: tuple[WorkerJob, ...], timeout_s: float) -> tuple[ChildResult, ...]:
+    """Run the worker on jobs done together in one process: two measure-mode jobs (generator.runner.interleave),
+    a configuration's generative versions (measured, or profiled by phase, in turn); `timeout_s` for all; each
+    job's answer as run_child gives it."""
     paths = [(job.work / "job.json", job.work / "out.json") for job in jobs]
     for job, (job_path, _) in zip(jobs, paths, strict=True):
         job_path.write_text(job.to_json())

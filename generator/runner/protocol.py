@@ -13,7 +13,7 @@ from typing import Any
 
 from generator.errors import RunError
 
-MODES = ("measure", "profile", "outputs")
+MODES = ("measure", "profile", "outputs", "phases")
 
 
 @dataclass(frozen=True)

@@ -274,6 +274,8 @@ class SweepContext:
         # version gets one (its measuring processes held the configuration's every version).
         wanted = ok if side.loaded.spec.generate is not None else {v for pair in pairs for v in pair}
         outputs = {v: self._outputs(tmp, ok[v]) for v in wanted}
+        if side.loaded.spec.generate is not None and ok:
+            self._phase_profiles(tmp, list(ok.values()))
         rows: dict[str, list[dict]] = {}
         for version, reference in pairs:
             mine, theirs = outputs.get(version), outputs.get(reference)
@@ -284,6 +286,19 @@ class SweepContext:
                                                                                     mine)
                 rows.setdefault(key, []).extend(made)
         return rows
+
+    def _phase_profiles(self, tmp: Path, states: list[TrialState]) -> None:
+        """Where each generative version's time goes (`phase_ops`): a configuration's versions profiled in one
+        process, pass by pass in turn, as their requests are timed. A failure is said and costs the trials
+        nothing else."""
+        jobs = tuple(self._job(tmp, st, "phases", "phases") for st in states)
+        timeout = sum(st.side.settings["timeout_s"] for st in states)
+        results = children.run_pair(jobs, timeout) if len(jobs) > 1 else (children.run_child(jobs[0], timeout),)
+        for state, result in zip(states, results, strict=True):
+            state.phase_ops = list(result.output.get("phase_ops") or []) if result.error is None else []
+            if result.error is not None:
+                self.progress.message(f"No prefill and decode profile for {state.planned.trial.label}: "
+                                      f"{result.error}")
 
     def _outputs(self, tmp: Path, state: TrialState) -> list[dict[str, np.ndarray]] | None:
         """The trial's outputs on its feeds and the extra batches, one dict per batch; None when they failed.
@@ -298,10 +313,6 @@ class SweepContext:
     def _take_outputs(self, state: TrialState, error: str | None, output: dict) -> None:
         state.outputs_error = error
         state.alone_peak_rss_mb = (output or {}).get("peak_rss_mb")
-        state.phase_ops = list((output or {}).get("phase_ops") or [])
-        if (output or {}).get("phase_ops_error"):
-            self.progress.message(f"No prefill and decode profile for {state.planned.trial.label}: "
-                                  f"{output['phase_ops_error']}")
         if error is None:
             state.outputs, state.outputs_error = _load_outputs(output)
         if state.outputs_error is not None:

@@ -30,6 +30,10 @@ Test hook: ``PERFSITE_TEST_FAULT=crash|hang|oom`` makes the worker segfault, sle
 memory right after session creation, when ``PERFSITE_TEST_FAULT_VERSION`` is unset or a substring of the
 model path (generator.runner.process_env).
 
+Phases mode (generative versions of one configuration, any number, given as pair mode gives them): their
+prefill and one decode step profiled pass by pass in turn; each OUT.json holds its version's ``phase_ops`` rows
+(generator.decode.phases).
+
 Pair mode: ``python -m generator.runner.worker JOB_A.json OUT_A.json JOB_B.json OUT_B.json`` measures two
 measure-mode jobs together (generator.runner.interleave: a paired run's baseline and candidate at one request
 in flight) and answers each in its own OUT file as measure mode does (no peak memory: the process held both
@@ -64,6 +68,8 @@ PROFILE_WARMUP_MAX = 5  # untimed runs before the profiled ones: enough to settl
 
 def run_job(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     """Run one job and return what OUT.json should hold (the latency .npy files are written here)."""
+    if job.mode == "phases":
+        return phase_profiles((job,))[0]
     if job.mode == "measure":
         return measure_process(job, out_path)
     if job.mode == "profile":
@@ -318,28 +324,25 @@ def _generation_outputs(session, job: WorkerJob) -> dict[str, Any]:
     # This process held the version alone: its peak memory is the version's (its measuring processes held
     # every version of the configuration: measure_generation_group). Read before profiling, which loads the
     # model again.
-    answer = {"output_names": ["greedy_tokens", "prefill_logits"], "outputs_files": [str(path)],
-              "peak_rss_mb": process_env.peak_rss_mb()}
-    return {**answer, **_phase_ops(job, layout)}
+    return {"output_names": ["greedy_tokens", "prefill_logits"], "outputs_files": [str(path)],
+            "peak_rss_mb": process_env.peak_rss_mb()}
 
 
 PHASE_PASSES = 5  # profiled passes of each phase: a median over five ranks no preempted pass's node first
 
 
-def _phase_ops(job: WorkerJob, layout) -> dict[str, Any]:
-    """Where the generation's time goes, prefill and one decode step apart (generator.generate.layers), as
-    `phase_ops` rows; a failure is one line in phase_ops_error and costs the outputs nothing."""
-    from generator.decode.phases import phase_ops_rows, profile_phases
+def phase_profiles(jobs: tuple[WorkerJob, ...]) -> tuple[dict[str, Any], ...]:
+    """Phases mode: where each generative version's time goes, prefill and one decode step apart, the versions of
+    one configuration profiled in this process pass by pass in turn (generator.decode.phases), each answered with
+    its `phase_ops` rows."""
+    from generator.decode.convention import DecoderLayout
+    from generator.decode.phases import phase_ops_rows, profile_phases_together
 
-    config = job.config
-    try:
-        phases = profile_phases(Path(job.model_path), layout, int(config["batch"]), int(config["prompt_tokens"]),
-                                int(config["new_tokens"]), int(config.get("threads", 1)), passes=PHASE_PASSES)
-    except Exception as e:
-        if not isinstance(e, PerfsiteError | MemoryError):
-            traceback.print_exc(file=sys.stderr)
-        return {"phase_ops_error": _error_line(e)}
-    return {"phase_ops": phase_ops_rows(phases)}
+    config = jobs[0].config
+    found = profile_phases_together([(Path(j.model_path), DecoderLayout(**j.decoder)) for j in jobs],
+                                    int(config["batch"]), int(config["prompt_tokens"]), int(config["new_tokens"]),
+                                    int(config.get("threads", 1)), passes=PHASE_PASSES)
+    return tuple({"phase_ops": phase_ops_rows(phases)} for phases in found)
 
 
 def _recorded_outputs(session, job: WorkerJob) -> dict[str, Any]:
@@ -441,7 +444,9 @@ def _pair_main(job_paths: tuple[Path, ...], outs: tuple[Path, ...]) -> int:
     measurement process is."""
     try:
         jobs = tuple(WorkerJob.from_json(p.read_text()) for p in job_paths)
-        if all(job.decoder is not None for job in jobs):
+        if all(job.mode == "phases" for job in jobs):
+            outcomes = phase_profiles(jobs)
+        elif all(job.decoder is not None for job in jobs):
             outcomes = measure_generation_group(jobs, outs)
         elif len(jobs) == 2:
             outcomes = measure_pair(jobs, outs)
@@ -457,7 +462,7 @@ def _pair_main(job_paths: tuple[Path, ...], outs: tuple[Path, ...]) -> int:
     for outcome, out in zip(outcomes, outs, strict=True):
         _write_json(out, {**outcome, "measured_until": until})
     for job, out in zip(jobs, outs, strict=True):
-        if job.profile_requests > 0:
+        if job.mode == "measure" and job.profile_requests > 0:
             profile_after_measuring(job, out)
     return EXIT_OK
 
