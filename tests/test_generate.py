@@ -170,6 +170,7 @@ def test_two_decoders_are_judged_prefill_and_decode_apart(pair, tmp_path):
         assert f"{label} A {verdict['a_ms']:.3g} ms, B {verdict['b_ms']:.3g} ms: B/A {verdict['ratio']:.3g}" in text
 
 
+@pytest.mark.quiet  # an A/A verdict: beside the suite's other workers the copy once read 5 % faster in both phases
 def test_a_decoder_against_its_copy_is_never_called_faster_or_slower(pair, tmp_path):
     copy = tmp_path / "copy.onnx"
     copy.write_bytes(pair[0].read_bytes())
