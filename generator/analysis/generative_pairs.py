@@ -18,6 +18,7 @@ from generator.analysis.generative import (
     GenerativeReport,
     GenerativeRow,
     PhaseVerdict,
+    generative_pair,
 )
 
 VERDICT_ORDER = ("slower", "faster", "no change", "unsettled")
@@ -137,8 +138,6 @@ def choices(report: GenerativeReport, processes: pd.DataFrame, regression) -> di
     prefill and decode apart at each configuration both ran, each verdict settled as the pages' are
     (generator.analysis.generative.generative_pair), with each phase's sentence. Computed here, so that the
     browser only shows them."""
-    from generator.analysis.generative import generative_pair
-
     versions = list(dict.fromkeys(r.version for r in report.rows))
     pairs = {}
     for a in versions:

@@ -4,8 +4,8 @@ decode step at a stated context `passes` times, each from the same past (the cac
 tokens left), after a warm-up pass of each. Every node's time is its median over the passes of its phase, so
 one preempted pass does not rank a layer first; the phase's total is the median of its passes' kernel sums.
 Profiled passes run slower than timed ones (the profiler's own cost): read the shares. Used by `perfsite
-generate --layers` (generator.generate.layers prints it) and by a generative trial's outputs process (the
-`phase_ops` table).
+generate --layers` (generator.generate.layers prints it) and by the process that profiles a configuration's
+generative versions together (the `phase_ops` table: profile_phases_together).
 """
 
 from __future__ import annotations

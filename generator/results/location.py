@@ -362,10 +362,8 @@ class ObjectStore:
 
 
     def sources(self, rel: str, names: list[str]) -> list[Any]:
-        """What pyarrow reads each file of a folder from: its bytes, fetched together."""
-        import pyarrow as pa
-
-        return [pa.BufferReader(b) for b in self.read_many([f"{rel}/{n}" for n in names])]
+        """Each file of a folder as the store reads it: its bytes, fetched together."""
+        return self.read_many([f"{rel}/{n}" for n in names])
 
 
 @dataclass(frozen=True)

@@ -316,7 +316,7 @@ def _read_file(source: Any, path: str, table: str, specs: SpecLookup) -> pa.Tabl
     """One file of a table (`source`: a local path or the object's bytes; `path`: as messages name it; `specs`:
     its folder's stored specs, which migrating an older file may need)."""
     try:
-        data = source.read_bytes() if isinstance(source, Path) else source.read()
+        data = source.read_bytes() if isinstance(source, Path) else source  # an object store's: its bytes
     except OSError as e:
         raise _unreadable(path, table, e) from e
     return _TABLES.get(table, data, lambda: _parsed(pa.BufferReader(data), path, table, specs))

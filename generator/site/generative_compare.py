@@ -67,8 +67,7 @@ def generative_chooser_pages(env: jinja2.Environment, view: ExperimentView) -> l
                          "b": num(r["b_ms"]), "ratio": fixed(r["ratio"], 3), "interval": interval((r["low"],
                                                                                                    r["high"])),
                          "verdict": r["verdict"], "reason": r["reason"]} for r in pair["rows"]]
-    first, second = data["versions"][:2]
-    default = next((link.view.pair for link in pair_links(view)), None)
-    data["default"] = [default.a, default.b] if default is not None else [first, second]
+    # The overview's first compared pair, else the first two versions.
+    data["default"] = [report.pairs[0].a, report.pairs[0].b] if report.pairs else data["versions"][:2]
     return [render(env, "generative_choose.md.j2", f"{REPORTS_DIR}/{view.slug}/{CHOOSER_PAGE}", "Choose A and B",
                    True, e=view, data=inline_json(data))]
