@@ -292,7 +292,10 @@ def test_layers_show_where_prefill_and_one_decode_step_spend_their_time(decoder,
         slowest = [n["us_p50"] for n in phase["slowest_nodes"]]
         assert len(slowest) == 10 and slowest == sorted(slowest, reverse=True)
         assert f"Where the time goes, {title} (batch 1; median of 10 profiled passes: " in out.stdout
-    assert out.stdout.count("slowest nodes (onnxruntime's names)") == 2 and "/lm_head/MatMul" in out.stdout
+    # Which node of a tiny decoder is tenth slowest is up to the machine (lm_head's was, one run in two): the
+    # printed names are the recorded ones.
+    assert out.stdout.count("slowest nodes (onnxruntime's names)") == 2
+    assert all(n["node"] in out.stdout for phase in (prefill, decode) for n in phase["slowest_nodes"])
     # One new token is a prefill alone: no decode step to profile.
     only, none = profile_phases(decoder, decoder_layout(decoder), batch=2, prompt_tokens=6, new_tokens=1, threads=1,
                                 passes=2)

@@ -11,6 +11,7 @@ import shutil
 import textwrap
 from html import unescape
 
+import numpy as np
 import pytest
 from support.cli import perfsite, write_spec
 from support.generative import NEW_TOKENS, PROMPTS, TINY, write_generative_project
@@ -152,9 +153,9 @@ def test_the_page_judges_prefill_and_decode_apart_with_intervals_and_names_the_s
     assert len(floors) == 6, text[text.find("Decode against"):][:1500]
     for _, tpot, floor, share in floors:
         assert float(share) == pytest.approx(100 * float(floor) / float(tpot), abs=1.5)
-    # Not made for a generative experiment yet: profile pages of their own.
     made = {p.name for p in (generative_site / "reports" / "gen").iterdir()}
-    assert made == {"index.html", "findings.json", "compare-fp32-vs-int4.html", "choose.html"}
+    assert made == {"index.html", "findings.json", "compare-fp32-vs-int4.html", "choose.html",
+                    *(f"profile-{v}.html" for v in ("fp32", "int8", "int4"))}
     assert "Any two versions: choose A and B" in text
     index = (generative_site / "reports" / "index.html").read_text(encoding="utf-8")
     assert "not profiled (generative)" in index and "Most output tokens/s" in index
@@ -372,3 +373,36 @@ def test_the_chooser_holds_every_ordered_pair_judged_as_the_pages_judge(experime
     page = _page_text(generative_site, "compare-fp32-vs-int4.html")
     for r in data["pairs"]["fp32\nint4"]["rows"]:
         assert f"{r['config']} {r['phase']} {r['a']} {r['b']} {r['ratio']} {r['interval']} {r['verdict']}" in page
+
+
+def test_each_version_has_a_profile_page_of_its_phases_node_by_node(experiment, generative_site):
+    """phase_nodes: every top-level node of each profiled phase, tied to the model file's nodes and weights, and
+    each version's profile page tables them per configuration, the decode step's bytes against the bandwidth."""
+    nodes = experiment.phase_nodes.merge(experiment.trials[["trial_key", "version"]], on="trial_key")
+    ops = experiment.phase_ops
+    assert set(nodes["trial_key"]) == set(experiment.trials["trial_key"])
+    for (key, phase), mine in nodes.groupby(["trial_key", "phase"]):
+        # The op types' times are their nodes' medians summed: the two tables tell one story.
+        theirs = ops[(ops["trial_key"] == key) & (ops["phase"] == phase)].set_index("op_type")["us_p50"]
+        summed = mine.groupby("op_type")["us_p50"].sum()
+        assert sorted(summed.index) == sorted(theirs.index) and np.allclose(summed, theirs[summed.index])
+        assert list(mine["exec_order"]) == sorted(mine["exec_order"]) and (mine["us_min"] <= mine["us_p50"]).all()
+    int4 = nodes[nodes["version"] == "int4"]
+    matmuls = int4[int4["op_type"] == "MatMulNBits"]
+    # Each 4-bit MatMul is one node of the int4 file, with its packed weight, its scales and (none here) zero points.
+    assert len(matmuls) and all(len(n) == 1 for n in matmuls["original_nodes"])
+    assert all(any(w.endswith("_Q4") for w in ws) for ws in matmuls["weights"])
+    assert (matmuls["parameter_bytes"] > 0).all() and set(matmuls["mapping_method"]) <= {"exact", "stripped"}
+
+    page = _page_text(generative_site, "profile-int4.html")
+    assert "version int4 · 2 profiled configurations · other versions: fp32 , int8" in page
+    for prompt in PROMPTS:
+        assert f"b1 t1 c1 prompt={prompt} new={NEW_TOKENS} Timed: TTFT p50 " in page
+        assert f"Prefill of a {prompt}-token prompt" in page
+        assert f"One decode step at a context of {prompt + NEW_TOKENS // 2} tokens" in page
+    assert "# node model nodes op type weights output shape precision time p50 (µs) min–max (µs) share" in page
+    overview = _page_text(generative_site)
+    assert "Where the time goes Each version's prefill and one decode step profiled node by node" in overview
+    assert "fp32 · int8 · int4" in overview
+    pair = _page_text(generative_site, "compare-fp32-vs-int4.html")
+    assert "Node by node: fp32's profile , int4's profile ." in pair

@@ -220,7 +220,8 @@ def test_a_bad_query_or_store_is_one_paragraph(store, monkeypatch, capsys, sql, 
     assert code == 1 and out == "" and "Traceback" not in err and "\n\n" not in err.strip()
     assert flat.startswith("error: " + first_words.format(store=where)), flat
     assert ("Allowed: SQL over the views trials, processes, latencies, nodes, layers, agreement, timeline, "
-            "decode_steps, phase_ops, environments, runs, history" in flat) or "Allowed for --results: a folder" in flat
+            "decode_steps, phase_ops, phase_nodes, environments, runs, history" in flat
+            or "Allowed for --results: a folder" in flat)
 
 
 @pytest.mark.parametrize("sql", [

@@ -491,6 +491,7 @@ UNFILTERED_OK = re.compile(
     r"|trials_failed)|axis_names\[line_axis\]|loop\.index|name|o\.(calls|nodes)|s\.node_count|s\.spread\.processes"
     r"|t\.batch|profiled_times_rule|\"\w+\" if .*"
     r"|m\.overall|m\.chart|sentence|figure\(.*\)"  # machines page: pre-escaped sentences, a macro
+    r"|names\(.*\)"  # a generative profile page's macro (escapes the names it prints)
     r"|tv\.compute_title"  # a constant of generator.timeline.view (GFLOP/s or INT8 GOP/s)
     r"|charts\.\w+"  # a generative page's chart blocks (charts.chart_block: escaped JSON)
     r"|F\.\w+\(.*\)|\(bound\.answer ~ F\.mark\(bound\)\) if bound else \"—\""  # site_templates/_findings.j2 escapes

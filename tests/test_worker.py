@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from support.models import onnx_model, save
 
+from generator.layers import mapping
 from generator.runner import process_env, worker
 from generator.runner.measure import MIN_CORES_WALL_S
 from generator.runner.protocol import WorkerJob
@@ -123,7 +124,7 @@ def test_the_profiled_pass_imports_no_pandas(job):
 def test_profile_pass_statistics(job, monkeypatch):
     """The profiled pass itself, in process, with the mapping step replaced by an empty mapping."""
     empty = {"original_nodes": [], "weights": [], "mapping_method": "none"}
-    monkeypatch.setattr(worker, "_map_nodes", lambda original, optimized, stats: [empty] * len(stats))
+    monkeypatch.setattr(mapping, "mapped_columns", lambda original, optimized, stats: [empty] * len(stats))
     config = {**job["config"], "concurrency": 1, "optimization_level": "disable"}
     job = {**job, "mode": "profile", "config": config}
     out = worker.profile_pass(WorkerJob(**job))

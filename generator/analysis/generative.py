@@ -118,6 +118,7 @@ class GenerativeRow:
     # The decode's memory check: a step reads every weight and the KV cache, so at the machine's measured
     # bandwidth it takes at least this long (None: no settled bandwidth, or no decode step).
     decode_floor_ms: float | None = None
+    bandwidth_gbs: float | None = None  # the machine's settled memory bandwidth (None: not settled, not probed)
 
     @property
     def memory_share(self) -> float | None:
@@ -291,7 +292,7 @@ def _row(t, ttft_limit: float | None, tpot_limit: float | None, bandwidth: float
         noise_reasons=t.noise_reasons if isinstance(t.noise_reasons, str) else None, within_limits=within,
         sequential=bool(clean(getattr(t, "ci_sequential", None))),
         config=tuple((a, getattr(t, a)) for a in AXES) + tuple(sorted(json.loads(t.dims or "{}").items())),
-        decode_floor_ms=floor, **optional)
+        decode_floor_ms=floor, bandwidth_gbs=bandwidth or None, **optional)
 
 
 def _sweet_spot(rows: Sequence[GenerativeRow], workload: tuple[int, int], ttft_limit: float | None,

@@ -5,7 +5,8 @@ tokens left), after a warm-up pass of each. Every node's time is its median over
 one preempted pass does not rank a layer first; the phase's total is the median of its passes' kernel sums.
 Profiled passes run slower than timed ones (the profiler's own cost): read the shares. Used by `perfsite
 generate --layers` (generator.generate.layers prints it) and by the process that profiles a configuration's
-generative versions together (the `phase_ops` table: profile_phases_together).
+generative versions together (the `phase_ops` and `phase_nodes` tables: profile_phases_together), whose nodes are
+tied back to the model file's nodes and weights as a trial's profiled pass ties its own (generator.layers.mapping).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class PhaseLayers:
     op_types: tuple[tuple[str, float], ...]  # op type -> the sum of its nodes' medians, µs, largest first
     nodes: tuple[NodeStat, ...]  # the slowest by median, at most TOP_NODES
     op_nodes: dict[str, int] = field(default_factory=dict)  # op type -> its top-level nodes
+    every: tuple[NodeStat, ...] = ()  # every top-level node, in execution order
+    mapped: tuple[dict, ...] = ()  # each of `every`'s model-file nodes and weights (mapped_columns), when mapped
 
     def as_dict(self) -> dict:
         return {"phase": self.phase, "context_tokens": self.context_tokens, "passes": self.passes,
@@ -48,6 +51,23 @@ def phase_ops_rows(phases: Sequence[PhaseLayers | None]) -> list[dict]:
     return [{"phase": p.phase, "context_tokens": p.context_tokens, "passes": p.passes, "op_type": op,
              "nodes": p.op_nodes.get(op, 0), "us_p50": us, "phase_us_p50": p.total_us}
             for p in phases if p is not None for op, us in p.op_types]
+
+
+def phase_nodes_rows(phases: Sequence[PhaseLayers | None]) -> list[dict]:
+    """The `phase_nodes` table's rows of a trial (without its trial_key): one per phase and top-level node."""
+    rows = []
+    for p in phases:
+        if p is None:
+            continue
+        mapped = p.mapped or ({"original_nodes": [], "weights": [], "mapping_method": None},) * len(p.every)
+        for n, m in zip(p.every, mapped, strict=True):
+            rows.append({"phase": p.phase, "context_tokens": p.context_tokens, "passes": p.passes,
+                         "exec_order": n.exec_order, "node_name": n.node_name, "op_type": n.op_type,
+                         "runtime_precision": n.runtime_precision, "calls": n.calls, "us_p50": n.dur_p50_us,
+                         "us_min": n.dur_min_us, "us_max": n.dur_max_us, "input_shapes": n.input_shapes,
+                         "output_shapes": n.output_shapes, "parameter_bytes": n.parameter_bytes,
+                         "activation_bytes": n.activation_bytes, **m})
+    return rows
 
 
 def decode_context(prompt_tokens: int, new_tokens: int) -> int:
@@ -73,11 +93,13 @@ def profile_phases_together(models: Sequence[tuple[Path, DecoderLayout]], batch:
 
     context = decode_context(prompt_tokens, new_tokens)
     with tempfile.TemporaryDirectory(prefix="perfsite-layers-") as folder:
-        sessions = []
+        sessions, optimized = [], []
         for i, (path, _) in enumerate(models):
             where = Path(folder) / str(i)  # a folder each: onnxruntime names a profile by its start time
             where.mkdir()
-            sessions.append(open_session(path, {"threads": threads}, profile_dir=where)[0])
+            optimized.append(where / "optimized.onnx")  # its node names are the profile's
+            sessions.append(open_session(path, {"threads": threads}, profile_dir=where,
+                                         optimized_path=optimized[-1])[0])
         prompts = [DecodeLoop(s, layout, prompt_ids(layout, batch, prompt_tokens), 1)
                    for s, (_, layout) in zip(sessions, models, strict=True)]
         for n in range(passes + 1):  # the first is warm-up
@@ -92,14 +114,20 @@ def profile_phases_together(models: Sequence[tuple[Path, DecoderLayout]], batch:
                 for loop in _turn(cached, n):
                     loop.step(token, context, pasts[id(loop)])
         recordings = [parse_profile(s.end_profiling()) for s in sessions]
-    found = []
-    for recording in recordings:
-        runs = recording.runs
-        prefill = _phase("prefill", prompt_tokens, _kept(recording, runs[1:passes + 1]))
-        # After the prefill passes: the cache's own prefill, then the steps (the first one warm-up).
-        decode = _phase("decode", context, _kept(recording, runs[-passes:])) if new_tokens > 1 else None
-        found.append((prefill, decode))
+        found = []
+        for recording, (path, _), saved in zip(recordings, models, optimized, strict=True):
+            runs = recording.runs
+            prefill = _phase("prefill", prompt_tokens, _kept(recording, runs[1:passes + 1]))
+            # After the prefill passes: the cache's own prefill, then the steps (the first one warm-up).
+            decode = _phase("decode", context, _kept(recording, runs[-passes:])) if new_tokens > 1 else None
+            found.append((_mapped(prefill, path, saved), decode and _mapped(decode, path, saved)))
     return found
+
+
+def _mapped(phase: PhaseLayers, model: Path, optimized: Path) -> PhaseLayers:
+    from generator.layers.mapping import mapped_columns
+
+    return replace(phase, mapped=tuple(mapped_columns(model, optimized, phase.every)))
 
 
 def _turn(items: list, n: int) -> list:
@@ -119,4 +147,5 @@ def _phase(phase: str, context: int, recording: ProfileRecording) -> PhaseLayers
         counts[s.op_type] = counts.get(s.op_type, 0) + 1
     slowest = sorted(stats, key=lambda s: (-s.dur_p50_us, s.exec_order))[:TOP_NODES]
     return PhaseLayers(phase, context, len(recording.runs), float(np.median(recording.kernel_sum_us)),
-                       tuple(sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))), tuple(slowest), counts)
+                       tuple(sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))), tuple(slowest), counts,
+                       tuple(stats))

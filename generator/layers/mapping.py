@@ -8,9 +8,11 @@ node keys are defined in :mod:`generator.layers.graph_index`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -55,6 +57,33 @@ class NodeMapping:
     original_nodes: tuple[str, ...]
     weights: tuple[str, ...]
     method: str
+
+
+class ProfiledNode(Protocol):
+    """A node's statistics from a profile (generator.machine.profiling.NodeStat): shapes as JSON lists."""
+
+    node_name: str
+    op_type: str
+    node_index: int | None
+    exec_order: int
+    parent: str | None
+    input_shapes: str
+    output_shapes: str
+
+
+def mapped_columns(original_path: str | Path, optimized_path: Path | None,
+                   stats: Sequence[ProfiledNode]) -> list[dict[str, Any]]:
+    """Each profiled node's `original_nodes`, `weights` and `mapping_method` (the nodes table's columns), in the
+    order given."""
+    executed = [ExecutedNode(name=s.node_name, op_type=s.op_type, node_index=s.node_index, exec_order=s.exec_order,
+                             parent=s.parent, input_shapes=_shapes(s.input_shapes),
+                             output_shapes=_shapes(s.output_shapes)) for s in stats]
+    return [{"original_nodes": list(m.original_nodes), "weights": list(m.weights), "mapping_method": m.method}
+            for m in map_executed_nodes(Path(original_path), optimized_path, executed)]
+
+
+def _shapes(shapes_json: str) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(shape) for shape in json.loads(shapes_json))
 
 
 def map_executed_nodes(

@@ -25,6 +25,8 @@ TABLE_ROWS = {
                      "trial (no file for other trials)"),
     "phase_ops": ("phase_ops/<trial_key>.parquet", "op type in a generative trial's profiled prefill or decode "
                   "step (no file for other trials)"),
+    "phase_nodes": ("phase_nodes/<trial_key>.parquet", "top-level node in a generative trial's profiled prefill or "
+                    "decode step (no file for other trials)"),
     "environments": ("environments/<env_id>.parquet", "machine and software environment"),
     "runs": ("runs/<run_id>.parquet", "`perfsite run`"),
 }

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,11 @@ SCHEMA_HISTORY = {
                      "tpot_ms in latencies, and the decode_steps table", "no phase_ops: no generative trial was "
                      "profiled before version 8"),
     8: SchemaVersion("the phase_ops table: a generative trial's time by op type in its prefill and in one decode "
-                     "step, profiled; runs.started_at to the microsecond", "files of this version are read as written"),
+                     "step, profiled; runs.started_at to the microsecond", "no phase_nodes: no generative trial's "
+                     "nodes were stored before version 9"),
+    9: SchemaVersion("the phase_nodes table: each top-level node of a generative trial's profiled prefill and "
+                     "decode step, with the model file's nodes and weights it runs",
+                     "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
 # runner of those versions followed.
@@ -261,6 +265,30 @@ PHASE_OPS = (
     _c("phase_us_p50", F64, "µs", "median over the passes of the phase's summed kernel time"),
 )
 
+PHASE_NODES = (
+    _c("trial_key", STR, "", "the generative trial", False),
+    _c("phase", STR, "", "prefill (the prompt's pass) or decode (one step)", False),
+    _c("context_tokens", I64, "tokens", "positions the pass attends to: the prompt's, or the cache's with the "
+       "step's token", False),
+    _c("passes", I64, "passes", "profiled passes of the phase the figures are over", False),
+    _c("exec_order", I64, "", "position of the node in the phase's execution order", False),
+    _c("node_name", STR, "", "executed node name as onnxruntime reports it (untrusted text)", False),
+    _c("op_type", STR, "", "executed operator type (untrusted text)", False),
+    _c("runtime_precision", STR, "", "FP32, FP16, INT8, mixed or other, from the kernel's element types"),
+    _c("calls", I64, "", "kernel calls per pass"),
+    _c("us_p50", F64, "µs", "median over the passes of the node's time per pass (onnxruntime's profiler, its own "
+       "cost included)"),
+    _c("us_min", F64, "µs", "fastest pass"),
+    _c("us_max", F64, "µs", "slowest pass"),
+    _c("input_shapes", STR, "", "JSON list of input shapes as profiled"),
+    _c("output_shapes", STR, "", "JSON list of output shapes as profiled"),
+    _c("parameter_bytes", I64, "bytes", "parameter (weight) size reported by onnxruntime: read once per pass"),
+    _c("activation_bytes", I64, "bytes", "input activation size reported by onnxruntime"),
+    _c("original_nodes", STR_LIST, "", "nodes of the version's model file this executed node covers"),
+    _c("weights", STR_LIST, "", "initializer (weight) names consumed by those nodes"),
+    _c("mapping_method", STR, "", "how the node was tied to the model file: exact, stripped, tensor, ..."),
+)
+
 NODES = (
     _c("trial_key", STR, "", "the trial", False),
     _c("exec_order", I64, "", "position in execution order of the profiled inference", False),
@@ -409,6 +437,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "timeline": TIMELINE,
     "decode_steps": DECODE_STEPS,
     "phase_ops": PHASE_OPS,
+    "phase_nodes": PHASE_NODES,
     "environments": ENVIRONMENTS,
     "runs": RUNS,
 }

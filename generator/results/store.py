@@ -4,7 +4,7 @@ Layout (see docs/architecture.md)::
 
     results/<experiment>/trials/<trial_key>.parquet      written last: its presence means "finished"
     results/<experiment>/{processes,latencies,nodes,layers,agreement,timeline}/<trial_key>.parquet
-    results/<experiment>/{decode_steps,phase_ops}/<trial_key>.parquet    a generative trial's only
+    results/<experiment>/{decode_steps,phase_*}/<trial_key>.parquet      a generative trial's only
     results/<experiment>/environments/<env_id>.parquet
     results/<experiment>/runs/<run_id>.parquet
     results/<experiment>/specs/<spec_sha256>.json
@@ -54,10 +54,10 @@ from generator.results.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, arrow
 from generator.spec import Spec, spec_from_json
 
 TRIAL_TABLES = ("processes", "latencies", "nodes", "layers", "agreement", "timeline", "decode_steps",
-                "phase_ops")
+                "phase_ops", "phase_nodes")
 # Written only by the trials that have rows for them (a generative trial's steps): an empty file per other trial
 # would be one more write and read a trial for nothing.
-WHEN_FILLED = ("decode_steps", "phase_ops")
+WHEN_FILLED = ("decode_steps", "phase_ops", "phase_nodes")
 
 
 @contextlib.contextmanager
@@ -114,6 +114,7 @@ class TrialFiles:
     timeline: list[Mapping[str, Any]] = field(default_factory=list)
     decode_steps: list[Mapping[str, Any]] = field(default_factory=list)
     phase_ops: list[Mapping[str, Any]] = field(default_factory=list)
+    phase_nodes: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 class ResultsDir:
@@ -441,6 +442,7 @@ class ExperimentResults:
     # A generative trial's decode steps (v7); empty for every other trial.
     decode_steps: pd.DataFrame = field(default_factory=lambda: arrow_schema("decode_steps").empty_table().to_pandas())
     phase_ops: pd.DataFrame = field(default_factory=lambda: arrow_schema("phase_ops").empty_table().to_pandas())
+    phase_nodes: pd.DataFrame = field(default_factory=lambda: arrow_schema("phase_nodes").empty_table().to_pandas())
     # What generator.results.integrity found: one sentence per problem, and per incomplete trial the side
     # tables it lacks (its pages say so instead of dropping sections silently).
     problems: tuple[str, ...] = ()

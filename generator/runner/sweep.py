@@ -288,14 +288,16 @@ class SweepContext:
         return rows
 
     def _phase_profiles(self, tmp: Path, states: list[TrialState]) -> None:
-        """Where each generative version's time goes (`phase_ops`): a configuration's versions profiled in one
-        process, pass by pass in turn, as their requests are timed. A failure is said and costs the trials
-        nothing else."""
+        """Where each generative version's time goes (`phase_ops`, `phase_nodes`): a configuration's versions
+        profiled in one process, pass by pass in turn, as their requests are timed. A failure is said and costs
+        the trials nothing else."""
         jobs = tuple(self._job(tmp, st, "phases", "phases") for st in states)
         timeout = sum(st.side.settings["timeout_s"] for st in states)
         results = children.run_pair(jobs, timeout) if len(jobs) > 1 else (children.run_child(jobs[0], timeout),)
         for state, result in zip(states, results, strict=True):
-            state.phase_ops = list(result.output.get("phase_ops") or []) if result.error is None else []
+            found = result.output if result.error is None else {}
+            state.phase_ops = list(found.get("phase_ops") or [])
+            state.phase_nodes = list(found.get("phase_nodes") or [])
             if result.error is not None:
                 self.progress.message(f"No prefill and decode profile for {state.planned.trial.label}: "
                                       f"{result.error}")

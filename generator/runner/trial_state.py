@@ -44,6 +44,7 @@ class TrialState:
     decoder: DecoderLayout | None = None  # a generative trial's KV layout (generator.runner.generative)
     alone_peak_rss_mb: float | None = None  # a generative trial's outputs process: the version alone in memory
     phase_ops: list[dict] = field(default_factory=list)  # and its profile of prefill and one decode step
+    phase_nodes: list[dict] = field(default_factory=list)
 
     @property
     def percentile(self) -> str:
@@ -111,7 +112,8 @@ def trial_files(state: TrialState, agreement_rows: list[dict] | None = None) -> 
         "percentile": side.loaded.spec.measure.percentile, "started_at": state.started_at,
         "finished_at": now(), **state.adaptive_columns(), "target_name": side.target, "node_id": side.node_id,
     }
-    tables: dict[str, list] = {"nodes": [], "layers": [], "timeline": [], "decode_steps": [], "phase_ops": []}
+    tables: dict[str, list] = {"nodes": [], "layers": [], "timeline": [], "decode_steps": [], "phase_ops": [],
+                               "phase_nodes": []}
     if state.error is None and state.processes:
         tables = _measured(state, row)
     else:
@@ -126,6 +128,7 @@ def trial_files(state: TrialState, agreement_rows: list[dict] | None = None) -> 
         timeline=tables["timeline"],
         decode_steps=tables["decode_steps"],
         phase_ops=tables["phase_ops"],
+        phase_nodes=tables["phase_nodes"],
     )
 
 
@@ -141,9 +144,10 @@ def _measured(state: TrialState, row: dict) -> dict[str, list]:
         row["arena_mb"] = profile.get("arena_mb")
     nodes = profiles.node_rows(p.key, profile.get("nodes", []), state.profiled, set(column_names("nodes")))
     row.update(profiles.trial_columns(state.profiled if state.profile else [], nodes))
-    steps, ops = [], []
+    steps, ops, phase_nodes = [], [], []
     if state.decoder is not None:
         ops = [{**r, "trial_key": p.key} for r in state.phase_ops]
+        phase_nodes = [{**r, "trial_key": p.key} for r in state.phase_nodes]
         if row.get("peak_rss_mb") is None:  # measured with its configuration's other versions in one process
             row["peak_rss_mb"] = state.alone_peak_rss_mb
         dims = dict(p.trial.config.dims)
@@ -152,7 +156,7 @@ def _measured(state: TrialState, row: dict) -> dict[str, list]:
         steps = generative_rows.decode_step_rows(p.key, state.processes, dims["prompt_tokens"])
     return {"nodes": nodes, "layers": [{**layer, "trial_key": p.key} for layer in profile.get("layers", [])],
             "timeline": [{**call, "trial_key": p.key} for call in profile.get("timeline", [])], "decode_steps": steps,
-            "phase_ops": ops}
+            "phase_ops": ops, "phase_nodes": phase_nodes}
 
 
 def profile_columns(state: TrialState) -> dict:

@@ -31,8 +31,8 @@ memory right after session creation, when ``PERFSITE_TEST_FAULT_VERSION`` is uns
 model path (generator.runner.process_env).
 
 Phases mode (generative versions of one configuration, any number, given as pair mode gives them): their
-prefill and one decode step profiled pass by pass in turn; each OUT.json holds its version's ``phase_ops`` rows
-(generator.decode.phases).
+prefill and one decode step profiled pass by pass in turn; each OUT.json holds its version's ``phase_ops`` and
+``phase_nodes`` rows (generator.decode.phases).
 
 Pair mode: ``python -m generator.runner.worker JOB_A.json OUT_A.json JOB_B.json OUT_B.json`` measures two
 measure-mode jobs together (generator.runner.interleave: a paired run's baseline and candidate at one request
@@ -243,7 +243,9 @@ def profile_pass(job: WorkerJob, full: bool = True) -> dict[str, Any]:
               "profiler_cost_us": profiler_cost.profiler_cost_us(profiled, work, job.calibration_model or None)}
     if not full:
         return {**common, "nodes": [s.as_dict() for s in stats]}
-    mapped = _map_nodes(job.original_model_path, optimized, stats)
+    from generator.layers.mapping import mapped_columns  # only the profiled pass maps nodes
+
+    mapped = mapped_columns(job.original_model_path, optimized, stats)
     outputs = _recorded_outputs(session, job) if job.record_outputs else {}
     return {
         **outputs, **common,
@@ -334,15 +336,15 @@ PHASE_PASSES = 5  # profiled passes of each phase: a median over five ranks no p
 def phase_profiles(jobs: tuple[WorkerJob, ...]) -> tuple[dict[str, Any], ...]:
     """Phases mode: where each generative version's time goes, prefill and one decode step apart, the versions of
     one configuration profiled in this process pass by pass in turn (generator.decode.phases), each answered with
-    its `phase_ops` rows."""
+    its `phase_ops` and `phase_nodes` rows."""
     from generator.decode.convention import DecoderLayout
-    from generator.decode.phases import phase_ops_rows, profile_phases_together
+    from generator.decode.phases import phase_nodes_rows, phase_ops_rows, profile_phases_together
 
     config = jobs[0].config
     found = profile_phases_together([(Path(j.model_path), DecoderLayout(**j.decoder)) for j in jobs],
                                     int(config["batch"]), int(config["prompt_tokens"]), int(config["new_tokens"]),
                                     int(config.get("threads", 1)), passes=PHASE_PASSES)
-    return tuple({"phase_ops": phase_ops_rows(phases)} for phases in found)
+    return tuple({"phase_ops": phase_ops_rows(phases), "phase_nodes": phase_nodes_rows(phases)} for phases in found)
 
 
 def _recorded_outputs(session, job: WorkerJob) -> dict[str, Any]:
@@ -371,31 +373,6 @@ def _save_outputs(session, job: WorkerJob) -> dict[str, Any]:
         np.savez(path, *values)
         files.append(str(path))
     return {"output_names": names, "outputs_files": files}
-
-
-def _map_nodes(original_path: str | Path, optimized_path: Path,
-               stats: list[profiling.NodeStat]) -> list[dict[str, Any]]:
-    """Executed nodes -> original nodes, weights and the rule that found them, through
-    generator.layers.mapping (imported here: only the profiled pass needs it)."""
-    try:
-        from generator.layers.mapping import ExecutedNode, map_executed_nodes
-    except ImportError as e:
-        raise ImportError(
-            "generator.layers.mapping.map_executed_nodes is needed to map profiled nodes back to the model's "
-            f"graph but cannot be imported ({e}); the profiled pass cannot complete without it."
-        ) from e
-    executed = [
-        ExecutedNode(name=s.node_name, op_type=s.op_type, node_index=s.node_index, exec_order=s.exec_order,
-                     parent=s.parent, input_shapes=_shapes(s.input_shapes), output_shapes=_shapes(s.output_shapes))
-        for s in stats
-    ]
-    mapped = map_executed_nodes(Path(original_path), optimized_path, executed)
-    return [{"original_nodes": list(m.original_nodes), "weights": list(m.weights), "mapping_method": m.method}
-            for m in mapped]
-
-
-def _shapes(shapes_json: str) -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(shape) for shape in json.loads(shapes_json))
 
 
 def _error_line(e: BaseException) -> str:

@@ -18,6 +18,7 @@ from generator.site.charts import chart_block
 from generator.site.chooser_page import CHOOSER_PAGE
 from generator.site.escape import inline_json
 from generator.site.formatting import interval
+from generator.site.generative_profile import profile_links
 from generator.site.page_base import REPORTS_DIR, ExperimentView, Page, render, slugify
 
 
@@ -45,13 +46,15 @@ def _title(pair: GenerativePair) -> str:
 
 
 def generative_compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
+    profiles = {link.layers.version: link.path for link in profile_links(view)}
     pages = []
     for i, link in enumerate(pair_links(view), start=1):
         # Numbered: a chart id allows [a-z0-9-] only, and version names may hold dots.
         chart = chart_block(f"chart-generative-pair-{i}", G.pair_chart(link.view)) \
             if any(r.ttft or r.tpot for r in link.view.rows) else ""
         pages.append(render(env, "generative_compare.md.j2", f"{REPORTS_DIR}/{view.slug}/{link.path}", link.title,
-                            True, e=view, g=view.generative, p=link.view, chart=chart))
+                            True, e=view, g=view.generative, p=link.view, chart=chart,
+                            profiles=profiles))
     return pages
 
 

@@ -30,6 +30,7 @@ from generator.site import (
     chooser_page,
     compare_page,
     generative_compare,
+    generative_profile,
     machine_reports,
     machines_page,
 )
@@ -79,7 +80,7 @@ def generative_page(env: jinja2.Environment, view: ExperimentView) -> Page:
               for name, chart in made.items()}
     links = generative_compare.pair_links(view)
     page = render(env, "generative.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.title, True, e=view,
-                  charts=blocks, pairs=links)
+                  charts=blocks, pairs=links, profiles=generative_profile.profile_links(view))
     data = report.findings.as_dict(view.name)
     # A phase verdict is stated on its pair's compare page.
     pages = {phase_finding_id(link.view.pair, c, v): link.path
@@ -114,10 +115,10 @@ def compare_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
 
 def profile_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page]:
     """One page per version: the full profile of each profiled configuration (the spec's `profile` entries,
-    by default batch 1 at the most threads) and of the version's sweet spot. None for a generative experiment:
-    its trials are not profiled yet."""
+    by default batch 1 at the most threads) and of the version's sweet spot; a generative experiment's, its
+    prefill and decode step node by node at every configuration (generator.site.generative_profile)."""
     if view.generative is not None:
-        return []
+        return generative_profile.generative_profile_pages(env, view)
     pages = []
     for version in view.versions:
         name = version.info.version

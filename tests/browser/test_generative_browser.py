@@ -39,7 +39,8 @@ def test_the_generative_page_draws_every_chart_offline(generative_page):
     headings = page.locator("article h2").all_inner_texts()
     assert [h.replace("¶", "").strip() for h in headings] == [
         "Sweet spot", "Compared versions: prefill and decode apart", "Output agreement",
-        "Prefill, decode and throughput", "Decode against the memory's speed", "Every configuration"]
+        "Prefill, decode and throughput", "Where the time goes", "Decode against the memory's speed",
+        "Every configuration"]
 
 
 def test_the_limit_sliders_move_the_sweet_spot(generative_page):
@@ -55,7 +56,7 @@ def test_the_limit_sliders_move_the_sweet_spot(generative_page):
 
 
 def test_the_pairs_page_is_linked_from_the_overview_and_draws_its_ratios(generative_page, chromium):
-    page, _, url = generative_page
+    page, visit, url = generative_page
     page.locator("article a", has_text="fp32 vs int4").click()
     page.wait_for_url("**/compare-fp32-vs-int4.html")
     page.wait_for_function("() => document.querySelectorAll('.vega-embed svg, .vega-embed canvas').length > 0")
@@ -64,6 +65,16 @@ def test_the_pairs_page_is_linked_from_the_overview_and_draws_its_ratios(generat
     assert page.locator("[data-chart^='chart-generative-pair'] .ratios_marks path").count() == 4
     headings = [h.replace("¶", "").strip() for h in page.locator("article h2").all_inner_texts()]
     assert headings == ["Verdicts", "Side by side", "Where the time goes", "Output agreement of B with A"]
+    # Node by node: the version's profile page, one section a configuration, a table a phase.
+    page.locator("article a", has_text="int4's profile").click()
+    page.wait_for_url("**/profile-int4.html")
+    sections = [h.replace("¶", "").strip() for h in page.locator("article h2").all_inner_texts()]
+    assert sections == ["b1 t1 c1 prompt=4 new=4", "b1 t1 c1 prompt=12 new=4"]
+    phases = [h.replace("¶", "").strip() for h in page.locator("article h3").all_inner_texts()]
+    assert phases[:2] == ["Prefill of a 4-token prompt", "One decode step at a context of 6 tokens"]
+    assert page.locator("article table").nth(1).locator("tbody tr", has_text="MatMulNBits").count() >= 4
+    assert not visit.errors
+    page.go_back()
     page.go_back()
     page.wait_for_url("**" + PAGE)
 
