@@ -243,6 +243,7 @@ def trial_key(
     quick: bool,
     env_fingerprint: str,
     target: str | None = None,
+    engine: str | None = None,
 ) -> str:
     """Hash of everything that makes two measurements comparable; equal keys are the same trial.
 
@@ -250,7 +251,8 @@ def trial_key(
     model file changes the key through its sha256, so stale results are never reused; input files enter by
     their contents (the runner's keyed_inputs), and the measurement method by MEASUREMENT_VERSION. A run fanned
     out on Ray adds the target (the kind of machine asked for), so that two targets of identical machines stay
-    two trials; without one the payload, and so every key stored before targets existed, is unchanged.
+    two trials; without one the payload, and so every key stored before targets existed, is unchanged. So does
+    an engine other than perfsite's own decode loop (`engine: genai`, with its release).
     """
     payload = {
         "method": MEASUREMENT_VERSION,
@@ -264,4 +266,6 @@ def trial_key(
     }
     if target is not None:
         payload["target"] = target
+    if engine is not None:  # a generative version's other engine and its release (None: perfsite's own loop)
+        payload["engine"] = engine
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:20]

@@ -195,6 +195,9 @@ class GenerativeReport:
     # Every claim of the page (each phase verdict, the sweet spot), settled by one false-discovery rule across
     # the report (generator.analysis.findings): findings.json writes them.
     findings: FindingSet | None = None
+    # Each version's engine (`engine: genai`), in the versions' order; empty when every version ran on
+    # perfsite's own decode loop.
+    engines: tuple[tuple[str, str], ...] = ()
 
 
 def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decode_steps: pd.DataFrame,
@@ -225,7 +228,16 @@ def generative_report(spec, trials: pd.DataFrame, processes: pd.DataFrame, decod
         rows=rows, sweet_spots=tuple(_settled_spot(spot, findings) for spot in spots),
         pairs=_settled_pairs(pairs, findings), steps=_steps(rows, decode_steps),
         agreement=_agreement(rows, agreement, *tolerance), cosine_min=tolerance[0], max_abs=tolerance[1],
-        findings=findings)
+        findings=findings, engines=_engines(ok))
+
+
+def _engines(ok: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """Each version's engine (its newest trial's), when any version's is not perfsite's own loop."""
+    if "engine" not in ok or set(ok["engine"].dropna()) <= {"onnxruntime"}:
+        return ()
+    newest = ok.sort_values("finished_at", kind="stable").drop_duplicates("version", keep="last")
+    by_version = dict(zip(newest["version"], newest["engine"].fillna("onnxruntime"), strict=True))
+    return tuple((v, by_version[v]) for v in dict.fromkeys(ok["version"]))
 
 
 def compared_pairs(spec, rows: Sequence[GenerativeRow]) -> list[tuple[str, str, tuple[tuple[str, Any], ...]]]:

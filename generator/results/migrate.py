@@ -31,6 +31,9 @@ def migrated(data: pa.Table, table: str, version: int, specs: SpecLookup) -> pa.
         data = _one_profiling_process(data)
     if table == "nodes" and version < 5:
         data = _set(data, "dur_process_p50_us", _singletons(data.column("dur_p50_us")))
+    if table == "trials" and version < 9:  # perfsite's own decode loop was the one engine
+        generative = [v is not None for v in data.column("prompt_tokens").to_pylist()]
+        data = _set(data, "engine", pa.array(["onnxruntime" if g else None for g in generative], pa.string()))
     return data
 
 

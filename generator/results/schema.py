@@ -51,9 +51,11 @@ SCHEMA_HISTORY = {
                      "profiled before version 8"),
     8: SchemaVersion("the phase_ops table: a generative trial's time by op type in its prefill and in one decode "
                      "step, profiled; runs.started_at to the microsecond", "no phase_nodes: no generative trial's "
-                     "nodes were stored before version 9"),
+                     "nodes were stored before version 9; a generative trial's engine is onnxruntime (the only one "
+                     "then)"),
     9: SchemaVersion("the phase_nodes table: each top-level node of a generative trial's profiled prefill and "
-                     "decode step, with the model file's nodes and weights it runs",
+                     "decode step, with the model file's nodes and weights it runs; trials.engine (onnxruntime-genai "
+                     "as a second engine)",
                      "files of this version are read as written"),
 }
 # How a trial written before version 4 gets its profile_iterations (generator.results.migrate): the rule the
@@ -204,6 +206,8 @@ TRIALS = (
     _c("ttft_ci_halfwidth", F64, "ratio", "generative: relative half-width of the 95 % interval of the median "
        "TTFT over the processes' medians (v7)"),
     _c("tpot_ci_halfwidth", F64, "ratio", "generative: the same for TPOT (v7)"),
+    _c("engine", STR, "", "generative: what generated the tokens, `onnxruntime` (perfsite's decode loop) or "
+       "`onnxruntime-genai` with its release (v9)"),
 )
 
 PROCESSES = (

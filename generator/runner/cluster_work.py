@@ -30,6 +30,7 @@ from generator.machine.probe import ensure_limits
 from generator.plan import Configuration, Trial, trial_key
 from generator.processes import owned_tempdir
 from generator.results.store import TRIAL_TABLES, ResultsDir
+from generator.runner.generative import version_engines
 from generator.runner.orchestrate import UNKEYED_SETTINGS
 from generator.runner.sides import PlannedTrial, RunSummary, Side, SilentProgress
 from generator.runner.sweep import SweepContext
@@ -137,7 +138,8 @@ def _key(job: GroupJob, trial: Trial, env_fingerprint: str) -> str:
     version = job.versions[trial.version]
     return trial_key(trial, model_sha256=version.sha256, inputs=job.keyed_inputs,
                      measure={k: v for k, v in job.settings.items() if k not in UNKEYED_SETTINGS},
-                     quick=job.quick, env_fingerprint=env_fingerprint, target=job.target)
+                     quick=job.quick, env_fingerprint=env_fingerprint, target=job.target,
+                     engine=version_engines(job.loaded)[trial.version])
 
 
 def _node_id() -> str | None:

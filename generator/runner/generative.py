@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from generator.decode.convention import DecoderLayout, decoder_layout
-from generator.decode.loop import DecodeLoop, prompt_ids
+from generator.decode.loop import prompt_ids
 from generator.errors import PerfsiteError, RunError
 from generator.runner.measure import LoopResult, process_delay_reader
 
@@ -34,12 +34,10 @@ class GenerativeLoop:
     steps_ms: np.ndarray = field(repr=False)  # [requests, new_tokens - 1]
 
 
-def timed_generations(session: Any, layout: DecoderLayout, config: Mapping[str, Any],
-                      settings: Mapping[str, Any]) -> GenerativeLoop:
-    """The first generation (cold), `warmup` untimed ones, then timed ones until `min_iterations` and
-    `min_seconds` are both reached, or `max_seconds` passed."""
+def timed_generations(loop: Any, config: Mapping[str, Any], settings: Mapping[str, Any]) -> GenerativeLoop:
+    """The first generation of `loop` (a DecodeLoop or GenaiLoop: cold), `warmup` untimed ones, then timed ones
+    until `min_iterations` and `min_seconds` are both reached, or `max_seconds` passed."""
     batch, new_tokens = int(config["batch"]), int(config["new_tokens"])
-    loop = DecodeLoop(session, layout, prompt_ids(layout, batch, int(config["prompt_tokens"])), new_tokens)
     started = time.perf_counter_ns()
     loop.generate()
     first_run_ms = (time.perf_counter_ns() - started) / 1e6
@@ -72,16 +70,20 @@ def timed_generations(session: Any, layout: DecoderLayout, config: Mapping[str, 
     return GenerativeLoop(result, np.array(ttft), np.array(steps).reshape(len(latencies), max(new_tokens - 1, 0)))
 
 
-def timed_generation_group(sessions: list[Any], layouts: list[DecoderLayout], config: Mapping[str, Any],
+def group_prompt(layouts: list[DecoderLayout], config: Mapping[str, Any]) -> np.ndarray:
+    """The one prompt every version of a configuration generates from: ids every version's vocabulary holds."""
+    vocab = min(layout.vocab for layout in layouts)
+    return prompt_ids(replace(layouts[0], vocab=vocab), int(config["batch"]), int(config["prompt_tokens"]))
+
+
+def timed_generation_group(loops: list[Any], config: Mapping[str, Any],
                            settings: Mapping[str, Any]) -> list[GenerativeLoop]:
     """Several versions' generations in one process, request by request in turn (A B C, then C B A, ...), from
     one prompt: a change of the machine's speed falls on each alike, which separate processes a round apart
     could not give (the host's speed moved their ratios by half). Each version's figures are its own: its
-    requests' times, their run-delays, and, for its tokens/s, the time its own requests took."""
+    requests' times, their run-delays, and, for its tokens/s, the time its own requests took. `loops`: each
+    version's DecodeLoop or GenaiLoop, all from one prompt (group_prompt)."""
     batch, new_tokens = int(config["batch"]), int(config["new_tokens"])
-    vocab = min(layout.vocab for layout in layouts)  # ids every version accepts
-    prompt = prompt_ids(replace(layouts[0], vocab=vocab), batch, int(config["prompt_tokens"]))
-    loops = [DecodeLoop(session, layout, prompt, new_tokens) for session, layout in zip(sessions, layouts, strict=True)]
     firsts = []
     for loop in loops:
         started = time.perf_counter_ns()
@@ -139,6 +141,20 @@ def layout_of(model_path: Path) -> DecoderLayout:
 @functools.lru_cache(maxsize=64)
 def _layout(model_path: Path, _size: int, _mtime_ns: int) -> DecoderLayout:
     return decoder_layout(model_path)
+
+
+def version_engines(loaded: Any) -> dict[str, str | None]:
+    """Each version's engine as its trial keys hold it (generator.decode.genai.engine_key): None for perfsite's
+    own decode loop; a spec's path and the version named where onnxruntime-genai is asked for and missing."""
+    from generator.decode.genai import engine_key
+
+    found = {}
+    for name, model in loaded.spec.models.items():
+        try:
+            found[name] = engine_key(model.engine)
+        except RunError as e:
+            raise RunError(f"{loaded.path}: models.{name}.engine: {e}") from e
+    return found
 
 
 def check_decoders(spec_path: Path, model_paths: Mapping[str, Path], trials: Iterable[Any]) -> None:

@@ -44,6 +44,7 @@ from generator.plan import (
 )
 from generator.processes import process_tempdir
 from generator.results.store import ResultsDir, shown_spec_sha256
+from generator.runner.generative import version_engines
 from generator.runner.limits_check import recheck_limits
 from generator.runner.sides import (  # noqa: F401  (RunSummary, Progress, SilentProgress: the runner's API)
     PlannedTrial,
@@ -210,10 +211,11 @@ def _prepare_side(loaded: LoadedSpec, options: RunOptions, progress: Progress, l
     check_providers({t.config.provider for t in trials}, f"{loaded.path}: sweep.provider")
     versions = planned_versions(loaded, options, progress)
     inputs = keyed_inputs(loaded)
+    engines = version_engines(loaded)
     keys = {
         t: trial_key(t, model_sha256=versions[t.version].sha256, inputs=inputs,
                      measure={k: v for k, v in settings.items() if k not in UNKEYED_SETTINGS},
-                     quick=quick, env_fingerprint=env.fingerprint)
+                     quick=quick, env_fingerprint=env.fingerprint, engine=engines[t.version])
         for t in trials
     }
     preexisting = stored_keys(results, progress)

@@ -43,6 +43,7 @@ class WorkerJob:
     # A generative trial (measure mode): the decoder's KV layout (generator.decode.convention.DecoderLayout's
     # fields), read once by the parent; each request is then a greedy generation (generator.runner.generative).
     decoder: Mapping[str, Any] | None = None
+    engine: str = "onnxruntime"  # what generates a generative trial's tokens: onnxruntime or genai
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

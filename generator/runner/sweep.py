@@ -169,7 +169,8 @@ class SweepContext:
         return WorkerJob(mode=mode, model_path=str(version.path), original_model_path=str(version.path),
                          config=state.planned.trial.config.as_dict(), feeds_path=str(state.feeds),
                          measure=state.side.settings, work_dir=str(work),
-                         decoder=dataclasses.asdict(state.decoder) if state.decoder is not None else None)
+                         decoder=dataclasses.asdict(state.decoder) if state.decoder is not None else None,
+                         engine=state.side.loaded.spec.models[state.planned.trial.version].engine or "onnxruntime")
 
     def _one_process(self, tmp: Path, state: TrialState, rnd: int, name: str | None = None) -> None:
         job = self._measure_job(tmp, state, rnd, name)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from generator.decode.convention import DecoderLayout
+from generator.decode.genai import engine_label
 from generator.results import intervals
 from generator.results.schema import column_names
 from generator.results.store import TrialFiles
@@ -111,6 +112,8 @@ def trial_files(state: TrialState, agreement_rows: list[dict] | None = None) -> 
         **aggregate.config_columns(p.trial), "quick": side.quick,
         "percentile": side.loaded.spec.measure.percentile, "started_at": state.started_at,
         "finished_at": now(), **state.adaptive_columns(), "target_name": side.target, "node_id": side.node_id,
+        "engine": (engine_label(side.loaded.spec.models[p.trial.version].engine)
+                   if side.loaded.spec.generate is not None else None),
     }
     tables: dict[str, list] = {"nodes": [], "layers": [], "timeline": [], "decode_steps": [], "phase_ops": [],
                                "phase_nodes": []}

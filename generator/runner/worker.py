@@ -120,12 +120,12 @@ def measure_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
 def _generative_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     """Measure mode for a generative trial: timed greedy generations (generator.runner.generative), answered
     as a measurement process answers, with each request's TTFT and decode steps in files beside OUT.json."""
-    from generator.decode.convention import DecoderLayout
-    from generator.runner.generative import generation_files, timed_generations
+    from generator.runner.generative import generation_files, group_prompt, timed_generations
 
-    session, load_ms = open_session(job.model_path, job.config)
+    handle, load_ms = _open_decoder(job)
     process_env.test_fault(job.model_path)
-    generations = timed_generations(session, DecoderLayout(**job.decoder), job.config, job.measure)
+    loop = _decode_loop(job, handle, group_prompt([_layout(job)], job.config))
+    generations = timed_generations(loop, job.config, job.measure)
     outcome = loop_outcome(generations.loop, load_ms, out_path, process_env.peak_rss_mb())
     return {**outcome, **generation_files(generations, out_path)}
 
@@ -134,22 +134,54 @@ def measure_generation_group(jobs: tuple[WorkerJob, ...], outs: tuple[Path, ...]
     """Generative versions of one configuration in one process, their requests in turn
     (generator.runner.generative.timed_generation_group), each answered as a measurement process is; no peak
     memory (the process held every model) and a cold start for the version loaded first only."""
-    from generator.decode.convention import DecoderLayout
-    from generator.runner.generative import generation_files, timed_generation_group
+    from generator.runner.generative import generation_files, group_prompt, timed_generation_group
 
-    sessions = []
+    handles = []
     for job in jobs:
-        sessions.append(open_session(job.model_path, job.config))
+        handles.append(_open_decoder(job))
         process_env.test_fault(job.model_path)
-    groups = timed_generation_group([s for s, _ in sessions], [DecoderLayout(**job.decoder) for job in jobs],
-                                    jobs[0].config, jobs[0].measure)
+    prompt = group_prompt([_layout(job) for job in jobs], jobs[0].config)
+    loops = [_decode_loop(job, handle, prompt) for job, (handle, _) in zip(jobs, handles, strict=True)]
+    groups = timed_generation_group(loops, jobs[0].config, jobs[0].measure)
     answers = []
-    for k, (generations, (_, load_ms), out) in enumerate(zip(groups, sessions, outs, strict=True)):
+    for k, (generations, (_, load_ms), out) in enumerate(zip(groups, handles, outs, strict=True)):
         answer = {**loop_outcome(generations.loop, load_ms, out, None), **generation_files(generations, out)}
         if k:  # loaded into a process that had started onnxruntime: no cold start
             answer.update(load_ms=math.nan, first_run_ms=math.nan)
         answers.append(answer)
     return tuple(answers)
+
+
+def _layout(job: WorkerJob):
+    from generator.decode.convention import DecoderLayout
+
+    return DecoderLayout(**job.decoder)
+
+
+def _open_decoder(job: WorkerJob) -> tuple[Any, float]:
+    """What generates the job's tokens and its load time (ms): an onnxruntime session for perfsite's decode
+    loop, or onnxruntime-genai's model (`engine: genai`, its folder in the job's work folder)."""
+    if job.engine != "genai":
+        return open_session(job.model_path, job.config)
+    from generator.decode.genai import open_model
+
+    config = job.config
+    started = time.perf_counter_ns()
+    model = open_model(Path(job.model_path), _layout(job), int(config.get("threads", 1)),
+                       int(config["prompt_tokens"]) + int(config["new_tokens"]), job.work / "genai")
+    return model, (time.perf_counter_ns() - started) / 1e6
+
+
+def _decode_loop(job: WorkerJob, handle: Any, prompt: np.ndarray) -> Any:
+    """The job's greedy generation from `prompt`: perfsite's DecodeLoop, or onnxruntime-genai's (GenaiLoop)."""
+    new_tokens = int(job.config["new_tokens"])
+    if job.engine == "genai":
+        from generator.decode.genai import GenaiLoop
+
+        return GenaiLoop(handle, prompt, new_tokens)
+    from generator.decode.loop import DecodeLoop
+
+    return DecodeLoop(handle, _layout(job), prompt, new_tokens)
 
 
 def measure_pair(jobs: tuple[WorkerJob, WorkerJob], outs: tuple[Path, Path]) -> tuple[dict, dict]:
@@ -305,22 +337,22 @@ def outputs_pass(job: WorkerJob) -> dict[str, Any]:
     between versions (generator.runner.agreement)."""
     work = job.work
     work.mkdir(parents=True, exist_ok=True)
+    if job.decoder is not None:
+        handle, load_ms = _open_decoder(job)
+        process_env.test_fault(job.model_path)
+        return {**_generation_outputs(handle, job), "load_ms": load_ms}
     session, load_ms = open_session(job.model_path, job.config)
     process_env.test_fault(job.model_path)
-    if job.decoder is not None:
-        return {**_generation_outputs(session, job), "load_ms": load_ms}
     return {**_save_outputs(session, job), "load_ms": load_ms}
 
 
-def _generation_outputs(session, job: WorkerJob) -> dict[str, Any]:
+def _generation_outputs(handle: Any, job: WorkerJob) -> dict[str, Any]:
     """A generative trial's outputs: the greedy tokens of one generation and the prefill's logits at the
-    prompt's last position, from the trial's own prompt (generator.runner.agreement.generation_rows)."""
-    from generator.decode.convention import DecoderLayout
-    from generator.decode.loop import DecodeLoop, prompt_ids
+    prompt's last position, from the trial's own prompt (generator.runner.agreement.generation_rows), by the
+    version's engine."""
+    from generator.runner.generative import group_prompt
 
-    layout, config = DecoderLayout(**job.decoder), job.config
-    loop = DecodeLoop(session, layout, prompt_ids(layout, int(config["batch"]), int(config["prompt_tokens"])),
-                      int(config["new_tokens"]))
+    loop = _decode_loop(job, handle, group_prompt([_layout(job)], job.config))
     path = job.work / "outputs0.npz"
     np.savez(path, loop.generate().tokens, loop.prefill_logits())  # arr_0, arr_1: output_names order
     # This process held the version alone: its peak memory is the version's (its measuring processes held

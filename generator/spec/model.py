@@ -383,10 +383,13 @@ def _version_issues(models: dict[str, ModelSpec]) -> list[Issue]:
 
 def _generate_issues(spec: Spec) -> list[Issue]:
     """What a generative experiment cannot have (its decode loop feeds the model, one request at a time), and
-    `limits` without one."""
+    `limits` or an `engine` without one."""
     if spec.generate is None:
         issues = [] if spec.inputs else [Issue(("inputs",), "no input given: name each model input and how to feed "
                                               "it (a decoder measured with `generate:` needs none)")]
+        issues += [Issue(("models", name, "engine"), "an engine generates tokens: it applies to a generative "
+                         "experiment (a `generate:` section); remove `engine`")
+                   for name, m in spec.models.items() if m.engine is not None]
         if spec.limits is not None:
             issues.append(Issue(("limits",), "TTFT and TPOT limits apply to a generative experiment (a `generate:` "
                                 "section); for a latency budget use `latency_threshold_ms`"))

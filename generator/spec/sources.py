@@ -4,7 +4,7 @@ is fed (random data of a shape, a fixed value, a file), as frozen records with t
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
@@ -137,6 +137,11 @@ class ModelSpec(Record):
     fp16: Annotated[Fp16Options | None, BeforeValidator(_fp16_flag)] = Field(
         None, description="Convert the `from` model to float16; `true` means default options."
     )
+    engine: Literal["onnxruntime", "genai"] | None = Field(
+        None, description="What generates this version's tokens in a generative experiment: `onnxruntime` "
+        "(perfsite's own decode loop; the default) or `genai` (onnxruntime-genai's generator, installed with "
+        "`perfsite[genai]`). A version made `from` another with only `engine` runs the same file on that engine.",
+    )
 
     @model_validator(mode="after")
     def _one_source_one_transform(self) -> ModelSpec:
@@ -146,9 +151,10 @@ class ModelSpec(Record):
             both = " and ".join(transforms)
             message = f"one transform per version ({both} given); chain versions with `from`"
             issues.append(Issue((transforms[1],), message))
-        if self.from_ is not None and not transforms:
+        if self.from_ is not None and not transforms and self.engine is None:
             issues.append(Issue(("from",), f"a version made `from` another needs a transform "
-                                f"({' or '.join(TRANSFORM_FIELDS)}); otherwise it is the same model"))
+                                f"({' or '.join(TRANSFORM_FIELDS)}) or an `engine`; otherwise it is the same model "
+                                "run the same way"))
         if issues:
             fail(*issues)
         return self
