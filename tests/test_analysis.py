@@ -179,3 +179,29 @@ def test_clean_turns_every_missing_flavour_into_none():
     assert [S.clean(v) for v in (None, float("nan"), pd.NA)] == [None, None, None]
     assert S.parse_dims('{"seq_len": 128, "a": 1}') == (("a", 1), ("seq_len", 128))
     assert S.parse_dims(None) == ()
+
+
+def test_side_by_side_sets_every_version_against_the_first_measured_and_its_outputs_against_its_reference():
+    from generator.analysis.records_compare import AgreementRow
+    from generator.analysis.side_by_side import side_by_side
+
+    trials = [_summary("a", "b1", 2.0, 500.0), _summary("b", "b1", 1.0, 1000.0, halfwidth=0.1),
+              _summary("c", "b1", 4.0, 250.0), _summary("b", "b2", 1.0, 2000.0)]  # b2: b alone, no row
+    worst = AgreementRow("b", "a", "y", 0.5, None, 0.97, 0.9, trial_key="b-b1", within_tolerance=False)
+    fine = AgreementRow("b", "a", "z", 0.01, None, 0.9999, 1.0, trial_key="b-b1", within_tolerance=True)
+    [row] = side_by_side(trials, ["a", "b", "c"], [], {"b-b1": (fine, worst)})
+    assert row.config_label == "b1" and row.reference == "a" and [c.version for c in row.cells] == ["a", "b", "c"]
+    a, b, c = row.cells
+    assert (a.latency_ratio, b.latency_ratio, c.latency_ratio) == (1.0, 0.5, 2.0)
+    assert (b.throughput_ratio, c.throughput_ratio) == (2.0, 0.5)
+    assert (b.low_ms, b.high_ms) == pytest.approx((0.9, 1.1)) and a.low_ms is None
+    assert (b.worst_cosine, b.worst_top1, b.within_tolerance, b.against) == (0.97, 0.9, False, "a")
+    assert a.against is None and a.within_tolerance is None
+
+
+def _summary(version: str, label: str, latency_ms: float, throughput: float,
+             halfwidth: float | None = None) -> S.TrialSummary:
+    base = {f: None for f in S.TrialSummary.__dataclass_fields__}
+    return S.TrialSummary(**{**base, "trial_key": f"{version}-{label}", "version": version, "config_label": label,
+                             "status": "ok", "latency_headline_ms": latency_ms, "throughput_ips": throughput,
+                             "ci_halfwidth": halfwidth})

@@ -22,7 +22,7 @@ def test_every_kind_of_snapshot_chart_is_valid_vega_lite():
     for path in sorted(SNAPSHOTS.rglob("*.chart-*.json")):
         kinds.setdefault(re.sub(r"-\d+$", "", path.stem.split(".chart-")[-1]), path)
     assert {"latency-throughput", "op-time", "ops-time", "roofline", "timeline", "temporal",
-            "compare-results"} <= set(kinds)
+            "compare-results", "versions"} <= set(kinds)
     schema = load_schema()
     for path in kinds.values():
         spec = json.loads(path.read_text(encoding="utf-8"))

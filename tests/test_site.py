@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -96,6 +97,25 @@ def test_pages_show_the_figures_and_warnings(built):
     assert "AMD EPYC 7B13" in index and "AVX, AVX2, FMA" in index and "Sweet spot ≤ 12.0 ms" in index
     profile = (docs / "cnn-int8" / "profile-int8.md").read_text()
     assert "## b1 t2 c1" in profile and "### Unattributed time" in profile and "| Conv | 3 | 3 |" in profile
+
+
+def test_every_version_stands_side_by_side_at_each_configuration(built):
+    """The N-way table: every version at each configuration two or more ran, against the first version in the
+    spec, with its size and its outputs against its reference; a bar and an interval each on its chart."""
+    project, _ = built
+    overview = (project / ".perfsite" / "build" / "docs" / "reports" / "cnn-int8" / "index.md").read_text()
+    section = overview[overview.index("## Every version side by side"):overview.index("## Versions")]
+    rows = [r for r in section.splitlines() if r.startswith("| ") and "---" not in r][1:]
+    configs = {r.split(" | ")[0].strip("| ") for r in rows} - {""}
+    assert rows and len(rows) == 2 * len(configs)  # fp32 and int8 at each configuration both ran
+    first, second = rows[0].split(" | "), rows[1].split(" | ")
+    assert first[1] == "**fp32** (reference)" and first[4] == "1.000" and first[8] == "—"
+    assert second[1] == "int8" and second[8] == "—" and re.fullmatch(r"\d\.\d{3}", second[4])  # no outputs stored
+    assert re.fullmatch(r"[\d.,]+–[\d.,]+", first[3]) or first[3] == "—"
+    spec = json.loads(re.search(r'<script type="application/json" id="chart-versions">\[(.*)\]</script>',
+                                overview, re.S).group(1))
+    assert [layer["name"] for layer in spec["layer"]] == ["bars", "intervals"]
+    assert len(spec["data"]["values"]) == len(rows)
 
 
 def test_rebuild_gives_identical_markdown(tmp_path, results_root, built):
@@ -493,7 +513,7 @@ UNFILTERED_OK = re.compile(
     r"|m\.overall|m\.chart|sentence|figure\(.*\)"  # machines page: pre-escaped sentences, a macro
     r"|names\(.*\)"  # a generative profile page's macro (escapes the names it prints)
     r"|tv\.compute_title"  # a constant of generator.timeline.view (GFLOP/s or INT8 GOP/s)
-    r"|charts\.\w+"  # a generative page's chart blocks (charts.chart_block: escaped JSON)
+    r"|charts\.\w+|versions_chart"  # chart blocks of generative and experiment pages (chart_block: escaped JSON)
     r"|F\.\w+\(.*\)|\(bound\.answer ~ F\.mark\(bound\)\) if bound else \"—\""  # site_templates/_findings.j2 escapes
     r"|settled|findings \| length|loop\.index0?|side"
     r"|e\.up|e\.parent_slug|folder"  # relative paths and slugs (a machine's report: generator.site.machine_reports)

@@ -385,6 +385,18 @@ def outputs_beyond_tolerance(exp: ExperimentResults) -> tuple[AgreementRow, ...]
                  if r.within_tolerance is False)
 
 
+def agreement_by_trial(exp: ExperimentResults) -> dict[str, tuple[AgreementRow, ...]]:
+    """Each trial's agreement rows (its outputs against its reference version's), judged by the tolerance."""
+    table = exp.agreement
+    if table is None or not len(table):
+        return {}
+    tolerance = effective_tolerance(exp.spec)
+    found: dict[str, list[AgreementRow]] = {}
+    for _, row in table.sort_values(["trial_key", "output"], key=lambda s: s.astype(str)).iterrows():
+        found.setdefault(str(row["trial_key"]), []).append(_agreement_row(row, tolerance))
+    return {key: tuple(rows) for key, rows in found.items()}
+
+
 def effective_tolerance(spec: Any) -> Any:
     """The spec's `tolerance:`, or perfsite's default (cosine ≥ DEFAULT_COSINE_MIN on every output) when it sets
     none: a static INT8 model calibrated on random data reached cosine 0.19, and the speed of a broken model is

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import altair as alt
 from altair.utils import schemapi
 
 from generator.analysis.profile import OpTypeTime
+from generator.analysis.side_by_side import ConfigRow
 from generator.analysis.summaries import AXIS_COLUMNS, TrialSummary
 from generator.numbers import rounded
 from generator.site.chart_spec import Chart, chart_dict, inline_rows
@@ -26,6 +27,7 @@ from generator.site.formatting import config_text
 # orders of magnitude in latency, and a linear axis then squeezes the small configurations into one corner.
 LOG_SCALE_RATIO = 20.0
 THRESHOLD_COLOR = "#c62828"
+INK = "#1b1e23"  # text and thin lines (perfsite.js lightens it on the dark scheme)
 NOISE_SHAPES = alt.Scale(domain=["ok", "uncertain"], range=["circle", "triangle"])
 _CHART_ID = re.compile(r"[a-z][a-z0-9-]*")
 
@@ -223,3 +225,32 @@ def chart_block(chart_id: str, chart: alt.TopLevelMixin | dict[str, Any]) -> str
         f'<div class="perfsite-chart" data-chart="{chart_id}"></div>\n'
         f'<script type="application/json" id="{chart_id}">{spec}</script>'
     )
+
+
+def versions_chart(rows: Sequence[ConfigRow], versions: list[str], percentile: str) -> alt.LayerChart:
+    """Every version's latency at each configuration where two or more ran, side by side (a bar each), with its
+    95 % interval over processes as a rule; the configurations in the table's order."""
+    records = [{"config": r.config_label, "version": c.version,
+                **{k: rounded(v, 4) for k, v in (("latency_ms", c.trial.latency_headline_ms), ("low_ms", c.low_ms),
+                                                  ("high_ms", c.high_ms), ("throughput_ips", c.trial.throughput_ips),
+                                                  ("ratio", c.latency_ratio))},
+                "reference": r.reference} for r in rows for c in r.cells]
+    configs = [r.config_label for r in rows]
+    x = alt.X("config:N", title="Configuration", sort=configs, axis=alt.Axis(labelAngle=-30, labelLimit=160))
+    offset = alt.XOffset("version:N", sort=versions)
+    y = alt.Y("latency_ms:Q", title=f"Latency {percentile} (ms)")
+    color = alt.Color("version:N", title="Version", scale=alt.Scale(domain=versions), sort=versions)
+    base = Chart(inline_rows(records))
+    tooltip = [alt.Tooltip("config:N", title="Configuration"), alt.Tooltip("version:N", title="Version"),
+               alt.Tooltip("latency_ms:Q", title=f"Latency {percentile} (ms)", format=",.3~r"),
+               alt.Tooltip("low_ms:Q", title="95 % interval from (ms)", format=",.3~r"),
+               alt.Tooltip("high_ms:Q", title="to (ms)", format=",.3~r"),
+               alt.Tooltip("throughput_ips:Q", title="Throughput (items/s)", format=",.3~r"),
+               alt.Tooltip("ratio:Q", title="Latency ÷ the reference's", format=".3f"),
+               alt.Tooltip("reference:N", title="Reference")]
+    bars = base.mark_bar().encode(x=x, xOffset=offset, y=y, color=color, tooltip=tooltip)
+    rules = base.mark_rule(color=INK).encode(
+        x=x, xOffset=offset, y=alt.Y("low_ms:Q"), y2=alt.Y2("high_ms:Q")).transform_filter("isValid(datum.low_ms)")
+    return alt.layer(bars.properties(name="bars"), rules.properties(name="intervals"), name="versions",
+                     width="container", height=300,
+                     title=alt.Title(f"Latency ({percentile}) of every version, each configuration", anchor="start"))

@@ -17,12 +17,14 @@ import jinja2
 from generator.analysis import run_summaries as R
 from generator.analysis import summaries as S
 from generator.analysis.chooser import choosable
+from generator.analysis.compare import agreement_by_trial
 from generator.analysis.findings import OVERVIEW, cached_profile, profile_page, profile_sections
 from generator.analysis.findings.choose import PAGE as CHOOSE_PAGE
 from generator.analysis.generative import phase_finding_id
 from generator.analysis.limits import LimitOverruns, limit_overruns
 from generator.analysis.profile import WHATIF_DEFAULT, TrialProfile, op_type_times, trial_profile
 from generator.analysis.roofline import FAR_BELOW_EFFICIENCY, FAR_BELOW_MIN_SHARE
+from generator.analysis.side_by_side import side_by_side
 from generator.results.store import ExperimentResults
 from generator.site import (
     charts,
@@ -61,8 +63,12 @@ def experiment_pages(env: jinja2.Environment, view: ExperimentView) -> list[Page
     chart = charts.latency_throughput_chart(view.trials, [v.info.version for v in view.versions],
                                             view.headline_label, view.spec.latency_threshold_ms)
     block = charts.chart_block("chart-latency-throughput", chart) if view.ok_trials else ""
+    versions = [v.info.version for v in view.versions]
+    rows = side_by_side(view.trials, versions, [v.info for v in view.versions], agreement_by_trial(view.results))
+    versions_block = charts.chart_block("chart-versions", charts.versions_chart(rows, versions, view.headline_label)) \
+        if rows else ""
     page = render(env, "experiment.md.j2", f"{REPORTS_DIR}/{view.slug}/index.md", view.title, True, e=view,
-                  chart=block, multi_env=len(view.environments) > 1,
+                  chart=block, side=rows, versions_chart=versions_block, multi_env=len(view.environments) > 1,
                   multi_target=any(t.target_name for t in view.trials), line_axis=charts.line_axis(view.trials),
                   compares=compare_page.compare_links(view), chooser=view.chooser)
     if view.findings is not None:

@@ -69,7 +69,7 @@ def test_a_page_opened_from_disk_renders_its_charts_and_searches(chromium, paylo
     worker, which a file:// page cannot start (the plugin would have fetched the shim from unpkg.com)."""
     url = (payload_site / EXPERIMENT_PAGE).as_uri()
     context, page, visit = open_page(chromium, url)
-    assert assert_charts_drawn(page, url) == 1
+    assert assert_charts_drawn(page, url) == 2  # the latency-throughput chart and every version side by side
     assert not [u for u in visit.requests if urlparse(u).scheme in ("http", "https")]
     # The index and the search worker wait for the reader to search (perfsite-search.js).
     assert not _search_requests(visit.requests), visit.requests
@@ -102,7 +102,7 @@ def test_charts_render_after_instant_navigation(chromium, instant_url):
     # only for CHARTS_DRAWN, which holds trivially while the old page, without charts, is still shown.
     page.locator(".perfsite-chart svg .mark-symbol path").first.wait_for(timeout=20_000)
     assert page.evaluate("window.perfsiteNoReload") is True, "instant navigation did not happen"
-    assert assert_charts_drawn(page, "after instant navigation") == 1
+    assert assert_charts_drawn(page, "after instant navigation") == 2
     # The search worker starts on the first search, after the page's address changed: its URL was resolved
     # against the page that asked for it (a relative one from the new address was a 404 and search never
     # answered).
