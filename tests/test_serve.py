@@ -53,3 +53,16 @@ def test_serve_shows_the_site_and_nothing_outside_it(site):
             assert status == 404 and b"the secret" not in body and b"app.js" not in body, path
         status, body = _get(url, "/", host=f"rebound.example:{port}")
         assert status == 421 and b"home" not in body and b"only http://127.0.0.1/" in body
+
+
+def test_a_missing_page_gets_the_sites_own_404_page_with_status_404(site, tmp_path):
+    with BackgroundServer(site) as url:
+        status, body = _get(url, "/reports/nope.html")
+        assert status == 404 and b"Error response" in body  # no 404.html: the server's own answer
+        (site / "404.html").write_text("<title>404 - Not found</title><p>the site's page</p>")
+        for path in ("/reports/nope.html", "/secret.txt", "/assets/"):
+            assert _get(url, path) == (404, b"<title>404 - Not found</title><p>the site's page</p>"), path
+        (site / "404.html").unlink()
+        (site / "404.html").symlink_to(tmp_path / "secret.txt")  # a 404 page leading out is not served
+        status, body = _get(url, "/reports/nope.html")
+        assert status == 404 and b"the secret" not in body

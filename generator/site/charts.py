@@ -27,7 +27,11 @@ from generator.site.formatting import config_text
 # orders of magnitude in latency, and a linear axis then squeezes the small configurations into one corner.
 LOG_SCALE_RATIO = 20.0
 THRESHOLD_COLOR = "#c62828"
-INK = "#1b1e23"  # text and thin lines (perfsite.js lightens it on the dark scheme)
+INK = "#1b1e23"
+# The threshold's label as the pages' `num` filter and the threshold box write it: three significant digits,
+# whole numbers from 100 up (the label said 1.806 ms beside a box saying 1.81).
+THRESHOLD_TEXT = ("'threshold ' + (abs(latency_threshold) >= 100 ? format(latency_threshold, ',.0f') "
+                  ": format(latency_threshold, '.3r')) + ' ms'")  # text and thin lines (perfsite.js lightens it on the dark scheme)
 NOISE_SHAPES = alt.Scale(domain=["ok", "uncertain"], range=["circle", "triangle"])
 _CHART_ID = re.compile(r"[a-z][a-z0-9-]*")
 
@@ -140,13 +144,15 @@ def latency_throughput_chart(
     # hashes every Vega-Lite schema class each time (a third of a profile page's charts).
     faded = alt.OpacityValue(**alt.condition(pick, alt.value(1.0), alt.value(0.15)))
     base = Chart(inline_rows(records))
+    # The legend-bound selection lives on the lines' layer, whose only legend is the versions': on the points'
+    # layer, which has the interval's shape legend too, clicks on the legend did nothing.
     lines = base.mark_line(strokeWidth=1.5).encode(
         x=x, y=y, color=color, detail=alt.Detail("series:N"), order=alt.Order("order:Q"), opacity=faded,
-    )
+    ).add_params(pick)
     points = base.mark_point(filled=True, size=70).encode(
         x=x, y=y, color=color, opacity=faded, tooltip=_tooltip(percentile),
         shape=alt.Shape("noisy:N", title="Interval", scale=NOISE_SHAPES),
-    ).transform_calculate(noisy="datum.noise == 'none' ? 'ok' : 'uncertain'").add_params(pick)
+    ).transform_calculate(noisy="datum.noise == 'none' ? 'ok' : 'uncertain'")
     layers = [lines.properties(name="lines"), points.properties(name="points")]
     chart = alt.layer(*layers, *_threshold_layers(latency_threshold_ms, base, x, y, color, percentile))
     if latency_threshold_ms is not None and lat:
@@ -166,7 +172,7 @@ def _threshold_layers(threshold_ms, base, x, y, color, percentile) -> list:
     if threshold_ms is None:
         return []
     rule_data = Chart(inline_rows([{"line": "threshold"}])).transform_calculate(
-        latency_ms="latency_threshold", text="'threshold ' + format(latency_threshold, ',.4~r') + ' ms'")
+        latency_ms="latency_threshold", text=THRESHOLD_TEXT)
     rule = rule_data.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
     label = rule_data.mark_text(
         color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0, clip=True,

@@ -14,7 +14,15 @@ import altair as alt
 
 from generator.analysis.records_compare import Comparison, ConfigPoint, LayerTypeRow, VersionTiming
 from generator.site.chart_spec import Chart, inline_rows
-from generator.site.charts import LINE_AXES, LOG_SCALE_RATIO, THRESHOLD_COLOR, _round, data_domain, threshold_meta
+from generator.site.charts import (
+    LINE_AXES,
+    LOG_SCALE_RATIO,
+    THRESHOLD_COLOR,
+    THRESHOLD_TEXT,
+    _round,
+    data_domain,
+    threshold_meta,
+)
 
 # Vega-Lite's default categorical scheme (tableau10), written out so that colours can be assigned per version.
 PALETTE = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
@@ -173,7 +181,7 @@ def _role_labels(x, y) -> alt.Chart:
 def _threshold_rule(y) -> list[alt.Chart]:
     data = inline_rows([{"line": "threshold"}])
     base = Chart(data).transform_calculate(
-        latency_ms="latency_threshold", text="'threshold ' + format(latency_threshold, ',.4~r') + ' ms'")
+        latency_ms="latency_threshold", text=THRESHOLD_TEXT)
     rule = base.mark_rule(color=THRESHOLD_COLOR, strokeDash=[6, 4], clip=True).encode(y=y)
     label = base.mark_text(color=THRESHOLD_COLOR, align="left", baseline="bottom", dx=4, dy=-2, x=0,
                            clip=True).encode(

@@ -48,6 +48,14 @@ GLOSSARY: dict[str, str] = {
                    "and library versions); results of different fingerprints are never pooled",
     "nchwc": "onnxruntime's blocked memory layout for convolutions; nodes whose names end in _nchwc were "
              "rewritten for it, and the Original nodes column names the model's layers they compute",
+    "QDQ": "QuantizeLinear and DequantizeLinear pairs around an operator: a static INT8 model's format, which "
+           "onnxruntime fuses into integer kernels where it has them",
+    "mixed": "a runtime precision: the kernel's inputs and outputs are of more than one element type (INT8 in, "
+             "FP32 out, as a dynamically quantized MatMul)",
+    "out of budget": "a trial whose measuring stopped at measure.budget_s before its interval reached "
+                     "measure.target: its figures hold with the wider interval shown",
+    "oversubscribed": "a trial asking for more threads (intra-op threads times requests in flight) than the "
+                      "machine has cores: requests wait for each other's threads, so their latencies vary by design",
 }
 
 # The term, not preceded or followed by a word character or "-". The check before it is a lookbehind *after*

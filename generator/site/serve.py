@@ -33,6 +33,23 @@ class _QuietHandler(SimpleHTTPRequestHandler):
             return None
         return super().send_head()
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """A missing page answers with the site's own 404.html (its theme, its navigation, a search box), still
+        with status 404; other errors, and a site without one, as the base class answers."""
+        page = os.path.join(self.directory, "404.html")
+        if code != HTTPStatus.NOT_FOUND or not os.path.isfile(page) or not _inside_site(self.directory, page):
+            super().send_error(code, message, explain)
+            return
+        with open(page, "rb") as f:
+            body = f.read()
+        self.send_response(code, message)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def list_directory(self, path: str) -> None:  # noqa: ARG002 (the base class's signature)
         # A built site has an index.html wherever a page is; a listing would only show what is not published.
         self.send_error(HTTPStatus.NOT_FOUND, "File not found")

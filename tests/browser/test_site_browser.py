@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from urllib.parse import urlparse
 
 import pytest
@@ -168,6 +169,9 @@ def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_resu
     chart = "[data-chart='chart-latency-throughput']"
     page.wait_for_function(f"() => document.querySelector(\"{chart}\").__perfsiteThreshold !== undefined")
     typed = page.locator(f".perfsite-threshold:has(+ {chart}) input[type=number]")
+    # A box the reader sees as one in the light scheme (Material resets inputs' borders).
+    assert typed.evaluate("e => getComputedStyle(e).borderTopStyle + ' ' + getComputedStyle(e).borderTopWidth") \
+        == "solid 1px"
     points = json.loads(page.locator(f"{chart} + script").text_content())[0]
     rows = next(t for t in points["datasets"].values() if len(t) > 1) if "datasets" in points else None
     rows = rows or next(layer["data"]["values"] for layer in points["layer"] if layer.get("name") == "points")
@@ -185,6 +189,13 @@ def test_the_experiment_page_threshold_control_moves_the_rings_and_the_best_resu
     rings = page.evaluate(f"() => document.querySelector(\"{chart}\").__perfsiteView.data('sweet_spots_marks')"
                           ".map(d => d.datum ? d.datum.label + '/' + d.datum.version : null)")
     assert f"{fp32[0]['label']}/fp32" in rings
+    # The rule's label writes the threshold as the box and the table do: three significant digits.
+    label = page.locator(f"{chart} svg text", has_text="threshold ").first.text_content()
+    assert label == f"threshold {float(f'{value:.3g}'):.{max(0, 2 - math.floor(math.log10(value)))}f} ms", label
+    # "Click a version in the legend to highlight it": the legend-bound selection sits on the layer whose only
+    # legend is the versions' (on the points' layer, with the interval's shape legend too, clicks did nothing).
+    [views] = [p["views"] for p in points["params"] if p["name"] == "version_pick"]
+    assert views == ["lines"] and "shape" not in next(la for la in points["layer"] if la["name"] == "lines")["encoding"]
     assert not visit.errors
 
 
