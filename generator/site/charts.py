@@ -27,11 +27,11 @@ from generator.site.formatting import config_text
 # orders of magnitude in latency, and a linear axis then squeezes the small configurations into one corner.
 LOG_SCALE_RATIO = 20.0
 THRESHOLD_COLOR = "#c62828"
-INK = "#1b1e23"
+INK = "#1b1e23"  # text and thin lines (perfsite.js lightens it on the dark scheme)
 # The threshold's label as the pages' `num` filter and the threshold box write it: three significant digits,
 # whole numbers from 100 up (the label said 1.806 ms beside a box saying 1.81).
 THRESHOLD_TEXT = ("'threshold ' + (abs(latency_threshold) >= 100 ? format(latency_threshold, ',.0f') "
-                  ": format(latency_threshold, '.3r')) + ' ms'")  # text and thin lines (perfsite.js lightens it on the dark scheme)
+                  ": format(latency_threshold, '.3r')) + ' ms'")
 NOISE_SHAPES = alt.Scale(domain=["ok", "uncertain"], range=["circle", "triangle"])
 _CHART_ID = re.compile(r"[a-z][a-z0-9-]*")
 
