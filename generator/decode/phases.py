@@ -85,9 +85,9 @@ def profile_phases(model: Path, layout: DecoderLayout, batch: int, prompt_tokens
 def profile_phases_together(models: Sequence[tuple[Path, DecoderLayout]], batch: int, prompt_tokens: int,
                             new_tokens: int, threads: int, passes: int = 10,
                             ) -> list[tuple[PhaseLayers, PhaseLayers | None]]:
-    """profile_phases of several decoders in this process, pass by pass in turn (A B C, then C B A), as their
-    timed requests are: each version's profile then sees the machine as the others' do, and their op types
-    compare."""
+    """profile_phases of several decoders in this process, pass by pass in turn (A B C, A B C), as their timed
+    requests are (generator.runner.generative.timed_generation_group: every pass follows another version's):
+    each version's profile then sees the machine as the others' do, and their op types compare."""
     from generator.decode.loop import DecodeLoop, prompt_ids
     from generator.machine.session import open_session
 
@@ -103,7 +103,7 @@ def profile_phases_together(models: Sequence[tuple[Path, DecoderLayout]], batch:
         prompts = [DecodeLoop(s, layout, prompt_ids(layout, batch, prompt_tokens), 1)
                    for s, (_, layout) in zip(sessions, models, strict=True)]
         for n in range(passes + 1):  # the first is warm-up
-            for loop in _turn(prompts, n):
+            for loop in prompts:
                 loop.prefill_logits()
         if new_tokens > 1:
             cached = [DecodeLoop(s, layout, prompt_ids(layout, batch, context - 1), 1)
@@ -111,7 +111,7 @@ def profile_phases_together(models: Sequence[tuple[Path, DecoderLayout]], batch:
             pasts = {id(loop): loop.prefill_past() for loop in cached}
             token = np.zeros((batch, 1), np.int64)
             for n in range(passes + 1):
-                for loop in _turn(cached, n):
+                for loop in cached:
                     loop.step(token, context, pasts[id(loop)])
         recordings = [parse_profile(s.end_profiling()) for s in sessions]
         found = []
@@ -128,10 +128,6 @@ def _mapped(phase: PhaseLayers, model: Path, optimized: Path) -> PhaseLayers:
     from generator.layers.mapping import mapped_columns
 
     return replace(phase, mapped=tuple(mapped_columns(model, optimized, phase.every)))
-
-
-def _turn(items: list, n: int) -> list:
-    return items if n % 2 == 0 else items[::-1]
 
 
 def _kept(recording: ProfileRecording, runs: Sequence) -> ProfileRecording:

@@ -3,9 +3,10 @@
 ``python -m generator.generate.worker JOB.json OUT.json``. The job names the model files, their layouts (read
 once by the parent, generator.decode.convention) and the generation (prompt and new tokens, batch, threads,
 requests, warm-up); the answer holds, per model in job order, each timed request's TTFT and its decode steps and
-the first request's tokens; or, when a model fails in its warm-up, the error and that model. Request i runs A
-then B when i is even, B then A when odd, so that neither always follows the other; the sessions are made in the
-job's `load_order`.
+the first request's tokens; or, when a model fails in its warm-up, the error and that model. Every round runs A
+then B, so that each request follows the other model's (generator.runner.generative.timed_generation_group says
+why: in A B, B A rounds a model's requests fell in two groups 3-6 % apart); the sessions are made in the job's
+`load_order`.
 """
 
 from __future__ import annotations
@@ -36,9 +37,8 @@ def measure(job: dict) -> dict:
                 loop.generate()
         except Exception as e:  # onnxruntime's: said with the model it came from (generator.generate.compare)
             return {"error": onnxruntime_reason(e), "model": job["models"][k]}
-    for i in range(job["requests"]):
-        order = range(len(loops)) if i % 2 == 0 else reversed(range(len(loops)))
-        for k in order:
+    for _ in range(job["requests"]):
+        for k in range(len(loops)):
             timed[k].append(loops[k].generate())
     return {"versions": [{"ttft_ms": [g.ttft_ms for g in gens], "steps_ms": [g.steps_ms.tolist() for g in gens],
                           "tokens": gens[0].tokens.tolist()} for gens in timed]}

@@ -78,9 +78,13 @@ def group_prompt(layouts: list[DecoderLayout], config: Mapping[str, Any]) -> np.
 
 def timed_generation_group(loops: list[Any], config: Mapping[str, Any],
                            settings: Mapping[str, Any]) -> list[GenerativeLoop]:
-    """Several versions' generations in one process, request by request in turn (A B C, then C B A, ...), from
-    one prompt: a change of the machine's speed falls on each alike, which separate processes a round apart
-    could not give (the host's speed moved their ratios by half). Each version's figures are its own: its
+    """Several versions' generations in one process, request by request in turn (A B C, A B C, ...), from one
+    prompt: a change of the machine's speed falls on each alike, which separate processes a round apart could
+    not give (the host's speed moved their ratios by half). Always in one order, so that every request follows
+    another version's: in A B C, C B A rounds a version first in a round followed its own request, its weights
+    still in the caches, and ran 3-6 % faster than when it followed another's; a version's requests then fell in
+    two groups and its median sat in either (a decoder against its own copy read 0.952 in prefill,
+    2026-12-07). Each version's figures are its own: its
     requests' times, their run-delays, and, for its tokens/s, the time its own requests took. `loops`: each
     version's DecodeLoop or GenaiLoop, all from one prompt (group_prompt)."""
     batch, new_tokens = int(config["batch"]), int(config["new_tokens"])
@@ -99,7 +103,7 @@ def timed_generation_group(loops: list[Any], config: Mapping[str, Any],
     max_end = start + int(float(settings["max_seconds"]) * 1e9)
     i = 0
     while True:
-        for k in (range(len(loops)) if i % 2 == 0 else reversed(range(len(loops)))):
+        for k in range(len(loops)):
             before, cpu0 = (delay() if delay else 0), time.process_time()
             t0 = time.perf_counter_ns()
             generation = loops[k].generate()
