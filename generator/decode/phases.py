@@ -102,7 +102,7 @@ def profile_phases_together(models: Sequence[tuple[Path, DecoderLayout]], batch:
                                          optimized_path=optimized[-1])[0])
         prompts = [DecodeLoop(s, layout, prompt_ids(layout, batch, prompt_tokens), 1)
                    for s, (_, layout) in zip(sessions, models, strict=True)]
-        for n in range(passes + 1):  # the first is warm-up
+        for _ in range(passes + 1):  # the first is warm-up
             for loop in prompts:
                 loop.prefill_logits()
         if new_tokens > 1:
@@ -110,7 +110,7 @@ def profile_phases_together(models: Sequence[tuple[Path, DecoderLayout]], batch:
                       for s, (_, layout) in zip(sessions, models, strict=True)]
             pasts = {id(loop): loop.prefill_past() for loop in cached}
             token = np.zeros((batch, 1), np.int64)
-            for n in range(passes + 1):
+            for _ in range(passes + 1):
                 for loop in cached:
                     loop.step(token, context, pasts[id(loop)])
         recordings = [parse_profile(s.end_profiling()) for s in sessions]
