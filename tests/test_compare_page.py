@@ -356,6 +356,9 @@ def test_op_types_name_the_standard_op_and_the_kernel_that_ran_on_every_page():
     assert op_name("Conv", ("FusedConv",), ("QLinearConv",)) == "Conv (A: FusedConv · B: QLinearConv)"
     assert op_name("Conv", ("Conv",), ("Conv",)) == "Conv"
     assert op_name("Add", (), ("QLinearAdd",)) == "Add (B: QLinearAdd)"
+    # A standard op whose name only looks prefixed is itself (it read "Linear (DynamicQuantizeLinear)").
+    assert op_name("DynamicQuantizeLinear") == "DynamicQuantizeLinear"
+    assert op_name("MatMulInteger") == "MatMul (MatMulInteger)"
     snapshots = Path(__file__).parent / "snapshots"
     compare = (snapshots / "compare" / "compare-fp32-vs-int8-static.md").read_text()
     assert "| Conv &#40;B&#58; QLinearConv&#41; |" in compare

@@ -48,8 +48,15 @@ class Anchor:
     method: str
 
 
+@cache
 def base_op(op_type: str) -> str:
-    """The standard op a kernel implements: ``QLinearConv``, ``FusedConv``, ``ConvInteger`` → ``Conv``."""
+    """The standard op a kernel implements: ``QLinearConv``, ``FusedConv``, ``ConvInteger`` → ``Conv``; an op
+    whose name only looks prefixed stays itself (``DynamicQuantizeLinear`` is no kind of ``Linear``)."""
+    op = _stripped(op_type)
+    return op if op == op_type or onnx.defs.has(op) else op_type
+
+
+def _stripped(op_type: str) -> str:
     op = op_type
     for prefix in _OP_PREFIXES:
         rest = op[len(prefix) :]

@@ -71,6 +71,8 @@ def test_quickstart_site_renders_every_chart_without_errors_or_network(chromium,
             rel = url.removeprefix(base)
             charts += assert_charts_drawn(page, rel)
             assert_no_mark_outside_its_frame(page, rel)
+            if rel == "index.html":  # the home page's body leads to the reports (its nav did, its text did not)
+                assert page.locator("article a[href='reports/index.html']").count() >= 1, rel
             # Two pages' controls are worked on the same visit (a page load was about 1.5 s on 2 cores).
             if rel == WHATIF:
                 _profile_page_switches_between_what_if_scenarios(page)
