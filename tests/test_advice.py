@@ -78,6 +78,10 @@ def test_dynamic_int8_made_conv_slower():
                                  "300 µs in fp32 (3×, too few figures to settle it: only 1 profiling process on a "
                                  "side); ConvInteger")
     assert "static_qdq" in found.text and found.p_value is None
+    many = LayerTypeRow("Conv", 7017, 82340, 75323, RatioCI(11.74, 9.0, 14.0, True), 0.86, 1.0, {"FP32": 3},
+                        {"INT8": 3}, 3, 3)  # the pages round and group figures: "82340 µs" read as a raw number
+    assert "Conv takes 82,340 µs in int8 against 7,017 µs in fp32 (11.7×" in advice.dynamic_conv_slower(
+        _input(b, layer_types=(many,))).text
     three = [{**n, "dur_process_p50_us": (290.0, 300.0, 310.0)} for n in b]
     a_three = [{**n, "dur_process_p50_us": (98.0, 100.0, 102.0)} for n in FP32]
     settled = advice.dynamic_conv_slower(_input(three, a_three, layer_types=(slower,)))
@@ -92,8 +96,8 @@ def test_qdq_overhead_share():
          _node(1, "conv1", "QLinearConv", 82, precision="INT8"),
          _node(2, "y_DequantizeLinear", "DequantizeLinear", 6, precision="mixed")]
     found = advice.qdq_overhead(_input(b))
-    assert found.text.startswith("Q/DQ overhead is 18 % of int8's time (2 conversion kernels: QuantizeLinear 12 µs, "
-                                 "DequantizeLinear 6 µs).")
+    assert found.text.startswith("Q/DQ overhead is 18 % of int8's time (2 conversion kernels: QuantizeLinear 12.0 µs, "
+                                 "DequantizeLinear 6.00 µs).")
     small = [{**b[0], "dur_mean_us": 2.0}, b[1], {**b[2], "dur_mean_us": 1.0}]
     assert advice.qdq_overhead(_input(small)) is None
 
@@ -103,7 +107,7 @@ def test_fp16_on_cpu_inserted_casts():
                    method="neighbour") for i in range(43)]
     b = [*casts, *[dict(n, exec_order=100 + i) for i, n in enumerate(FP32)]]
     found = advice.fp16_casts(_input(b, b="fp16"))
-    assert found.text.startswith("FP16 on CPU inserted 43 casts in fp16 (86 µs, ")
+    assert found.text.startswith("FP16 on CPU inserted 43 casts in fp16 (86.0 µs, ")
     assert "fp16_casts" in _ids(_input(b, b="fp16")) and "qdq_overhead" not in _ids(_input(b, b="fp16"))
     assert advice.fp16_casts(_input(FP32)) is None
 
@@ -119,7 +123,8 @@ def test_provider_fallback():
 def test_b_slower_only_when_significant():
     slower = RatioCI(1.25, 1.1, 1.4, True)
     found = advice.b_slower(_input(FP32, latency_ratio=slower, percentile="p90"))
-    assert found.text == "int8 is slower than fp32 at b1 t1 c1: p90 latency x1.25 (95 % CI 1.10 to 1.40)."
+    # As the compare pages write a ratio and its interval (it read "latency x1.25 (95 % CI 1.10 to 1.40)").
+    assert found.text == "int8 is slower than fp32 at b1 t1 c1: p90 latency 1.25× (95 % CI 1.10–1.40)."
     assert advice.b_slower(_input(FP32, latency_ratio=RatioCI(1.25, 0.9, 1.6, False))) is None
     assert advice.b_slower(_input(FP32, latency_ratio=RatioCI(0.8, 0.7, 0.9, True))) is None
 

@@ -17,7 +17,7 @@ from generator.analysis.layer_match import kernel_op
 from generator.analysis.layer_names import CONVERSION_OPS
 from generator.analysis.profile_times import ProcessTimes, node_times, ratio_of, summed
 from generator.analysis.records_compare import Advice, Comparison
-from generator.numbers import counted
+from generator.numbers import counted, num
 from generator.results.evidence import LogTest, one_side_test, p_from_interval, unpaired_test
 
 if TYPE_CHECKING:
@@ -107,8 +107,8 @@ def dynamic_conv_slower(data: AdviceInput) -> Advice | None:
     # report-wide rule does not settle it), its interval around the ratio shown.
     caveat = "" if p is not None and p <= 0.05 else f", {_too_wide(_around(row.ratio.point, test), conv_a, conv_b)}"
     return Advice("dynamic_conv_slower", "warning", (
-        f"Dynamic INT8 made Conv slower on this CPU: Conv takes {row.time_b_us:.0f} µs in {c.b} against "
-        f"{row.time_a_us:.0f} µs in {c.a} ({row.ratio.point:.3g}×{caveat}); ConvInteger has no fast kernel "
+        f"Dynamic INT8 made Conv slower on this CPU: Conv takes {num(row.time_b_us)} µs in {c.b} against "
+        f"{num(row.time_a_us)} µs in {c.a} ({row.ratio.point:.3g}×{caveat}); ConvInteger has no fast kernel "
         "here. Try static quantization (quantize mode static_qdq) for convolutional models."),
         p, f"Conv time {c.b} / {c.a} above {CONV_SLOWER_MIN:g}×")
 
@@ -173,7 +173,7 @@ def qdq_overhead(data: AdviceInput) -> Advice | None:
     by_op: dict[str, float] = {}
     for e in kernels:
         by_op[e.op_type] = by_op.get(e.op_type, 0.0) + e.dur_us
-    parts = ", ".join(f"{op} {us:.0f} µs" for op, us in sorted(by_op.items(), key=lambda kv: -kv[1])[:3])
+    parts = ", ".join(f"{op} {num(us)} µs" for op, us in sorted(by_op.items(), key=lambda kv: -kv[1])[:3])
     text = f"Q/DQ overhead is {_pct(share)} of {c.b}'s time ({counted(len(kernels), 'conversion kernel')}: {parts})."
     level = _low_level_qdq(data)
     if level:
@@ -193,7 +193,7 @@ def fp16_casts(data: AdviceInput) -> Advice | None:
     where = "on CPU" if (data.provider or "cpu") == "cpu" else f"on {data.provider}"
     share = f", {_pct(time / total)} of its time" if total > 0 else ""
     return Advice("fp16_casts", "warning", (
-        f"FP16 {where} inserted {counted(len(casts), 'cast')} in {c.b} ({time:.0f} µs{share}): the provider runs ops "
+        f"FP16 {where} inserted {counted(len(casts), 'cast')} in {c.b} ({num(time)} µs{share}): the provider runs ops "
         "without an FP16 kernel in FP32 and converts around them."), None, "casts in the graph that ran", fact=True)
 
 
@@ -228,10 +228,10 @@ def b_slower(data: AdviceInput) -> Advice | None:
     lat, thr = c.latency_ratio, c.throughput_ratio
     findings, tests = [], []
     if lat is not None and lat.significant and lat.point > 1.0:
-        findings.append(f"{c.timing_percentile} latency x{lat.point:.2f} (95 % CI {lat.low:.2f} to {lat.high:.2f})")
+        findings.append(f"{c.timing_percentile} latency {lat.point:.2f}× (95 % CI {lat.low:.2f}–{lat.high:.2f})")
         tests.append(p_from_interval(lat.point, lat.low, lat.high))
     if thr is not None and thr.significant and thr.point < 1.0:
-        findings.append(f"throughput x{thr.point:.2f} (95 % CI {thr.low:.2f} to {thr.high:.2f})")
+        findings.append(f"throughput {thr.point:.2f}× (95 % CI {thr.low:.2f}–{thr.high:.2f})")
         tests.append(p_from_interval(thr.point, thr.low, thr.high))
     if not findings:
         return None

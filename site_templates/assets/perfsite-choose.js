@@ -54,13 +54,15 @@
     });
   }
 
-  // ---- formatting (the pages' conventions: thousands separators, 3 significant digits) ----
-  function fmt(value, digits) {
+  // ---- formatting: the pages' `num` filter (generator.numbers.num): 3 significant digits with trailing zeros
+  // kept (1.90), whole numbers with thousands separators from 100 up. (It gave 4 digits in places: 47.05.)
+  function fmt(value) {
     if (value === null || value === undefined || !isFinite(value)) return DASH;
-    var d = digits === undefined ? 3 : digits;
-    var abs = Math.abs(value);
-    var decimals = abs >= 100 ? 0 : abs >= 10 ? Math.max(0, d - 2) : abs >= 1 ? Math.max(0, d - 1) : d;
-    return value.toLocaleString("en-US", { minimumFractionDigits: 0, maximumFractionDigits: decimals });
+    if (Math.abs(value) >= 100) return Math.round(value).toLocaleString("en-US");
+    var rounded = Number(value.toPrecision(3));
+    if (rounded === 0) return "0";
+    if (Math.abs(rounded) < 1e-4) return rounded.toExponential(2);
+    return rounded.toFixed(Math.max(0, 2 - Math.floor(Math.log10(Math.abs(rounded)))));
   }
   function pct(value) { return value === null || value === undefined ? DASH : (100 * value).toFixed(1) + " %"; }
   // [point, low, high, significant, note] of a ratio, or [point, low, high] of a layer row (its interval
@@ -283,7 +285,7 @@
     var rows = [["A", ta], ["B", tb]].map(function (x) {
       var t = x[1].timing || {};
       return [x[0], x[1].version, x[1].config, fmt(t.latency), fmt(t.latencyLow) + "\u2013" + fmt(t.latencyHigh),
-              fmt(t.throughput, 4), fmt(t.throughputLow, 4) + "\u2013" + fmt(t.throughputHigh, 4),
+              fmt(t.throughput), fmt(t.throughputLow) + "\u2013" + fmt(t.throughputHigh),
               t.processes === undefined ? DASH : String(t.processes), t.note || ""];
     });
     var lat = "Latency " + store.index.percentile + " (ms)";
@@ -347,7 +349,7 @@
     var none = [0, 0, DASH, 0];
     var rows = figures.types.map(function (r) {
       var a = nodesA.ops[r[0]] || none, b = nodesB.ops[r[0]] || none, cells = ratioCells(r[1]);
-      return [r[0], fmt(a[0], 4), fmt(b[0], 4), fmt(b[0] - a[0], 4), cells[0], cells[1], pct(a[1]), pct(b[1]), a[2], b[2]];
+      return [r[0], fmt(a[0]), fmt(b[0]), fmt(b[0] - a[0]), cells[0], cells[1], pct(a[1]), pct(b[1]), a[2], b[2]];
     });
     var nodes = [table(["Layer type", "A (\u00b5s)", "B (\u00b5s)", "\u0394 B \u2212 A (\u00b5s)", "B / A", "95 % CI",
                         "Share of A", "Share of B", "Nodes in A by precision", "Nodes in B by precision"],
@@ -357,10 +359,10 @@
       // The compare pages' "how the times add up": kernels (the profiler's cost removed) and the rest of the
       // measured latency (generator.analysis.accounting).
       nodes.push(table(["How the times add up (\u00b5s per inference)", "A", "B"], [
-        ["Kernels (the layer types above, the profiler's own cost removed)", fmt(ta[0], 4), fmt(tb[0], 4)],
-        ["Outside the kernels (executor, allocation, binding, copies: measured \u2212 kernels)", fmt(ta[1], 4),
-         fmt(tb[1], 4)],
-        ["Measured latency (median, without the profiler)", fmt(ta[2], 4), fmt(tb[2], 4)]
+        ["Kernels (the layer types above, the profiler's own cost removed)", fmt(ta[0]), fmt(tb[0])],
+        ["Outside the kernels (executor, allocation, binding, copies: measured \u2212 kernels)", fmt(ta[1]),
+         fmt(tb[1])],
+        ["Measured latency (median, without the profiler)", fmt(ta[2]), fmt(tb[2])]
       ], [false, true, true]));
       [["A", ta], ["B", tb]].forEach(function (side) {
         if (side[1][3]) nodes.push(el("p", side[0] + "'s parts do not add up: " + side[1][3] + "."));
@@ -436,7 +438,7 @@
       var cells = ratioCells(r.ratio);
       var note = r.note || (r.only === "a" ? "only in A" : r.only === "b" ? "only in B" : "");
       if (r.a.missing || r.b.missing) note = (note ? note + "; " : "") + (r.a.missing + r.b.missing) + " kernel(s) not in the chosen trials";
-      return [layerButton(r, a, b), r.op, fmt(r.a.time, 4), fmt(r.b.time, 4), fmt(r.b.time - r.a.time, 4), cells[0], cells[1],
+      return [layerButton(r, a, b), r.op, fmt(r.a.time), fmt(r.b.time), fmt(r.b.time - r.a.time), cells[0], cells[1],
               r.a.precision || DASH, r.b.precision || DASH, note];
     });
     var nodes = [];
@@ -584,7 +586,7 @@
     }
     function work(l) {
       if (!l || (l[9] === null && l[10] === null)) return DASH;
-      return fmt(l[9] || 0, 4) + " FLOPs + " + fmt(l[10] || 0, 4) + " integer ops";
+      return fmt(l[9] || 0) + " FLOPs + " + fmt(l[10] || 0) + " integer ops";
     }
     add("Operations of that node", work(la), work(lb));
     return rows;
@@ -592,7 +594,7 @@
 
   function kernelTable(side, label) {
     var rows = side.kernels.map(function (k) {
-      return [label, k[0], k[1], k[2] || DASH, k[3] || DASH, fmt(k[4], 4), tensors(k[6], k[5]), tensors(k[8], k[7]), k[9].join(", ") || DASH];
+      return [label, k[0], k[1], k[2] || DASH, k[3] || DASH, fmt(k[4]), tensors(k[6], k[5]), tensors(k[8], k[7]), k[9].join(", ") || DASH];
     });
     return rows;
   }
@@ -637,8 +639,8 @@
     var ops = Object.keys(byOp).sort(function (x, y) { return Math.max(byOp[y].a, byOp[y].b) - Math.max(byOp[x].a, byOp[x].b); });
     if (!ops.length) { fill("overhead", [el("p", "Neither version spends time converting precisions (no QuantizeLinear, DequantizeLinear or inserted Cast kernels).")]); return; }
     var total = ops.reduce(function (t, op) { return [t[0] + byOp[op].a, t[1] + byOp[op].b]; }, [0, 0]);
-    var rowsOut = ops.map(function (op) { return [op, String(byOp[op].n), fmt(byOp[op].a, 4), fmt(byOp[op].b, 4)]; });
-    rowsOut.push(["Total", "", fmt(total[0], 4), fmt(total[1], 4)]);
+    var rowsOut = ops.map(function (op) { return [op, String(byOp[op].n), fmt(byOp[op].a), fmt(byOp[op].b)]; });
+    rowsOut.push(["Total", "", fmt(total[0]), fmt(total[1])]);
     fill("overhead", [el("p", "Kernels that only convert between precisions, added by quantization or inserted by onnxruntime, in the chosen trials."),
                       table(["Op type", "Kernels", "A (\u00b5s)", "B (\u00b5s)"], rowsOut, [false, true, true, true])]);
   }
@@ -652,7 +654,7 @@
     }
     var ta = store.index.trials[page.state.a], tb = store.index.trials[page.state.b];
     var rows = agreement.map(function (g) {
-      return [g[0], g[1], g[2], g[3] === null ? DASH : g[3].toFixed(4), fmt(g[4], 3),
+      return [g[0], g[1], g[2], g[3] === null ? DASH : g[3].toFixed(4), fmt(g[4]),
               g[5] === null ? "no tolerance set" : g[5] ? "within tolerance" : "beyond tolerance"];
     });
     fill("agreement", [el("p", "Outputs of each version against its reference on the same inputs, recorded " + whereComputed(pair, here, ta, tb) + "."),

@@ -83,6 +83,9 @@ def test_default_pair_says_what_its_compare_page_says(linked_chooser, default_ch
     assert "Conv" in shown["types"] and "B / A" in page.inner_html('[data-section="types"]')
     kernels = page.locator('[data-section="kernels"] tbody tr')
     assert kernels.count() >= 5, shown["kernels"]
+    # Figures as every page writes them, three significant digits (the chooser printed 47.05 where pages said 47.0).
+    cells = page.locator('[data-section="types"] td, [data-section="kernels"] td').all_inner_texts()
+    assert not [c for c in cells if re.fullmatch(r"-?(\d{2}\.\d{2,}|\d\.\d{3,}|0\.0*[1-9]\d{3,})", c.strip())], cells
     assert visit.errors == [] and not any(r.startswith("http") and "127.0.0.1" not in r for r in visit.requests)
 
 
