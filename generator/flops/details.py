@@ -15,6 +15,8 @@ display string, formatted here once, so that the JSON cells are deterministic an
 
 from __future__ import annotations
 
+import functools
+
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -123,6 +125,19 @@ def attributes_json(node: onnx.NodeProto) -> str:
     """JSON object of the node's attributes as display strings, in name order."""
     return json.dumps({a.name: _attribute(a) for a in sorted(node.attribute, key=lambda a: a.name)},
                       ensure_ascii=False, sort_keys=True)
+
+
+@functools.cache
+def attribute_defaults(op_type: str, domain: str = "") -> dict[str, str]:
+    """The display strings of the op's attributes that have a default in its ONNX schema (auto_pad NOTSET,
+    group 1, ...): a node that leaves one out has that value, and two versions that differ only in writing it
+    out run the same attribute. Empty for an op without a known schema (a contrib op this onnx lacks)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, domain=domain or "")
+    except onnx.defs.SchemaError:
+        return {}
+    return {name: _attribute(a.default_value) for name, a in schema.attributes.items()
+            if a.default_value.type != onnx.AttributeProto.UNDEFINED}
 
 
 def types_json(names: Iterable[str], types: Mapping[str, tuple[int, Any]]) -> str:

@@ -55,6 +55,7 @@ from generator.analysis.layer_details import (
 )
 from generator.analysis.records_compare import Advice, AgreementRow, RatioCI, VersionTiming
 from generator.analysis.stats import z_value
+from generator.flops.details import attribute_defaults
 from generator.numbers import rounded
 from generator.site.compare_page import latency_words, precision_counts, throughput_words
 from generator.site.escape import shown_changes, shown_json
@@ -364,7 +365,10 @@ def _kernel_detail(k: KernelDetail) -> list[Any]:
 def _layer_detail(d: LayerDetail) -> list[Any]:
     """[op, domain, position, attributes, input shapes, input types, output shapes, output types, weights,
     FLOPs, integer ops]; attributes, types and weights null when not recorded."""
-    return [d.op_type, d.domain, d.position, d.attributes, list(d.input_shapes),
+    # An attribute left at its default reads as its default (auto_pad NOTSET against none was marked a
+    # difference).
+    attributes = None if d.attributes is None else {**attribute_defaults(d.op_type, d.domain or ""), **d.attributes}
+    return [d.op_type, d.domain, d.position, attributes, list(d.input_shapes),
             None if d.input_types is None else list(d.input_types), list(d.output_shapes),
             None if d.output_types is None else list(d.output_types),
             None if d.weights is None else list(d.weights), _num(d.flops), _num(d.int_ops)]

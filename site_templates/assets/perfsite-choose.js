@@ -486,7 +486,9 @@
     var chunks = {};
     names.forEach(function (name) { var n = nodes[name]; if (n && n[2] !== null && n[2] !== undefined) chunks[n[2]] = true; });
     return Promise.all(Object.keys(chunks).map(function (id) { return load("d-" + id); })).then(function (got) {
-      var kernels = [], layers = {}, recorded = got.length ? got.every(function (c) { return c.recorded; }) : false;
+      // No detail file (none of the layer's kernels ran in the chosen trial) says nothing about how old the
+      // results are: only a file written before perfsite recorded layer details makes them "not recorded".
+      var kernels = [], layers = {}, recorded = got.every(function (c) { return c.recorded; });
       // A detail file is shared by the trials of one version at the same shapes: the time is this trial's.
       names.forEach(function (name) {
         got.forEach(function (c) {
@@ -553,8 +555,14 @@
     var rows = [];
     function add(what, va, vb) { rows.push([what, va === undefined ? DASH : va, vb === undefined ? DASH : vb]); }
     add("Kernels", sa.kernels.map(function (k) { return k[1]; }).join(", ") || DASH, sb.kernels.map(function (k) { return k[1]; }).join(", ") || DASH);
-    add("Precision", sa.kernels.map(function (k) { return k[3] || "?"; }).join(", ") || DASH, sb.kernels.map(function (k) { return k[3] || "?"; }).join(", ") || DASH);
-    add("Provider", sa.kernels.map(function (k) { return k[2] || "?"; }).join(", ") || DASH, sb.kernels.map(function (k) { return k[2] || "?"; }).join(", ") || DASH);
+    // Each value once, in kernel order: two kernels on one provider are not a different provider.
+    function distinct(side, i) {
+      var seen = [];
+      side.kernels.forEach(function (k) { var v = k[i] || "?"; if (seen.indexOf(v) < 0) seen.push(v); });
+      return seen.join(", ") || DASH;
+    }
+    add("Precision", distinct(sa, 3), distinct(sb, 3));
+    add("Provider", distinct(sa, 2), distinct(sb, 2));
     var pa = principal(sa), pb = principal(sb);
     var la = pa ? sa.layers[pa] : null, lb = pb ? sb.layers[pb] : null;
     add("Model node doing the work", pa ? pa + " (" + la[0] + ")" : DASH, pb ? pb + " (" + lb[0] + ")" : DASH);

@@ -121,3 +121,7 @@ def _layer_panel_shows_attributes_shapes_and_quantization_side_by_side(page) -> 
     assert "float32 [1, " in panel  # the input's element type and shape
     marked = page.locator('[data-section="layer"] .perfsite-layer-compare tr.perfsite-differs').all_inner_texts()
     assert any("Precision" in m for m in marked) and any("Weight" in m for m in marked), (marked, compared)
+    # Not differences: one provider written once per kernel, an attribute left at its default (auto_pad NOTSET
+    # against none), and results measured today are not "measured before perfsite recorded them".
+    assert not any("Provider" in m or "auto_pad" in m or "Attribute group" in m for m in marked), marked
+    assert "measured before perfsite recorded" not in panel
