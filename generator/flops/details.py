@@ -16,7 +16,6 @@ display string, formatted here once, so that the JSON cells are deterministic an
 from __future__ import annotations
 
 import functools
-
 import json
 import math
 from collections.abc import Iterable, Mapping
