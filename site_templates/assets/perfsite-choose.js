@@ -152,7 +152,11 @@
     var hash = "#a=" + encodeURIComponent(ta.version) + "&ac=" + encodeURIComponent(ta.config) +
       "&b=" + encodeURIComponent(tb.version) + "&bc=" + encodeURIComponent(tb.config) +
       (page.state.layer ? "&layer=" + encodeURIComponent(page.state.layer) : "");
-    if (location.hash !== hash) history.replaceState(null, "", hash);
+    // A choice is a step in the browser's history (Back undoes it); the address the page opened at is not.
+    if (location.hash !== hash) {
+      if (page.opened) history.pushState(null, "", hash); else history.replaceState(null, "", hash);
+    }
+    page.opened = true;
   }
 
   function select(side, field) { return page.root.querySelector('select[data-side="' + side + '"][data-field="' + field + '"]'); }
@@ -470,7 +474,7 @@
     button.addEventListener("click", function () {
       page.state.layer = row.layer;
       writeHash(page.state.a, page.state.b);
-      openLayer(row, a, b);
+      openLayer(row, a, b, true);
     });
     return button;
   }
@@ -479,6 +483,7 @@
     fill("layer", pair && pair.rows.length ? [el("p", "Click a layer's name in the kernel table above: its executed kernels and the " +
       "nodes of each model file they compute (attributes, shapes, element types, weights and quantization parameters) " +
       "are shown here side by side, with what differs marked.")] : []);
+    delete section("layer").dataset.layer;  // no layer shown (Back after opening one)
   }
 
   function detailsOf(trial, names) {
@@ -506,8 +511,10 @@
     });
   }
 
-  function openLayer(row, a, b) {
+  // `reveal`: opened by the reader's click, so the panel is brought into view (it opened 2,000 px below).
+  function openLayer(row, a, b, reveal) {
     fill("layer", [el("p", "Loading the details of " + row.layer + "\u2026")]);
+    if (reveal) section("layer").scrollIntoView({ block: "start" });
     Promise.all([detailsOf(a, row.execA), detailsOf(b, row.execB)]).then(function (got) {
       if (page.state.a !== a || page.state.b !== b || page.state.layer !== row.layer) return;
       renderLayer(row, got[0], got[1]);
@@ -712,11 +719,13 @@
         });
       });
       root.querySelector(".perfsite-chooser-swap").addEventListener("click", function () { choose(page.state.b, page.state.a); });
-      window.addEventListener("hashchange", function () {
+      function fromAddress() {
         var fromHash = readHash();
         if (fromHash && (fromHash[0] !== page.state.a || fromHash[1] !== page.state.b || fromHash[2] !== page.state.layer))
           choose(fromHash[0], fromHash[1], fromHash[2]);
-      });
+      }
+      window.addEventListener("hashchange", fromAddress);
+      window.addEventListener("popstate", fromAddress);
       choose(chosen[0], chosen[1], chosen[2]);
     }).catch(function (e) {
       root.querySelector(".perfsite-chooser-status").textContent = "The figures did not load: " + e.message;

@@ -171,6 +171,15 @@ def test_a_layer_panel_opens_from_the_kernel_table_and_its_address_reopens_it(de
     marked = page.locator(f"{LAYER} .perfsite-layer-compare tbody tr.perfsite-differs")
     assert rows.count() >= 5 and 0 < marked.count() < rows.count()  # fp32 vs int8: the precision differs
     assert "layer=" in page.evaluate("location.hash")
+    # The click brought the panel into view (it opened far below the kernel table), under the sticky header.
+    top = page.evaluate(f"() => document.querySelector('{LAYER}').getBoundingClientRect().top")
+    assert 0 <= top < page.viewport_size["height"] / 2, top
+    # Back undoes the choice (it left the page): the panel closes, the address is the pair's again.
+    page.go_back()
+    page.wait_for_function(f"() => !document.querySelector('{LAYER}').dataset.layer")
+    assert "layer=" not in page.evaluate("location.hash") and page.inner_text(LAYER).startswith("Click a layer's name")
+    page.go_forward()
+    page.wait_for_function(f"() => document.querySelector('{LAYER}').dataset.layer === {name!r}")
     shared = context.new_page()
     shared.goto(page.url)
     _ready(shared)
