@@ -17,6 +17,7 @@ from generator.site.chart_spec import Chart, inline_rows
 from generator.site.charts import (
     LINE_AXES,
     LOG_SCALE_RATIO,
+    NOISE_SHAPES,
     THRESHOLD_COLOR,
     THRESHOLD_TEXT,
     _round,
@@ -154,8 +155,7 @@ def _lines(x, y, color, hide) -> alt.Chart:
 def _points_layer(x, y, color, percentile: str) -> alt.Chart:
     return Chart().mark_point(filled=True, size=60, opacity=1).encode(
         x=x, y=y, color=color, tooltip=_results_tooltip(percentile),
-        shape=alt.Shape("noise:N", title="Interval", scale=alt.Scale(domain=["ok", "uncertain"],
-                                                                 range=["square", "triangle"])),
+        shape=alt.Shape("noise:N", title="Interval", scale=NOISE_SHAPES),  # as on the experiment page
     ).transform_filter(_shown("version_hide")).properties(name="points")
 
 

@@ -211,6 +211,23 @@ def test_report_pages_show_their_table_of_contents_at_1400_px(profile_page):
     assert page.locator(".md-sidebar--secondary").is_hidden() or not page.locator(".md-sidebar--secondary").count()
 
 
+def test_a_wide_table_scrolled_sideways_keeps_its_first_column_in_view(profile_page):
+    page, visit = profile_page
+    page.set_viewport_size({"width": 900, "height": 900})  # the next test sets its own width again
+    wrap = page.evaluate_handle("""() => Array.from(document.querySelectorAll('article .md-typeset__scrollwrap'))
+        .find(w => w.scrollWidth > w.clientWidth + 200)""").as_element()
+    assert wrap is not None, "a profile page at 900 px has a table wider than the page"
+    wrap.evaluate("w => { w.scrollIntoView({block: 'center', behavior: 'instant'}); w.scrollLeft = 300; }")
+    wrap_left, cell_left = wrap.evaluate("""w => [w.getBoundingClientRect().left,
+        w.querySelector('tbody td').getBoundingClientRect().left]""")
+    assert wrap.evaluate("w => w.scrollLeft") > 0 and abs(cell_left - wrap_left) < 2, (wrap_left, cell_left)
+    # Opaque: the columns scrolled under it do not show through.
+    assert wrap.evaluate("w => getComputedStyle(w.querySelector('tbody td')).backgroundColor") != "rgba(0, 0, 0, 0)"
+    wrap.evaluate("w => { w.scrollLeft = 0; }")
+    page.set_viewport_size({"width": 1400, "height": 900})
+    assert not visit.errors
+
+
 # The lowest contrast (WCAG) between a chart's visible text and the page behind it, with the text that has it.
 LOWEST_CONTRAST = """() => {
   const rgb = c => (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);
