@@ -153,3 +153,27 @@ def test_the_temporal_chart_names_the_compute_rate_as_the_table_beside_it(built)
             assert units == ({"operations"} if "INT8" in table else {"flops"})
             titles[page.path.rsplit("/", 1)[-1]] = table
     assert titles == {"profile-fp32.md": "Compute rate (GFLOP/s)", "profile-int8.md": "Compute rate (INT8 GOP/s)"}
+
+
+def test_the_timeline_tooltip_writes_shapes_as_the_tables_do(built):
+    """The tooltip showed a call's shapes as their JSON (`[[1,16,16,48],[],…]`): now as the tables write them."""
+    shown = set()
+    for page in built[1]:
+        for chart_id, spec in CHART_RE.findall(page.markdown):
+            if "chart-timeline" in chart_id:
+                (chart,) = json.loads(spec)
+                rows = next(layer["data"]["values"] for layer in _layers(chart) if "data" in layer)
+                shown |= {r[k] for r in rows for k in ("inputs", "outputs")}
+    assert shown and not [s for s in shown if "[" in s], sorted(shown)[:5]
+    assert any(re.fullmatch(r"\d+(×\d+)*(, (\d+(×\d+)*|scalar|\?))*", s) for s in shown), sorted(shown)[:5]
+
+
+def _layers(chart: dict) -> list[dict]:
+    """Every layer of a chart, through its concatenations, itself first."""
+    found, stack = [], [chart]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for key in ("layer", "vconcat", "hconcat"):
+            stack.extend(node.get(key, []))
+    return found

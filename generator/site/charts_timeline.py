@@ -8,12 +8,14 @@ text.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import altair as alt
 
 from generator.site.chart_spec import Chart, chart_dict, inline_rows
+from generator.site.formatting import shapes
 from generator.timeline.model import Timeline, TimelineEvent
 from generator.timeline.stats import TemporalStats
 from generator.timeline.trace import thread_lanes
@@ -57,8 +59,19 @@ def _record(tl: Timeline, e: TimelineEvent, rank: int) -> dict[str, Any]:
         "start_us": _round(e.start_us), "end_us": _round(e.end_us), "dur_us": _round(e.dur_us),
         "pool_share": _round(share, 4) if share is not None else None,
         "pool_end_us": _round(e.start_us + e.dur_us * share) if share else None,
-        "inputs": e.input_shapes, "outputs": e.output_shapes, "provider": e.provider or "—",
+        "inputs": _shapes_text(e.input_shapes), "outputs": _shapes_text(e.output_shapes),
+        "provider": e.provider or "—",
     }
+
+
+def _shapes_text(shapes_json: str) -> str:
+    """A call's tensor shapes as the pages write them (`1×16×16×48, scalar`), not their JSON
+    (`[[1,16,16,48],[]]` in the tooltip)."""
+    try:
+        found = json.loads(shapes_json)
+    except (TypeError, ValueError):
+        return "—"
+    return shapes(found) or "—" if isinstance(found, list) else "—"
 
 
 def drawn_events(tl: Timeline) -> list[TimelineEvent]:
