@@ -338,8 +338,10 @@ def test_each_trial_is_profiled_by_phase_and_the_pairs_page_sets_the_op_types_si
         prompt = int(mine["prompt_tokens"].iloc[0])
         assert set(mine["context_tokens"]) == {prompt if phase == "prefill" else prompt + NEW_TOKENS // 2}
         assert set(mine["passes"]) == {5} and (mine["us_p50"] >= 0).all() and (mine["nodes"] >= 1).all()
-        # Medians of nodes need not add up to the median of the sums, but they come close.
-        assert 0.6 * mine["phase_us_p50"].iloc[0] <= mine["us_p50"].sum() <= 1.4 * mine["phase_us_p50"].iloc[0]
+        # The nodes' medians add up to no more than a median pass's kernels (give or take); the median of the
+        # passes' sums can be far above them when most passes were disturbed (3.59 ms against 0.611 beside the
+        # suite's other workers), which is why the pages show the nodes' sum.
+        assert mine["us_p50"].sum() <= 1.4 * mine["phase_us_p50"].iloc[0]
     by_version = {v: set(g["op_type"]) for v, g in ops.groupby("version")}
     assert "MatMulNBits" in by_version["int4"] and "MatMulNBits" not in by_version["fp32"]
     assert "MatMul" in by_version["fp32"]

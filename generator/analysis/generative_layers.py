@@ -1,5 +1,5 @@
 """Where one generative version's time goes, node by node: its profiled prefill and decode step at every
-configuration it was measured at (the `phase_ops` and `phase_nodes` tables), with the decode step's bytes held
+configuration it was measured at (the `phase_nodes` table), with the decode step's bytes held
 against the machine's measured memory bandwidth. The version's profile page shows it
 (generator.site.generative_profile)."""
 
@@ -44,7 +44,7 @@ class PhaseTable:
     phase: str  # prefill or decode
     context_tokens: int
     passes: int
-    kernel_ms: float  # median over the passes of the phase's summed kernel time
+    kernel_ms: float  # the sum of the nodes' medians (generator.analysis.generative_pairs.PhaseOps says why)
     ops: tuple[tuple[str, int, float, float], ...]  # op type, nodes, ms, share; the most first
     nodes: tuple[PhaseNode, ...]  # execution order
     slowest: tuple[PhaseNode, ...]  # by median, at most SLOWEST
@@ -68,25 +68,23 @@ class VersionLayers:
         return sum(len(p.nodes) for c in self.configs for p in c.phases)
 
 
-def version_layers(report: GenerativeReport, phase_ops: pd.DataFrame, phase_nodes: pd.DataFrame,
-                   ) -> list[VersionLayers]:
+def version_layers(report: GenerativeReport, phase_nodes: pd.DataFrame) -> list[VersionLayers]:
     """Each version with a profiled trial, in the report's order, its configurations in the report's order."""
     if phase_nodes.empty:
         return []
     nodes = {key: g for key, g in phase_nodes.groupby("trial_key", sort=False)}
-    totals = {(r.trial_key, r.phase): float(r.phase_us_p50) for r in phase_ops.itertuples(index=False)}
     found: dict[str, list[ConfigLayers]] = {}
     for row in report.rows:
         table = nodes.get(row.trial_key)
         if table is None:
             continue
-        phases = tuple(_phase(phase, g, totals.get((row.trial_key, phase)), row.bandwidth_gbs)
+        phases = tuple(_phase(phase, g, row.bandwidth_gbs)
                        for phase, g in sorted(table.groupby("phase"), key=lambda kv: kv[0] != "prefill"))
         found.setdefault(row.version, []).append(ConfigLayers(row, phases))
     return [VersionLayers(v, tuple(configs)) for v, configs in found.items()]
 
 
-def _phase(phase: str, table: pd.DataFrame, total_us: float | None, bandwidth_gbs: float | None) -> PhaseTable:
+def _phase(phase: str, table: pd.DataFrame, bandwidth_gbs: float | None) -> PhaseTable:
     table = table.sort_values("exec_order", kind="stable")
     summed = float(table["us_p50"].sum())
     per_gb = 1e6 / (bandwidth_gbs * 1e9) if bandwidth_gbs and phase == "decode" else None  # µs per byte
@@ -99,7 +97,7 @@ def _phase(phase: str, table: pd.DataFrame, total_us: float | None, bandwidth_gb
     known = [n.bytes_read for n in nodes if n.bytes_read is not None]
     read = sum(known) if known else None
     return PhaseTable(phase, int(table["context_tokens"].iloc[0]), int(table["passes"].iloc[0]),
-                      (total_us if total_us is not None else summed) / 1e3, ops, nodes,
+                      summed / 1e3, ops, nodes,
                       tuple(sorted(nodes, key=lambda n: (-n.us_p50, n.exec_order))[:SLOWEST]), read,
                       read * per_gb / 1e3 if read is not None and per_gb else None)
 

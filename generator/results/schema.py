@@ -266,7 +266,8 @@ PHASE_OPS = (
     _c("nodes", I64, "", "executed top-level nodes of that type", False),
     _c("us_p50", F64, "µs", "the sum over those nodes of each one's median time per pass (onnxruntime's profiler, "
        "its own cost included)"),
-    _c("phase_us_p50", F64, "µs", "median over the passes of the phase's summed kernel time"),
+    _c("phase_us_p50", F64, "µs", "median over the passes of the phase's summed kernel time (the pages show the "
+       "sum of the nodes' medians instead: this one reads high when most passes were disturbed)"),
 )
 
 PHASE_NODES = (

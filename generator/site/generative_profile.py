@@ -25,7 +25,7 @@ def profile_links(view: ExperimentView) -> list[ProfileLink]:
         return []
     paths = {v.info.version: v.profile_path for v in view.versions}
     return [ProfileLink(layers, paths[layers.version])
-            for layers in version_layers(view.generative, view.results.phase_ops, view.results.phase_nodes)
+            for layers in version_layers(view.generative, view.results.phase_nodes)
             if layers.version in paths]
 
 
