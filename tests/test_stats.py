@@ -3,6 +3,8 @@ determinism and speed."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -116,6 +118,10 @@ def test_scaled_ratio_borrows_process_variation():
     assert tight.point == loose.point == 0.5 and tight.significant
     assert loose.high - loose.low > tight.high - tight.low and loose.note == wide.note
     assert scaled_ratio_ci(100.0, 101.0, wide).significant is False
+    # A layer whose profiled times spread 440 times their mean: an interval as good as unbounded, not a crash
+    # (`perfsite diff` ended in OverflowError on one in a fresh clone's make test).
+    huge = scaled_ratio_ci(9.518, 9.408, wide, rel_se_a=439.77)
+    assert huge.significant is False and huge.low < 1e-300 and 1e300 < huge.high < math.inf
 
 
 @pytest.mark.parametrize(("df", "quantile"), [(1, 12.706204736), (2, 4.302652730), (3.5, 2.940089), (10, 2.228138852),

@@ -382,6 +382,9 @@ def _paired_interval(figures: tuple[list[float], list[float]], rounds: tuple[tup
     return intervals.paired(base, cand, sequence.STOP_LEVEL if sequential else LEVEL, sequential)
 
 
+MAX_LOG_SPREAD = 700.0  # math.exp overflows a float past 709
+
+
 def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel_se_a: float = 0.0,
                     rel_se_b: float = 0.0, level: float = LEVEL) -> RatioCI | None:
     """A ratio of two profiled times (a layer or a layer type) with an approximate interval.
@@ -396,7 +399,11 @@ def scaled_ratio_ci(time_a: float, time_b: float, reference: RatioCI | None, rel
     z = z_value(level)
     sigma = math.sqrt(borrowed_spread(reference, level) ** 2 + rel_se_a ** 2 + rel_se_b ** 2)
     point = time_b / time_a
-    low, high = point * math.exp(-z * sigma), point * math.exp(z * sigma)
+    # A layer whose profiled time spread hundreds of times its mean (rel_se 440, a node near zero with one
+    # disturbed process) overflowed exp() and `perfsite diff` ended in a traceback: past e^700 the interval is
+    # as good as unbounded, and it stays far from settling anything.
+    spread = min(z * sigma, MAX_LOG_SPREAD)
+    low, high = point * math.exp(-spread), point * math.exp(spread)
     note = reference.note if reference is not None else "no timed measurement to borrow process variation from"
     ci = RatioCI(point=point, low=low, high=high, significant=bool(low > 1.0 or high < 1.0), note=note,
                  processes_a=reference.processes_a if reference else 0,
