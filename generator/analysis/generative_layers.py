@@ -63,10 +63,6 @@ class VersionLayers:
     version: str
     configs: tuple[ConfigLayers, ...]
 
-    @property
-    def node_rows(self) -> int:
-        return sum(len(p.nodes) for c in self.configs for p in c.phases)
-
 
 def version_layers(report: GenerativeReport, phase_nodes: pd.DataFrame) -> list[VersionLayers]:
     """Each version with a profiled trial, in the report's order, its configurations in the report's order."""

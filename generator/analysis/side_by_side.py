@@ -5,7 +5,7 @@ of the page's "fastest version" section, settled or not, never of this table."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from generator.analysis.records_compare import AgreementRow
@@ -25,13 +25,11 @@ class VersionCell:
 
     @property
     def worst_cosine(self) -> float | None:
-        known = [a.cosine for a in self.agreement if a.cosine is not None]
-        return min(known) if known else None
+        return _least(a.cosine for a in self.agreement)
 
     @property
     def worst_top1(self) -> float | None:
-        known = [a.top1_agreement for a in self.agreement if a.top1_agreement is not None]
-        return min(known) if known else None
+        return _least(a.top1_agreement for a in self.agreement)
 
     @property
     def within_tolerance(self) -> bool | None:
@@ -48,6 +46,11 @@ class ConfigRow:
     config_label: str
     reference: str  # the version the ratios are against: the first in spec order measured here
     cells: tuple[VersionCell, ...]  # spec order
+
+
+def _least(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
 
 
 def side_by_side(trials: Sequence[TrialSummary], versions: Sequence[str], infos: Sequence[VersionInfo],

@@ -24,7 +24,6 @@ from generator.decode.convention import DecoderLayout
 from generator.decode.loop import Generation
 from generator.errors import RunError
 
-ENGINES = ("onnxruntime", "genai")
 INSTALL = "pip install 'perfsite[genai]'"
 
 

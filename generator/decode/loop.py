@@ -12,7 +12,7 @@ from a prompt fixed by its seed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import onnxruntime as ort
@@ -38,6 +38,13 @@ class Generation:
 def prompt_ids(layout: DecoderLayout, batch: int, prompt_tokens: int, seed: int = 0) -> np.ndarray:
     """The deterministic prompt: token ids in [0, vocab), the same for a given seed, batch and length."""
     return np.random.default_rng(seed).integers(0, layout.vocab, (batch, prompt_tokens), dtype=np.int64)
+
+
+def shared_prompt(layouts: list[DecoderLayout], batch: int, prompt_tokens: int) -> np.ndarray:
+    """The one prompt several versions generate from (a configuration's, or `perfsite generate A B`'s): ids
+    every version's vocabulary holds."""
+    vocab = min(layout.vocab for layout in layouts)
+    return prompt_ids(replace(layouts[0], vocab=vocab), batch, prompt_tokens)
 
 
 class DecodeLoop:

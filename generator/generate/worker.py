@@ -11,7 +11,6 @@ why: in A B, B A rounds a model's requests fell in two groups 3-6 % apart); the 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -19,13 +18,11 @@ from pathlib import Path
 
 def measure(job: dict) -> dict:
     from generator.decode.convention import DecoderLayout
-    from generator.decode.loop import DecodeLoop, prompt_ids
+    from generator.decode.loop import DecodeLoop, shared_prompt
     from generator.machine.session import onnxruntime_reason, open_session
 
     layouts = [DecoderLayout(**fields) for fields in job["layouts"]]
-    # One prompt for both: token ids every model accepts.
-    vocab = min(layout.vocab for layout in layouts)
-    shared = prompt_ids(dataclasses.replace(layouts[0], vocab=vocab), job["batch"], job["prompt_tokens"])
+    shared = shared_prompt(layouts, job["batch"], job["prompt_tokens"])  # token ids every model accepts
     # Sessions are made in the job's order (the comparison alternates it between processes): the one made first
     # ran 4-6 % slower in A/A comparisons of one file with its copy (2026-12-07).
     sessions = {k: open_session(job["models"][k], {"threads": job["threads"]})[0] for k in job["load_order"]}

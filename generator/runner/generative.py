@@ -13,14 +13,13 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from generator.decode.convention import DecoderLayout, decoder_layout
-from generator.decode.loop import prompt_ids
 from generator.errors import PerfsiteError, RunError
 from generator.runner.measure import LoopResult, process_delay_reader
 
@@ -70,12 +69,6 @@ def timed_generations(loop: Any, config: Mapping[str, Any], settings: Mapping[st
     return GenerativeLoop(result, np.array(ttft), np.array(steps).reshape(len(latencies), max(new_tokens - 1, 0)))
 
 
-def group_prompt(layouts: list[DecoderLayout], config: Mapping[str, Any]) -> np.ndarray:
-    """The one prompt every version of a configuration generates from: ids every version's vocabulary holds."""
-    vocab = min(layout.vocab for layout in layouts)
-    return prompt_ids(replace(layouts[0], vocab=vocab), int(config["batch"]), int(config["prompt_tokens"]))
-
-
 def timed_generation_group(loops: list[Any], config: Mapping[str, Any],
                            settings: Mapping[str, Any]) -> list[GenerativeLoop]:
     """Several versions' generations in one process, request by request in turn (A B C, A B C, ...), from one
@@ -84,9 +77,9 @@ def timed_generation_group(loops: list[Any], config: Mapping[str, Any],
     another version's: in A B C, C B A rounds a version first in a round followed its own request, its weights
     still in the caches, and ran 3-6 % faster than when it followed another's; a version's requests then fell in
     two groups and its median sat in either (a decoder against its own copy read 0.952 in prefill,
-    2026-12-07). Each version's figures are its own: its
-    requests' times, their run-delays, and, for its tokens/s, the time its own requests took. `loops`: each
-    version's DecodeLoop or GenaiLoop, all from one prompt (group_prompt)."""
+    2026-12-07). Each version's figures are its own: its requests' times, their run-delays, and, for its
+    tokens/s, the time its own requests took. `loops`: each version's DecodeLoop or GenaiLoop, all from one
+    prompt (generator.decode.loop.shared_prompt)."""
     batch, new_tokens = int(config["batch"]), int(config["new_tokens"])
     firsts = []
     for loop in loops:

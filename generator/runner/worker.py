@@ -120,11 +120,11 @@ def measure_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
 def _generative_process(job: WorkerJob, out_path: Path) -> dict[str, Any]:
     """Measure mode for a generative trial: timed greedy generations (generator.runner.generative), answered
     as a measurement process answers, with each request's TTFT and decode steps in files beside OUT.json."""
-    from generator.runner.generative import generation_files, group_prompt, timed_generations
+    from generator.runner.generative import generation_files, timed_generations
 
     handle, load_ms = _open_decoder(job)
     process_env.test_fault(job.model_path)
-    loop = _decode_loop(job, handle, group_prompt([_layout(job)], job.config))
+    loop = _decode_loop(job, handle, _prompt([job]))
     generations = timed_generations(loop, job.config, job.measure)
     outcome = loop_outcome(generations.loop, load_ms, out_path, process_env.peak_rss_mb())
     return {**outcome, **generation_files(generations, out_path)}
@@ -134,13 +134,13 @@ def measure_generation_group(jobs: tuple[WorkerJob, ...], outs: tuple[Path, ...]
     """Generative versions of one configuration in one process, their requests in turn
     (generator.runner.generative.timed_generation_group), each answered as a measurement process is; no peak
     memory (the process held every model) and a cold start for the version loaded first only."""
-    from generator.runner.generative import generation_files, group_prompt, timed_generation_group
+    from generator.runner.generative import generation_files, timed_generation_group
 
     handles = []
     for job in jobs:
         handles.append(_open_decoder(job))
         process_env.test_fault(job.model_path)
-    prompt = group_prompt([_layout(job) for job in jobs], jobs[0].config)
+    prompt = _prompt(jobs)
     loops = [_decode_loop(job, handle, prompt) for job, (handle, _) in zip(jobs, handles, strict=True)]
     groups = timed_generation_group(loops, jobs[0].config, jobs[0].measure)
     answers = []
@@ -156,6 +156,14 @@ def _layout(job: WorkerJob):
     from generator.decode.convention import DecoderLayout
 
     return DecoderLayout(**job.decoder)
+
+
+def _prompt(jobs) -> np.ndarray:
+    """The prompt the jobs' versions (one configuration's) generate from."""
+    from generator.decode.loop import shared_prompt
+
+    config = jobs[0].config
+    return shared_prompt([_layout(job) for job in jobs], int(config["batch"]), int(config["prompt_tokens"]))
 
 
 def _open_decoder(job: WorkerJob) -> tuple[Any, float]:
@@ -350,9 +358,8 @@ def _generation_outputs(handle: Any, job: WorkerJob) -> dict[str, Any]:
     """A generative trial's outputs: the greedy tokens of one generation and the prefill's logits at the
     prompt's last position, from the trial's own prompt (generator.runner.agreement.generation_rows), by the
     version's engine."""
-    from generator.runner.generative import group_prompt
 
-    loop = _decode_loop(job, handle, group_prompt([_layout(job)], job.config))
+    loop = _decode_loop(job, handle, _prompt([job]))
     path = job.work / "outputs0.npz"
     np.savez(path, loop.generate().tokens, loop.prefill_logits())  # arr_0, arr_1: output_names order
     # This process held the version alone: its peak memory is the version's (its measuring processes held
