@@ -18,7 +18,6 @@ import json
 
 import numpy as np
 import pytest
-from scipy import stats
 from support.cli import ROOT
 
 from generator.analysis.stats import figures_ratio
@@ -34,6 +33,8 @@ MIN_COVERAGE = 0.93
 
 def fitted() -> tuple[float, float, float]:
     """(t degrees of freedom, scale of one process's log figure, share of its variance common to a round)."""
+    from scipy import stats  # on use: a second's import in every pytest worker that collects this module
+
     base = np.log(FIGURES["baseline"]["p90_ms"])
     cand = np.log(FIGURES["candidate"]["p90_ms"])
     df, _, scale = stats.t.fit(np.concatenate([base - base.mean(), cand - cand.mean()]))
@@ -96,6 +97,8 @@ def fitted_ratios() -> tuple[float, np.ndarray]:
     d = np.array([np.log(np.asarray(FIGURES["candidate"][f]) / np.asarray(FIGURES["baseline"][f]))
                   for f in ("p90_ms", "throughput_ips")]).T
     d -= d.mean(axis=0)
+    from scipy import stats
+
     df = stats.t.fit((d / d.std(axis=0, ddof=1)).ravel())[0]
     return float(max(df, 2.5)), np.cov(d.T)
 
@@ -185,6 +188,8 @@ def test_the_confidence_sequence_ends_where_the_bayes_factor_reaches_one_over_al
     """generator.results.sequential's closed form against its definition: at x̄ ± multiplier·s/√n the mixture
     Bayes factor is exactly 1/α; it is unbounded at 2 figures and at 3 for 97.5 %, finite from 3 at 95 %, and
     always wider than Student's t at the same level (the price of looking after every round)."""
+    from scipy import stats
+
     g = sequential.MIXTURE_G
 
     def bayes_factor(t2: float, n: int) -> float:
