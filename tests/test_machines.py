@@ -2,7 +2,8 @@
 
 The store holds one real recorded run copied onto two more environments (tests/support/machines.py): nothing is
 measured here. Analysis records are checked as pure functions; the page is snapshotted (regenerate with
-PERFSITE_UPDATE_SNAPSHOTS=1) and built once with mkdocs --strict beside the overview page that links it.
+PERFSITE_UPDATE_SNAPSHOTS=1); tests/browser/test_machines_browser.py builds it with mkdocs --strict beside the
+overview page that links it and reads it in Chromium.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from support.cli import check_snapshots
-from support.machines import ARM, LEFT_OUT, UPGRADE, copy_onto, write_machine_results
+from support.machines import ARM, LEFT_OUT, UPGRADE, write_machine_results
 from support.results import write_results
 
 from generator.analysis.machine_compare import best_machine, compare_machines
@@ -188,24 +189,6 @@ def test_one_environment_gets_no_machines_page_and_no_link(tmp_path):
     assert machines_pages(template_env(), view) == []
     (overview,) = site_pages.experiment_pages(template_env(), view)
     assert "machines.md" not in overview.markdown
-
-
-def test_the_site_links_the_machines_page_and_builds_strict(tmp_path, monkeypatch):
-    """A real build of the small synthetic experiment copied onto a second machine (a hostile hostname)."""
-    from generator.site import build_site
-
-    copy_onto(write_results(tmp_path / "results"), ARM, 0.6, "run-arm")
-    # Without the chooser page, which costs most of a build (bench/chooser_cost.py leaves it out the same way).
-    monkeypatch.setattr(site_pages, "PAGE_KINDS", {k: v for k, v in site_pages.PAGE_KINDS.items() if k != "choose"})
-    (tmp_path / "project").mkdir()
-    site = build_site(tmp_path / "results", tmp_path / "site", tmp_path / "project")
-    folder = site / "reports" / "cnn-int8"
-    assert 'href="machines.html"' in (folder / "index.html").read_text()
-    assert 'href="cnn-int8/machines.html"' in (site / "reports" / "index.html").read_text()
-    html = (folder / "machines.html").read_text()
-    assert '<a href="machines.html" class="md-nav__link md-nav__link--active">' in html  # in the site's nav
-    assert "<script>alert" not in html and "&#60;script&#62;alert" in html  # the hostname, inert
-    assert re.search(r"<strong>ARM Neoverse-N1 · [0-9a-f]{6}</strong>", html)
 
 
 def test_environment_rows_without_trials_are_not_machines(results):

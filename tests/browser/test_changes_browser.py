@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.browser import assert_charts_drawn, visit_pages
+from support.browser import PHONE, assert_charts_drawn, assert_charts_fit, visit_pages
 from support.diff import PAYLOAD, REGRESSION, Side, git, write_side
 
 from generator.site import build_site
@@ -56,3 +56,12 @@ def test_history_pages_draw_every_chart_and_the_changes_page_names_the_regressio
             assert "/layer1/conv/Conv" + PAYLOAD in text  # the hostile node name, shown as text
         assert visit.errors == [] and visit.dialogs == [], path
         assert visit.foreign_requests() == [], path
+
+
+def test_at_390_px_the_history_charts_keep_titles_axes_and_legends_in_their_frames(chromium, history_url):
+    paths = ["reports/_changes/", "reports/_trend/"]
+    for url, page, visit in visit_pages(chromium, [history_url + path for path in paths], viewport=PHONE):
+        path = url.removeprefix(history_url)
+        assert assert_charts_drawn(page, path) >= 2
+        assert_charts_fit(page, path)
+        assert visit.errors == [], path

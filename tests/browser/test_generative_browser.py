@@ -6,7 +6,7 @@ one is)."""
 from __future__ import annotations
 
 import pytest
-from support.browser import assert_charts_drawn, open_page
+from support.browser import PHONE, assert_charts_drawn, assert_charts_fit, open_page, visit_pages
 
 from generator.site.serve import BackgroundServer
 
@@ -41,6 +41,17 @@ def test_the_generative_page_draws_every_chart_offline(generative_page):
         "Sweet spot", "Compared versions: prefill and decode apart", "Output agreement",
         "Prefill, decode and throughput", "Where the time goes", "Decode against the memory's speed",
         "Every configuration"]
+
+
+def test_at_390_px_the_generative_charts_keep_titles_axes_and_legends_in_their_frames(chromium, generative_page):
+    """Every generative chart kind (sweet spot under the limits, phases, decode steps, a pair's ratios) on a
+    phone held upright: nothing reaches out of its frame and no axis label touches another."""
+    url = generative_page[2]
+    for visited, page, visit in visit_pages(chromium, [url + PAGE, url + "reports/gen/compare-fp32-vs-int4.html"],
+                                            viewport=PHONE):
+        assert assert_charts_drawn(page, visited) >= 1
+        assert_charts_fit(page, visited)
+        assert visit.errors == [], visited
 
 
 def test_the_limit_sliders_move_the_sweet_spot(generative_page):

@@ -10,8 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from support.browser import (
+    PHONE,
     READY,
     assert_charts_drawn,
+    assert_charts_fit,
     assert_no_mark_outside_its_frame,
     html_pages,
     open_layer,
@@ -71,6 +73,7 @@ def test_quickstart_site_renders_every_chart_without_errors_or_network(chromium,
             rel = url.removeprefix(base)
             charts += assert_charts_drawn(page, rel)
             assert_no_mark_outside_its_frame(page, rel)
+            assert_charts_fit(page, rel)
             if rel == "index.html":  # the home page's body leads to the reports (its nav did, its text did not)
                 assert page.locator("article a[href='reports/index.html']").count() >= 1, rel
             # Two pages' controls are worked on the same visit (a page load was about 1.5 s on 2 cores).
@@ -81,6 +84,37 @@ def test_quickstart_site_renders_every_chart_without_errors_or_network(chromium,
             assert not visit.errors, f"{rel}: console errors {visit.errors}"
             assert not visit.foreign_requests(), f"{rel}: requests outside 127.0.0.1: {visit.foreign_requests()}"
     assert charts >= 4  # the experiment chart and one op-time chart per version's profile
+
+
+# One page of each kind holds every chart kind of a measured experiment: the overview (latency against
+# throughput, every version), a profile (op types, timeline and its rates) and a compare page (results, layer
+# types, inference time, Pareto, precision).
+PHONE_PAGES = ["reports/quickstart/index.html", "reports/quickstart/profile-int8-static.html",
+               "reports/quickstart/compare-fp32-vs-int8-static.html"]
+
+
+LEGENDS_UNDER_PLOTS = """() => {
+  const svg = document.querySelector(
+    "[data-chart='chart-latency-throughput'] svg, [data-chart='chart-compare-results'] svg");
+  if (!svg) return null;
+  const legend = svg.querySelector("g.role-legend").getBoundingClientRect();
+  return Array.from(svg.querySelectorAll("g.role-axis"))
+    .every((a) => legend.top >= a.getBoundingClientRect().bottom - 1);
+}"""
+
+
+def test_at_390_px_every_chart_keeps_its_title_axes_and_legends_in_its_frame(chromium, quickstart_site):
+    """On a phone the legends go under the plot, titles wrap and crowded axis labels thin out (perfsite.js
+    `narrowed`): at 390 px the legends took half a chart, a title ended "every configuration o", a timeline's
+    legend ran out of its frame and a throughput axis read "1,0001,5002,000"."""
+    with BackgroundServer(quickstart_site) as base:
+        for url, page, visit in visit_pages(chromium, [base + rel for rel in PHONE_PAGES], viewport=PHONE):
+            rel = url.removeprefix(base)
+            assert assert_charts_drawn(page, rel) >= 2
+            assert_charts_fit(page, rel)
+            # The version legends sit under their plots, not beside them.
+            assert page.evaluate(LEGENDS_UNDER_PLOTS) is not False, rel
+            assert visit.errors == [], rel
 
 
 def test_built_pages_reference_no_network_resource(quickstart_site):

@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 MARKS = "svg .mark-symbol path, svg .mark-line path, svg .mark-rect path"
+PHONE = {"width": 390, "height": 844}  # a phone held upright, the narrowest layout pages are checked at
 CHARTS_DRAWN = f"""() => Array.from(document.querySelectorAll('.perfsite-chart'))
     .every(el => el.querySelector('{MARKS}') !== null || el.textContent.includes('Chart'))"""
 LOCAL_SCHEMES = {"data", "blob", "about", "file"}
@@ -45,11 +46,12 @@ def open_page(browser, url: str, **context_options):
     return context, page, visit
 
 
-def visit_pages(browser, urls: list[str]):
+def visit_pages(browser, urls: list[str], **context_options):
     """Each of `urls` in turn, in one context and one tab, once its charts are drawn: (url, page, Visit) per
     page, each Visit recording that page alone. One context for a whole site instead of one a page: the site's
-    scripts are fetched and compiled once, as a reader's browser does (about a fifth of a page's time)."""
-    context = browser.new_context()
+    scripts are fetched and compiled once, as a reader's browser does (about a fifth of a page's time).
+    `context_options`: playwright's new_context options, such as a viewport."""
+    context = browser.new_context(**context_options)
     page = context.new_page()
     current = [Visit()]
     page.on("console", lambda m: current[0].errors.append(m.text) if m.type == "error" else None)
@@ -103,6 +105,40 @@ MARKS_OUTSIDE = """() => {
 def assert_no_mark_outside_its_frame(page, where: str) -> None:
     outside = page.evaluate(MARKS_OUTSIDE)
     assert not outside, f"{where}: {len(outside)} marks outside their chart's frame: {outside[:5]}"
+
+
+# Per chart of the page, what a reader at its width cannot read: text (titles, axis and legend labels) reaching
+# out of the chart's frame, and labels of one axis that overlap or touch (under 2 px apart, as "1,0001,500"
+# reads). Hidden labels (Vega's overlap removal sets their opacity to 0) do not count.
+CHART_FAULTS = """() => {
+  const faults = [];
+  const shown = (t) => t.getAttribute("opacity") !== "0" && t.textContent.trim() !== "";
+  document.querySelectorAll(".perfsite-chart[data-chart]").forEach((el) => {
+    const frame = el.getBoundingClientRect(), name = el.dataset.chart;
+    el.querySelectorAll("svg text").forEach((t) => {
+      const r = t.getBoundingClientRect();
+      if (!shown(t) || r.width === 0) return;
+      if (r.left < frame.left - 1 || r.right > frame.right + 1) {
+        const role = (t.closest("g[class*='role-']") || el).getAttribute("class");
+        faults.push(`${name}: "${t.textContent.slice(0, 40)}" (${role}) outside its frame`);
+      }
+    });
+    el.querySelectorAll("svg g.role-axis").forEach((axis) => {
+      const labels = Array.from(axis.querySelectorAll("g.role-axis-label text")).filter(shown)
+        .map((t) => [t.textContent, t.getBoundingClientRect()]);
+      labels.forEach(([a, ra], i) => labels.slice(i + 1).forEach(([b, rb]) => {
+        if (ra.left < rb.right + 2 && rb.left < ra.right + 2 && ra.top < rb.bottom && rb.top < ra.bottom)
+          faults.push(`${name}: axis labels "${a}" and "${b}" overlap`);
+      }));
+    });
+  });
+  return faults;
+}"""
+
+
+def assert_charts_fit(page, where: str) -> None:
+    faults = page.evaluate(CHART_FAULTS)
+    assert not faults, f"{where} at {page.viewport_size['width']} px: {len(faults)} faults: {faults[:6]}"
 
 
 # Per chart of the page: its drawn marks, its rendered SVGs and the start of its text, in one round trip to
