@@ -8,6 +8,7 @@ verdicts and the Markdown summary are byte-stable. The real-measurement acceptan
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -20,8 +21,9 @@ from support.cli import perfsite
 from support.diff import EXPERIMENT, OTHER_ENV, PAYLOAD, REGRESSION, Side, git, sides, write_side
 from support.models import matmul_model
 
+from generator.analysis.records_compare import RatioCI
 from generator.cli.diff import diff_command
-from generator.diff.report import code, signed_pct
+from generator.diff.report import change_text, code, signed_pct
 from generator.errors import PerfsiteError
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "diff"
@@ -396,6 +398,10 @@ def test_cli_exit_codes(repo):
 def test_signed_percentages():
     assert [signed_pct(r) for r in (1.924, 0.519, 1.0, 1.0004, 12.0)] == ["+92.4%", "-48.1%", "+0%", "+0.0400%",
                                                                          "+1,100%"]
+    # A capped interval (a layer's time spread hundreds of times its mean) names its ends, not 300 digits.
+    unbounded = RatioCI(point=1.3, low=1.3 * math.exp(-700), high=1.3 * math.exp(700), significant=False)
+    assert change_text(unbounded) == "+30.0% (-99% or lower to ×100 or higher)"
+    assert change_text(RatioCI(point=1.2, low=0.9, high=1.6, significant=False)) == "+20.0% (-10.0% to +60.0%)"
 
 
 def test_trend_follows_each_figure_over_the_commits(repo):

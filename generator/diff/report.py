@@ -190,11 +190,19 @@ def _columns_disagree(t: TrialDiff, tolerance: float = 0.05) -> bool:
     return False
 
 
+# An interval's end past a hundredfold either way is written as such: a layer whose profiled time spread
+# hundreds of times its mean got an interval up to e^700 (analysis.stats.MAX_LOG_SPREAD), printed as a
+# 300-digit percentage.
+WIDE_END = 100.0
+
+
 def change_text(ratio: RatioCI | None) -> str:
     """`+92.4% (+89.7% to +127%)`: the change and its 95 % interval, `—` when unknown."""
     if ratio is None or not math.isfinite(ratio.point):
         return "—"
-    return f"{signed_pct(ratio.point)} ({signed_pct(ratio.low)} to {signed_pct(ratio.high)})"
+    low = "-99% or lower" if ratio.low <= 1 / WIDE_END else signed_pct(ratio.low)
+    high = f"×{WIDE_END:g} or higher" if ratio.high >= WIDE_END else signed_pct(ratio.high)
+    return f"{signed_pct(ratio.point)} ({low} to {high})"
 
 
 def signed_pct(ratio: float) -> str:
