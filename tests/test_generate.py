@@ -17,7 +17,7 @@ from support.cli import perfsite
 from generator.decode.convention import decoder_layout
 from generator.decode.loop import DecodeLoop, bare_generate, prompt_ids
 from generator.errors import ModelError
-from generator.generate.summary import percentiles
+from generator.generate.summary import figure, percentiles
 from generator.models.builder import model_bytes, write_if_changed
 from generator.models.decoder import DecoderShape, build_decoder
 
@@ -289,9 +289,13 @@ def test_layers_show_where_prefill_and_one_decode_step_spend_their_time(decoder,
             ops.values(), reverse=True)
         # Medians of nodes need not add up to the median of the sums, but they come close.
         assert 0.7 * phase["kernel_us_p50"] <= sum(ops.values()) <= 1.3 * phase["kernel_us_p50"]
+        # The figure printed is the nodes' medians summed, as the pages give it.
+        assert phase["kernel_us_nodes"] == pytest.approx(sum(ops.values()), abs=0.01)
+        shown = f"{figure(phase['kernel_us_nodes'] / 1e3)} ms of kernels)"
         slowest = [n["us_p50"] for n in phase["slowest_nodes"]]
         assert len(slowest) == 10 and slowest == sorted(slowest, reverse=True)
-        assert f"Where the time goes, {title} (batch 1; median of 10 profiled passes: " in out.stdout
+        assert f"Where the time goes, {title} (batch 1; each node's median over 10 profiled passes: {shown}" \
+            in out.stdout
     # Which node of a tiny decoder is tenth slowest is up to the machine (lm_head's was, one run in two): the
     # printed names are the recorded ones.
     assert out.stdout.count("slowest nodes (onnxruntime's names)") == 2

@@ -38,9 +38,15 @@ class PhaseLayers:
     every: tuple[NodeStat, ...] = ()  # every top-level node, in execution order
     mapped: tuple[dict, ...] = ()  # each of `every`'s model-file nodes and weights (mapped_columns), when mapped
 
+    @property
+    def nodes_us(self) -> float:
+        """The nodes' medians summed (what the op types add up to): the phase's kernel time pages and the
+        terminal give, steady where a few disturbed passes move the median of the sums."""
+        return sum(us for _, us in self.op_types)
+
     def as_dict(self) -> dict:
         return {"phase": self.phase, "context_tokens": self.context_tokens, "passes": self.passes,
-                "kernel_us_p50": round(self.total_us, 3),
+                "kernel_us_p50": round(self.total_us, 3), "kernel_us_nodes": round(self.nodes_us, 3),
                 "op_types": [{"op_type": op, "us_p50": round(us, 3)} for op, us in self.op_types],
                 "slowest_nodes": [{"node": n.node_name, "op_type": n.op_type, "us_p50": round(n.dur_p50_us, 3),
                                    "runtime_precision": n.runtime_precision} for n in self.nodes]}
