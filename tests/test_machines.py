@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from generator.analysis.machine_compare import best_machine, compare_machines
 from generator.analysis.machines import machines, short_cpu
 from generator.results.store import load_experiment
 from generator.site import pages as site_pages
-from generator.site.machines_page import best_sentence, machines_pages
+from generator.site.machines_page import best_sentence, machines_chart, machines_pages
 from generator.site.page_base import experiment_view, template_env
 
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "machines"
@@ -194,3 +195,14 @@ def test_one_environment_gets_no_machines_page_and_no_link(tmp_path):
 def test_environment_rows_without_trials_are_not_machines(results):
     extra = pd.concat([results.environments, results.environments.iloc[:1].assign(env_id="ffffffffffff")])
     assert len(machines(extra, results.trials)) == 3
+
+
+def test_a_generative_experiments_throughput_reads_output_tokens_per_second(results, comparison):
+    """A generative trial's items are its output tokens (runner.generative_rows): the page names them so."""
+    spec = types.SimpleNamespace(generate=True)
+    tokens = compare_machines(dataclasses.replace(results, spec=spec), list(results.spec.models), "p95", 12.0,
+                              {"batch": 1, "threads": 1, "concurrency": 1})
+    assert (comparison.unit, tokens.unit) == ("items/s", "output tokens/s")
+    assert " output tokens/s at " in best_sentence(tokens, tokens.overall)
+    chart = json.dumps(machines_chart(tokens).to_dict())
+    assert "Throughput (output tokens/s)" in chart and "items/s" not in chart

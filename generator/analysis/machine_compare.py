@@ -116,6 +116,8 @@ class MachineComparison:
     best: tuple[BestMachine, ...]  # per version, spec order
     overall: BestMachine
     layer_types: tuple[LayerTypeTable, ...]
+    # What a trial's throughput counts: a generative trial's items are its output tokens (runner.generative_rows).
+    unit: str = "items/s"
 
     def label(self, env_id: str) -> str:
         return next(m.label for m in self.machines if m.env_id == env_id)
@@ -142,6 +144,7 @@ def compare_machines(results: Any, versions: list[str], percentile: str, thresho
         rows=tuple(rows), single=single, best=best, overall=best_machine(points, found, threshold_ms, None),
         layer_types=tuple(t for v in known if (t := layer_type_table(results.nodes, points, found, v,
                                                                        first_values)) is not None),
+        unit="output tokens/s" if getattr(results.spec, "generate", None) is not None else "items/s",
     )
 
 

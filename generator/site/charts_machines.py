@@ -45,14 +45,14 @@ def _record(p: MachinePoint, label: str, axis: str | None) -> dict[str, Any]:
     }
 
 
-def _tooltip(percentile: str) -> list[alt.Tooltip]:
+def _tooltip(percentile: str, unit: str) -> list[alt.Tooltip]:
     return [
         alt.Tooltip("machine:N", title="Machine"), alt.Tooltip("version:N", title="Version"),
         alt.Tooltip("configuration:N", title="Configuration"),
         alt.Tooltip("latency_ms:Q", title=f"Latency {percentile} (ms)", format=",.4~r"),
         alt.Tooltip("latency_low:Q", title="95 % interval from", format=",.4~r"),
         alt.Tooltip("latency_high:Q", title="to", format=",.4~r"),
-        alt.Tooltip("throughput_ips:Q", title="Throughput (items/s)", format=",.4~r"),
+        alt.Tooltip("throughput_ips:Q", title=f"Throughput ({unit})", format=",.4~r"),
         alt.Tooltip("throughput_low:Q", title="95 % interval from", format=",.4~r"),
         alt.Tooltip("throughput_high:Q", title="to", format=",.4~r"),
         alt.Tooltip("processes:Q", title="Measurement processes"),
@@ -68,7 +68,7 @@ def machines_chart(c: MachineComparison) -> alt.LayerChart:
     lat = [v for r in records for v in (r["latency_ms"], r["latency_low"], r["latency_high"])]
     thr = [v for r in records for v in (r["throughput_ips"], r["throughput_low"], r["throughput_high"])]
     x_scale, y_scale = _scale(thr), _scale(lat + ([c.threshold_ms] if c.threshold_ms else []))
-    x_title, y_title = "Throughput (items/s)", f"Latency {c.percentile} (ms)"
+    x_title, y_title = f"Throughput ({c.unit})", f"Latency {c.percentile} (ms)"
     x, y = alt.X("throughput_ips:Q", title=x_title, scale=x_scale), alt.Y("latency_ms:Q", title=y_title, scale=y_scale)
     # The interval bars share the axes: the same title and scale, or altair would join the field names.
     x_low, y_low = alt.X("throughput_low:Q", title=x_title, scale=x_scale), alt.Y("latency_low:Q", title=y_title,
@@ -87,7 +87,7 @@ def machines_chart(c: MachineComparison) -> alt.LayerChart:
         base.mark_rule(strokeWidth=1, strokeOpacity=0.5).encode(x=x_low, x2=alt.X2("throughput_high:Q"), y=y,
                                              color=color, opacity=faded).properties(name="throughput_intervals"),
         base.mark_point(filled=True, size=70).encode(
-            x=x, y=y, color=color, opacity=faded, tooltip=_tooltip(c.percentile),
+            x=x, y=y, color=color, opacity=faded, tooltip=_tooltip(c.percentile, c.unit),
             shape=alt.Shape("version:N", title="Version"),
         ).add_params(pick).properties(name="points"),
     ]

@@ -65,7 +65,7 @@ def best_sentence(c: MachineComparison, b: BestMachine) -> str:
         return f"{subject}, no machine meets the latency threshold of {_limit(c)}{': ' + lowest if lowest else ''}."
     t = b.best.trial
     return (f"{subject}, the best machine under {_limit(c)} is {_machine(c, b, b.best)}: "
-            f"{num(t.throughput_ips)} items/s at {md_text(t.config_label)} ({num(t.latency_headline_ms)} ms)"
+            f"{num(t.throughput_ips)} {c.unit} at {md_text(t.config_label)} ({num(t.latency_headline_ms)} ms)"
             f"{_runner_up(c, b)}.")
 
 
@@ -89,7 +89,7 @@ def _runner_up(c: MachineComparison, b: BestMachine) -> str:
     if b.runner_up is None or b.ratio is None:
         return "; no other machine meets the threshold"
     other, r, t = md_text(c.label(b.runner_up.env_id)), b.ratio, b.runner_up.trial
-    figures = f"{num(t.throughput_ips)} items/s at {md_text(t.config_label)}"
+    figures = f"{num(t.throughput_ips)} {c.unit} at {md_text(t.config_label)}"
     if r.low == r.high:  # a side with one measurement process (machine_compare._throughput_ratio)
         return f", {times(r.point)}× the throughput of the runner-up, {other} ({figures}; {r.note})"
     if not r.significant:
