@@ -8,6 +8,7 @@ import functools
 import io
 import multiprocessing
 import os
+import re
 import runpy
 import shutil
 import subprocess
@@ -66,6 +67,8 @@ def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build_and_a_d
     said = _build(results, project)
     assert [s for s in said if s.startswith("Reading results of")] == [
         f"Reading results of {first}", f"Reading results of {second}"]
+    assert re.fullmatch(r"Built in [\d.]+ s: experiments' pages [\d.]+ s \(2 generated, 0 reused\), writing pages "
+                        r"[\d.]+ s, mkdocs build [\d.]+ s, publishing [\d.]+ s", said[-1]), said[-1]
     entries = sorted(p.name for p in (project / ".perfsite" / "cache" / "pages").iterdir())
     assert len(entries) == 2
     renders = {p.name for p in (project / ".perfsite" / "cache" / "render" / "entries").iterdir()}
@@ -74,6 +77,7 @@ def test_a_rebuild_regenerates_only_what_changed_and_equals_a_full_build_and_a_d
     _slower(second)
     said = _build(results, project)
     assert "Reusing the pages of 1 unchanged experiment(s)" in said
+    assert "(1 generated, 1 reused)" in said[-1]
     assert [s for s in said if s.startswith("Reading results of")] == [f"Reading results of {second}"]
     now = sorted(p.name for p in (project / ".perfsite" / "cache" / "pages").iterdir())
     assert len(now) == 2 and len(set(now) & set(entries)) == 1  # the changed one replaced, the old one pruned

@@ -37,6 +37,7 @@ from generator.site.pages import (
     template_env,
     templates_dir,
 )
+from generator.site.stages import EXPERIMENT_PAGES, Stages
 
 Progress = Callable[[str], None]
 GETTING_STARTED = ("getting-started.md", "getting_started.md", "quickstart.md", "tutorial.md")
@@ -138,9 +139,12 @@ def _check_and_publish(roots: Sequence[StoreRoot], site_dir: Path, project_root:
     _check_writable(project_root / ".perfsite", "the build folder", "Run `perfsite build` from a writable "
                     "project")
     staging = publish.staging_dir(site_dir)
+    stages = Stages()
     try:
-        _build_into(staging, roots, project_root, say, baseline, trend)
-        kept = publish.publish(staging, site_dir)
+        _build_into(staging, roots, project_root, say, baseline, trend, stages)
+        with stages.stage("publishing"):
+            kept = publish.publish(staging, site_dir)
+        say(stages.summary())
         if kept:
             say(f"Kept {len(kept)} entr{'y' if len(kept) == 1 else 'ies'} of {site_dir} that perfsite did not "
                 f"write: {', '.join(kept[:8])}{' …' if len(kept) > 8 else ''}")
@@ -176,15 +180,15 @@ def _site_path(site_dir: Path) -> Path:
 
 
 def _build_into(staging: Path, roots: tuple[StoreRoot, ...], project_root: Path, say: Progress,
-                baseline: str | None, trend: int | None) -> None:
+                baseline: str | None, trend: int | None, stages: Stages) -> None:
     """Pages into <project>/.perfsite/build (each experiment's from the page cache where it is unchanged,
     generator.site.incremental; an experiment in several stores is one), then mkdocs into `staging`."""
     with _mkdocs_started(project_root / ".perfsite" / "cache" / "render") as mkdocs:
-        _pages_then_mkdocs(mkdocs, staging, roots, project_root, say, baseline, trend)
+        _pages_then_mkdocs(mkdocs, staging, roots, project_root, say, baseline, trend, stages)
 
 
 def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[StoreRoot, ...], project_root: Path,
-                       say: Progress, baseline: str | None, trend: int | None) -> None:
+                       say: Progress, baseline: str | None, trend: int | None, stages: Stages) -> None:
     found = _experiment_folders(roots, say)
     parent = _parent_config(project_root)
     parent_config = _read_config(parent)
@@ -195,7 +199,10 @@ def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[Sto
     docs_source = _docs_source(project_root, parent, parent_config)
     taken: set[str] = {"index"}
     slugs = [slugify(ResultsDir(parts[0]).name, taken) for parts in found]
-    cached = incremental.experiment_pages(found, slugs, project_root / ".perfsite" / "cache" / "pages", say)
+    with stages.stage(EXPERIMENT_PAGES):
+        cached = incremental.experiment_pages(found, slugs, project_root / ".perfsite" / "cache" / "pages", say)
+    stages.generated = sum(entry.generated for entry in cached)
+    stages.reused = len(cached) - stages.generated
     for entry in cached:
         for warning in entry.warnings:
             say(warning)
@@ -207,13 +214,15 @@ def _pages_then_mkdocs(mkdocs: subprocess.Popen, staging: Path, roots: tuple[Sto
     if baseline or trend:  # the changes and trend pages read every experiment's results themselves
         from generator.site.changes_page import history_pages
 
-        experiments = [incremental.load_merged(parts)[0] for parts in found]
-        with charts.unvalidated():
+        with stages.stage("history pages"), charts.unvalidated():
+            experiments = [incremental.load_merged(parts)[0] for parts in found]
             extra = history_pages(_history_root(roots, baseline, trend), experiments, baseline, trend, say)
-    pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
+    with stages.stage("writing pages"):
+        pages, docs = _write_pages(cached, docs_source, build_dir / "docs", extra)
     say(f"Rendered {len(pages)} pages for {len(found)} experiment(s); running mkdocs build")
     config = _write_config(build_dir, staging, parent, parent_config, _nav(docs, pages, parent_config.get("nav")))
-    _run_mkdocs(mkdocs, config, parent, project_root, project_root / ".perfsite" / "cache" / "render")
+    with stages.stage("mkdocs build"):
+        _run_mkdocs(mkdocs, config, parent, project_root, project_root / ".perfsite" / "cache" / "render")
 
 
 def findings_line(name: str, findings: FindingSet) -> str:

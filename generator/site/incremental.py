@@ -92,6 +92,7 @@ class CachedExperiment:
     # experiment measured on several (generator.site.machine_reports).
     views: tuple[ExperimentView, ...]
     warnings: tuple[str, ...]
+    generated: bool = False  # by this build (not reused from the cache)
 
 
 def code_fingerprint() -> str:
@@ -147,7 +148,8 @@ def experiment_pages(experiments: Sequence[Parts], slugs: list[str], cache: Path
                 "pages are generated again on every build (not cached)")
     _generate(missing)
     _prune(cache, set(folders))
-    return [_read_entry(folder) for folder in folders]
+    generated = {folder for _, _, folder in missing}
+    return [replace(_read_entry(folder), generated=folder in generated) for folder in folders]
 
 
 def _entry_folder(cache: Path, parts: Parts, slug: str, code: str) -> Path:
