@@ -39,6 +39,7 @@ from generator.analysis.summaries import (
     trial_summary,
 )
 from generator.results import intervals
+from generator.spec.fields import QUANTILES
 
 MIN_MACHINES = 2  # environments an experiment needs for its machines page
 
@@ -183,7 +184,7 @@ def _preemption_known(trials: pd.DataFrame) -> dict[str, bool]:
 def _latency_figure(t: TrialSummary, samples: stats.ProcessSamples, percentile: str) -> Figure:
     # The interval follows the stored headline, p95 where it stands in for p99 (generator.results.headline).
     q_name = t.headline_percentile or percentile
-    q = stats.percentile_of(q_name) if q_name in stats.PERCENTILES else 0.5
+    q = stats.percentile_of(q_name) if q_name in QUANTILES else 0.5
     return _figure(t.latency_headline_ms, [float(np.quantile(x, q)) for x in samples.latencies_ms if x.size],
                    samples.sequential)
 

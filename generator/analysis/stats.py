@@ -43,6 +43,7 @@ from generator.results import clean as clean_rule
 from generator.results import intervals
 from generator.results import sequential as sequence
 from generator.results.by_trial import trial_rows
+from generator.spec.fields import QUANTILES
 
 RESAMPLES = 2000
 SEED = 0
@@ -53,7 +54,6 @@ LEVEL = 0.95
 MAX_DRAWS_PER_RESAMPLE = 20_000
 CHUNK_ELEMENTS = 2_000_000
 CLT_MIN_SAMPLES = 30
-PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def _float(value) -> float:
 
 def percentile_of(q_name: str) -> float:
     """`p90` -> 0.9."""
-    return PERCENTILES[q_name]
+    return QUANTILES[q_name]
 
 
 def bootstrap_latency(samples: Sequence[np.ndarray], q: float, rng: np.random.Generator,

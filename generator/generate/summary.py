@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from generator.analysis.stats import PERCENTILES
 from generator.decode.loop import Generation
+from generator.spec.fields import QUANTILES as PERCENTILE_QUANTILES
 
-QUANTILES = {name: PERCENTILES[name] for name in ("p50", "p90", "p99")}
+QUANTILES = {name: PERCENTILE_QUANTILES[name] for name in ("p50", "p90", "p99")}
 
 
 def percentiles(values: np.ndarray) -> dict[str, float | None]:

@@ -25,8 +25,7 @@ from generator.results import clean, intervals, sequential
 from generator.results.headline import stored_percentile
 from generator.results.noise import NOISE_CORES_SHARE, NOISE_CV, NOISE_PREEMPTED_SHARE, NOISE_SPREAD
 from generator.runner.measure import cores_used_of, latency_stats
-
-PERCENTILE_Q = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+from generator.spec.fields import QUANTILES
 
 
 @dataclass(frozen=True)
@@ -290,7 +289,7 @@ def process_headline_ms(p: ProcessOutcome, percentile: str) -> float:
     """One process's figure for the stopping rule and the paired statistics: its clean requests' latency at
     the headline percentile (all requests when it kept too few clean ones)."""
     lat = p.clean_latencies_ms if p.usable else p.all_latencies_ms
-    return float(np.quantile(lat, PERCENTILE_Q[percentile])) if lat.size else float("nan")
+    return float(np.quantile(lat, QUANTILES[percentile])) if lat.size else float("nan")
 
 
 def paired_interval(base: Sequence[ProcessOutcome], cand: Sequence[ProcessOutcome], percentile: str,

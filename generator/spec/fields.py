@@ -38,6 +38,8 @@ DType = Literal["float32", "float16", "float64", "int64", "int32", "int16", "int
 OptimizationLevel = Literal["disable", "basic", "extended", "all"]
 Provider = Literal["cpu", "cuda", "tensorrt", "openvino", "dml", "coreml", "rocm"]
 Percentile = Literal["p50", "p90", "p95", "p99"]
+# Each percentile name's quantile: the one map the runner, the analysis and `perfsite generate` read.
+QUANTILES: dict[str, float] = {name: int(name[1:]) / 100 for name in get_args(Percentile)}
 QuantizeMode = Literal["dynamic", "static_qdq", "static_qoperator", "int4"]
 QuantType = Literal["int8", "uint8"]
 DTYPES: tuple[str, ...] = get_args(DType)
