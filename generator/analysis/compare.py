@@ -51,8 +51,9 @@ from generator.analysis.records_compare import (
     SweetSpot,
     VersionTiming,
 )
-from generator.analysis.summaries import TrialSummary, clean
+from generator.analysis.summaries import TrialSummary
 from generator.analysis.trial_stats import pair_ratios, quantile_name, timing, trial_stats, unjudged_side
+from generator.cells import clean
 from generator.errors import ResultsError
 from generator.results.by_trial import trial_rows
 from generator.results.headline import percentile_label

@@ -23,8 +23,9 @@ import pandas as pd
 
 from generator.analysis.findings.record import Figure, Finding, FindingSet, settle
 from generator.analysis.limits import unsettled_reason
-from generator.analysis.summaries import clean, optional_float
+from generator.analysis.summaries import optional_float
 from generator.axes import AXES
+from generator.cells import clean
 from generator.results import evidence
 
 PHASES = {"ttft": "prefill (time to first token)", "tpot": "decode (time per output token)"}

@@ -19,7 +19,7 @@ import pandas as pd
 
 from generator.analysis.frozen_records import built
 from generator.analysis.layer_match import executed_columns, top_level_positions
-from generator.analysis.summaries import clean
+from generator.cells import clean
 from generator.results.by_trial import trial_rows
 
 

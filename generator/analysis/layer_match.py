@@ -52,7 +52,7 @@ from generator.analysis.layer_names import (
 )
 from generator.analysis.records_compare import KernelRow, MatchCoverage, QuantOverhead, RatioCI
 from generator.analysis.stats import scaled_ratio_ci
-from generator.analysis.summaries import clean
+from generator.cells import clean
 from generator.results.profiled import ensured
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from generator.analysis.limits import unsettled_reason
 from generator.analysis.run_summaries import EnvironmentSummary, environment_summary
-from generator.analysis.summaries import clean
+from generator.cells import clean
 
 # Where a trial's target name is stored: `trials.target_name` (written by `perfsite run --ray --target NAME`), or a
 # string column of `environments` of these names; `trials.target` is the float `measure.target`, which the string

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from generator.analysis.machines import Machine, machines
-from generator.analysis.summaries import clean
+from generator.cells import clean
 from generator.results.store import TRIAL_TABLES, ExperimentResults
 
 

@@ -31,8 +31,9 @@ from generator.analysis.roofline import (
     top_level_nodes,
 )
 from generator.analysis.stats import own_interval, process_samples
-from generator.analysis.summaries import TrialSummary, clean
+from generator.analysis.summaries import TrialSummary
 from generator.analysis.whatif import WhatIf, measured_factors, op_type_whatifs, whatif
+from generator.cells import clean
 from generator.results.by_trial import trial_rows
 
 

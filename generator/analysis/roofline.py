@@ -17,7 +17,8 @@ import pandas as pd
 
 from generator.analysis.limits import unsettled_reason
 from generator.analysis.profile_times import ProcessTimes, node_times
-from generator.analysis.summaries import TrialSummary, clean
+from generator.analysis.summaries import TrialSummary
+from generator.cells import clean
 
 # op_family is re-exported: the what-if estimates use it.
 from generator.layers.work import (  # noqa: F401

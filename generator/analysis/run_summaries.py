@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from generator.analysis.summaries import clean, optional_float, optional_int
+from generator.analysis.summaries import optional_float, optional_int
+from generator.cells import clean
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from generator.analysis.stats import ProcessSamples, process_samples
-from generator.analysis.summaries import clean
+from generator.cells import clean
 from generator.results.by_trial import trial_rows
 from generator.results.clean import MIN_JUDGED_PROCESSES
 from generator.results.noise import NOISE_CORES_SHARE

@@ -14,21 +14,11 @@ from typing import Any
 import pandas as pd
 
 from generator.axes import AXES
+from generator.cells import clean
 from generator.results.headline import stored_percentile
 
 # Configuration axes that are columns of `trials`; any other sweep axis lives in the `dims` JSON column.
 AXIS_COLUMNS = AXES
-
-
-def clean(value: Any) -> Any:
-    """A cell as a plain Python value: None for every flavour of missing (None, NaN, pd.NA)."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if hasattr(value, "item") and not hasattr(value, "__len__"):
-        return clean(value.item())  # numpy scalar
-    return value
 
 
 def optional_float(value: Any) -> float | None:

@@ -38,7 +38,7 @@ import pandas as pd
 from generator.analysis.profile import top_level_nodes
 from generator.analysis.records_compare import RatioCI
 from generator.analysis.stats import scaled_ratio_ci
-from generator.analysis.summaries import clean
+from generator.cells import clean
 
 MIN_LAYER_RATIO = 1.10
 MIN_SHARE = 0.05

@@ -30,7 +30,7 @@ from generator.analysis.sides import (  # noqa: F401  (the rule lives there, sha
     side_samples,
     starved_processes,
 )
-from generator.analysis.summaries import clean
+from generator.cells import clean
 from generator.results.sequential import FINAL_LEVEL, STOP_LEVEL
 
 

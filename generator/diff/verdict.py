@@ -40,7 +40,8 @@ import pandas as pd
 from generator.analysis.per_machine import machine_names
 from generator.analysis.records_compare import RatioCI
 from generator.analysis.stats import ProcessSamples, latency_ratio, percentile_of, throughput_ratio
-from generator.analysis.summaries import AXIS_COLUMNS, clean
+from generator.analysis.summaries import AXIS_COLUMNS
+from generator.cells import clean
 from generator.diff.layers import LayerDiff, compare_layers, layer_timings, no_profile, profiled_sum_us
 from generator.diff.noise import SideSamples, noise_notes, paired, side_samples, undecided_note
 from generator.diff.phases import PhaseDiff, phase_diffs

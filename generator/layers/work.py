@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from generator.cells import clean
+
 STATIC_SUMS = ("flops", "macs", "int_ops", "params", "weight_bytes", "input_bytes", "output_bytes")
 
 # Executed op type -> the ONNX op type it implements (onnxruntime's fused, layout and quantized kernels).
@@ -36,17 +38,6 @@ OP_FAMILY: dict[str, str] = {
 def op_family(op_type: str) -> str:
     """The ONNX op type an executed op type implements (itself when it is one)."""
     return OP_FAMILY.get(op_type, op_type)
-
-
-def cell(value: Any) -> Any:
-    """A table cell as a plain Python value: None for every flavour of missing (None, NaN, pd.NA)."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if hasattr(value, "item") and not hasattr(value, "__len__"):
-        return cell(value.item())  # numpy scalar
-    return value
 
 
 def strings(value: Any) -> tuple[str, ...]:
@@ -74,7 +65,7 @@ def split_sums(top: pd.DataFrame, static: pd.DataFrame) -> list[dict[str, float]
     (see _owners); None for a node none of whose original nodes was analysed."""
     # Plain dicts, read once: a DataFrame lookup per node and column was most of a large model's profile page.
     static_ops = {str(k): str(v) for k, v in static["op_type"].items()}
-    columns = {c: {str(k): float(cell(v) or 0.0) for k, v in static[c].items()} for c in STATIC_SUMS}
+    columns = {c: {str(k): float(clean(v) or 0.0) for k, v in static[c].items()} for c in STATIC_SUMS}
     covers, owners = _owners(top, static_ops)
     out: list[dict[str, float] | None] = []
     for i, nodes in enumerate(covers):
@@ -89,7 +80,7 @@ def traffic_bytes(node: Mapping[str, Any], sums: dict[str, float]) -> float | No
     """Weights (static: onnxruntime reports prepacked weights as absent) plus the activations the kernel
     itself read and wrote as onnxruntime reports them (a fused kernel never reads its internal
     intermediates), falling back to the static activation sums when the profile has no sizes."""
-    act_in, act_out = cell(node.get("activation_bytes")), cell(node.get("output_bytes"))
+    act_in, act_out = clean(node.get("activation_bytes")), clean(node.get("output_bytes"))
     if act_in is None or act_out is None:
         act_in, act_out = sums["input_bytes"], sums["output_bytes"]
     total = sums["weight_bytes"] + float(act_in) + float(act_out)

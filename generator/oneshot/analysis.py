@@ -15,7 +15,8 @@ import pandas as pd
 
 from generator.analysis.profile import TrialProfile, trial_profile
 from generator.analysis.roofline import trial_layers
-from generator.analysis.summaries import TrialSummary, clean, trial_summary
+from generator.analysis.summaries import TrialSummary, trial_summary
+from generator.cells import clean
 from generator.errors import RunError
 from generator.results.store import ExperimentResults
 from generator.timeline.view import TimelineView, timeline_view

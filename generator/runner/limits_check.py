@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from generator.layers.work import cell, split_sums, traffic_bytes
+from generator.cells import clean
+from generator.layers.work import split_sums, traffic_bytes
 from generator.machine import probe
 from generator.machine.environment import Environment
 from generator.results.profiled import ensured, with_profiled_times
@@ -55,7 +56,7 @@ def limit_excesses(nodes: pd.DataFrame, layers: pd.DataFrame, trials: pd.DataFra
         if top.empty or static.empty:
             continue
         cores = env.physical_cores or env.logical_cores or 1
-        scale = min(int(cell(trial.get("threads")) or cores), cores) / cores
+        scale = min(int(clean(trial.get("threads")) or cores), cores) / cores
         for (_, node), sums in zip(top.iterrows(), split_sums(top, static), strict=True):
             out.extend(_node_excesses(key, node, sums, env, scale))
     return out
@@ -63,7 +64,7 @@ def limit_excesses(nodes: pd.DataFrame, layers: pd.DataFrame, trials: pd.DataFra
 
 def _node_excesses(key: str, node: pd.Series, sums: dict[str, float] | None, env: Environment,
                    scale: float) -> list[LimitExcess]:
-    dur_us = float(cell(node.get("dur_us")) or 0.0)
+    dur_us = float(clean(node.get("dur_us")) or 0.0)
     if sums is None or dur_us <= 0:
         return []
     found = []

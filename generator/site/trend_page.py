@@ -17,7 +17,7 @@ from typing import Any
 import altair as alt
 
 from generator.analysis.per_machine import machine_names
-from generator.analysis.summaries import clean
+from generator.cells import clean
 from generator.diff.report import signed_pct
 from generator.diff.sources import (
     Commit,
