@@ -8,6 +8,7 @@ inside an installed Python package. Symlinks are resolved before the check, so a
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import stat
@@ -224,3 +225,31 @@ def resolve_package_path(
     if must_exist and not real.exists():
         raise SpecError(f"{where}: `{rel}` is not in package `{package}` (looked for `{real}`).")
     return real
+
+
+@functools.cache
+def _umask() -> int:
+    # Read once: os.umask can only be read by setting it, and a second thread creating a file in between would
+    # get the temporary 0.
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see either the old file or the whole new one, with the mode of a
+    file the user creates (0666 less the umask)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        # mkstemp creates the file 0600: the results of a shared store (or a report) were readable by their
+        # writer alone, whatever the umask, so a colleague's `perfsite build` could not read them.
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

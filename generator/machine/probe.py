@@ -189,7 +189,7 @@ def cached_limits(cache_dir: Path, fingerprint: str, quick: bool) -> MachineLimi
 def store(cache_dir: Path, fingerprint: str, limits: MachineLimits,
            warn: Callable[[str], None] | None = None) -> None:
     """Cache the probe; an unwritable folder only costs a probe next time, so it is a warning, not an error."""
-    from generator.results.store import atomic_write_bytes
+    from generator.paths import atomic_write_bytes
 
     data = {"version": CACHE_VERSION, "fingerprint": fingerprint, "limits": dataclasses.asdict(limits)}
     try:

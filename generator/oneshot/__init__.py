@@ -177,7 +177,7 @@ def _rendered(record: dict[str, Any], view: Any, json_path: Path, html_path: Pat
 
 
 def _write(path: Path, text: str, kept: Path | None = None) -> None:
-    from generator.results.store import atomic_write_bytes
+    from generator.paths import atomic_write_bytes
 
     try:
         atomic_write_bytes(path, text.encode("utf-8"))  # an ordinary file's mode, for the user to share

@@ -30,6 +30,7 @@ from stat import S_ISDIR, S_ISREG
 from typing import Any
 
 from generator.errors import ResultsError
+from generator.paths import atomic_write_bytes
 
 StoreRoot = str | Path  # what --results takes: a folder, or a URL
 # scheme://... as fsspec writes URLs; `s3:/bucket` (one slash) is a typo, not a local folder named "s3:".
@@ -463,31 +464,3 @@ def open_location(root: StoreRoot) -> Location:
         return LocalFolder(local)
     fs, path = open_filesystem(str(root))
     return ObjectStore(str(root), fs, path)
-
-
-@functools.cache
-def _umask() -> int:
-    # Read once: os.umask can only be read by setting it, and a second thread creating a file in between would
-    # get the temporary 0.
-    mask = os.umask(0o077)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see either the old file or the whole new one, with the mode of a
-    file the user creates (0666 less the umask)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        # mkstemp creates the file 0600: the results of a shared store (or a report) were readable by their
-        # writer alone, whatever the umask, so a colleague's `perfsite build` could not read them.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

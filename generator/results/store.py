@@ -36,14 +36,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from generator.errors import ResultsError
-from generator.paths import replaced_by_builds
+from generator.paths import atomic_write_bytes, replaced_by_builds
 from generator.results import migrate
 from generator.results.cells import decoded
-from generator.results.location import (  # noqa: F401  (atomic_write_bytes: probe and oneshot write with it)
+from generator.results.location import (
     ALLOWED,
     LocalFolder,
     StoreRoot,
-    atomic_write_bytes,
     join,
     open_location,
     shown,

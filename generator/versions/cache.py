@@ -16,6 +16,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from generator.paths import atomic_write_bytes
+
 CHUNK_BYTES = 1 << 20
 
 
@@ -76,11 +78,5 @@ def intact(model_path: Path, sha256: str) -> bool:
 def store(built: Path, dst: Path, notes: Sequence[str], about: dict) -> None:
     """Move ``built`` to ``dst`` (same file system) atomically, sidecar first: the model marks completion."""
     sidecar = dst.with_suffix(".json")
-    _atomic_write_text(sidecar, json.dumps({**about, "notes": list(notes)}, indent=1, sort_keys=True))
+    atomic_write_bytes(sidecar, json.dumps({**about, "notes": list(notes)}, indent=1, sort_keys=True).encode())
     os.replace(built, dst)
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from generator.results.store import ResultsDir, atomic_write_bytes, table_to_parquet_bytes
+from generator.paths import atomic_write_bytes
+from generator.results.store import ResultsDir, table_to_parquet_bytes
 from support.cli import perfsite, write_spec
 from support.profile import write_profile_results
 
