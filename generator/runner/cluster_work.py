@@ -101,7 +101,8 @@ def measure_group_on_node(job: GroupJob, *blobs: bytes) -> GroupResult:
     with owned_tempdir("perfsite-ray-") as folder:
         tmp = Path(folder).resolve()  # the spec's root and folder compare as real paths
         env = ensure_limits(capture_environment(), job.quick, warn=notes.message)
-        keys = {t: _key(job, t, env.fingerprint) for t in job.trials}
+        engines = version_engines(job.loaded)
+        keys = {t: _key(job, t, env.fingerprint, engines[t.version]) for t in job.trials}
         todo = [PlannedTrial(t, keys[t], False) for t in job.trials if keys[t] not in job.stored]
         store = ResultsDir(tmp / "store")
         summary = RunSummary(job.loaded.spec.name, store.path, todo, 0.0)
@@ -134,12 +135,12 @@ def normal_priority() -> str | None:
                 "the node with RAY_worker_niceness=0 in the environment of `ray start` (docs/ray.md).")
 
 
-def _key(job: GroupJob, trial: Trial, env_fingerprint: str) -> str:
+def _key(job: GroupJob, trial: Trial, env_fingerprint: str, engine: str | None) -> str:
     version = job.versions[trial.version]
     return trial_key(trial, model_sha256=version.sha256, inputs=job.keyed_inputs,
                      measure={k: v for k, v in job.settings.items() if k not in UNKEYED_SETTINGS},
                      quick=job.quick, env_fingerprint=env_fingerprint, target=job.target,
-                     engine=version_engines(job.loaded)[trial.version])
+                     engine=engine)
 
 
 def _node_id() -> str | None:

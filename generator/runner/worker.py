@@ -358,7 +358,6 @@ def _generation_outputs(handle: Any, job: WorkerJob) -> dict[str, Any]:
     """A generative trial's outputs: the greedy tokens of one generation and the prefill's logits at the
     prompt's last position, from the trial's own prompt (generator.runner.agreement.generation_rows), by the
     version's engine."""
-
     loop = _decode_loop(job, handle, _prompt([job]))
     path = job.work / "outputs0.npz"
     np.savez(path, loop.generate().tokens, loop.prefill_logits())  # arr_0, arr_1: output_names order

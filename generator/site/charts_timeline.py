@@ -71,7 +71,7 @@ def _shapes_text(shapes_json: str) -> str:
         found = json.loads(shapes_json)
     except (TypeError, ValueError):
         return "—"
-    return shapes(found) or "—" if isinstance(found, list) else "—"
+    return (shapes(found) or "—") if isinstance(found, list) else "—"
 
 
 def drawn_events(tl: Timeline) -> list[TimelineEvent]:

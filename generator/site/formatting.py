@@ -80,8 +80,13 @@ def shapes(value: Any) -> str:
     """Tensor shapes as `1×3×224×224, 64`: `shapes | map("join", "×") | join(", ")` in one call (a profile
     page's layer table has a row per executed node). A scalar (shape []) is "scalar", not an empty entry
     (a quantized node's scale and zero point read "1×64×64×3, , , 48")."""
-    return ", ".join("?" if shape is None else "×".join(map(str, shape)) if len(shape) else "scalar"
-                     for shape in value)
+    return ", ".join(_shape(shape) for shape in value)
+
+
+def _shape(shape: Any) -> str:
+    if shape is None:
+        return "?"
+    return "×".join(map(str, shape)) if len(shape) else "scalar"
 
 
 def url(value: str) -> str:

@@ -11,6 +11,9 @@
   var EMBED_OPTIONS = {
     renderer: "svg",
     actions: { export: true, source: false, compiled: false, editor: false },
+    // At every width, labels of one axis keep 4 px apart (Vega thins the rest): a timeline's axis at 1,280 px
+    // read "1,0001,2001,400" with a pixel or none between its labels.
+    config: { axis: { labelSeparation: 4 } },
   };
 
   // Charts follow the reader's colour scheme (mkdocs-material's palette toggle sets data-md-color-scheme on
@@ -26,7 +29,9 @@
 
   function embedOptions() {
     if (!darkScheme()) return EMBED_OPTIONS;
-    return Object.assign({}, EMBED_OPTIONS, { theme: "dark", config: { background: null, text: { color: "#e8e8e8" } } });
+    return Object.assign({}, EMBED_OPTIONS, {
+      theme: "dark", config: Object.assign({}, EMBED_OPTIONS.config, { background: null, text: { color: "#e8e8e8" } }),
+    });
   }
 
   function forScheme(spec) {
@@ -149,13 +154,18 @@
     return lines;
   }
 
+  // The spec's structure copied, its data tables shared (a timeline's thousands of rows are not copied).
+  function structure(node, key) {
+    if (!node || typeof node !== "object" || key === "data" || key === "datasets") return node;
+    if (Array.isArray(node)) return node.map(function (n) { return structure(n); });
+    var out = {};
+    Object.keys(node).forEach(function (k) { out[k] = structure(node[k], k); });
+    return out;
+  }
+
   function narrowed(spec, width) {
-    var copy = JSON.parse(JSON.stringify(spec));
-    // At every width, labels of one axis keep 4 px apart (Vega thins the rest): a timeline's axis at 1,280 px
-    // read "1,0001,2001,400" with a pixel or none between its labels.
-    copy.config = copy.config || {};
-    copy.config.axis = Object.assign({}, copy.config.axis, { labelSeparation: 4 });
-    if (!width || width >= NARROW_PX) return copy;
+    if (!width || width >= NARROW_PX) return spec;
+    var copy = structure(spec);
     // Legends under a plot start where the plot does, after its y labels: half the width is what is sure.
     var columns = Math.max(1, Math.floor(width / 2 / LEGEND_COLUMN_PX));
     var labels = Math.floor(width * 0.4);
@@ -168,7 +178,6 @@
       l.titleLimit = width - 20;
     }
     function axis(a) {
-      a.labelSeparation = Math.max(a.labelSeparation || 0, 4);
       a.labelLimit = Math.min(a.labelLimit || labels, labels);
       if (a.labelAngle) { a.labelAngle = -90; a.labelOverlap = true; }
     }
@@ -184,9 +193,10 @@
       }
       Object.keys(node).forEach(function (k) { if (k !== "data" && k !== "datasets") walk(node[k], k); });
     })(copy);
+    copy.config = Object.assign({}, copy.config);
     copy.config.legend = Object.assign({}, copy.config.legend);
     legend(copy.config.legend);
-    copy.config.axis.labelLimit = labels;
+    copy.config.axis = Object.assign({}, copy.config.axis, { labelLimit: labels });
     // Several legends under one plot stack, not side by side (Vega's layout of legends that share an orient).
     copy.config.legend.layout = { bottom: { anchor: "start", direction: "vertical" },
                                   top: { anchor: "start", direction: "vertical" } };
